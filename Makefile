@@ -1,0 +1,42 @@
+# Two commands do all the set-up on a fresh machine:
+#   make app    install what is missing, then run the demo on the embedded default collection
+#   make test   install what is missing, then run the test suite (what CI runs)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+# Offline by default: nothing reaches the Hugging Face hub unless a user asks for a hub model.
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: app test test-all bench install install-dev clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
+	$(PIP) install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
+	$(PIP) install --quiet -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+install-dev: $(VENV)/.dev
+
+app: install
+	$(PY) -m fairrag_core rank --collection running-shoes --query "best shoes for a first marathon" \
+		--alpha 2 --samples 100 -k 5
+
+test: install-dev
+	$(PY) -m pytest
+
+bench: install-dev
+	$(PY) benchmarks/bench_sampler.py
+	$(PY) benchmarks/bench_bm25.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks

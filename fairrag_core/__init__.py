@@ -1,0 +1,58 @@
+"""FairRAG core: fair stochastic retrieval, exposure metrics and RAG fairness audits.
+
+Imports without Streamlit (and without torch: model wrappers load it on first use).
+
+>>> import numpy as np
+>>> import fairrag_core as fr
+>>> rankings = fr.sample_rankings(np.array([3.0, 2.0, 1.0, 0.0]), alpha=0, n_samples=1000, k=2, seed=7)
+>>> eps = fr.expected_exposure(rankings, 4)
+>>> round(float(eps.sum()), 6)
+2.0
+"""
+
+from .corpus import (
+    DEMO_COLLECTIONS,
+    Aspect,
+    Collection,
+    Document,
+    Query,
+    load_collection,
+    load_corpus,
+    load_qrels,
+    load_queries,
+)
+from .errors import (
+    DataFormatError,
+    FairRAGError,
+    InvalidParameterError,
+    MissingGroupLabelError,
+    ModelUnavailableError,
+    UnknownCollectionError,
+)
+from .exposure import (
+    ConfidenceInterval,
+    ExposureSummary,
+    bootstrap_exposure_ci,
+    ee_disparity,
+    ee_relevance,
+    expected_exposure,
+    summarise_exposure,
+    target_exposure,
+)
+from .ranking import RankingConfig, RankingRun, run_ranking
+from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
+from .sampling import deterministic_ranking, normalise_scores, sample_rankings, sample_rankings_batch
+from .sweep import SweepConfig, exposure_sweep, summarise_sweep
+
+__all__ = [
+    "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",
+    "load_collection", "load_corpus", "load_qrels", "load_queries",
+    "FairRAGError", "InvalidParameterError", "DataFormatError", "MissingGroupLabelError",
+    "ModelUnavailableError", "UnknownCollectionError",
+    "sample_rankings", "sample_rankings_batch", "deterministic_ranking", "normalise_scores",
+    "expected_exposure", "target_exposure", "ee_disparity", "ee_relevance",
+    "bootstrap_exposure_ci", "summarise_exposure", "ConfidenceInterval", "ExposureSummary",
+    "Retriever", "RetrieverKind", "BM25Retriever", "build_retriever",
+    "RankingConfig", "RankingRun", "run_ranking",
+    "SweepConfig", "exposure_sweep", "summarise_sweep",
+]

@@ -1,0 +1,51 @@
+"""Errors are part of the API: every failure a user can cause has a class and a message that names the fix.
+
+All of them derive from :class:`FairRAGError`, so a caller (the CLI, the app) can catch one type and show
+``str(err)`` as is. Input errors also derive from :class:`ValueError` so generic code keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FairRAGError",
+    "InvalidParameterError",
+    "DataFormatError",
+    "MissingGroupLabelError",
+    "UnknownCollectionError",
+    "ModelUnavailableError",
+]
+
+
+class FairRAGError(Exception):
+    """Base class of every error raised on purpose by ``fairrag_core``."""
+
+
+class InvalidParameterError(FairRAGError, ValueError):
+    """A numeric or categorical argument is out of its domain (NaN α, k > n, N = 0, ...)."""
+
+
+class DataFormatError(FairRAGError, ValueError):
+    """A corpus, query or qrels file cannot be read. The message names the file, the line and the fix."""
+
+    def __init__(self, message: str, *, path: object = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if line is not None:
+                where += f", line {line}"
+            where += ": "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class MissingGroupLabelError(FairRAGError, ValueError):
+    """Some documents have no label for a fairness category that a group metric needs."""
+
+
+class UnknownCollectionError(FairRAGError, LookupError):
+    """A collection name is neither a bundled demo collection nor a readable folder."""
+
+
+class ModelUnavailableError(FairRAGError, RuntimeError):
+    """A model id or path cannot be loaded here (e.g. no network); the message lists offline alternatives."""

@@ -1,0 +1,269 @@
+"""Expected exposure for machine users: EE-D (disparity) and EE-R (relevance), normalised to [0, 1].
+
+Kim & Diaz, "Towards Fair RAG", ICTIR 2025, §3.3.1 and App. C, after Diaz et al., "Evaluating
+Stochastic Rankings with Expected Exposure", CIKM 2020.
+
+The generator reads the top k with equal attention and ignores the rest (step browsing model
+``MU(i) = 1[i ≤ k]``, Eq. 4), so the exposure of item d over N sampled rankings is
+
+    ε_d = (1/N) Σ_π 1[d ∈ π_{1:k}]                                   (Eq. 5, Monte-Carlo)
+
+The target ε* is the exposure under an oracle that ranks the m useful items first in random order
+(Eq. 6): useful d → 1 if m ≤ k else k/m; non-useful d → (k−m)/(n−m) if m ≤ k else 0.
+
+    EE-D = ‖ε‖² / k                                                  (Eq. 16)
+    EE-R = ⟨ε, ε*⟩ / ‖ε*‖²,  ‖ε*‖² = m + (k−m)²/(n−m) (m ≤ k) or k²/m (m > k)   (Eq. 28)
+
+EE-D is 1 for a deterministic ranker and ~k/n for a uniform one; higher EE-R means exposure sits on
+useful items. ``compat=True`` reproduces the authors' released code, whose ε* is zero on non-useful
+items while the normaliser stays as above, so its EE-R cannot reach 1 when m < k.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InvalidParameterError
+from .sampling import SeedLike, as_generator
+
+__all__ = [
+    "expected_exposure",
+    "target_exposure",
+    "ee_disparity",
+    "ee_relevance",
+    "unbiased_ee_disparity",
+    "ConfidenceInterval",
+    "ExposureSummary",
+    "bootstrap_exposure_ci",
+    "summarise_exposure",
+]
+
+
+def _check_k(k: object, n: int | None = None) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
+    if n is not None and k > n:
+        raise InvalidParameterError(f"k={k} is larger than the {n} item(s); set k ≤ {n}")
+    return int(k)
+
+
+def _check_rankings(rankings: object, n_items: int) -> np.ndarray:
+    arr = np.asarray(rankings)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidParameterError(f"rankings must have shape (N ≥ 1, k ≥ 1), got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidParameterError("rankings must hold integer item indices (positions in the score vector)")
+    if arr.min() < 0 or arr.max() >= n_items:
+        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); pass n_items = number of candidates")
+    ordered = np.sort(arr, axis=1)
+    if np.any(ordered[:, 1:] == ordered[:, :-1]):
+        raise InvalidParameterError("a ranking lists the same item twice; each row must hold distinct indices")
+    return arr
+
+
+def _check_exposure(exposure: object) -> np.ndarray:
+    eps = np.asarray(exposure, dtype=np.float64)
+    if eps.ndim != 1 or eps.size == 0:
+        raise InvalidParameterError(f"exposure must be a non-empty vector, got shape {eps.shape}")
+    if not np.all(np.isfinite(eps)) or eps.min() < 0:
+        raise InvalidParameterError("exposure must be finite and non-negative (use expected_exposure to build it)")
+    return eps
+
+
+def _check_labels(labels: object, n: int) -> np.ndarray:
+    lab = np.asarray(labels)
+    if lab.shape != (n,):
+        raise InvalidParameterError(f"labels must have one entry per item: expected shape ({n},), got {lab.shape}")
+    if lab.dtype != bool:
+        if not np.issubdtype(lab.dtype, np.number) or not np.all(np.isin(lab, (0, 1))):
+            raise InvalidParameterError("labels must be boolean or 0/1 (useful or not); threshold graded labels first")
+        lab = lab.astype(bool)
+    return lab
+
+
+def expected_exposure(rankings: np.ndarray, n_items: int) -> np.ndarray:
+    """Per-item exposure ε under the top-k step model (Eq. 5), estimated from sampled rankings.
+
+    Args:
+        rankings: ``(N, k)`` integer indices, one sampled ranking per row (``sample_rankings`` output).
+        n_items: number of candidates ``n``.
+
+    Returns:
+        ``(n,)`` float vector; ε_d is the fraction of rankings that include d. Sums to k.
+
+    >>> expected_exposure(np.array([[0, 1], [0, 2]]), 4).tolist()
+    [1.0, 0.5, 0.5, 0.0]
+    """
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
+        raise InvalidParameterError(f"n_items must be a positive integer, got {n_items!r}")
+    arr = _check_rankings(rankings, int(n_items))
+    return np.bincount(arr.ravel(), minlength=int(n_items)) / arr.shape[0]
+
+
+def target_exposure(labels: np.ndarray, k: int, *, compat: bool = False) -> np.ndarray:
+    """Oracle exposure ε* (Eq. 6) for boolean usefulness ``labels``.
+
+    >>> target_exposure(np.array([1, 1, 0, 0, 0]), 3).tolist()
+    [1.0, 1.0, 0.3333333333333333, 0.3333333333333333, 0.3333333333333333]
+    """
+    raw = np.asarray(labels)
+    if raw.ndim != 1:
+        raise InvalidParameterError(f"labels must be a vector with one entry per item, got shape {raw.shape}")
+    lab = _check_labels(raw, raw.size)
+    n = lab.size
+    k = _check_k(k, n)
+    m = int(lab.sum())
+    useful = 1.0 if m <= k else k / m
+    other = 0.0 if (compat or m >= k or m == n) else (k - m) / (n - m)
+    return np.where(lab, useful, other)
+
+
+def _relevance_normaliser(m: int, n: int, k: int) -> float:
+    if m > k:
+        return k * k / m
+    return m + ((k - m) ** 2 / (n - m) if n > m else 0.0)
+
+
+def ee_disparity(exposure: np.ndarray, k: int) -> float:
+    """Normalised expected-exposure disparity ``‖ε‖² / k`` ∈ [0, 1] (App. C.1, Eq. 16). Lower is fairer.
+
+    >>> ee_disparity(np.array([1.0, 1.0, 0.0, 0.0]), 2)
+    1.0
+    >>> ee_disparity(np.array([0.5, 0.5, 0.5, 0.5]), 2)
+    0.5
+    """
+    eps = _check_exposure(exposure)
+    k = _check_k(k, eps.size)
+    return float(eps @ eps / k)
+
+
+def ee_relevance(exposure: np.ndarray, labels: np.ndarray, k: int, *, compat: bool = False) -> float:
+    """Normalised expected-exposure relevance ``⟨ε, ε*⟩ / ‖ε*‖²`` ∈ [0, 1] (App. C.2, Eq. 28).
+
+    Args:
+        exposure: ε from :func:`expected_exposure`.
+        labels: boolean usefulness per item (utility labels, or relevance ≥ threshold).
+        k: ranking length.
+        compat: reproduce the released code (ε* = 0 on non-useful items, same normaliser).
+
+    >>> ee_relevance(np.array([1.0, 1.0, 0.0, 0.0]), np.array([1, 1, 0, 0]), 2)
+    1.0
+    """
+    eps = _check_exposure(exposure)
+    lab = _check_labels(labels, eps.size)
+    k = _check_k(k, eps.size)
+    target = target_exposure(lab, k, compat=compat)
+    return float(eps @ target / _relevance_normaliser(int(lab.sum()), lab.size, k))
+
+
+def unbiased_ee_disparity(rankings: np.ndarray, n_items: int) -> float:
+    """Unbiased Monte-Carlo estimate of the policy's normalised EE-D from N ≥ 2 sampled rankings.
+
+    The plug-in ``‖ε̂‖²/k`` is biased upward by ``Σ_d ε_d(1 − ε_d) / (N·k)`` (each count is
+    binomial). With counts ``c_d``, ``Σ_d c_d(c_d − 1) / (N(N − 1))`` is unbiased for ``‖ε‖²``.
+    Useful to compare runs with different N; the paper reports the plug-in.
+
+    >>> round(unbiased_ee_disparity(np.array([[0, 1], [2, 3]]), 4), 6)
+    0.0
+    """
+    arr = _check_rankings(rankings, n_items)
+    n_samples, k = arr.shape
+    if n_samples < 2:
+        raise InvalidParameterError("the unbiased estimate needs at least 2 sampled rankings")
+    counts = np.bincount(arr.ravel(), minlength=n_items).astype(np.float64)
+    return float((counts * (counts - 1)).sum() / (n_samples * (n_samples - 1)) / k)
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    """A point estimate (the paper's plug-in) and a bootstrap interval for the policy's exact value."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float
+
+
+@dataclass(frozen=True)
+class ExposureSummary:
+    """Exposure of every item and the EE metrics (EE-R is None when no labels were given)."""
+
+    exposure: np.ndarray
+    k: int
+    n_samples: int
+    ee_d: ConfidenceInterval
+    ee_r: ConfidenceInterval | None
+    ee_d_unbiased: float | None = None  # None when N < 2
+
+
+def bootstrap_exposure_ci(
+    rankings: np.ndarray,
+    n_items: int,
+    *,
+    labels: np.ndarray | None = None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    compat: bool = False,
+    seed: SeedLike = None,
+) -> tuple[ConfidenceInterval, ConfidenceInterval | None]:
+    """Bootstrap intervals for EE-D and EE-R, resampling the N rankings with replacement.
+
+    They show how much of a difference between two α values is Monte-Carlo noise from a finite N.
+    The interval is the *basic* (pivotal) bootstrap ``[2θ̂ − q_hi, 2θ̂ − q_lo]``, clipped to [0, 1]:
+    it targets the exact metric of the sampling policy and so corrects the upward bias of the
+    plug-in EE-D (see :func:`unbiased_ee_disparity`). With small N the plug-in EE-D can therefore sit
+    above its interval; that gap is the bias, not an error. EE-R is linear in ε and unbiased.
+    Vectorised: only items that appear in some ranking carry exposure, so the work is
+    ``n_boot × N × (distinct items)`` whatever the corpus size.
+    """
+    arr = _check_rankings(rankings, n_items)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise InvalidParameterError(f"n_boot must be a positive integer, got {n_boot!r}")
+    if not (0.0 < level < 1.0):
+        raise InvalidParameterError(f"level must be in (0, 1), e.g. 0.95; got {level!r}")
+    n_samples, k = arr.shape
+    k = _check_k(k, n_items)
+    items, compact = np.unique(arr, return_inverse=True)
+    compact = compact.reshape(arr.shape)
+    member = np.zeros((n_samples, items.size))
+    np.put_along_axis(member, compact, 1.0, axis=1)
+    rng = as_generator(seed)
+    weights = rng.multinomial(n_samples, np.full(n_samples, 1.0 / n_samples), size=n_boot) / n_samples
+    boot_eps = weights @ member  # (n_boot, distinct items)
+    point_eps = member.mean(axis=0)
+    tail = (1.0 - level) / 2.0
+
+    def interval(point: float, draws: np.ndarray) -> ConfidenceInterval:
+        q_low, q_high = np.quantile(draws, [tail, 1.0 - tail])
+        low, high = np.clip([2 * point - q_high, 2 * point - q_low], 0.0, 1.0)
+        return ConfidenceInterval(float(point), float(low), float(high), level)
+
+    ee_d = interval(float(point_eps @ point_eps / k), np.einsum("bi,bi->b", boot_eps, boot_eps) / k)
+    ee_r = None
+    if labels is not None:
+        lab = _check_labels(labels, n_items)
+        target = target_exposure(lab, k, compat=compat)[items]
+        norm = _relevance_normaliser(int(lab.sum()), lab.size, k)
+        ee_r = interval(float(point_eps @ target / norm), boot_eps @ target / norm)
+    return ee_d, ee_r
+
+
+def summarise_exposure(
+    rankings: np.ndarray,
+    n_items: int,
+    *,
+    labels: np.ndarray | None = None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    compat: bool = False,
+    seed: SeedLike = None,
+) -> ExposureSummary:
+    """Exposure vector plus EE-D (and EE-R when ``labels`` are given) with bootstrap intervals."""
+    ee_d, ee_r = bootstrap_exposure_ci(
+        rankings, n_items, labels=labels, n_boot=n_boot, level=level, compat=compat, seed=seed
+    )
+    arr = np.asarray(rankings)
+    unbiased = unbiased_ee_disparity(arr, n_items) if arr.shape[0] > 1 else None
+    return ExposureSummary(expected_exposure(arr, n_items), arr.shape[1], arr.shape[0], ee_d, ee_r, unbiased)

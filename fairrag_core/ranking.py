@@ -1,0 +1,158 @@
+"""One query through the fair stochastic retriever: deterministic vs sampled rankings and their exposure.
+
+This is the retrieval half of the Fair RAG pipeline (Kim & Diaz 2025, Fig. 2): score candidates,
+sample N top-k rankings at α, and measure item and provider exposure with EE-D / EE-R.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .corpus import Collection, Query
+from .errors import InvalidParameterError
+from .exposure import ExposureSummary, summarise_exposure, target_exposure
+from .retrieval import Retriever, check_query, top_candidates
+from .sampling import deterministic_ranking, sample_rankings
+
+__all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure", "new_seed"]
+
+
+def new_seed() -> int:
+    """A fresh random seed to record in a run's config, so that the run can be reproduced."""
+    return int(np.random.SeedSequence().entropy % (2**63))
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """Everything that determines a ranking run (with the retriever and the collection)."""
+
+    alpha: float
+    n_samples: int = 100
+    k: int = 5
+    seed: int | None = None
+    candidates: int | None = None  # first-stage cut-off K; None = score every document
+    min_rel: int = 1  # qrels grade from which a document counts as useful
+
+
+@dataclass(frozen=True)
+class RankingRun:
+    """Result of :func:`run_ranking`. Indices are into ``candidate_indices`` (the candidate set)."""
+
+    collection: Collection
+    query_text: str
+    query: Query | None
+    retriever: str
+    config: RankingConfig
+    seed: int
+    candidate_indices: np.ndarray  # collection positions of the candidates, best first
+    scores: np.ndarray  # retrieval score of each candidate
+    deterministic: np.ndarray  # (k,) positions in the candidate set
+    rankings: np.ndarray  # (N, k) positions in the candidate set
+    labels: np.ndarray | None  # usefulness of each candidate, when the query has qrels
+    summary: ExposureSummary
+    deterministic_summary: ExposureSummary
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [self.collection.documents[i].doc_id for i in self.candidate_indices]
+
+    def documents_table(self) -> pd.DataFrame:
+        """One row per candidate: id, provider, score, useful, exposure (sampled and deterministic), target."""
+        docs = [self.collection.documents[i] for i in self.candidate_indices]
+        table = pd.DataFrame(
+            {
+                "doc_id": [d.doc_id for d in docs],
+                "title": [d.title for d in docs],
+                "provider": [d.provider for d in docs],
+                "score": self.scores,
+                "useful": self.labels if self.labels is not None else pd.NA,
+                "exposure": self.summary.exposure,
+                "deterministic_exposure": self.deterministic_summary.exposure,
+                "target_exposure": (
+                    target_exposure(self.labels, self.config.k) if self.labels is not None else np.nan
+                ),
+            }
+        )
+        return table
+
+    def providers_table(self) -> pd.DataFrame:
+        return provider_exposure(self.documents_table())
+
+
+def provider_exposure(documents: pd.DataFrame) -> pd.DataFrame:
+    """Sum document exposure by provider (columns ``exposure``, ``deterministic_exposure``, ``target_exposure``).
+
+    A provider's exposure is the expected number of its documents in the top k.
+    """
+    grouped = documents.groupby("provider", sort=False)
+    table = grouped.agg(
+        documents=("doc_id", "size"),
+        useful=("useful", lambda s: int(np.nansum(pd.to_numeric(s, errors="coerce")))),
+        exposure=("exposure", "sum"),
+        deterministic_exposure=("deterministic_exposure", "sum"),
+        target_exposure=("target_exposure", lambda s: s.sum(min_count=1)),
+    )
+    return table.sort_values(["exposure", "target_exposure"], ascending=False).reset_index()
+
+
+def run_ranking(
+    collection: Collection,
+    retriever: Retriever,
+    query: str,
+    config: RankingConfig,
+    *,
+    scores: np.ndarray | None = None,
+    n_boot: int = 1000,
+) -> RankingRun:
+    """Score, sample and measure one query.
+
+    Args:
+        collection: the corpus (the retriever must index ``collection.texts`` in order).
+        retriever: any :class:`~fairrag_core.retrieval.Retriever`.
+        query: free text. If it equals a query of the collection, that query's qrels give the
+            usefulness labels (``rel ≥ config.min_rel``) and EE-R is reported; otherwise EE-R is None.
+        config: α, N, k, seed, first-stage cut-off.
+        scores: precomputed scores of all documents (skips retrieval; the app caches them per query).
+    """
+    text = check_query(query)
+    if retriever.n_docs != len(collection):
+        raise InvalidParameterError(
+            f"the retriever indexes {retriever.n_docs} texts but the collection has {len(collection)}; "
+            "build the retriever from collection.texts"
+        )
+    seed = config.seed if config.seed is not None else new_seed()
+    all_scores = retriever.score(text) if scores is None else np.asarray(scores, dtype=np.float64)
+    n_cand = len(collection) if config.candidates is None else config.candidates
+    cand = top_candidates(all_scores, n_cand)
+    if config.k > cand.indices.size:
+        raise InvalidParameterError(
+            f"k={config.k} is larger than the {cand.indices.size} candidate(s); set k ≤ {cand.indices.size} "
+            "or retrieve more candidates"
+        )
+    rng = np.random.default_rng(seed)
+    rankings = sample_rankings(cand.scores, alpha=config.alpha, n_samples=config.n_samples, k=config.k, seed=rng)
+    det = deterministic_ranking(cand.scores, config.k)
+    matched = collection.find_query(text)
+    labels = None
+    if matched is not None and matched.query_id in collection.qrels:
+        labels = collection.useful(matched.query_id, min_rel=config.min_rel)[cand.indices]
+    summary = summarise_exposure(rankings, cand.indices.size, labels=labels, n_boot=n_boot, seed=rng)
+    det_summary = summarise_exposure(det[None, :], cand.indices.size, labels=labels, n_boot=1, seed=rng)
+    return RankingRun(
+        collection=collection,
+        query_text=text,
+        query=matched,
+        retriever=retriever.name,
+        config=config,
+        seed=seed,
+        candidate_indices=cand.indices,
+        scores=cand.scores,
+        deterministic=det,
+        rankings=rankings,
+        labels=labels,
+        summary=summary,
+        deterministic_summary=det_summary,
+    )

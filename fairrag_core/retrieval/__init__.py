@@ -1,0 +1,42 @@
+"""Retrievers behind one interface (:class:`Retriever`): BM25 and dense."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InvalidParameterError
+from .base import Candidates, Retriever, RetrieverKind, check_query, top_candidates
+from .bm25 import BM25Retriever
+
+__all__ = [
+    "Retriever", "RetrieverKind", "Candidates", "BM25Retriever", "DenseRetriever",
+    "build_retriever", "top_candidates", "check_query",
+]
+
+
+def __getattr__(name: str):  # the dense retriever pulls in torch: import it only when asked for
+    if name == "DenseRetriever":
+        from .dense import DenseRetriever
+
+        return DenseRetriever
+    raise AttributeError(name)
+
+
+def build_retriever(kind: RetrieverKind | str, texts: Sequence[str], *, model: str | None = None,
+                    device: str | None = None) -> Retriever:
+    """Build a retriever by kind (``"bm25"`` or ``"dense"``) over ``texts``.
+
+    ``model`` and ``device`` apply to the dense retriever (default model: the offline MiniLM).
+    """
+    try:
+        kind = RetrieverKind(kind)
+    except ValueError:
+        choices = ", ".join(k.value for k in RetrieverKind)
+        raise InvalidParameterError(f"unknown retriever {kind!r}; choose one of: {choices}") from None
+    if kind is RetrieverKind.BM25:
+        if model is not None:
+            raise InvalidParameterError("BM25 takes no model; drop --model or use --retriever dense")
+        return BM25Retriever(texts)
+    from .dense import DenseRetriever
+
+    return DenseRetriever(texts, model=model, device=device)

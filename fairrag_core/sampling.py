@@ -1,0 +1,338 @@
+"""Fairness-aware stochastic retrieval: Plackett-Luce sampling of top-k rankings with the knob α.
+
+Kim & Diaz, "Towards Fair RAG", ICTIR 2025, §3.2 (after Diaz et al. 2020, Oosterhuis 2021):
+
+* retrieval scores ``s`` are min-max normalised and shifted to ``s̄ ∈ [1, 2]`` (all-equal → all 1);
+* the sampling policy is Plackett-Luce with ``p(d | L_{1:i-1}) ∝ exp(s̄_d^α)`` (Eq. 2);
+* a ranking is sampled by sorting ``s̄^α + G`` with i.i.d. Gumbel noise ``G = −log(−log U)``,
+  truncated to the top ``k``.
+
+α = 0 is uniform (maximum item-fairness); large α approaches the deterministic ranking, but items
+with *equal* scores keep equal chances at any α (ties stay random).
+
+Numerics: ``exp(2**α)`` overflows float64 for α ≳ 9.5, so probabilities are never exponentiated;
+logits are shifted by their maximum (PL is shift-invariant) and only Gumbel keys are compared. When a
+key is so large that the noise is absorbed by rounding, items whose keys become equal are ordered by
+their noise, which is the exact Gumbel order for equal logits. ``alpha = inf`` (and any α > 1000,
+where even 1-ulp score differences dominate the noise) gives the deterministic limit: sorted by
+score, ties in random order.
+
+Speed: only the top k of each sample matters. The sampler draws Gumbel keys for a *head* of the
+``H ≈ 2·sqrt(k·n)`` highest logits, takes the k-th best key ``T`` per sample, and then finds the
+tail items whose key could exceed ``T`` without drawing noise for all of them: candidates come from
+a Bernoulli process (geometric gaps) at the bound ``p_max = P(l_max_tail + G > T)``, are thinned to
+their own ``P(l_d + G > T)`` and get a Gumbel key truncated to ``> T``. This is exact (thinning of
+independent exceedance events) and costs ``O(n)`` once plus ``O(sqrt(k·n))`` per sample instead of
+``O(n log n)`` per sample.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .errors import InvalidParameterError
+
+__all__ = [
+    "SeedLike",
+    "normalise_scores",
+    "policy_logits",
+    "sample_rankings",
+    "sample_rankings_batch",
+    "deterministic_ranking",
+    "as_generator",
+    "check_alpha",
+]
+
+SeedLike = int | np.random.Generator | None
+
+#: Above this α, ``s̄^α`` overflows float64 and the policy equals its deterministic limit anyway.
+ALPHA_DETERMINISTIC = 1000.0
+# Work arrays are processed in chunks of about this many float64 entries (≈ 64 MB).
+_CHUNK_ENTRIES = 8_000_000
+
+
+def as_generator(seed: SeedLike) -> np.random.Generator:
+    """A numpy Generator from ``None`` (fresh entropy), an ``int`` seed, or an existing Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
+        return np.random.default_rng(seed)
+    raise InvalidParameterError(f"seed must be None, an int or a numpy Generator, got {type(seed).__name__}")
+
+
+def _check_scores(scores: object, *, ndim: int) -> np.ndarray:
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.ndim != ndim:
+        shape = "(n,)" if ndim == 1 else "(n_queries, n)"
+        raise InvalidParameterError(f"scores must have shape {shape}, got shape {arr.shape}")
+    if arr.shape[-1] == 0:
+        raise InvalidParameterError("scores is empty; retrieve at least one candidate before sampling")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameterError("scores contain NaN or infinity; drop or fix those candidates before sampling")
+    return arr
+
+
+def check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise InvalidParameterError(f"alpha must be a real number ≥ 0, got {alpha!r}")
+    value = float(alpha)
+    if math.isnan(value):
+        raise InvalidParameterError("alpha is NaN; use a number ≥ 0 (0 = uniform, larger = closer to deterministic)")
+    if value < 0:
+        raise InvalidParameterError(
+            f"alpha={value} is negative; use alpha ≥ 0 (0 = uniform, larger = closer to deterministic)"
+        )
+    return value
+
+
+def _check_count(value: object, name: str, hint: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise InvalidParameterError(f"{name}={value}; {hint}")
+    return int(value)
+
+
+def _check_k(k: object, n: int) -> int:
+    k = _check_count(k, "k", "k must be at least 1 (the number of documents passed to the generator)")
+    if k > n:
+        raise InvalidParameterError(
+            f"k={k} is larger than the {n} candidate(s); set k ≤ {n} or retrieve more candidates"
+        )
+    return k
+
+
+def normalise_scores(scores: np.ndarray) -> np.ndarray:
+    """Min-max normalise along the last axis into ``[1, 2]`` (rows of equal scores become all 1).
+
+    Works for negative scores (dense retrievers) and is exact for the extremes: min → 1, max → 2.
+
+    >>> normalise_scores(np.array([-3.0, -1.0, 1.0])).tolist()
+    [1.0, 1.5, 2.0]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    lo = s.min(axis=-1, keepdims=True)
+    hi = s.max(axis=-1, keepdims=True)
+    span = hi - lo
+    if not np.all(np.isfinite(span)):  # e.g. scores near ±1e308: rescale first, the order is what matters
+        scale = np.abs(s).max(axis=-1, keepdims=True)
+        s, lo, span = s / scale, lo / scale, span / scale
+    safe = np.where(span > 0, span, 1.0)
+    out = 1.0 + (s - lo) / safe
+    out = np.where(span > 0, out, 1.0)
+    return np.minimum(out, 2.0)
+
+
+def policy_logits(scores: np.ndarray, alpha: float) -> np.ndarray:
+    """Plackett-Luce logits ``s̄^α − max(s̄^α)`` along the last axis (Eq. 2, shifted; shift-invariant).
+
+    >>> policy_logits(np.array([0.0, 1.0, 2.0]), 2).tolist()
+    [-3.0, -1.75, 0.0]
+    """
+    alpha = check_alpha(alpha)
+    s_bar = normalise_scores(scores)
+    if alpha > ALPHA_DETERMINISTIC:
+        raise InvalidParameterError(f"alpha={alpha} has no finite logits; use sample_rankings, which handles it")
+    powered = s_bar**alpha
+    return powered - powered.max(axis=-1, keepdims=True)
+
+
+def deterministic_ranking(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the top ``k`` scores, highest first; ties keep collection order (a fixed retriever)."""
+    s = _check_scores(scores, ndim=1)
+    k = _check_k(k, s.size)
+    return np.argsort(-s, kind="stable")[:k]
+
+
+def _top_k(keys: np.ndarray, tiebreak: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest ``keys`` per row, best first; equal keys ordered by larger ``tiebreak``."""
+    rows, m = keys.shape
+    if m > k:
+        part = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+        chosen = np.take_along_axis(keys, part, axis=1)
+        kth = chosen.min(axis=1, keepdims=True)
+        # A row is ambiguous when the k-th key is shared with an item left outside the selection.
+        ambiguous = np.flatnonzero((keys == kth).sum(axis=1) != (chosen == kth).sum(axis=1))
+        for r in ambiguous:
+            order = np.lexsort((-tiebreak[r], -keys[r]))[:k]
+            part[r] = order
+    else:
+        part = np.broadcast_to(np.arange(m), (rows, m)).copy()
+    sub_keys = np.take_along_axis(keys, part, axis=1)
+    sub_tb = np.take_along_axis(tiebreak, part, axis=1)
+    order = np.lexsort((-sub_tb, -sub_keys), axis=1)
+    return np.take_along_axis(part, order, axis=1)
+
+
+def _truncated_gumbel(lower: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``G ~ Gumbel(0, 1)`` conditioned on ``G > lower``, accurately in both tails."""
+    tail_mass = -np.expm1(-np.exp(-lower))  # 1 − F(lower), F(x) = exp(−exp(−x))
+    v = rng.random(lower.shape)
+    neg_log_u = -np.log1p(-tail_mass * (1.0 - v))  # −log U with U ~ Uniform(F(lower), 1)
+    with np.errstate(divide="ignore"):
+        return -np.log(neg_log_u)
+
+
+def _head_size(n: int, k: int) -> int:
+    return min(n, max(4 * k, 64, int(2.0 * math.sqrt(k * n))))
+
+
+def _sample_chunk(logits: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Exact Gumbel top-k for each row of ``logits`` (Q, n), ``n_samples`` times → (Q, N, k) indices."""
+    q, n = logits.shape
+    h = _head_size(n, k)
+    if h >= n:
+        noise = rng.gumbel(size=(q, n_samples, n))
+        keys = (logits[:, None, :] + noise).reshape(q * n_samples, n)
+        pos = _top_k(keys, noise.reshape(q * n_samples, n), k)
+        return pos.reshape(q, n_samples, k)
+
+    part = np.argpartition(-logits, h - 1, axis=1)
+    head_idx, tail_idx = part[:, :h], part[:, h:]
+    head_l = np.take_along_axis(logits, head_idx, axis=1)
+    tail_l = np.take_along_axis(logits, tail_idx, axis=1)
+    tail_max = tail_l.max(axis=1)
+    rows = q * n_samples
+    qrow = np.repeat(np.arange(q), n_samples)
+
+    head_noise = rng.gumbel(size=(q, n_samples, h)).reshape(rows, h)
+    head_keys = head_l[qrow] + head_noise
+    head_pos = _top_k(head_keys, head_noise, k)
+    top_keys = np.take_along_axis(head_keys, head_pos, axis=1)
+    top_noise = np.take_along_axis(head_noise, head_pos, axis=1)
+    top_idx = np.take_along_axis(head_idx[qrow], head_pos, axis=1)
+    threshold = top_keys[:, -1]
+
+    # Tail items that could beat the threshold: Bernoulli(p_max) candidates via geometric gaps.
+    m = n - h
+    p_max = -np.expm1(-np.exp(np.minimum(tail_max[qrow] - threshold, 700.0)))
+    empty = p_max <= 0.0
+    p_draw = np.where(empty, 1.0, p_max)
+    lam = m * p_max
+    width = int(min(m, np.ceil(np.max(lam + 8.0 * np.sqrt(lam) + 16.0))))
+    # a gap past the end means "no more candidates": clip so the cumulative sum cannot overflow
+    gaps = np.minimum(rng.geometric(p_draw[:, None], size=(rows, width)), m + 1)
+    pos = np.cumsum(gaps, axis=1) - 1
+    valid = (pos < m) & ~empty[:, None]
+    short = np.flatnonzero(~empty & (pos[:, -1] < m - 1))
+    if short.size:  # rare: continue the same Bernoulli process past the drawn gaps (exact, memoryless)
+        extra = [np.flatnonzero(rng.random(m - 1 - pos[r, -1]) < p_max[r]) + pos[r, -1] + 1 for r in short]
+        grow = max(e.size for e in extra)
+        pos = np.pad(pos, ((0, 0), (0, grow)), constant_values=m)
+        valid = np.pad(valid, ((0, 0), (0, grow)), constant_values=False)
+        for r, e in zip(short, extra):
+            pos[r, width : width + e.size] = e
+            valid[r, width : width + e.size] = True
+    pos = np.minimum(pos, m - 1)
+    cand_l = tail_l[qrow[:, None], pos]
+    thr = threshold[:, None]
+    p_item = -np.expm1(-np.exp(np.minimum(cand_l - thr, 700.0)))
+    accept = valid & (rng.random(pos.shape) * p_max[:, None] < p_item)
+    cand_noise = np.full(pos.shape, -np.inf)
+    if accept.any():
+        cand_noise[accept] = _truncated_gumbel((thr - cand_l)[accept], rng)
+    cand_keys = np.where(accept, cand_l + cand_noise, -np.inf)
+
+    keys = np.concatenate([top_keys, cand_keys], axis=1)
+    noise = np.concatenate([top_noise, cand_noise], axis=1)
+    idx = np.concatenate([top_idx, tail_idx[qrow[:, None], pos]], axis=1)
+    best = _top_k(keys, noise, k)
+    return np.take_along_axis(idx, best, axis=1).reshape(q, n_samples, k)
+
+
+def _sample_deterministic_limit(s_bar: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    q, n = s_bar.shape
+    rows = q * n_samples
+    tiebreak = rng.random((rows, n))
+    keys = np.repeat(s_bar, n_samples, axis=0)
+    return _top_k(keys, tiebreak, k).reshape(q, n_samples, k)
+
+
+def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    q, n = scores.shape
+    out = np.empty((q, n_samples, k), dtype=np.int64)
+    s_bar = normalise_scores(scores)
+    finite = alphas <= ALPHA_DETERMINISTIC
+    per_query = n_samples * max(n if n <= 4096 else _head_size(n, k) * 3, 1)
+    chunk = max(1, _CHUNK_ENTRIES // per_query)
+    for mask, deterministic in ((finite, False), (~finite, True)):
+        rows = np.flatnonzero(mask)
+        for start in range(0, rows.size, chunk):
+            sel = rows[start : start + chunk]
+            if deterministic:
+                out[sel] = _sample_deterministic_limit(s_bar[sel], n_samples, k, rng)
+            else:
+                powered = s_bar[sel] ** alphas[sel, None]
+                logits = powered - powered.max(axis=1, keepdims=True)
+                out[sel] = _sample_chunk(logits, n_samples, k, rng)
+    return out
+
+
+def sample_rankings(
+    scores: np.ndarray,
+    *,
+    alpha: float,
+    n_samples: int,
+    k: int,
+    seed: SeedLike = None,
+) -> np.ndarray:
+    """Sample ``n_samples`` top-``k`` rankings from the fair Plackett-Luce retriever (Eq. 2).
+
+    Args:
+        scores: retrieval scores of the ``n`` candidates, any real values (negative ones too).
+        alpha: fairness knob ≥ 0. 0 → uniform over candidates; larger → closer to the deterministic
+            ranking; ``math.inf`` → the deterministic limit (ties still random).
+        n_samples: number of rankings ``N`` (the paper uses 100).
+        k: ranking length (the top-k passed to the generator), ``1 ≤ k ≤ n``.
+        seed: ``None``, an ``int`` or a ``numpy.random.Generator`` (pass one to chain draws).
+
+    Returns:
+        ``int64`` array of shape ``(n_samples, k)``: row ``i`` holds the indices (into ``scores``) of the
+        i-th sampled ranking, best first. Indices within a row are distinct.
+
+    Raises:
+        InvalidParameterError: NaN/negative α, NaN/inf scores, empty scores, k > n, n_samples < 1.
+
+    >>> sample_rankings(np.array([3.0, 1.0, 2.0]), alpha=2000, n_samples=2, k=2, seed=0).tolist()
+    [[0, 2], [0, 2]]
+    """
+    s = _check_scores(scores, ndim=1)
+    alpha = check_alpha(alpha)
+    n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
+    k = _check_k(k, s.size)
+    return _sample(s[None, :], np.array([alpha]), n_samples, k, as_generator(seed))[0]
+
+
+def sample_rankings_batch(
+    scores: np.ndarray,
+    *,
+    alpha: float | np.ndarray,
+    n_samples: int,
+    k: int,
+    seed: SeedLike = None,
+) -> np.ndarray:
+    """Sample rankings for many queries at once.
+
+    Args:
+        scores: array of shape ``(n_queries, n)``: one row of candidate scores per query.
+        alpha: one α for all queries, or an array of shape ``(n_queries,)``.
+        n_samples, k, seed: as in :func:`sample_rankings`.
+
+    Returns:
+        ``int64`` array of shape ``(n_queries, n_samples, k)``.
+    """
+    s = _check_scores(scores, ndim=2)
+    q = s.shape[0]
+    if np.ndim(alpha) == 0:
+        alphas = np.full(q, check_alpha(alpha))
+    else:
+        raw = np.asarray(alpha)
+        if raw.shape != (q,):
+            raise InvalidParameterError(f"alpha must be a number or have shape ({q},), got shape {raw.shape}")
+        alphas = np.array([check_alpha(float(a)) for a in raw])
+    n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
+    k = _check_k(k, s.shape[1])
+    return _sample(s, alphas, n_samples, k, as_generator(seed))
