@@ -11,9 +11,9 @@ Kim & Diaz, "Towards Fair RAG", ICTIR 2025, §3.2 (after Diaz et al. 2020, Ooste
 with *equal* scores keep equal chances at any α (ties stay random).
 
 Numerics: ``exp(2**α)`` overflows float64 for α ≳ 9.5, so probabilities are never exponentiated;
-logits are shifted by their maximum (PL is shift-invariant) and only Gumbel keys are compared. When a
-key is so large that the noise is absorbed by rounding, items whose keys become equal are ordered by
-their noise, which is the exact Gumbel order for equal logits. ``alpha = inf`` (and any α > 1000,
+only Gumbel keys ``s̄^α + G`` are compared (finite up to α = 1000). When a key is so large that the
+noise is absorbed by rounding, items whose keys become equal are ordered by their noise, which is
+the exact Gumbel order for equal logits (ties stay random at any α). ``alpha = inf`` (and any α > 1000,
 where even 1-ulp score differences dominate the noise) gives the deterministic limit: sorted by
 score, ties in random order.
 
@@ -116,10 +116,12 @@ def normalise_scores(scores: np.ndarray) -> np.ndarray:
     s = np.asarray(scores, dtype=np.float64)
     lo = s.min(axis=-1, keepdims=True)
     hi = s.max(axis=-1, keepdims=True)
-    span = hi - lo
+    with np.errstate(over="ignore"):
+        span = hi - lo
     if not np.all(np.isfinite(span)):  # e.g. scores near ±1e308: rescale first, the order is what matters
-        scale = np.abs(s).max(axis=-1, keepdims=True)
-        s, lo, span = s / scale, lo / scale, span / scale
+        s = s / np.abs(s).max(axis=-1, keepdims=True)
+        lo = s.min(axis=-1, keepdims=True)
+        span = s.max(axis=-1, keepdims=True) - lo
     safe = np.where(span > 0, span, 1.0)
     out = 1.0 + (s - lo) / safe
     out = np.where(span > 0, out, 1.0)
@@ -127,17 +129,18 @@ def normalise_scores(scores: np.ndarray) -> np.ndarray:
 
 
 def policy_logits(scores: np.ndarray, alpha: float) -> np.ndarray:
-    """Plackett-Luce logits ``s̄^α − max(s̄^α)`` along the last axis (Eq. 2, shifted; shift-invariant).
+    """Plackett-Luce logits ``s̄^α`` along the last axis (Eq. 2), finite for α ≤ 1000.
+
+    They are deliberately *not* shifted by their maximum: ``s̄^α`` keeps distinct scores distinct in
+    relative precision, whereas ``s̄^α − 2^α`` would round 1.5^500 and 1^500 to the same number.
 
     >>> policy_logits(np.array([0.0, 1.0, 2.0]), 2).tolist()
-    [-3.0, -1.75, 0.0]
+    [1.0, 2.25, 4.0]
     """
     alpha = check_alpha(alpha)
-    s_bar = normalise_scores(scores)
     if alpha > ALPHA_DETERMINISTIC:
         raise InvalidParameterError(f"alpha={alpha} has no finite logits; use sample_rankings, which handles it")
-    powered = s_bar**alpha
-    return powered - powered.max(axis=-1, keepdims=True)
+    return normalise_scores(scores) ** alpha
 
 
 def deterministic_ranking(scores: np.ndarray, k: int) -> np.ndarray:
@@ -265,9 +268,7 @@ def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng:
             if deterministic:
                 out[sel] = _sample_deterministic_limit(s_bar[sel], n_samples, k, rng)
             else:
-                powered = s_bar[sel] ** alphas[sel, None]
-                logits = powered - powered.max(axis=1, keepdims=True)
-                out[sel] = _sample_chunk(logits, n_samples, k, rng)
+                out[sel] = _sample_chunk(s_bar[sel] ** alphas[sel, None], n_samples, k, rng)
     return out
 
 

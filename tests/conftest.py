@@ -1,0 +1,29 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/exact.py
+
+from fairrag_core import load_collection  # noqa: E402
+from fairrag_core.retrieval import BM25Retriever  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def shoes():
+    return load_collection("running-shoes")
+
+
+@pytest.fixture(scope="session")
+def shoes_bm25(shoes):
+    return BM25Retriever(shoes.texts)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from fairrag_core.models.embedder import Embedder
+
+    return Embedder("minilm", device="cpu")
