@@ -1,0 +1,234 @@
+import json
+
+import numpy as np
+import pytest
+
+from fairrag_core import (
+    DEMO_COLLECTIONS,
+    Collection,
+    DataFormatError,
+    Document,
+    InvalidParameterError,
+    MissingGroupLabelError,
+    UnknownCollectionError,
+    load_collection,
+    load_corpus,
+    load_qrels,
+    load_queries,
+)
+
+
+def _write(path, text, encoding="utf-8"):
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+def _jsonl(path, rows):
+    return _write(path, "\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+# -- happy paths -------------------------------------------------------------------------------------
+def test_jsonl_corpus(tmp_path):
+    path = _jsonl(tmp_path / "c.jsonl", [
+        {"doc_id": "a", "text": "Alpha text", "title": "A", "provider": "P1", "groups": {"region": "Asia"}},
+        {"doc_id": "b", "text": "Beta text"},
+    ])
+    docs = load_corpus(path)
+    assert docs[0].groups == {"region": "Asia"} and docs[0].provider == "P1"
+    assert docs[1].provider == "b"  # a document is its own provider by default
+    assert docs[0].full_text == "A. Alpha text"
+
+
+def test_csv_corpus_with_group_columns(tmp_path):
+    path = _write(tmp_path / "c.csv", 'doc_id,text,title,provider,group:region,group:gender\n'
+                                      'd1,"Hello, world",T,Pub,Africa,female\nd2,Second,,,Europe,\n')
+    d1, d2 = load_corpus(path)
+    assert d1.text == "Hello, world" and d1.groups == {"region": "Africa", "gender": "female"}
+    assert d2.groups == {"region": "Europe"} and d2.provider == "d2"
+
+
+def test_queries_and_qrels(tmp_path):
+    q = _jsonl(tmp_path / "q.jsonl", [
+        {"query_id": "q1", "text": "what?", "answer": "this"},
+        {"query_id": "q2", "text": "broad", "aspects": [{"aspect": "x", "answer": "y"}]},
+    ])
+    queries = load_queries(q)
+    assert queries[0].answer == "this" and queries[1].aspects[0].answer == "y"
+    qrels = load_qrels(_write(tmp_path / "qrels.txt", "q1 0 a 2\nq1 0 b 0\n# comment\n\nq2 0 a 1\n"))
+    assert qrels == {"q1": {"a": 2, "b": 0}, "q2": {"a": 1}}
+
+
+def test_collection_folder(tmp_path):
+    _jsonl(tmp_path / "corpus.jsonl", [{"doc_id": "a", "text": "x"}, {"doc_id": "b", "text": "y"}])
+    _jsonl(tmp_path / "queries.jsonl", [{"query_id": "q1", "text": "Find X"}])
+    _write(tmp_path / "qrels.txt", "q1 0 b 1\n")
+    c = load_collection(tmp_path)
+    assert c.useful("q1").tolist() == [False, True]
+    assert c.relevance("q1").tolist() == [0, 1]
+    assert c.find_query("  find   x ").query_id == "q1"
+    assert c.subset([1]).doc_ids == ["b"]
+
+
+# -- bad input: each error names file, line and fix --------------------------------------------------
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"doc_id": "a", "text": "x"}\n{"doc_id": "a", "text": "y"}\n', r"line 2: duplicate doc_id 'a' \(first seen on line 1\)"),
+        ('{"doc_id": "a", "text": "   "}\n', "line 1: field 'text' is empty"),
+        ('{"doc_id": "a"}\n', "line 1: missing field 'text'"),
+        ('{"doc_id": "a", "text": "x"\n', "line 1: invalid JSON"),
+        ('["a", "x"]\n', "expected a JSON object"),
+        ('{"doc_id": "a", "text": "x", "region": "Asia"}\n', "unknown field.*groups"),
+        ('{"doc_id": "a", "text": "x", "groups": {"region": ""}}\n', "non-empty label"),
+        ('{"doc_id": 3, "text": "x"}\n', "must be a string"),
+        ("", "no documents found"),
+    ],
+)
+def test_jsonl_corpus_errors(tmp_path, content, message):
+    with pytest.raises(DataFormatError, match=message):
+        load_corpus(_write(tmp_path / "c.jsonl", content))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("doc_id,title\na,b\n", r"missing column\(s\) \['text'\]"),
+        ("doc_id,text,region\na,b,Asia\n", "group:region"),
+        ("doc_id,text\na,b,c\n", "line 2: expected 2 cells, found 3"),
+        ("doc_id,text\na,x\na,y\n", "line 3: duplicate doc_id"),
+        ("", "empty file"),
+    ],
+)
+def test_csv_corpus_errors(tmp_path, content, message):
+    with pytest.raises(DataFormatError, match=message):
+        load_corpus(_write(tmp_path / "c.csv", content))
+
+
+def test_bad_encoding_names_the_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"doc_id": "a", "text": "ok"}\n{"doc_id": "b", "text": "caf\xe9"}\n')
+    with pytest.raises(DataFormatError, match="line 2: not valid UTF-8.*re-save the file as UTF-8"):
+        load_corpus(path)
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_bytes('{"doc_id": "a", "text": "café"}\n'.encode("utf-8-sig"))
+    assert load_corpus(path)[0].text == "café"
+
+
+def test_unsupported_format_and_missing_file(tmp_path):
+    with pytest.raises(DataFormatError, match="use .jsonl or .csv"):
+        load_corpus(_write(tmp_path / "c.xlsx", "x"))
+    with pytest.raises(DataFormatError, match="file not found"):
+        load_corpus(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("q1 0 a\n", "expected 4 fields"),
+        ("q1 0 a high\n", "not an integer"),
+        ("q1 0 a 1\nq1 0 a 2\n", "line 2: duplicate judgement"),
+    ],
+)
+def test_qrels_errors(tmp_path, content, message):
+    with pytest.raises(DataFormatError, match=message):
+        load_qrels(_write(tmp_path / "qrels.txt", content))
+
+
+def test_qrels_unknown_ids_in_a_collection(tmp_path):
+    _jsonl(tmp_path / "corpus.jsonl", [{"doc_id": "a", "text": "x"}])
+    _jsonl(tmp_path / "queries.jsonl", [{"query_id": "q1", "text": "x"}])
+    _write(tmp_path / "qrels.txt", "q1 0 a 1\nq1 0 zz 1\n")
+    with pytest.raises(DataFormatError, match="qrels.txt, line 2: unknown doc_id 'zz'"):
+        load_collection(tmp_path)
+    _write(tmp_path / "qrels.txt", "q9 0 a 1\n")
+    with pytest.raises(DataFormatError, match="line 1: unknown query_id 'q9'"):
+        load_collection(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"query_id": "q", "text": "a"}, {"query_id": "q", "text": "b"}], "duplicate query_id"),
+        ([{"query_id": "q", "text": ""}], "field 'text' is empty"),
+        ([{"query_id": "q", "text": "a", "aspects": "x"}], "must be a list"),
+        ([{"query_id": "q", "text": "a", "aspects": [{"answer": "y"}]}], "non-empty \"aspect\""),
+    ],
+)
+def test_query_errors(tmp_path, rows, message):
+    with pytest.raises(DataFormatError, match=message):
+        load_queries(_jsonl(tmp_path / "q.jsonl", rows))
+
+
+def test_unknown_collection():
+    with pytest.raises(UnknownCollectionError, match="running-shoes"):
+        load_collection("no-such-collection")
+
+
+def test_missing_group_labels_name_the_fix():
+    c = Collection("t", (Document("a", "x", groups={"region": "Asia"}), Document("b", "y")))
+    with pytest.raises(MissingGroupLabelError, match=r"1 document\(s\).*'b'.*fill='Unknown'"):
+        c.group_labels("region")
+    assert c.group_labels("region", fill="Unknown").tolist() == ["Asia", "Unknown"]
+    with pytest.raises(MissingGroupLabelError, match="known categories"):
+        c.group_labels("gender")
+
+
+def test_collection_invariants():
+    with pytest.raises(InvalidParameterError, match="duplicate doc_id"):
+        Collection("t", (Document("a", "x"), Document("a", "y")))
+    with pytest.raises(InvalidParameterError, match="no documents"):
+        Collection("t", ())
+    with pytest.raises(InvalidParameterError, match="unknown doc ids"):
+        Collection("t", (Document("a", "x"),), qrels={"q": {"b": 1}})
+
+
+# -- the bundled demo collections --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demos():
+    return {name: load_collection(name) for name in DEMO_COLLECTIONS}
+
+
+def test_demo_collections_size_and_text(demos):
+    assert sum(len(c) for c in demos.values()) >= 300
+    for c in demos.values():
+        words = np.array([len(d.text.split()) for d in c.documents])
+        assert words.min() >= 40 and words.max() <= 200, c.name
+        assert len({d.text for d in c.documents}) == len(c), f"{c.name} has duplicated texts"
+
+
+def test_every_demo_query_has_a_fairness_question(demos):
+    for c in demos.values():
+        for q in c.queries:
+            assert c.useful(q.query_id).sum() >= 2, (c.name, q.query_id)
+
+
+def test_running_shoes_is_the_classroom_scenario(demos):
+    c = demos["running-shoes"]
+    assert np.unique(c.providers).size >= 12
+    assert len(c.queries) >= 15 and all(q.answer for q in c.queries)
+    marathon = c.find_query("best shoes for a first marathon")
+    useful_brands = set(c.providers[c.useful(marathon.query_id, min_rel=2)])
+    assert len(useful_brands) >= 6  # many brands are equally useful: the point of fair exposure
+
+
+def test_news_has_outlets_and_regions(demos):
+    c = demos["news"]
+    assert len(c.queries) >= 25 and all(q.answer for q in c.queries)
+    assert len(set(c.group_labels("region"))) >= 5
+
+
+def test_people_has_gender_region_and_unknown(demos):
+    c = demos["people"]
+    assert len(c.queries) >= 20
+    gender, region = c.group_labels("gender"), c.group_labels("region")
+    assert "Unknown" in set(gender) and "Unknown" in set(region)
+    assert len(set(region)) >= 5
+
+
+def test_multi_faceted_queries_have_aspects(demos):
+    c = demos["multi-faceted"]
+    assert c.queries and all(2 <= len(q.aspects) <= 5 for q in c.queries)
+    assert all(a.answer for q in c.queries for a in q.aspects)
