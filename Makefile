@@ -9,6 +9,8 @@ PIP := $(VENV)/bin/pip
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+# Run from the checkout: the package and the bundled assets live side by side.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: app test test-all bench install install-dev clean
 

@@ -209,41 +209,47 @@ def _sample_chunk(logits: np.ndarray, n_samples: int, k: int, rng: np.random.Gen
     top_idx = np.take_along_axis(head_idx[qrow], head_pos, axis=1)
     threshold = top_keys[:, -1]
 
-    # Tail items that could beat the threshold: Bernoulli(p_max) candidates via geometric gaps.
+    # Tail items that could beat the threshold: Bernoulli(p_max) candidates via geometric gaps, drawn in one
+    # flat array (each row gets its own length, about its expected count plus 8 standard deviations).
     m = n - h
     p_max = -np.expm1(-np.exp(np.minimum(tail_max[qrow] - threshold, 700.0)))
     empty = p_max <= 0.0
-    p_draw = np.where(empty, 1.0, p_max)
     lam = m * p_max
-    width = int(min(m, np.ceil(np.max(lam + 8.0 * np.sqrt(lam) + 16.0))))
+    widths = np.where(empty, 0, np.minimum(m, np.ceil(lam + 8.0 * np.sqrt(lam) + 16.0))).astype(np.int64)
+    row_of = np.repeat(np.arange(rows), widths)
     # a gap past the end means "no more candidates": clip so the cumulative sum cannot overflow
-    gaps = np.minimum(rng.geometric(p_draw[:, None], size=(rows, width)), m + 1)
-    pos = np.cumsum(gaps, axis=1) - 1
-    valid = (pos < m) & ~empty[:, None]
-    short = np.flatnonzero(~empty & (pos[:, -1] < m - 1))
+    gaps = np.minimum(rng.geometric(np.where(empty, 1.0, p_max)[row_of]), m + 1)
+    ends = np.cumsum(widths)
+    csum = np.cumsum(gaps)
+    base = np.concatenate([[0], csum])[ends - widths]  # sum of all gaps before each row's segment
+    pos = csum - np.repeat(base, widths) - 1
+    has = widths > 0
+    last = np.full(rows, m, dtype=np.int64)
+    last[has] = pos[ends[has] - 1]
+    short = np.flatnonzero(has & (last < m - 1))
     if short.size:  # rare: continue the same Bernoulli process past the drawn gaps (exact, memoryless)
-        extra = [np.flatnonzero(rng.random(m - 1 - pos[r, -1]) < p_max[r]) + pos[r, -1] + 1 for r in short]
-        grow = max(e.size for e in extra)
-        pos = np.pad(pos, ((0, 0), (0, grow)), constant_values=m)
-        valid = np.pad(valid, ((0, 0), (0, grow)), constant_values=False)
-        for r, e in zip(short, extra):
-            pos[r, width : width + e.size] = e
-            valid[r, width : width + e.size] = True
-    pos = np.minimum(pos, m - 1)
-    cand_l = tail_l[qrow[:, None], pos]
-    thr = threshold[:, None]
+        extra = [np.flatnonzero(rng.random(m - 1 - last[r]) < p_max[r]) + last[r] + 1 for r in short]
+        row_of = np.concatenate([row_of, *[np.full(e.size, r) for r, e in zip(short, extra)]])
+        pos = np.concatenate([pos, *extra])
+    keep = pos < m
+    row_of, pos = row_of[keep], pos[keep]
+    cand_q = qrow[row_of]
+    cand_l = tail_l[cand_q, pos]
+    thr = threshold[row_of]
     p_item = -np.expm1(-np.exp(np.minimum(cand_l - thr, 700.0)))
-    accept = valid & (rng.random(pos.shape) * p_max[:, None] < p_item)
-    cand_noise = np.full(pos.shape, -np.inf)
-    if accept.any():
-        cand_noise[accept] = _truncated_gumbel((thr - cand_l)[accept], rng)
-    cand_keys = np.where(accept, cand_l + cand_noise, -np.inf)
+    accept = rng.random(pos.size) * p_max[row_of] < p_item
+    row_of, pos, cand_q, cand_l, thr = row_of[accept], pos[accept], cand_q[accept], cand_l[accept], thr[accept]
+    cand_noise = _truncated_gumbel(thr - cand_l, rng)
 
-    keys = np.concatenate([top_keys, cand_keys], axis=1)
-    noise = np.concatenate([top_noise, cand_noise], axis=1)
-    idx = np.concatenate([top_idx, tail_idx[qrow[:, None], pos]], axis=1)
-    best = _top_k(keys, noise, k)
-    return np.take_along_axis(idx, best, axis=1).reshape(q, n_samples, k)
+    # Merge each row's head top-k with its accepted tail items; best k by (key, then noise) per row.
+    all_rows = np.concatenate([np.repeat(np.arange(rows), k), row_of])
+    all_keys = np.concatenate([top_keys.ravel(), cand_l + cand_noise])
+    all_noise = np.concatenate([top_noise.ravel(), cand_noise])
+    all_idx = np.concatenate([top_idx.ravel(), tail_idx[cand_q, pos]])
+    order = np.lexsort((-all_noise, -all_keys, all_rows))
+    starts = np.concatenate([[0], np.cumsum(np.bincount(all_rows, minlength=rows))[:-1]])
+    best = order[starts[:, None] + np.arange(k)]
+    return all_idx[best].reshape(q, n_samples, k)
 
 
 def _sample_deterministic_limit(s_bar: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
