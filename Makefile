@@ -18,8 +18,14 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
+# Portable llama.cpp build (AVX2; no -march=native, no AMX): the native build crashed on our CPUs.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_OPENMP=OFF
+
+$(VENV)/.runtime: requirements.txt requirements-nodeps.txt requirements-llama.txt | $(VENV)/bin/python
 	$(PIP) install --quiet -r requirements.txt
+	$(PIP) install --quiet --no-deps -r requirements-nodeps.txt
+	@echo "Building llama-cpp-python from source (about 5 minutes the first time)..."
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet --no-cache-dir -r requirements-llama.txt
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime

@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -111,7 +112,66 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alphas", type=_alphas, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
     p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
+
+    p = sub.add_parser(
+        "rag", help="one query end to end: sampled rankings → answers → NLI citations → EE-D, EE-R, EU, EAR, EAE-D",
+        description="Retrieve, sample N rankings at α, generate one answer per distinct top-k list, attribute it "
+                    "with the NLI model, and report all six metrics of the Fair RAG paper. Offline by default: "
+                    "SmolLM2-135M generates, Qwen2.5-1.5B judges entailment.",
+    )
+    _add_common(p)
+    _add_models(p)
+    p.add_argument("--query", required=True, help="the question (one of the collection's queries gives EU and EE-R)")
+    p.add_argument("--alpha", type=_alpha, default=2.0, help="fairness knob α ≥ 0 (default 2)")
+    p.set_defaults(samples=20)
+
+    p = sub.add_parser(
+        "label-utility", help="Algorithm 1: label each candidate useful when it improves the generator's answer",
+        description="For every query: the closed-book answer gives u0; each candidate alone gives u; δ = u − u0 > 0 "
+                    "means useful. Writes utility.<generator>.qrels (+ .tsv with u0, u, δ, answers).",
+    )
+    _add_common(p)
+    _add_models(p, attributor=False)
+    p.add_argument("--depth", type=_positive, default=20, help="first-stage candidates labelled per query (default 20)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
+    p.add_argument("--out-dir", default=None, help="folder for the qrels (default: the collection's folder)")
+
+    p = sub.add_parser(
+        "sweep", help="collection × α grid × N × k through the whole RAG pipeline → Tables 1–2, figure data, run store",
+        description="Run the RAG pipeline for every query and α (plus the deterministic baseline), then print the "
+                    "paper's Table 1 (slope and AUC of EE-R vs EE-D) and Table 2 (EU difference from the "
+                    "deterministic baseline per EE-D interval, Welch t-test). Saves CSV/Parquet and the run store.",
+    )
+    _add_common(p)
+    _add_models(p)
+    p.add_argument("--alphas", type=_alphas, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
+    p.add_argument("--labels", choices=["utility", "relevance"], default="utility",
+                   help="usefulness labels for EE-R and the oracle (default: utility labels of the generator)")
+    p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
+    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
+    p.set_defaults(samples=20)
+
+    p = sub.add_parser("runs", help="list, show or delete saved runs in the DuckDB run store")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
+    p.add_argument("run_id", nargs="?", default=None)
+    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--json", action="store_true")
     return parser
+
+
+def _add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> None:
+    from .models.catalog import DEFAULTS, GENERATORS
+
+    parser.add_argument("--generator", default=DEFAULTS["generator"],
+                        help=f"generator: {', '.join(GENERATORS)}, any HF id or folder (default {DEFAULTS['generator']})")
+    if attributor:
+        parser.add_argument("--nli", default=DEFAULTS["attributor"],
+                            help="NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder")
+    parser.add_argument("--metric", default="rougeL", choices=["rouge1", "rouge2", "rougeL", "f1", "exact_match",
+                                                               "accuracy", "mae"],
+                        help="utility metric against the gold answer (default rougeL)")
 
 
 # -- rendering --------------------------------------------------------------------------------------
@@ -261,11 +321,186 @@ def _cmd_sweep(args, out) -> int:
     return 0
 
 
+def _generator(args):
+    from .generation import Generator
+    from .models.catalog import load_language_model
+
+    return Generator(load_language_model(args.generator, device=args.device))
+
+
+def _rag_payload(run) -> dict:
+    ids = run.ranking.doc_ids
+    docs = run.ranking.collection.documents
+    cand = run.ranking.candidate_indices
+    payload = _rank_payload(run.ranking)
+    payload.pop("documents")
+    payload.update(
+        generator=run.generator, attributor=run.attributor, metric=run.metric.value,
+        gold_answer=run.ranking.query.answer if run.ranking.query else None,
+        metrics=run.metrics(), u_max=run.u_max, oracle_eu=run.oracle_eu, timings=run.timings,
+        answers=[
+            {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
+             "attribution_rate": g.attribution_rate,
+             "citations": [{"doc_id": ids[p], "provider": docs[cand[p]].provider, "p_entail": round(pr, 4)}
+                           for p, e, pr in zip(g.positions, g.entails, g.entail_probability) if e],
+             "not_entailing": [ids[p] for p, e in zip(g.positions, g.entails) if not e]}
+            for g in sorted(run.groups, key=lambda g: -g.count)
+        ],
+        attributed_exposure={ids[i]: float(v) for i, v in enumerate(run.attributed_exposure) if v > 0},
+    )
+    return payload
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _cmd_rag(args, out) -> int:
+    from .models.catalog import load_attributor
+    from .pipeline import RagConfig, run_rag
+
+    collection, retriever = _load(args)
+    generator = _generator(args)
+    attributor = load_attributor(args.nli, device=args.device)
+    config = RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
+                       candidates=args.candidates, min_rel=args.min_rel, metric=args.metric)
+    run = run_rag(collection, retriever, generator, attributor, args.query, config)
+    if args.json:
+        print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
+        return 0
+    payload = _rag_payload(run)
+    print(f"Query: {run.ranking.query_text}   gold answer: {payload['gold_answer'] or 'n/a'}", file=out)
+    print(f"{collection.name}, {run.ranking.retriever}, k={args.k}, N={args.samples}, α={args.alpha:g}, "
+          f"seed={run.ranking.seed}; generator {run.generator}, NLI {run.attributor}", file=out)
+    print(f"\n{len(run.groups)} distinct top-{args.k} lists → {len(run.groups)} generations "
+          f"(instead of {args.samples})\n", file=out)
+    for a in payload["answers"][:8]:
+        cites = ", ".join(f"{c['doc_id']} ({c['provider']})" for c in a["citations"]) or "none"
+        print(f"  ×{a['samples']:<3} {a['answer']!r}", file=out)
+        print(f"        utility {_fmt(a['utility'])}  cited: {cites}  not entailing: "
+              f"{', '.join(a['not_entailing']) or 'none'}", file=out)
+    m = run.metrics()
+    print(f"\nEE-D {_fmt(m['ee_d'])}  EE-R {_fmt(m['ee_r'])}  EU {_fmt(m['eu'])}  normalised EU "
+          f"{_fmt(m['eu_normalised'])}  EAR {_fmt(m['ear'])}  EAE-D {_fmt(m['eae_d'])}", file=out)
+    print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in run.timings.items()), file=out)
+    return 0
+
+
+def _cmd_label_utility(args, out) -> int:
+    from .labels import UtilityLabelConfig, label_utility, summarise_labels, utility_qrels_path, write_utility_labels
+
+    collection, retriever = _load(args)
+    generator = _generator(args)
+    ids = tuple(q.strip() for q in args.queries.split(",") if q.strip()) if args.queries else ()
+    config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=ids)
+
+    def progress(done, total):
+        print(f"  labelled {done}/{total} queries", file=sys.stderr, flush=True)
+
+    table = label_utility(collection, generator, retriever, config, progress=progress)
+    path = utility_qrels_path(args.collection, generator.name)
+    if args.out_dir:
+        path = Path(args.out_dir) / path.name
+    command = (f"python -m fairrag_core label-utility --collection {collection.name} --generator {generator.name} "
+               f"--retriever {args.retriever} --depth {args.depth} --metric {args.metric}")
+    write_utility_labels(table, path, header=[
+        f"Utility labels (Kim & Diaz 2025, Algorithm 1) for {collection.name}, generator {generator.name}, "
+        f"metric {args.metric}", f"Candidates: top {args.depth} by {retriever.name} plus judged documents; "
+        "unlisted documents count as not useful", f"Regenerate with: {command}"])
+    summary = summarise_labels(table)
+    if args.json:
+        print(json.dumps({"path": str(path), "queries": json.loads(summary.to_json(orient="records"))}, indent=2),
+              file=out)
+    else:
+        print(summary.to_string(index=False), file=out)
+        flagged = summary.loc[~summary["fairness_question"], "query_id"].tolist()
+        print(f"\nWrote {path} ({len(table)} labels). Queries with ≤ 1 useful item (left out of fairness "
+              f"analyses): {', '.join(flagged) or 'none'}", file=out)
+    return 0
+
+
+def _cmd_rag_sweep(args, out) -> int:
+    from .models.catalog import load_attributor
+    from .store import RunStore
+    from .sweep import RagSweepConfig, disparity_quality_table, rag_sweep, utility_by_disparity_table
+
+    collection, retriever = _load(args)
+    generator = _generator(args)
+    attributor = load_attributor(args.nli, device=args.device)
+    ids = tuple(q.strip() for q in args.queries.split(",") if q.strip()) if args.queries else ()
+    config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
+                            candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
+                            labels=args.labels, query_ids=ids)
+
+    def progress(done, total):
+        print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
+
+    table = rag_sweep(collection, retriever, generator, attributor, config, progress=progress)
+    table1 = disparity_quality_table(table)
+    table2 = utility_by_disparity_table(table)
+    run_id = None
+    if not args.no_store:
+        with RunStore(args.store) as store:
+            run_id = store.save(table, kind="rag-sweep")
+    if args.output:
+        base = Path(args.output).with_suffix("")
+        table.to_csv(base.with_suffix(".csv"), index=False)
+        table.to_parquet(base.with_suffix(".parquet"), index=False)
+    if args.json:
+        print(json.dumps({"run_id": run_id, "config": {k: str(v) if isinstance(v, float) and math.isinf(v) else v
+                                                        for k, v in table.attrs.items()},
+                          "rows": json.loads(table.to_json(orient="records")),
+                          "table1": json.loads(table1.to_json(orient="records")),
+                          "table2": json.loads(table2.to_json(orient="records"))}, indent=2), file=out)
+        return 0
+    attrs = table.attrs
+    print(f"RAG sweep on {attrs['collection']}: {attrs['generator']} + {attrs['attributor']}, k={attrs['k']}, "
+          f"N={attrs['n_samples']}, labels={attrs['labels']}, seed={attrs['seed']}", file=out)
+    print(f"{attrs['sampled_rankings']} sampled rankings → {attrs['generator_calls']} generator calls, "
+          f"{attrs['wall_seconds']:.0f} s", file=out)
+    means = table.groupby(["system", "alpha"])[["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]].mean()
+    print("\nMean per α (all queries):", file=out)
+    print(means.round(3).to_string(), file=out)
+    print("\nTable 1 — disparity vs quality (queries with ≥ 2 useful items):", file=out)
+    print(table1.round(3).to_string(index=False), file=out)
+    print(f"\nTable 2 — EU minus deterministic EU ({table2.attrs['baseline_mean']:.3f}) per EE-D interval:", file=out)
+    print(table2.round(3).to_string(index=False), file=out)
+    if run_id:
+        print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
+    return 0
+
+
+def _cmd_runs(args, out) -> int:
+    from .store import RunStore
+
+    with RunStore(args.store) as store:
+        if args.action == "list":
+            runs = store.list()
+            print(runs.to_json(orient="records", date_format="iso") if args.json
+                  else (runs.to_string(index=False) if not runs.empty else "no runs saved yet"), file=out)
+            return 0
+        if not args.run_id:
+            print("error: give a run id (see `python -m fairrag_core runs`)", file=sys.stderr)
+            return 2
+        if args.action == "delete":
+            store.delete(args.run_id)
+            print(f"deleted {args.run_id}", file=out)
+            return 0
+        table = store.load(args.run_id)
+        if args.json:
+            print(json.dumps({"config": table.attrs, "rows": json.loads(table.to_json(orient="records"))}), file=out)
+        else:
+            print(json.dumps(table.attrs, indent=2, default=str), file=out)
+            print(table.to_string(index=False), file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, out=None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"collections": _cmd_collections, "rank": _cmd_rank, "exposure-sweep": _cmd_sweep}
+    handlers = {"collections": _cmd_collections, "rank": _cmd_rank, "exposure-sweep": _cmd_sweep,
+                "rag": _cmd_rag, "label-utility": _cmd_label_utility, "sweep": _cmd_rag_sweep, "runs": _cmd_runs}
     try:
         return handlers[args.command](args, out)
     except FairRAGError as err:

@@ -105,6 +105,7 @@ def run_ranking(
     config: RankingConfig,
     *,
     scores: np.ndarray | None = None,
+    useful: np.ndarray | None = None,
     n_boot: int = 1000,
 ) -> RankingRun:
     """Score, sample and measure one query.
@@ -116,6 +117,7 @@ def run_ranking(
             usefulness labels (``rel ≥ config.min_rel``) and EE-R is reported; otherwise EE-R is None.
         config: α, N, k, seed, first-stage cut-off.
         scores: precomputed scores of all documents (skips retrieval; the app caches them per query).
+        useful: usefulness of every document (e.g. utility labels); overrides the qrels-based labels.
     """
     text = check_query(query)
     if retriever.n_docs != len(collection):
@@ -137,7 +139,12 @@ def run_ranking(
     det = deterministic_ranking(cand.scores, config.k)
     matched = collection.find_query(text)
     labels = None
-    if matched is not None and matched.query_id in collection.qrels:
+    if useful is not None:
+        useful = np.asarray(useful, dtype=bool)
+        if useful.shape != (len(collection),):
+            raise InvalidParameterError(f"useful must have one entry per document ({len(collection)})")
+        labels = useful[cand.indices]
+    elif matched is not None and matched.query_id in collection.qrels:
         labels = collection.useful(matched.query_id, min_rel=config.min_rel)[cand.indices]
     summary = summarise_exposure(rankings, cand.indices.size, labels=labels, n_boot=n_boot, seed=rng)
     det_summary = summarise_exposure(det[None, :], cand.indices.size, labels=labels, n_boot=1, seed=rng)

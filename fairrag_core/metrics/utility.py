@@ -1,0 +1,135 @@
+"""Utility of a generated answer against a gold answer: ROUGE-1/2/L, token F1, exact match, MAE.
+
+Kim & Diaz (2025) pick the metric per task (§4): ROUGE for generation tasks (LaMP-4/5), accuracy for
+classification (LaMP-2/3) and MAE for rating prediction, turned higher-is-better by subtracting it
+from the metric's maximum (App. C.3). ROUGE comes from Google's ``rouge-score`` (Lin 2004, with the
+Porter stemmer); token F1 and exact match follow the SQuAD normalisation (Rajpurkar et al. 2016):
+lower-case, strip punctuation and the articles a/an/the, collapse spaces.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import string
+from collections import Counter
+from functools import lru_cache
+
+from ..errors import InvalidParameterError
+
+__all__ = ["UtilityMetric", "normalise_answer", "rouge", "token_f1", "exact_match", "mae_utility", "utility"]
+
+
+class UtilityMetric(str, enum.Enum):
+    """Names accepted by :func:`utility`, the CLI ``--metric`` and the sweep config."""
+
+    ROUGE1 = "rouge1"
+    ROUGE2 = "rouge2"
+    ROUGEL = "rougeL"
+    F1 = "f1"
+    EXACT_MATCH = "exact_match"
+    ACCURACY = "accuracy"  # exact match of a normalised label: the paper's classification accuracy
+    MAE = "mae"  # rating tasks: (max − |ŷ − y|) / max, higher is better
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation + "“”‘’–—")
+
+
+def normalise_answer(text: str) -> str:
+    """SQuAD normalisation: lower-case, drop punctuation and articles, collapse whitespace.
+
+    >>> normalise_answer("The  Kestrel Rovers, 3–1!")
+    'kestrel rovers 31'
+    """
+    text = text.lower().translate(_PUNCT)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+@lru_cache(maxsize=4)
+def _scorer(kind: str):
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer([kind], use_stemmer=True)
+
+
+def rouge(prediction: str, reference: str, kind: str = "rougeL") -> float:
+    """ROUGE F-measure of ``prediction`` against ``reference`` (``kind``: rouge1, rouge2, rougeL).
+
+    >>> round(rouge("a cushioned neutral trainer", "a cushioned neutral shoe", "rouge1"), 3)
+    0.75
+    """
+    if kind not in ("rouge1", "rouge2", "rougeL"):
+        raise InvalidParameterError(f"unknown ROUGE variant {kind!r}; use rouge1, rouge2 or rougeL")
+    if not prediction.strip() or not reference.strip():
+        return 0.0
+    return float(_scorer(kind).score(reference, prediction)[kind].fmeasure)
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """Harmonic mean of token precision and recall after SQuAD normalisation.
+
+    >>> round(token_f1("every 300 to 500 miles", "300 to 500 miles"), 4)  # P = 4/5, R = 1
+    0.8889
+    """
+    pred, ref = normalise_answer(prediction).split(), normalise_answer(reference).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, reference: str) -> float:
+    """1.0 when the normalised strings are equal, else 0.0."""
+    return float(normalise_answer(prediction) == normalise_answer(reference))
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def mae_utility(prediction: str, reference: str, *, max_error: float = 4.0) -> float:
+    """Rating utility ``(max_error − |ŷ − y|) / max_error`` ∈ [0, 1] (LaMP-3: ratings 1–5, max_error 4).
+
+    The first number in the prediction is the rating; a prediction without a number scores 0.
+
+    >>> mae_utility("I'd give it 4 stars", "5")
+    0.75
+    """
+    if max_error <= 0:
+        raise InvalidParameterError("max_error must be positive (the largest possible absolute error)")
+    gold = _NUMBER.search(reference)
+    if gold is None:
+        raise InvalidParameterError(f"gold answer {reference!r} has no number; MAE needs numeric answers")
+    found = _NUMBER.search(prediction)
+    if found is None:
+        return 0.0
+    error = min(abs(float(found.group()) - float(gold.group())), max_error)
+    return (max_error - error) / max_error
+
+
+def utility(prediction: str, reference: str | None, metric: UtilityMetric | str = UtilityMetric.ROUGEL) -> float:
+    """Score one answer with ``metric``.
+
+    Raises:
+        InvalidParameterError: the query has no gold answer (``reference`` is None or empty), or an
+            unknown metric name.
+    """
+    if reference is None or not str(reference).strip():
+        raise InvalidParameterError(
+            "this query has no gold answer, so its utility (EU) cannot be measured; add an \"answer\" to the query"
+        )
+    try:
+        metric = UtilityMetric(metric)
+    except ValueError:
+        names = ", ".join(m.value for m in UtilityMetric)
+        raise InvalidParameterError(f"unknown utility metric {metric!r}; choose one of: {names}") from None
+    if metric in (UtilityMetric.ROUGE1, UtilityMetric.ROUGE2, UtilityMetric.ROUGEL):
+        return rouge(prediction, reference, metric.value)
+    if metric is UtilityMetric.F1:
+        return token_f1(prediction, reference)
+    if metric in (UtilityMetric.EXACT_MATCH, UtilityMetric.ACCURACY):
+        return exact_match(prediction, reference)
+    return mae_utility(prediction, reference)

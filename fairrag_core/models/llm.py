@@ -1,0 +1,268 @@
+"""Language models behind one interface: greedy generation and next-token option probabilities.
+
+Backends:
+
+* :class:`LlamaCppModel` — llama-cpp-python on a GGUF file (the offline SmolLM2 and Qwen models:
+  0.15–1.4 s to load, 25+ tokens/s on 2 CPU cores; layers offloaded to the GPU when CUDA is there);
+* :class:`TransformersModel` — any Hugging Face id or folder, causal or seq2seq (Flan-T5 of the paper),
+  GGUF through ``gguf_file`` (dequantised), batched, fp16 on CUDA, greedy or beam search.
+
+Decoding is deterministic (greedy unless ``num_beams > 1``): in Fair RAG the only randomness is the
+retriever's (Kim & Diaz 2025, §3.3.2). Weights load lazily on first use, never at import.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidParameterError, ModelUnavailableError
+from .device import resolve_device
+
+__all__ = ["ChatPrompt", "LanguageModel", "LlamaCppModel", "TransformersModel", "softmax_options"]
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A system instruction and a user message; chat models render them with their own template."""
+
+    system: str
+    user: str
+
+    def as_text(self) -> str:
+        """Plain rendering for models without a chat template (e.g. Flan-T5)."""
+        return f"{self.system}\n\n{self.user}" if self.system else self.user
+
+    def messages(self) -> list[dict[str, str]]:
+        out = [{"role": "system", "content": self.system}] if self.system else []
+        return out + [{"role": "user", "content": self.user}]
+
+
+def softmax_options(logits: np.ndarray) -> np.ndarray:
+    shifted = np.asarray(logits, dtype=np.float64) - np.max(logits)
+    weights = np.exp(shifted)
+    return weights / weights.sum()
+
+
+class LanguageModel(ABC):
+    """What the generator, the NLI judge and the query refiner need from a language model."""
+
+    name: str
+    backend: str
+
+    @property
+    @abstractmethod
+    def device(self) -> str:
+        """Where the weights run (``cpu``, ``cuda``, ...)."""
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
+        """Deterministic completions, one per prompt, stripped of surrounding whitespace."""
+
+    @abstractmethod
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+        """P(answer starts with option i), renormalised over ``options``, from next-token logits.
+
+        Options must differ in their first token (e.g. ``entailment``/``neutral``/``contradiction``).
+        """
+
+
+def _check_options(first_tokens: Sequence[int], options: Sequence[str]) -> None:
+    if len(set(first_tokens)) != len(first_tokens):
+        raise InvalidParameterError(f"options {list(options)} share a first token; use options that start differently")
+
+
+class LlamaCppModel(LanguageModel):
+    """A GGUF model run by llama-cpp-python, with the chat template stored in the GGUF file."""
+
+    backend = "llama-cpp"
+
+    def __init__(self, path: str | Path, *, name: str | None = None, n_ctx: int = 4096,
+                 n_threads: int | None = None, device: str | None = None, seed: int = 0) -> None:
+        self.path = Path(path)
+        self.name = name or self.path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
+        self.requested_device = device
+        self.seed = seed
+        self._llm = None
+        self._formatter = None
+        self._lock = threading.Lock()
+
+    @property
+    def device(self) -> str:
+        wanted = resolve_device(self.requested_device)
+        return "cuda" if wanted.startswith("cuda") else "cpu"
+
+    def _load(self):
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as err:
+                raise ModelUnavailableError(
+                    "llama-cpp-python is not installed; run `make install` (it compiles in about 5 minutes)"
+                ) from err
+            gpu_layers = -1 if self.device == "cuda" else 0
+            self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              n_gpu_layers=gpu_layers, seed=self.seed, verbose=False)
+        return self._llm
+
+    def _render(self, prompt: ChatPrompt) -> str:
+        """The chat prompt as text, ending where the assistant's reply starts."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llm = self._load()
+            template = llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                self._formatter = False
+            else:
+                vocab = llm._model.vocab if hasattr(llm._model, "vocab") else None
+                eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "ignore") if vocab is None else ""
+                bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "ignore") if llm.token_bos() >= 0 else ""
+                self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos or "", bos_token=bos)
+        if self._formatter is False:
+            return prompt.as_text() + "\n"
+        return self._formatter(messages=prompt.messages()).prompt
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
+        with self._lock:
+            llm = self._load()
+            out = []
+            for prompt in prompts:
+                reply = llm.create_chat_completion(messages=prompt.messages(), temperature=0.0, top_k=1,
+                                                   max_tokens=max_new_tokens, seed=self.seed)
+                out.append((reply["choices"][0]["message"]["content"] or "").strip())
+            return out
+
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            llm = self._load()
+            text = self._render(prompt)
+            tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) >= self.n_ctx:
+                raise InvalidParameterError(f"prompt has {len(tokens)} tokens, over the context of {self.n_ctx}")
+            firsts = [llm.tokenize(o.encode("utf-8"), add_bos=False, special=False)[0] for o in options]
+            _check_options(firsts, options)
+            # Reuse the KV cache of the longest common prefix with the previous prompt: judging many claims
+            # against one document (premise first) then costs only the claim's tokens.
+            previous = np.asarray(llm.input_ids[: llm.n_tokens])
+            limit = min(previous.size, len(tokens) - 1)
+            same = previous[:limit] == np.asarray(tokens[:limit])
+            prefix = int(limit if same.all() else same.argmin())
+            llm.n_tokens = prefix
+            llm.eval(tokens[prefix:])
+            # Without logits_all (n_ctx × vocab floats) llama-cpp keeps only the last position's logits in the
+            # context; read them there.
+            last = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            return softmax_options(np.asarray(last, dtype=np.float64)[firsts])
+
+
+class TransformersModel(LanguageModel):
+    """A Hugging Face causal or seq2seq model (any hub id or local folder; ``gguf_file`` for GGUF)."""
+
+    backend = "transformers"
+
+    def __init__(self, source: str, *, name: str | None = None, gguf_file: str | None = None,
+                 device: str | None = None, batch_size: int = 8, num_beams: int = 1,
+                 max_input_tokens: int = 2048) -> None:
+        if batch_size < 1 or num_beams < 1:
+            raise InvalidParameterError("batch_size and num_beams must be ≥ 1")
+        self.source = source
+        self.name = name or source
+        self.gguf_file = gguf_file
+        self.requested_device = device
+        self.batch_size = batch_size
+        self.num_beams = num_beams
+        self.max_input_tokens = max_input_tokens
+        self._model = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    @property
+    def device(self) -> str:
+        return resolve_device(self.requested_device)
+
+    @property
+    def is_seq2seq(self) -> bool:
+        return bool(self._load()[0].config.is_encoder_decoder)
+
+    def _load(self):
+        if self._model is None:
+            import torch
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+            offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+            kwargs = {"trust_remote_code": False, "local_files_only": offline}
+            if self.gguf_file:
+                kwargs["gguf_file"] = self.gguf_file
+            try:
+                config = AutoConfig.from_pretrained(self.source, **kwargs)
+                tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
+            except (OSError, ValueError) as err:
+                raise ModelUnavailableError(
+                    f"cannot load {self.source!r} ({err.__class__.__name__}). Without the Hugging Face hub use an "
+                    "offline model (smollm2-135m, qwen2.5-1.5b) or a local folder"
+                ) from err
+            device = self.device
+            dtype = torch.float16 if device.startswith("cuda") else torch.float32
+            loader = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+            model = loader.from_pretrained(self.source, dtype=dtype, **kwargs).to(device).eval()
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            tokenizer.padding_side = "left" if not config.is_encoder_decoder else "right"
+            self._model, self._tokenizer = model, tokenizer
+        return self._model, self._tokenizer
+
+    def _texts(self, prompts: Sequence[ChatPrompt]) -> list[str]:
+        model, tokenizer = self._load()
+        if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
+            return [tokenizer.apply_chat_template(p.messages(), tokenize=False, add_generation_prompt=True)
+                    for p in prompts]
+        return [p.as_text() for p in prompts]
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
+        import torch
+
+        with self._lock:
+            model, tokenizer = self._load()
+            texts = self._texts(prompts)
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths per batch
+            out: list[str] = [""] * len(texts)
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True,
+                                  max_length=self.max_input_tokens, add_special_tokens=model.config.is_encoder_decoder)
+                batch = {k: v.to(model.device) for k, v in batch.items()}
+                with torch.no_grad():
+                    generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
+                                               num_beams=self.num_beams, pad_token_id=tokenizer.pad_token_id)
+                if not model.config.is_encoder_decoder:
+                    generated = generated[:, batch["input_ids"].shape[1]:]
+                for i, seq in zip(idx, generated):
+                    out[i] = tokenizer.decode(seq, skip_special_tokens=True).strip()
+            return out
+
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+        import torch
+
+        with self._lock:
+            model, tokenizer = self._load()
+            text = self._texts([prompt])[0]
+            enc = tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_input_tokens,
+                            add_special_tokens=model.config.is_encoder_decoder).to(model.device)
+            firsts = [tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options]
+            _check_options(firsts, options)
+            with torch.no_grad():
+                if model.config.is_encoder_decoder:
+                    start = torch.full((1, 1), model.config.decoder_start_token_id, device=model.device)
+                    logits = model(**enc, decoder_input_ids=start).logits[0, -1]
+                else:
+                    logits = model(**enc).logits[0, -1]
+            return softmax_options(logits.float().cpu().numpy()[firsts])

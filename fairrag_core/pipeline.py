@@ -1,0 +1,198 @@
+"""One query end to end (Kim & Diaz 2025, Fig. 2): retrieve, sample N rankings at α, generate, attribute, measure.
+
+Metrics of one run (all per query, §3.3 and App. C):
+
+* EE-D, EE-R — fairness and quality of the sampled rankings (:mod:`fairrag_core.exposure`);
+* EU = (1/N) Σ_π μ_u(y, ŷ_π) (Eq. 7). Normalised EU = EU / u_max, where u_max is the best utility seen
+  over this run's N outputs and N outputs of the stochastic oracle: useful items first, each block
+  in random order (App. C.3, Eq. 29–30);
+* AR(π) = (1/k) Σ_{d∈π} NLI(d, ŷ_π) and EAR = mean AR (Eq. 8–9);
+* ε^a_d = (1/N) Σ_π NLI(d, ŷ_π)·1[d ∈ π] and EAE-D = ‖ε^a‖² / k (Eq. 10–11, normalised like EE-D, so
+  it is directly comparable: EAE-D ≤ EE-D, with equality when every retrieved document is credited).
+
+Each distinct top-k list is generated and attributed once (identical lists give identical answers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .attribution import Attributor
+from .corpus import Collection
+from .generation import Generator
+from .metrics.utility import UtilityMetric, utility
+from .ranking import RankingConfig, RankingRun, run_ranking
+from .retrieval import Retriever
+from .sampling import as_generator
+
+__all__ = ["RagConfig", "AnswerGroup", "RagRun", "run_rag", "oracle_rankings"]
+
+
+@dataclass(frozen=True)
+class RagConfig:
+    """Everything that determines a RAG run besides the models and the collection."""
+
+    alpha: float
+    n_samples: int = 20
+    k: int = 5
+    seed: int | None = None
+    candidates: int | None = None
+    min_rel: int = 1
+    metric: UtilityMetric = UtilityMetric.ROUGEL
+    oracle: bool = True  # sample the stochastic oracle for normalised EU (needs usefulness labels)
+    question_in_hypothesis: bool = True  # give the NLI judge the question as context for short answers
+
+
+@dataclass(frozen=True)
+class AnswerGroup:
+    """One distinct top-k list: how many samples produced it, its answer, and which documents entail it."""
+
+    positions: tuple[int, ...]  # candidate positions, rank order
+    count: int
+    answer: str
+    entails: tuple[bool, ...]
+    entail_probability: tuple[float, ...]
+    utility: float | None
+
+    @property
+    def attribution_rate(self) -> float:
+        return float(np.mean(self.entails))
+
+
+@dataclass(frozen=True)
+class RagRun:
+    """Everything one query produced; ``ranking`` holds retrieval, sampling and exposure."""
+
+    ranking: RankingRun
+    generator: str
+    attributor: str
+    metric: UtilityMetric
+    groups: tuple[AnswerGroup, ...]
+    sample_group: np.ndarray  # (N,) index into groups for each sampled ranking
+    eu: float | None
+    eu_normalised: float | None
+    u_max: float | None
+    oracle_eu: float | None
+    ear: float
+    attributed_exposure: np.ndarray  # (n_candidates,)
+    eae_d: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ee_d(self) -> float:
+        return self.ranking.summary.ee_d.estimate
+
+    @property
+    def ee_r(self) -> float | None:
+        return None if self.ranking.summary.ee_r is None else self.ranking.summary.ee_r.estimate
+
+    def metrics(self) -> dict[str, float | None]:
+        return {"ee_d": self.ee_d, "ee_r": self.ee_r, "eu": self.eu, "eu_normalised": self.eu_normalised,
+                "ear": self.ear, "eae_d": self.eae_d}
+
+    def answers_table(self) -> pd.DataFrame:
+        """One row per distinct list: samples, answer, utility, AR, cited (entailing) documents."""
+        ids = self.ranking.doc_ids
+        return pd.DataFrame([
+            {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
+             "attribution_rate": g.attribution_rate,
+             "citations": [ids[p] for p, e in zip(g.positions, g.entails) if e]}
+            for g in self.groups
+        ]).sort_values("samples", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def oracle_rankings(labels: np.ndarray, n_samples: int, k: int, seed) -> np.ndarray:
+    """N top-k lists from the stochastic oracle: useful items first, each block shuffled (App. C.3)."""
+    labels = np.asarray(labels, dtype=bool)
+    rng = as_generator(seed)
+    useful, other = np.flatnonzero(labels), np.flatnonzero(~labels)
+    rows = [np.concatenate([rng.permutation(useful), rng.permutation(other)])[:k] for _ in range(n_samples)]
+    return np.array(rows, dtype=np.int64)
+
+
+def _distinct(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
+    keys = [tuple(int(i) for i in row) for row in rankings]
+    index: dict[tuple[int, ...], int] = {}
+    which = np.array([index.setdefault(key, len(index)) for key in keys])
+    counts = np.bincount(which, minlength=len(index))
+    return list(index), which, counts
+
+
+def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
+            config: RagConfig, *, useful: np.ndarray | None = None, scores: np.ndarray | None = None,
+            n_boot: int = 1000) -> RagRun:
+    """Run the whole pipeline for one query.
+
+    ``useful`` (one bool per collection document) sets the labels for EE-R and the oracle. Without it, the
+    collection's qrels are used (``rel ≥ min_rel``) when the query is one of the collection's queries.
+    Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
+    """
+    timings: dict[str, float] = {}
+    metric = UtilityMetric(config.metric)
+    start = time.perf_counter()
+    ranking = run_ranking(
+        collection, retriever, query,
+        RankingConfig(alpha=config.alpha, n_samples=config.n_samples, k=config.k, seed=config.seed,
+                      candidates=config.candidates, min_rel=config.min_rel),
+        scores=scores, useful=useful, n_boot=n_boot,
+    )
+    timings["retrieve_sample"] = time.perf_counter() - start
+    docs = [collection.documents[i] for i in ranking.candidate_indices]
+    gold = ranking.query.answer if ranking.query is not None else None
+
+    lists, which, counts = _distinct(ranking.rankings)
+    start = time.perf_counter()
+    answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in lists])
+    timings["generate"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    premises = [docs[p].full_text for key in lists for p in key]
+    hypotheses = [answers[g] for g, key in enumerate(lists) for _ in key]
+    contexts = [ranking.query_text] * len(premises) if config.question_in_hypothesis else None
+    probs = attributor.label_probabilities(premises, hypotheses, contexts=contexts)
+    timings["attribute"] = time.perf_counter() - start
+
+    groups = []
+    offset = 0
+    for g, key in enumerate(lists):
+        block = probs[offset : offset + len(key)]
+        offset += len(key)
+        groups.append(AnswerGroup(
+            positions=key, count=int(counts[g]), answer=answers[g],
+            entails=tuple(bool(row.argmax() == 0) for row in block),
+            entail_probability=tuple(float(row[0]) for row in block),
+            utility=None if not gold else utility(answers[g], gold, metric),
+        ))
+
+    n_cand = ranking.candidate_indices.size
+    attributed = np.zeros(n_cand)
+    for g in groups:
+        for p, e in zip(g.positions, g.entails):
+            attributed[p] += g.count * e
+    attributed /= config.n_samples
+    ear = float(sum(g.count * g.attribution_rate for g in groups) / config.n_samples)
+    eae_d = float(attributed @ attributed / config.k)
+
+    eu = eu_norm = u_max = oracle_eu = None
+    if gold:
+        utils = np.array([groups[w].utility for w in which])
+        eu = float(utils.mean())
+        u_max = float(utils.max())
+        if config.oracle and ranking.labels is not None and ranking.labels.any():
+            start = time.perf_counter()
+            oracle = oracle_rankings(ranking.labels, config.n_samples, config.k,
+                                     np.random.default_rng([ranking.seed, 1]))
+            o_lists, o_which, _ = _distinct(oracle)
+            o_answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in o_lists])
+            o_utils = np.array([utility(a, gold, metric) for a in o_answers])[o_which]
+            oracle_eu = float(o_utils.mean())
+            u_max = max(u_max, float(o_utils.max()))
+            timings["oracle"] = time.perf_counter() - start
+        eu_norm = eu / u_max if u_max > 0 else 0.0  # nothing scored above 0: EU is 0 as well
+    return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=metric,
+                  groups=tuple(groups), sample_group=which, eu=eu, eu_normalised=eu_norm, u_max=u_max,
+                  oracle_eu=oracle_eu, ear=ear, attributed_exposure=attributed, eae_d=eae_d, timings=timings)

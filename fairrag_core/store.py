@@ -1,0 +1,108 @@
+"""Run store: an embedded DuckDB file holding every saved run (config, seed, models, timings, tidy rows).
+
+A run can be listed, reopened, compared and reproduced from its recorded configuration. The default
+file is ``$FAIRRAG_RUNS`` or ``~/.cache/fairrag/runs.duckdb``. Rows live in one long table keyed by
+``run_id``, so runs of different kinds share a schema (missing columns are NULL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InvalidParameterError
+
+__all__ = ["RunStore", "default_store_path"]
+
+
+def default_store_path() -> Path:
+    env = os.environ.get("FAIRRAG_RUNS")
+    return Path(env) if env else Path.home() / ".cache" / "fairrag" / "runs.duckdb"
+
+
+def _jsonable(value):
+    if isinstance(value, float) and value == float("inf"):
+        return "inf"
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+class RunStore:
+    """Save, list, load and delete runs in a DuckDB file (created on first use)."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        import duckdb
+
+        self.path = Path(path) if path else default_store_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = duckdb.connect(str(self.path))
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, "
+            "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER)"
+        )
+        self._con.execute("CREATE TABLE IF NOT EXISTS run_rows (run_id VARCHAR, row_index INTEGER, data JSON)")
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def save(self, table: pd.DataFrame, *, kind: str, label: str = "") -> str:
+        """Store ``table`` with its ``attrs`` (the run's config) and return the new run id."""
+        run_id = uuid.uuid4().hex[:12]
+        config = {k: _jsonable(v) for k, v in table.attrs.items()}
+        records = json.loads(table.to_json(orient="records"))
+        self._con.execute("BEGIN")
+        try:
+            self._con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [run_id, datetime.now(timezone.utc).replace(tzinfo=None), kind, str(config.get("collection", "")),
+                 label, json.dumps(config), len(records)],
+            )
+            if records:
+                self._con.executemany("INSERT INTO run_rows VALUES (?, ?, ?)",
+                                      [[run_id, i, json.dumps(r)] for i, r in enumerate(records)])
+            self._con.execute("COMMIT")
+        except Exception:
+            self._con.execute("ROLLBACK")
+            raise
+        return run_id
+
+    def list(self) -> pd.DataFrame:
+        """All runs, newest first: run_id, created, kind, collection, label, rows, and the key settings."""
+        runs = self._con.execute(
+            "SELECT run_id, created, kind, collection, label, n_rows AS rows, config FROM runs ORDER BY created DESC"
+        ).df()
+        if runs.empty:
+            return runs.drop(columns=["config"])
+        configs = runs.pop("config").map(json.loads)
+        for key in ("generator", "retriever", "alphas", "n_samples", "k", "seed"):
+            runs[key] = configs.map(lambda c, key=key: c.get(key))
+        return runs
+
+    def load(self, run_id: str) -> pd.DataFrame:
+        """The stored table, with its configuration back in ``attrs``."""
+        found = self._con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found is None:
+            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; list runs with `python -m fairrag_core runs`")
+        rows = self._con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
+        table = pd.DataFrame([json.loads(r[0]) for r in rows])
+        table.attrs.update(json.loads(found[0]))
+        table.attrs["run_id"] = run_id
+        return table
+
+    def delete(self, run_id: str) -> None:
+        self._con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
+        self._con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])

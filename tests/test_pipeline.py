@@ -1,0 +1,80 @@
+import math
+
+import numpy as np
+import pytest
+from fakes import FirstDocumentModel, SubstringAttributor
+
+from fairrag_core import Collection, Document, Query
+from fairrag_core.generation import Generator
+from fairrag_core.metrics.utility import rouge
+from fairrag_core.pipeline import RagConfig, oracle_rankings, run_rag
+from fairrag_core.retrieval import BM25Retriever
+
+
+@pytest.fixture()
+def toy():
+    docs = tuple(Document(f"d{i}", f"shoe review {'marathon ' * (6 - i)}", title=f"Brand{i}", provider=f"B{i % 3}")
+                 for i in range(6))
+    query = Query("q1", "marathon shoe", answer="Brand0")
+    collection = Collection("toy", docs, (query,), {"q1": {"d0": 1, "d1": 1}})
+    return collection, BM25Retriever(collection.texts)
+
+
+def test_metrics_match_hand_computation(toy):
+    collection, retriever = toy
+    model, attributor = FirstDocumentModel(), SubstringAttributor()
+    run = run_rag(collection, retriever, Generator(model), attributor, "marathon shoe",
+                  RagConfig(alpha=1.0, n_samples=200, k=3, seed=4), n_boot=20)
+    rankings = run.ranking.rankings
+    ids = run.ranking.doc_ids
+    first = np.array([ids[r[0]] for r in rankings])
+    # the fake generator answers the first document's title; only that document contains it
+    assert run.ear == pytest.approx(1 / 3)
+    eps_a = np.array([np.mean(first == d) for d in ids])
+    np.testing.assert_allclose(run.attributed_exposure, eps_a)
+    assert run.eae_d == pytest.approx(eps_a @ eps_a / 3)
+    assert run.eae_d <= run.ee_d
+    utils = np.array([rouge(f"Brand{d[1:]}", "Brand0") for d in first])
+    assert run.eu == pytest.approx(utils.mean())
+    assert run.u_max == 1.0 and run.eu_normalised == pytest.approx(run.eu)  # the oracle puts d0/d1 first
+    oracle = oracle_rankings(run.ranking.labels, 200, 3, np.random.default_rng([run.ranking.seed, 1]))
+    distinct = {tuple(map(int, r)) for r in rankings} | {tuple(map(int, r)) for r in oracle}
+    assert model.prompts_seen == len(distinct)  # each distinct list generated once, run and oracle together
+    assert sum(g.count for g in run.groups) == 200
+    table = run.answers_table()
+    assert table["samples"].sum() == 200 and all(len(c) == 1 for c in table["citations"])
+
+
+def test_deterministic_run_generates_once(toy):
+    collection, retriever = toy
+    model = FirstDocumentModel()
+    run = run_rag(collection, retriever, Generator(model), SubstringAttributor(), "marathon shoe",
+                  RagConfig(alpha=math.inf, n_samples=50, k=2, seed=0, oracle=False), n_boot=10)
+    assert len(run.groups) == 1 and model.prompts_seen == 1
+    assert run.ee_d == 1.0 and run.eae_d == pytest.approx(0.5)  # one credited document of k = 2
+    assert run.answers_table()["ranking"][0] == [run.ranking.doc_ids[i] for i in run.ranking.deterministic]
+
+
+def test_free_query_has_no_utility(toy):
+    collection, retriever = toy
+    run = run_rag(collection, retriever, Generator(FirstDocumentModel()), SubstringAttributor(), "review",
+                  RagConfig(alpha=0, n_samples=10, k=2, seed=1), n_boot=10)
+    assert run.eu is None and run.eu_normalised is None and run.ee_r is None and 0 <= run.ear <= 1
+
+
+def test_attribution_is_cached_per_pair(toy):
+    collection, retriever = toy
+    attributor = SubstringAttributor()
+    gen = Generator(FirstDocumentModel())
+    config = RagConfig(alpha=8.0, n_samples=30, k=2, seed=2, oracle=False)
+    run_rag(collection, retriever, gen, attributor, "marathon shoe", config, n_boot=10)
+    scored = attributor.scored
+    run_rag(collection, retriever, gen, attributor, "marathon shoe", config, n_boot=10)
+    assert attributor.scored == scored  # same lists, same answers: nothing scored twice
+
+
+def test_oracle_rankings_put_useful_first():
+    labels = np.array([0, 1, 0, 1, 0], dtype=bool)
+    rows = oracle_rankings(labels, 500, 3, 0)
+    assert set(map(int, np.unique(rows[:, :2]))) == {1, 3}
+    assert set(map(int, np.unique(rows[:, 2]))) == {0, 2, 4}
