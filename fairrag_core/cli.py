@@ -169,6 +169,9 @@ def _add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> 
     if attributor:
         parser.add_argument("--nli", default=DEFAULTS["attributor"],
                             help="NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder")
+    parser.add_argument("--prompt-order", default="sampled", choices=["sampled", "retrieval"],
+                        help="order of the k documents in the prompt: as sampled (paper, default) or by retrieval "
+                             "score (identical sets then share one generation)")
     parser.add_argument("--metric", default="rougeL", choices=["rouge1", "rouge2", "rougeL", "f1", "exact_match",
                                                                "accuracy", "mae"],
                         help="utility metric against the gold answer (default rougeL)")
@@ -363,7 +366,8 @@ def _cmd_rag(args, out) -> int:
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
     config = RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
-                       candidates=args.candidates, min_rel=args.min_rel, metric=args.metric)
+                       candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
+                       prompt_order=args.prompt_order)
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
     if args.json:
         print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
@@ -430,7 +434,7 @@ def _cmd_rag_sweep(args, out) -> int:
     ids = tuple(q.strip() for q in args.queries.split(",") if q.strip()) if args.queries else ()
     config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                            labels=args.labels, query_ids=ids)
+                            labels=args.labels, query_ids=ids, prompt_order=args.prompt_order)
 
     def progress(done, total):
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)

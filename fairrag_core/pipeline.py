@@ -23,6 +23,7 @@ import pandas as pd
 
 from .attribution import Attributor
 from .corpus import Collection
+from .errors import InvalidParameterError
 from .generation import Generator
 from .metrics.utility import UtilityMetric, utility
 from .ranking import RankingConfig, RankingRun, run_ranking
@@ -45,6 +46,10 @@ class RagConfig:
     metric: UtilityMetric = UtilityMetric.ROUGEL
     oracle: bool = True  # sample the stochastic oracle for normalised EU (needs usefulness labels)
     question_in_hypothesis: bool = True  # give the NLI judge the question as context for short answers
+    # "sampled": the generator sees the top k in the sampled order (the paper). "retrieval": the same k
+    # documents in retrieval-score order. Under the step model MU(i) = 1[i ≤ k] order carries no exposure,
+    # and identical *sets* then share one generation (far fewer calls at low α).
+    prompt_order: str = "sampled"
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,11 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     docs = [collection.documents[i] for i in ranking.candidate_indices]
     gold = ranking.query.answer if ranking.query is not None else None
 
-    lists, which, counts = _distinct(ranking.rankings)
+    if config.prompt_order not in ("sampled", "retrieval"):
+        raise InvalidParameterError(f"prompt_order must be 'sampled' or 'retrieval', got {config.prompt_order!r}")
+    # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
+    shown = np.sort(ranking.rankings, axis=1) if config.prompt_order == "retrieval" else ranking.rankings
+    lists, which, counts = _distinct(shown)
     start = time.perf_counter()
     answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in lists])
     timings["generate"] = time.perf_counter() - start
@@ -186,7 +195,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
             start = time.perf_counter()
             oracle = oracle_rankings(ranking.labels, config.n_samples, config.k,
                                      np.random.default_rng([ranking.seed, 1]))
-            o_lists, o_which, _ = _distinct(oracle)
+            o_lists, o_which, _ = _distinct(np.sort(oracle, axis=1) if config.prompt_order == "retrieval" else oracle)
             o_answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in o_lists])
             o_utils = np.array([utility(a, gold, metric) for a in o_answers])[o_which]
             oracle_eu = float(o_utils.mean())

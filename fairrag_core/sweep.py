@@ -121,6 +121,7 @@ class RagSweepConfig:
     labels: str = "utility"  # "utility" (Algorithm 1 qrels of the generator) or "relevance"
     query_ids: tuple[str, ...] = field(default=())
     deterministic_baseline: bool = True
+    prompt_order: str = "sampled"  # see RagConfig.prompt_order
 
 
 def rag_sweep(collection: Collection, retriever: Retriever, generator, attributor, config: RagSweepConfig,
@@ -161,12 +162,13 @@ def rag_sweep(collection: Collection, retriever: Retriever, generator, attributo
             run = run_rag(collection, retriever, generator, attributor, query.text,
                           RagConfig(alpha=alpha, n_samples=config.n_samples, k=config.k,
                                     seed=int(np.random.SeedSequence([seed, q_index, a_index]).generate_state(1)[0]),
-                                    candidates=config.candidates, min_rel=config.min_rel, metric=metric),
+                                    candidates=config.candidates, min_rel=config.min_rel, metric=metric,
+                                    prompt_order=config.prompt_order),
                           useful=label_of[query.query_id], scores=scores, n_boot=200)
             m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
             rows.append({"query_id": query.query_id, "system": "deterministic" if np.isinf(alpha) else "stochastic",
                          "alpha": alpha, "m": m, "fairness_question": m > 1, **run.metrics(),
-                         "oracle_eu": run.oracle_eu, "distinct_lists": len(run.groups), "seed": run.seed})
+                         "oracle_eu": run.oracle_eu, "distinct_lists": len(run.groups), "seed": run.ranking.seed})
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -174,7 +176,8 @@ def rag_sweep(collection: Collection, retriever: Retriever, generator, attributo
     table.attrs.update(
         collection=collection.name, retriever=retriever.name, generator=generator.name, attributor=attributor.name,
         alphas=list(config.alphas), n_samples=config.n_samples, k=config.k, seed=seed, candidates=config.candidates,
-        metric=metric.value, labels=config.labels, wall_seconds=time.perf_counter() - start,
+        metric=metric.value, labels=config.labels, prompt_order=config.prompt_order,
+        wall_seconds=time.perf_counter() - start,
         generator_calls=generator.cache.misses - calls_before,
         sampled_rankings=int(len(queries) * len(alphas) * config.n_samples),
     )

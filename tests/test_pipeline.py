@@ -78,3 +78,19 @@ def test_oracle_rankings_put_useful_first():
     rows = oracle_rankings(labels, 500, 3, 0)
     assert set(map(int, np.unique(rows[:, :2]))) == {1, 3}
     assert set(map(int, np.unique(rows[:, 2]))) == {0, 2, 4}
+
+
+def test_retrieval_prompt_order_shares_generations_between_permutations(toy):
+    collection, retriever = toy
+    sampled, ordered = FirstDocumentModel(), FirstDocumentModel()
+    config = dict(alpha=0.0, n_samples=300, k=3, seed=5, oracle=False)
+    a = run_rag(collection, retriever, Generator(sampled), SubstringAttributor(), "marathon shoe",
+                RagConfig(**config), n_boot=10)
+    b = run_rag(collection, retriever, Generator(ordered), SubstringAttributor(), "marathon shoe",
+                RagConfig(**config, prompt_order="retrieval"), n_boot=10)
+    assert np.array_equal(a.ranking.rankings, b.ranking.rankings)
+    assert ordered.prompts_seen == len(b.groups) <= 20 < sampled.prompts_seen  # C(6,3) = 20 sets vs 120 orders
+    assert a.ee_d == b.ee_d
+    with pytest.raises(Exception, match="prompt_order"):
+        run_rag(collection, retriever, Generator(sampled), SubstringAttributor(), "marathon shoe",
+                RagConfig(alpha=1.0, prompt_order="random"), n_boot=10)

@@ -48,3 +48,20 @@ def test_qwen_judge_accuracy_on_the_labelled_set():
     print(f"\nqwen judge on {len(PAIRS)} pairs: 3-way accuracy {three_way:.3f}, entailment-vs-not {entail:.3f}")
     assert entail >= 0.9  # what attribution uses (NLI = 1 iff entailment)
     assert three_way >= 0.7
+
+
+def test_rag_pipeline_with_the_offline_models(shoes, shoes_bm25):
+    from fairrag_core.models.catalog import load_attributor
+    from fairrag_core.pipeline import RagConfig, run_rag
+
+    generator = Generator(load_language_model("smollm2-135m"))
+    run = run_rag(shoes, shoes_bm25, generator, load_attributor("qwen-judge"), "best shoes for a first marathon",
+                  RagConfig(alpha=4.0, n_samples=6, k=3, candidates=8, seed=11, oracle=False), n_boot=50)
+    metrics = run.metrics()
+    assert all(metrics[m] is not None and 0 <= metrics[m] <= 1 for m in ("ee_d", "ee_r", "eu", "ear", "eae_d"))
+    assert run.eae_d <= run.ee_d + 1e-12
+    table = run.answers_table()
+    assert table["samples"].sum() == 6 and len(table) == len(run.groups) <= 6
+    for ranking, cited in zip(table["ranking"], table["citations"]):
+        assert set(cited) <= set(ranking)
+    assert generator.cache.misses == len(run.groups)
