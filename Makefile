@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # Run from the checkout: the package and the bundled assets live side by side.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: app test test-all bench install install-dev clean
+.PHONY: app test test-fast bench labels install install-dev clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,12 +39,23 @@ app: install
 	$(PY) -m fairrag_core rank --collection running-shoes --query "best shoes for a first marathon" \
 		--alpha 2 --samples 100 -k 5
 
+# Fast tests first (unit, property, tiny-model and quick real-model tests), then the slow real-model ones.
 test: install-dev
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m slow
+
+test-fast: install-dev
+	$(PY) -m pytest -m "not slow"
 
 bench: install-dev
 	$(PY) benchmarks/bench_sampler.py
 	$(PY) benchmarks/bench_bm25.py
+	$(PY) benchmarks/bench_sweep.py
+
+# Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about an hour on 2 cores).
+labels: install
+	for c in running-shoes news multi-faceted people; do \
+		$(PY) -m fairrag_core label-utility --collection $$c --depth 15 || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks

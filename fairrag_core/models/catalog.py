@@ -15,6 +15,7 @@ offline alternatives.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import threading
@@ -119,6 +120,14 @@ def describe_model(name: str) -> ModelSpec:
 
 _loaded: dict[tuple[str, str | None], object] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_loaded() -> None:
+    for model in list(_loaded.values()):
+        close = getattr(model, "close", None)
+        if close is not None:
+            close()
 
 
 def load_language_model(name: str, *, device: str | None = None):

@@ -101,6 +101,13 @@ class LlamaCppModel(LanguageModel):
         wanted = resolve_device(self.requested_device)
         return "cuda" if wanted.startswith("cuda") else "cpu"
 
+    def close(self) -> None:
+        """Free the weights now (llama-cpp's own finaliser fails if it runs during interpreter shutdown)."""
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm, self._formatter = None, None
+
     def _load(self):
         if self._llm is None:
             try:

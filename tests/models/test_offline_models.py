@@ -38,6 +38,7 @@ def test_option_probabilities_are_a_distribution():
     assert probs.shape == (2,) and probs.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_qwen_judge_accuracy_on_the_labelled_set():
     judge = default_attributor()
     probs = judge.label_probabilities([p["premise"] for p in PAIRS], [p["hypothesis"] for p in PAIRS],
@@ -50,6 +51,7 @@ def test_qwen_judge_accuracy_on_the_labelled_set():
     assert three_way >= 0.7
 
 
+@pytest.mark.slow
 def test_rag_pipeline_with_the_offline_models(shoes, shoes_bm25):
     from fairrag_core.models.catalog import load_attributor
     from fairrag_core.pipeline import RagConfig, run_rag
