@@ -153,9 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
     p.set_defaults(samples=20)
 
-    p = sub.add_parser("runs", help="list, show or delete saved runs in the DuckDB run store")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "delete"])
-    p.add_argument("run_id", nargs="?", default=None)
+    p = sub.add_parser("runs", help="list, show, compare or delete saved runs in the DuckDB run store",
+                       description="`runs` lists saved runs; `runs show ID` prints one with the command that "
+                                   "reproduces it; `runs compare ID ID…` puts mean metrics per α side by side.")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "delete"])
+    p.add_argument("run_ids", nargs="*", default=[])
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--json", action="store_true")
     return parser
@@ -440,6 +442,14 @@ def _cmd_rag_sweep(args, out) -> int:
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
 
     table = rag_sweep(collection, retriever, generator, attributor, config, progress=progress)
+    table.attrs["command"] = (
+        f"python -m fairrag_core sweep --collection {args.collection} --retriever {args.retriever} "
+        f"--generator {args.generator} --nli {args.nli} --alphas {','.join(f'{a:g}' for a in args.alphas)} "
+        f"--samples {args.samples} -k {args.k} --seed {table.attrs['seed']} --labels {args.labels} "
+        f"--metric {args.metric} --prompt-order {args.prompt_order}"
+        + (f" --candidates {args.candidates}" if args.candidates else "")
+        + (f" --queries {args.queries}" if args.queries else "")
+    )
     table1 = disparity_quality_table(table)
     table2 = utility_by_disparity_table(table)
     run_id = None
@@ -474,6 +484,9 @@ def _cmd_rag_sweep(args, out) -> int:
     return 0
 
 
+_METRICS = ["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]
+
+
 def _cmd_runs(args, out) -> int:
     from .store import RunStore
 
@@ -483,17 +496,34 @@ def _cmd_runs(args, out) -> int:
             print(runs.to_json(orient="records", date_format="iso") if args.json
                   else (runs.to_string(index=False) if not runs.empty else "no runs saved yet"), file=out)
             return 0
-        if not args.run_id:
+        if not args.run_ids:
             print("error: give a run id (see `python -m fairrag_core runs`)", file=sys.stderr)
             return 2
         if args.action == "delete":
-            store.delete(args.run_id)
-            print(f"deleted {args.run_id}", file=out)
+            for run_id in args.run_ids:
+                store.delete(run_id)
+                print(f"deleted {run_id}", file=out)
             return 0
-        table = store.load(args.run_id)
+        if args.action == "compare":
+            columns = {}
+            for run_id in args.run_ids:
+                table = store.load(run_id)
+                present = [m for m in _METRICS if m in table.columns]
+                means = table.assign(alpha=table["alpha"].fillna(float("inf"))).groupby("alpha")[present].mean()
+                columns[run_id] = means
+            merged = pd.concat(columns, axis=1)
+            if args.json:
+                print(merged.to_json(orient="split"), file=out)
+            else:
+                print(merged.round(3).to_string(), file=out)
+            return 0
+        table = store.load(args.run_ids[0])
         if args.json:
             print(json.dumps({"config": table.attrs, "rows": json.loads(table.to_json(orient="records"))}), file=out)
         else:
+            command = table.attrs.get("command")
+            if command:
+                print(f"Reproduce with: {command}\n", file=out)
             print(json.dumps(table.attrs, indent=2, default=str), file=out)
             print(table.to_string(index=False), file=out)
     return 0

@@ -50,6 +50,9 @@ class RagConfig:
     # documents in retrieval-score order. Under the step model MU(i) = 1[i ≤ k] order carries no exposure,
     # and identical *sets* then share one generation (far fewer calls at low α).
     prompt_order: str = "sampled"
+    # Seed of the oracle's rankings (default: derived from the run's seed). The oracle does not depend on α,
+    # so a sweep passes one seed per query and the cache serves the oracle's answers at every α.
+    oracle_seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -193,8 +196,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         u_max = float(utils.max())
         if config.oracle and ranking.labels is not None and ranking.labels.any():
             start = time.perf_counter()
-            oracle = oracle_rankings(ranking.labels, config.n_samples, config.k,
-                                     np.random.default_rng([ranking.seed, 1]))
+            oracle_seed = config.oracle_seed if config.oracle_seed is not None else [ranking.seed, 1]
+            oracle = oracle_rankings(ranking.labels, config.n_samples, config.k, np.random.default_rng(oracle_seed))
             o_lists, o_which, _ = _distinct(np.sort(oracle, axis=1) if config.prompt_order == "retrieval" else oracle)
             o_answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in o_lists])
             o_utils = np.array([utility(a, gold, metric) for a in o_answers])[o_which]

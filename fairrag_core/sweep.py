@@ -163,7 +163,9 @@ def rag_sweep(collection: Collection, retriever: Retriever, generator, attributo
                           RagConfig(alpha=alpha, n_samples=config.n_samples, k=config.k,
                                     seed=int(np.random.SeedSequence([seed, q_index, a_index]).generate_state(1)[0]),
                                     candidates=config.candidates, min_rel=config.min_rel, metric=metric,
-                                    prompt_order=config.prompt_order),
+                                    prompt_order=config.prompt_order,
+                                    oracle_seed=int(np.random.SeedSequence([seed, q_index, 1_000_003])
+                                                    .generate_state(1)[0])),
                           useful=label_of[query.query_id], scores=scores, n_boot=200)
             m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
             rows.append({"query_id": query.query_id, "system": "deterministic" if np.isinf(alpha) else "stochastic",

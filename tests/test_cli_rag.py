@@ -64,7 +64,9 @@ def test_label_utility_sweep_and_runs(fake_models, tmp_path):
     runs = json.loads(text)
     assert code == 0 and runs[0]["run_id"] == payload["run_id"]
     code, text = run(["runs", "show", payload["run_id"]])
-    assert code == 0 and "rs-q01" in text
+    assert code == 0 and "rs-q01" in text and "Reproduce with: python -m fairrag_core sweep" in text
+    code, text = run(["runs", "compare", payload["run_id"], payload["run_id"]])
+    assert code == 0 and "ee_d" in text
 
 
 def test_sweep_without_utility_labels_names_the_command(fake_models, capsys):
