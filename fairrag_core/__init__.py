@@ -39,10 +39,24 @@ from .exposure import (
     summarise_exposure,
     target_exposure,
 )
+from .attribution import Attributor, CrossEncoderAttributor, LLMJudgeAttributor, default_attributor
+from .generation import Generator, build_prompt
+from .labels import UtilityLabelConfig, label_utility, load_utility_labels
+from .metrics import UtilityMetric, utility
+from .pipeline import RagConfig, RagRun, run_rag
 from .ranking import RankingConfig, RankingRun, run_ranking
 from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
 from .sampling import deterministic_ranking, normalise_scores, sample_rankings, sample_rankings_batch
-from .sweep import SweepConfig, exposure_sweep, summarise_sweep
+from .store import RunStore
+from .sweep import (
+    RagSweepConfig,
+    SweepConfig,
+    disparity_quality_table,
+    exposure_sweep,
+    rag_sweep,
+    summarise_sweep,
+    utility_by_disparity_table,
+)
 
 __all__ = [
     "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",
@@ -55,4 +69,9 @@ __all__ = [
     "Retriever", "RetrieverKind", "BM25Retriever", "build_retriever",
     "RankingConfig", "RankingRun", "run_ranking",
     "SweepConfig", "exposure_sweep", "summarise_sweep",
+    "Attributor", "CrossEncoderAttributor", "LLMJudgeAttributor", "default_attributor",
+    "Generator", "build_prompt", "UtilityMetric", "utility",
+    "UtilityLabelConfig", "label_utility", "load_utility_labels",
+    "RagConfig", "RagRun", "run_rag", "RagSweepConfig", "rag_sweep",
+    "disparity_quality_table", "utility_by_disparity_table", "RunStore",
 ]
