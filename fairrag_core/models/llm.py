@@ -131,10 +131,11 @@ class LlamaCppModel(LanguageModel):
             if not template:
                 self._formatter = False
             else:
-                vocab = llm._model.vocab if hasattr(llm._model, "vocab") else None
-                eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "ignore") if vocab is None else ""
-                bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "ignore") if llm.token_bos() >= 0 else ""
-                self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos or "", bos_token=bos)
+                def token_text(token: int) -> str:
+                    return llm.detokenize([token], special=True).decode("utf-8", "ignore") if token >= 0 else ""
+
+                self._formatter = Jinja2ChatFormatter(template=template, eos_token=token_text(llm.token_eos()),
+                                                      bos_token=token_text(llm.token_bos()))
         if self._formatter is False:
             return prompt.as_text() + "\n"
         return self._formatter(messages=prompt.messages()).prompt
