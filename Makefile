@@ -52,7 +52,7 @@ bench: install-dev
 	$(PY) benchmarks/bench_bm25.py
 	$(PY) benchmarks/bench_sweep.py
 
-# Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about an hour on 2 cores).
+# Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
 labels: install
 	for c in running-shoes news multi-faceted people; do \
 		$(PY) -m fairrag_core label-utility --collection $$c --depth 15 || exit 1; done
