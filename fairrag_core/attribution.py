@@ -14,7 +14,6 @@ Both backends share :class:`Attributor`:
 
 from __future__ import annotations
 
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -145,9 +144,10 @@ class CrossEncoderAttributor(Attributor):
         if self._model is None:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+            from .models.catalog import hub_load_kwargs
             from .models.device import resolve_device
 
-            kwargs = {"trust_remote_code": False, "local_files_only": os.environ.get("HF_HUB_OFFLINE") == "1"}
+            kwargs = hub_load_kwargs()
             try:
                 self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
                 model = AutoModelForSequenceClassification.from_pretrained(self.source, **kwargs)

@@ -98,6 +98,12 @@ def resolve_embedder(name: str | None = None) -> ModelSpec:
     return ModelSpec(name, name, False, "Hugging Face hub id", "sentence-transformers")
 
 
+def hub_load_kwargs() -> dict[str, bool]:
+    """Keyword arguments for every ``from_pretrained`` call: never run remote code, and stay on local files
+    when ``HF_HUB_OFFLINE=1`` (the offline default)."""
+    return {"trust_remote_code": False, "local_files_only": os.environ.get("HF_HUB_OFFLINE") == "1"}
+
+
 def offline_alternatives() -> str:
     return ", ".join(_OFFLINE_EMBEDDERS)
 

@@ -212,8 +212,9 @@ class TransformersModel(LanguageModel):
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-            offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-            kwargs = {"trust_remote_code": False, "local_files_only": offline}
+            from .catalog import hub_load_kwargs
+
+            kwargs = hub_load_kwargs()
             if self.gguf_file:
                 kwargs["gguf_file"] = self.gguf_file
             try:
