@@ -39,6 +39,7 @@ from .exposure import (
     summarise_exposure,
     target_exposure,
 )
+from .audit import AlphaRecommendation, exposure_ledger, recommend_alpha
 from .attribution import Attributor, CrossEncoderAttributor, LLMJudgeAttributor, default_attributor
 from .generation import Generator, build_prompt
 from .labels import UtilityLabelConfig, label_utility, load_utility_labels
@@ -49,6 +50,7 @@ from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
 from .sampling import deterministic_ranking, normalise_scores, sample_rankings, sample_rankings_batch
 from .store import RunStore
 from .sweep import (
+    RagSweep,
     RagSweepConfig,
     SweepConfig,
     disparity_quality_table,
@@ -74,4 +76,5 @@ __all__ = [
     "UtilityLabelConfig", "label_utility", "load_utility_labels",
     "RagConfig", "RagRun", "run_rag", "RagSweepConfig", "rag_sweep",
     "disparity_quality_table", "utility_by_disparity_table", "RunStore",
+    "RagSweep", "exposure_ledger", "recommend_alpha", "AlphaRecommendation",
 ]

@@ -35,6 +35,22 @@ def _jsonable(value):
     return value
 
 
+def _cell(value):
+    """JSON form of one table cell that ``to_json`` would get wrong (it writes ±inf as null)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if value is pd.NA or value is pd.NaT:
+        return None
+    raise TypeError(f"cannot store a value of type {type(value).__name__} in the run store")
+
+
+def _records(table: pd.DataFrame) -> list[str]:
+    """One JSON text per row; ±inf (the deterministic α) and NaN survive (DuckDB's JSON accepts them)."""
+    return [json.dumps(row, default=_cell) for row in table.to_dict(orient="records")]
+
+
 class RunStore:
     """Save, list, load and delete runs in a DuckDB file (created on first use)."""
 
@@ -49,6 +65,8 @@ class RunStore:
             "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER)"
         )
         self._con.execute("CREATE TABLE IF NOT EXISTS run_rows (run_id VARCHAR, row_index INTEGER, data JSON)")
+        # Optional second table per run (e.g. per-document exposure behind an audit's ledger).
+        self._con.execute("CREATE TABLE IF NOT EXISTS run_details (run_id VARCHAR, row_index INTEGER, data JSON)")
 
     def close(self) -> None:
         self._con.close()
@@ -59,11 +77,12 @@ class RunStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def save(self, table: pd.DataFrame, *, kind: str, label: str = "") -> str:
-        """Store ``table`` with its ``attrs`` (the run's config) and return the new run id."""
+    def save(self, table: pd.DataFrame, *, kind: str, label: str = "", details: pd.DataFrame | None = None) -> str:
+        """Store ``table`` with its ``attrs`` (the run's config), and optionally a ``details`` table; return the id."""
         run_id = uuid.uuid4().hex[:12]
         config = {k: _jsonable(v) for k, v in table.attrs.items()}
-        records = json.loads(table.to_json(orient="records"))
+        records = _records(table)
+        detail_records = [] if details is None else _records(details)
         self._con.execute("BEGIN")
         try:
             self._con.execute(
@@ -73,7 +92,10 @@ class RunStore:
             )
             if records:
                 self._con.executemany("INSERT INTO run_rows VALUES (?, ?, ?)",
-                                      [[run_id, i, json.dumps(r)] for i, r in enumerate(records)])
+                                      [[run_id, i, r] for i, r in enumerate(records)])
+            if detail_records:
+                self._con.executemany("INSERT INTO run_details VALUES (?, ?, ?)",
+                                      [[run_id, i, r] for i, r in enumerate(detail_records)])
             self._con.execute("COMMIT")
         except Exception:
             self._con.execute("ROLLBACK")
@@ -94,15 +116,26 @@ class RunStore:
 
     def load(self, run_id: str) -> pd.DataFrame:
         """The stored table, with its configuration back in ``attrs``."""
-        found = self._con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
-        if found is None:
-            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; list runs with `python -m fairrag_core runs`")
+        config = self.load_config(run_id)
         rows = self._con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
         table = pd.DataFrame([json.loads(r[0]) for r in rows])
-        table.attrs.update(json.loads(found[0]))
+        table.attrs.update(config)
         table.attrs["run_id"] = run_id
         return table
 
+    def load_details(self, run_id: str) -> pd.DataFrame | None:
+        """The run's details table (None when it was saved without one)."""
+        self.load_config(run_id)  # raises for an unknown id
+        rows = self._con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
+        return pd.DataFrame([json.loads(r[0]) for r in rows]) if rows else None
+
+    def load_config(self, run_id: str) -> dict:
+        found = self._con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found is None:
+            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; list runs with `python -m fairrag_core runs`")
+        return json.loads(found[0])
+
     def delete(self, run_id: str) -> None:
+        self._con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])
         self._con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
         self._con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])

@@ -16,12 +16,15 @@ import pandas as pd
 
 from .corpus import Collection
 from .errors import InvalidParameterError
-from .exposure import ee_disparity, ee_relevance, expected_exposure
+from .exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
 from .ranking import new_seed
 from .retrieval import Retriever, top_candidates
 from .sampling import check_alpha, sample_rankings_batch
 
-__all__ = ["SweepConfig", "DEFAULT_ALPHAS", "exposure_sweep", "summarise_sweep"]
+__all__ = [
+    "SweepConfig", "DEFAULT_ALPHAS", "exposure_sweep", "summarise_sweep", "RagSweepConfig", "RagSweep",
+    "SweepTask", "SweepResult", "rag_sweep", "disparity_quality_table", "utility_by_disparity_table",
+]
 
 #: The paper's grid (Kim & Diaz 2025, §4).
 DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0)
@@ -38,24 +41,41 @@ class SweepConfig:
     query_ids: tuple[str, ...] = field(default=())  # empty = every query with qrels
 
 
-def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepConfig) -> pd.DataFrame:
-    """Tidy table, one row per (query, α): ``query_id, alpha, n, m, ee_d, ee_r, providers_reached``.
-
-    ``m`` is the number of useful candidates (qrels ``rel ≥ min_rel``); ``fairness_question`` is False
-    for queries with m ≤ 1, which the paper leaves out of fairness analyses. Attributes of the
-    returned frame (``df.attrs``) record the configuration and the seed actually used.
-    """
-    if not config.alphas:
-        raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
-    alphas = tuple(check_alpha(a) for a in config.alphas)
-    if config.query_ids:
-        queries = [collection.query(q) for q in config.query_ids]
-    else:
+def _sweep_queries(collection: Collection, query_ids: Sequence[str], *, need_qrels: bool) -> list:
+    """The queries a sweep runs over: the given ids, or every query (with qrels when ``need_qrels``)."""
+    if query_ids:
+        queries = [collection.query(q) for q in query_ids]
+    elif need_qrels:
         queries = [q for q in collection.queries if q.query_id in collection.qrels]
+    else:
+        queries = list(collection.queries)
     if not queries:
         raise InvalidParameterError(
             f"collection {collection.name!r} has no queries with relevance labels; add queries.jsonl and qrels.txt"
         )
+    return queries
+
+
+def _system(alpha: float) -> str:
+    return "deterministic" if np.isinf(alpha) else "stochastic"
+
+
+def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepConfig, *,
+                   documents: list | None = None) -> pd.DataFrame:
+    """Tidy table, one row per (query, α): ``query_id, system, alpha, n, m, ee_d, ee_r, providers_reached``.
+
+    ``m`` is the number of useful candidates (qrels ``rel ≥ min_rel``); ``fairness_question`` is False
+    for queries with m ≤ 1, which the paper leaves out of fairness analyses. ``alpha = inf`` is the
+    deterministic ranker (``system = "deterministic"``). Attributes of the returned frame (``df.attrs``)
+    record the configuration and the seed actually used.
+
+    Pass a list as ``documents`` to receive one frame per (query, α) with every candidate's exposure and
+    target exposure (``query_id, alpha, doc_id, exposure, target_exposure``), e.g. for an exposure ledger.
+    """
+    if not config.alphas:
+        raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
+    alphas = tuple(check_alpha(a) for a in config.alphas)
+    queries = _sweep_queries(collection, config.query_ids, need_qrels=True)
     seed = config.seed if config.seed is not None else new_seed()
     scores = retriever.score_batch([q.text for q in queries])
     n_cand = len(collection) if config.candidates is None else min(config.candidates, len(collection))
@@ -65,6 +85,7 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
     cand_scores = np.stack([c.scores for c in cands])
     labels = np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices] for q, c in zip(queries, cands)])
     providers = collection.providers
+    doc_ids = np.array(collection.doc_ids, dtype=object)
     rows = []
     for a_index, alpha in enumerate(alphas):
         rankings = sample_rankings_batch(
@@ -77,6 +98,7 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
             rows.append(
                 {
                     "query_id": query.query_id,
+                    "system": _system(alpha),
                     "alpha": alpha,
                     "n": n_cand,
                     "m": int(lab.sum()),
@@ -86,6 +108,11 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
                     "providers_reached": int(np.unique(reached).size),
                 }
             )
+            if documents is not None:
+                documents.append(pd.DataFrame({
+                    "query_id": query.query_id, "alpha": alpha, "doc_id": doc_ids[cands[q_index].indices],
+                    "exposure": eps, "target_exposure": target_exposure(lab, config.k) if lab.any() else np.nan,
+                }))
     table = pd.DataFrame(rows)
     table.attrs.update(
         collection=collection.name, retriever=retriever.name, alphas=list(alphas), n_samples=config.n_samples,
@@ -124,6 +151,117 @@ class RagSweepConfig:
     prompt_order: str = "sampled"  # see RagConfig.prompt_order
 
 
+@dataclass(frozen=True)
+class SweepTask:
+    """One (query, α) cell of a RAG sweep, with the seeds that make it reproducible on its own."""
+
+    query_id: str
+    query_index: int
+    alpha: float
+    alpha_index: int
+    seed: int
+    oracle_seed: int
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one task produced: the per-run metrics row and the per-candidate exposure frame."""
+
+    task: SweepTask
+    row: dict
+    documents: pd.DataFrame
+
+
+class RagSweep:
+    """A planned RAG sweep, run one task at a time so that a caller can show progress, stop, and resume.
+
+    ``tasks`` lists every (query, α) cell (the deterministic baseline is ``alpha = inf``). ``run(task)``
+    is a pure function of the task and the models: re-running a cell gives the same result, and answers
+    come from the generator's cache when a top-k list recurs (across samples, α values and queries).
+    """
+
+    def __init__(self, collection: Collection, retriever: Retriever, generator, attributor,
+                 config: RagSweepConfig) -> None:
+        from .labels import load_utility_labels, useful_vector
+        from .metrics.utility import UtilityMetric
+
+        self.metric = UtilityMetric(config.metric)
+        if not config.alphas:
+            raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
+        alphas = [check_alpha(a) for a in config.alphas]
+        if config.deterministic_baseline and not any(np.isinf(a) for a in alphas):
+            alphas.append(float("inf"))
+        queries = _sweep_queries(collection, config.query_ids, need_qrels=False)
+        if config.labels == "utility":
+            qrels = load_utility_labels(collection, generator.name)
+            self.labels = {q.query_id: useful_vector(collection, qrels, q.query_id) for q in queries}
+        elif config.labels == "relevance":
+            self.labels = {q.query_id: collection.useful(q.query_id, min_rel=config.min_rel) for q in queries}
+        else:
+            raise InvalidParameterError(f"labels must be 'utility' or 'relevance', got {config.labels!r}")
+        self.collection, self.retriever, self.generator, self.attributor = collection, retriever, generator, attributor
+        self.config = config
+        self.seed = config.seed if config.seed is not None else new_seed()
+        self.queries = queries
+        self.alphas = alphas
+        self.tasks = [
+            SweepTask(query_id=q.query_id, query_index=qi, alpha=a, alpha_index=ai,
+                      seed=int(np.random.SeedSequence([self.seed, qi, ai]).generate_state(1)[0]),
+                      oracle_seed=int(np.random.SeedSequence([self.seed, qi, 1_000_003]).generate_state(1)[0]))
+            for qi, q in enumerate(queries) for ai, a in enumerate(alphas)
+        ]
+        self._scores: dict[str, np.ndarray] = {}
+
+    def run(self, task: SweepTask) -> SweepResult:
+        from .pipeline import RagConfig, run_rag
+
+        config = self.config
+        query = self.queries[task.query_index]
+        if query.query_id not in self._scores:
+            self._scores[query.query_id] = self.retriever.score(query.text)
+        run = run_rag(self.collection, self.retriever, self.generator, self.attributor, query.text,
+                      RagConfig(alpha=task.alpha, n_samples=config.n_samples, k=config.k, seed=task.seed,
+                                candidates=config.candidates, min_rel=config.min_rel, metric=self.metric,
+                                prompt_order=config.prompt_order, oracle_seed=task.oracle_seed),
+                      useful=self.labels[query.query_id], scores=self._scores[query.query_id], n_boot=200)
+        m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
+        row = {"query_id": query.query_id, "system": _system(task.alpha), "alpha": task.alpha, "m": m,
+               "fairness_question": m > 1, **run.metrics(), "oracle_eu": run.oracle_eu,
+               "distinct_lists": len(run.groups), "seed": run.ranking.seed}
+        documents = run.ranking.documents_table()[["doc_id", "exposure", "target_exposure"]]
+        documents.insert(0, "alpha", task.alpha)
+        documents.insert(0, "query_id", query.query_id)
+        documents["attributed_exposure"] = run.attributed_exposure
+        return SweepResult(task=task, row=row, documents=documents)
+
+    def table(self, results: Sequence[SweepResult], *, wall_seconds: float | None = None,
+              generator_calls: int | None = None) -> pd.DataFrame:
+        """The tidy per-(query, α) table of ``results`` (in task order), with the sweep's config in ``attrs``."""
+        ordered = sorted(results, key=lambda r: (r.task.query_index, r.task.alpha_index))
+        table = pd.DataFrame([r.row for r in ordered])
+        config = self.config
+        table.attrs.update(
+            collection=self.collection.name, retriever=self.retriever.name, generator=self.generator.name,
+            attributor=self.attributor.name, alphas=list(config.alphas), n_samples=config.n_samples, k=config.k,
+            seed=self.seed, candidates=config.candidates, metric=self.metric.value, labels=config.labels,
+            prompt_order=config.prompt_order, query_ids=[q.query_id for q in self.queries],
+            complete=len(ordered) == len(self.tasks),
+        )
+        if wall_seconds is not None:
+            table.attrs["wall_seconds"] = wall_seconds
+        if generator_calls is not None:
+            table.attrs["generator_calls"] = generator_calls
+        table.attrs["sampled_rankings"] = len(ordered) * config.n_samples
+        return table
+
+    @staticmethod
+    def documents(results: Sequence[SweepResult]) -> pd.DataFrame:
+        """Per-candidate exposure of every finished task (``query_id, alpha, doc_id, exposure, ...``)."""
+        frames = [r.documents for r in sorted(results, key=lambda r: (r.task.query_index, r.task.alpha_index))]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["query_id", "alpha", "doc_id", "exposure", "target_exposure", "attributed_exposure"])
+
+
 def rag_sweep(collection: Collection, retriever: Retriever, generator, attributor, config: RagSweepConfig,
               *, progress=None) -> pd.DataFrame:
     """Tidy table, one row per (query, α), with EE-D, EE-R, EU, normalised EU, EAR and EAE-D.
@@ -131,59 +269,18 @@ def rag_sweep(collection: Collection, retriever: Retriever, generator, attributo
     The deterministic retriever is included as ``alpha = inf`` (``system = "deterministic"``). Answers
     are cached across α values and queries, so a top-k list that recurs is generated once.
     ``df.attrs`` records the configuration, the seed, the model names, timings and generator calls.
-    ``progress(done, total)`` is called after each (query, α).
+    ``progress(done, total)`` is called after each (query, α). See :class:`RagSweep` to run it step by step.
     """
-    from .labels import load_utility_labels, useful_vector
-    from .metrics.utility import UtilityMetric
-    from .pipeline import RagConfig, run_rag
-
-    metric = UtilityMetric(config.metric)
-    if not config.alphas:
-        raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
-    alphas = [check_alpha(a) for a in config.alphas]
-    if config.deterministic_baseline:
-        alphas.append(float("inf"))
-    queries = [collection.query(q) for q in config.query_ids] if config.query_ids else list(collection.queries)
-    if config.labels == "utility":
-        qrels = load_utility_labels(collection, generator.name)
-        label_of = {q.query_id: useful_vector(collection, qrels, q.query_id) for q in queries}
-    elif config.labels == "relevance":
-        label_of = {q.query_id: collection.useful(q.query_id, min_rel=config.min_rel) for q in queries}
-    else:
-        raise InvalidParameterError(f"labels must be 'utility' or 'relevance', got {config.labels!r}")
-    seed = config.seed if config.seed is not None else new_seed()
+    sweep = RagSweep(collection, retriever, generator, attributor, config)
     calls_before = generator.cache.misses
     start = time.perf_counter()
-    rows = []
-    total, done = len(queries) * len(alphas), 0
-    for q_index, query in enumerate(queries):
-        scores = retriever.score(query.text)
-        for a_index, alpha in enumerate(alphas):
-            run = run_rag(collection, retriever, generator, attributor, query.text,
-                          RagConfig(alpha=alpha, n_samples=config.n_samples, k=config.k,
-                                    seed=int(np.random.SeedSequence([seed, q_index, a_index]).generate_state(1)[0]),
-                                    candidates=config.candidates, min_rel=config.min_rel, metric=metric,
-                                    prompt_order=config.prompt_order,
-                                    oracle_seed=int(np.random.SeedSequence([seed, q_index, 1_000_003])
-                                                    .generate_state(1)[0])),
-                          useful=label_of[query.query_id], scores=scores, n_boot=200)
-            m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
-            rows.append({"query_id": query.query_id, "system": "deterministic" if np.isinf(alpha) else "stochastic",
-                         "alpha": alpha, "m": m, "fairness_question": m > 1, **run.metrics(),
-                         "oracle_eu": run.oracle_eu, "distinct_lists": len(run.groups), "seed": run.ranking.seed})
-            done += 1
-            if progress is not None:
-                progress(done, total)
-    table = pd.DataFrame(rows)
-    table.attrs.update(
-        collection=collection.name, retriever=retriever.name, generator=generator.name, attributor=attributor.name,
-        alphas=list(config.alphas), n_samples=config.n_samples, k=config.k, seed=seed, candidates=config.candidates,
-        metric=metric.value, labels=config.labels, prompt_order=config.prompt_order,
-        wall_seconds=time.perf_counter() - start,
-        generator_calls=generator.cache.misses - calls_before,
-        sampled_rankings=int(len(queries) * len(alphas) * config.n_samples),
-    )
-    return table
+    results = []
+    for task in sweep.tasks:
+        results.append(sweep.run(task))
+        if progress is not None:
+            progress(len(results), len(sweep.tasks))
+    return sweep.table(results, wall_seconds=time.perf_counter() - start,
+                       generator_calls=generator.cache.misses - calls_before)
 
 
 def disparity_quality_table(table: pd.DataFrame) -> pd.DataFrame:

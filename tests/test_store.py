@@ -22,3 +22,20 @@ def test_save_list_load_delete(tmp_path):
             store.load(run_id)
     with RunStore(tmp_path / "runs.duckdb") as again:  # the file persists across connections
         assert again.list().empty
+
+
+def test_details_round_trip_and_infinite_alpha(tmp_path):
+    table = pd.DataFrame({"query_id": ["q1"], "alpha": [float("inf")], "ee_d": [1.0]})
+    details = pd.DataFrame({"query_id": ["q1", "q1"], "alpha": [float("inf")] * 2, "doc_id": ["d1", "d2"],
+                            "exposure": [1.0, 0.0], "attributed_exposure": [float("nan"), 0.5]})
+    with RunStore(tmp_path / "runs.duckdb") as store:
+        plain = store.save(table, kind="audit")
+        with_details = store.save(table, kind="audit", details=details)
+        assert store.load_details(plain) is None
+        back = store.load_details(with_details)
+        assert back["doc_id"].tolist() == ["d1", "d2"] and back["alpha"].tolist() == [float("inf")] * 2
+        assert pd.isna(back.loc[0, "attributed_exposure"]) and back.loc[1, "attributed_exposure"] == 0.5
+        assert store.load(with_details)["alpha"].tolist() == [float("inf")]
+        store.delete(with_details)
+        with pytest.raises(InvalidParameterError, match="no run"):
+            store.load_details(with_details)
