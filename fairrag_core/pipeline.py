@@ -16,6 +16,7 @@ Each distinct top-k list is generated and attributed once (identical lists give 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,12 +133,17 @@ def _distinct(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray, 
 
 def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
             config: RagConfig, *, useful: np.ndarray | None = None, scores: np.ndarray | None = None,
-            n_boot: int = 1000) -> RagRun:
+            n_boot: int = 1000, progress: Callable[[str, int, int], None] | None = None,
+            chunk: int = 4) -> RagRun:
     """Run the whole pipeline for one query.
 
     ``useful`` (one bool per collection document) sets the labels for EE-R and the oracle. Without it, the
     collection's qrels are used (``rel ≥ min_rel``) when the query is one of the collection's queries.
     Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
+
+    ``progress(stage, done, total)`` (stage ``"generate"`` or ``"attribute"``) is called after every
+    ``chunk`` distinct lists. Finished answers and entailment judgements stay in the generator's and the
+    attributor's caches, so a run that is interrupted between calls resumes where it stopped.
     """
     timings: dict[str, float] = {}
     metric = UtilityMetric(config.metric)
@@ -157,15 +163,28 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
     shown = np.sort(ranking.rankings, axis=1) if config.prompt_order == "retrieval" else ranking.rankings
     lists, which, counts = _distinct(shown)
+    if chunk < 1:
+        raise InvalidParameterError(f"chunk must be ≥ 1, got {chunk}")
     start = time.perf_counter()
-    answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in lists])
+    answers: list[str] = []
+    for first in range(0, len(lists), chunk):
+        answers += generator.answer_rankings(ranking.query_text,
+                                             [[docs[p] for p in key] for key in lists[first : first + chunk]])
+        if progress is not None:
+            progress("generate", len(answers), len(lists))
     timings["generate"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    premises = [docs[p].full_text for key in lists for p in key]
-    hypotheses = [answers[g] for g, key in enumerate(lists) for _ in key]
-    contexts = [ranking.query_text] * len(premises) if config.question_in_hypothesis else None
-    probs = attributor.label_probabilities(premises, hypotheses, contexts=contexts)
+    blocks = []
+    for first in range(0, len(lists), chunk):
+        part = range(first, min(first + chunk, len(lists)))
+        premises = [docs[p].full_text for g in part for p in lists[g]]
+        hypotheses = [answers[g] for g in part for _ in lists[g]]
+        contexts = [ranking.query_text] * len(premises) if config.question_in_hypothesis else None
+        blocks.append(attributor.label_probabilities(premises, hypotheses, contexts=contexts))
+        if progress is not None:
+            progress("attribute", part.stop, len(lists))
+    probs = np.concatenate(blocks) if blocks else np.zeros((0, 3))
     timings["attribute"] = time.perf_counter() - start
 
     groups = []

@@ -94,3 +94,33 @@ def test_retrieval_prompt_order_shares_generations_between_permutations(toy):
     with pytest.raises(Exception, match="prompt_order"):
         run_rag(collection, retriever, Generator(sampled), SubstringAttributor(), "marathon shoe",
                 RagConfig(alpha=1.0, prompt_order="random"), n_boot=10)
+
+
+def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches(toy):
+    collection, retriever = toy
+    config = RagConfig(alpha=0.0, n_samples=40, k=3, seed=9, oracle=False)
+    whole = run_rag(collection, retriever, Generator(FirstDocumentModel()), SubstringAttributor(), "marathon shoe",
+                    config, n_boot=10)
+    model, attributor = FirstDocumentModel(), SubstringAttributor()
+    generator = Generator(model)
+    calls = []
+
+    def stop_after_first_chunk(stage, done, total):
+        calls.append((stage, done, total))
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # what a Streamlit "Stop" does between two progress updates
+
+    with pytest.raises(KeyboardInterrupt):
+        run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
+                progress=stop_after_first_chunk, chunk=2)
+    assert calls == [("generate", 2, len(whole.groups))] and model.prompts_seen == 2
+    seen: list = []
+    resumed = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
+                      progress=lambda *a: seen.append(a), chunk=2)
+    assert model.prompts_seen == len(whole.groups)  # the two finished answers came from the cache
+    n = len(whole.groups)
+    assert [a for a in seen if a[0] == "generate"][-1] == ("generate", n, n)
+    assert [a for a in seen if a[0] == "attribute"][-1] == ("attribute", n, n)
+    assert resumed.metrics() == whole.metrics()
+    with pytest.raises(Exception, match="chunk must be ≥ 1"):
+        run_rag(collection, retriever, generator, attributor, "marathon shoe", config, chunk=0)
