@@ -136,6 +136,12 @@ def _close_loaded() -> None:
             close()
 
 
+def loaded_models() -> dict[tuple[str, str | None], object]:
+    """The shared models built so far, by (name, device) (for the app's models panel; loads nothing)."""
+    with _load_lock:
+        return dict(_loaded)
+
+
 def load_language_model(name: str, *, device: str | None = None):
     """A shared :class:`~fairrag_core.models.llm.LanguageModel` for ``name`` (weights load on first use)."""
     from .gguf import QWEN_1_5B, SMOLLM2, resolve_gguf

@@ -101,6 +101,11 @@ class LlamaCppModel(LanguageModel):
         wanted = resolve_device(self.requested_device)
         return "cuda" if wanted.startswith("cuda") else "cpu"
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (they load on first use)."""
+        return self._llm is not None
+
     def close(self) -> None:
         """Free the weights now (llama-cpp's own finaliser fails if it runs during interpreter shutdown)."""
         with self._lock:
@@ -200,6 +205,11 @@ class TransformersModel(LanguageModel):
         self._lock = threading.Lock()
 
     @property
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (they load on first use)."""
+        return self._model is not None
+
     def device(self) -> str:
         return resolve_device(self.requested_device)
 

@@ -1,0 +1,50 @@
+"""'What am I looking at?' — one short paragraph per panel, written for students."""
+
+RANKINGS = (
+    "Each row is one ranking the stochastic retriever drew; each cell is a document, coloured by its provider. "
+    "The top row is the deterministic retriever: it shows the same k documents to the generator every time, "
+    "so equally useful documents further down never get seen. With α small the rows differ a lot (exposure is "
+    "spread); with α large they look like the deterministic row. α is the fairness knob: the sampling "
+    "probability of a document grows with (score)^α (Plackett-Luce; Kim & Diaz 2025, Eq. 2)."
+)
+
+EXPOSURE = (
+    "Exposure is the chance that a document lands in the top k that the generator reads. The bars compare "
+    "the stochastic retriever (over the N samples), the deterministic one (1 for its k documents, 0 for the "
+    "rest) and the fair target: every useful document gets the same exposure (Kim & Diaz 2025, Eq. 6). "
+    "Provider bars add up the exposure of each provider's documents."
+)
+
+METRICS = (
+    "EE-D (expected exposure disparity) is ‖ε‖²/k: it is 1 when the same k documents are always shown and "
+    "falls as exposure spreads — lower is fairer. EE-R (expected exposure relevance) says how much of the "
+    "exposure goes to useful documents, normalised to [0, 1]: higher is better. The intervals are 95% "
+    "bootstrap intervals over the N rankings (Diaz et al. 2020; Kim & Diaz 2025, §3)."
+)
+
+ANSWERS = (
+    "The generator answers once for every distinct ranking (identical rankings share an answer). A citation "
+    "chip is green when the NLI model judges that the document entails the answer; grey, struck-through chips "
+    "are documents the generator saw but the answer does not rest on. EU is the expected utility of the "
+    "answers against the gold answer, EAR the share of retrieved documents the answers actually use, and "
+    "EAE-D the disparity of that attributed exposure (Kim & Diaz 2025, §3.4)."
+)
+
+CURVES = (
+    "Each point is one query at one α. The paper's picture: as α grows, rankings become deterministic and "
+    "EE-D rises towards 1 (Figure 3); quality (EE-R) changes little over much of the range (Figure 4), and "
+    "answer utility can often be kept while exposure is spread (Figure 5 and Table 2). Points below the "
+    "y = x line in the EAE-D chart mean the answers cite documents more evenly than they were retrieved."
+)
+
+RECOMMENDER = (
+    "The recommender picks the fairest α (lowest mean EE-D) whose mean utility stays within your tolerance of "
+    "the deterministic retriever. It is a summary of this sweep only: with few queries or few samples its "
+    "choice is noisy, so read it with the Table 2 p-values."
+)
+
+LEDGER = (
+    "The ledger adds up, per provider or group, how much of the top-k exposure it received (retrieval), how "
+    "much of the answers' citations (attributed) and what it would receive under the fair target. A positive "
+    "gap means the group is shown more than its useful documents warrant; a negative gap means less."
+)

@@ -1,0 +1,150 @@
+"""Everything the app loads or computes once: collections, retrievers, scores, models, the run store.
+
+Models and indexes live behind ``st.cache_resource`` (shared, loaded once per process, with a spinner);
+retrieval scores behind ``st.cache_data`` keyed by (retriever, query), so moving α never re-scores.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from fairrag_core import Collection, load_collection
+from fairrag_core.attribution import Attributor
+from fairrag_core.generation import Generator
+from fairrag_core.models.catalog import DEFAULTS, describe_model, load_attributor, load_language_model
+from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
+from fairrag_core.store import RunStore
+
+from .state import Settings
+
+__all__ = [
+    "collection", "retriever", "query_scores", "generator", "attributor", "run_store", "save_upload",
+    "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
+]
+
+UPLOAD_ROOT = Path.home() / ".cache" / "fairrag" / "uploads"
+_BUILT_RETRIEVERS: set[tuple] = set()  # retriever keys whose index (and embedder) exist in this process
+
+
+@st.cache_resource(show_spinner="Loading the collection…", max_entries=16)
+def collection(source: str) -> Collection:
+    return load_collection(source)
+
+
+@st.cache_resource(show_spinner="Indexing the collection…", max_entries=8)
+def retriever(source: str, kind: str, embedder: str | None, device: str) -> Retriever:
+    coll = collection(source)
+    if RetrieverKind(kind) is RetrieverKind.DENSE:
+        built = build_retriever(kind, coll.texts, model=embedder, device=None if device == "auto" else device)
+        _ = built.doc_vectors  # embed the corpus now, under the spinner, not on the first query
+    else:
+        built = build_retriever(kind, coll.texts)
+    _BUILT_RETRIEVERS.add((source, kind, embedder, device))
+    return built
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def query_scores(source: str, kind: str, embedder: str | None, device: str, query: str) -> np.ndarray:
+    """Retrieval scores of every document for ``query`` (computed once per retriever and query)."""
+    return retriever(source, kind, embedder, device).score(query)
+
+
+def scores_for(settings: Settings, query: str) -> np.ndarray:
+    return query_scores(*settings.retriever_key, query)
+
+
+def retriever_for(settings: Settings) -> Retriever:
+    return retriever(*settings.retriever_key)
+
+
+@st.cache_resource(show_spinner="Loading the generator (first time only)…", max_entries=4)
+def generator(name: str, device: str) -> Generator:
+    return Generator(load_language_model(name, device=None if device == "auto" else device))
+
+
+@st.cache_resource(show_spinner="Loading the NLI attributor (first time only)…", max_entries=4)
+def attributor(name: str, device: str) -> Attributor:
+    return load_attributor(name, device=None if device == "auto" else device)
+
+
+@st.cache_resource(show_spinner=False)
+def run_store() -> RunStore:
+    store = RunStore()
+    atexit.register(store.close)  # close the DuckDB connection before the interpreter tears down its bindings
+    return store
+
+
+def save_upload(corpus: tuple[str, bytes], queries: tuple[str, bytes] | None,
+                qrels: tuple[str, bytes] | None) -> Path:
+    """Write uploaded files into a folder named by their content hash; return the folder.
+
+    The folder has the layout :func:`fairrag_core.load_collection` reads (``corpus.jsonl|csv``,
+    ``queries.jsonl``, ``qrels.txt``), so uploads are validated by the same loaders as files on disk.
+    """
+    digest = hashlib.sha256()
+    parts = [("corpus", corpus), ("queries", queries), ("qrels", qrels)]
+    for _, part in parts:
+        if part is not None:
+            digest.update(part[0].encode() + b"\0" + part[1])
+    folder = UPLOAD_ROOT / f"upload-{digest.hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = ".csv" if corpus[0].lower().endswith(".csv") else ".jsonl"
+    (folder / f"corpus{suffix}").write_bytes(corpus[1])
+    if queries is not None:
+        (folder / "queries.jsonl").write_bytes(queries[1])
+    if qrels is not None:
+        (folder / "qrels.txt").write_bytes(qrels[1])
+    return folder
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    role: str
+    model: str
+    backend: str
+    device: str
+    offline_default: bool
+    loaded: bool
+
+
+def models_panel_rows(settings: Settings) -> list[ModelRow]:
+    """Which model fills each role, where it runs, and whether it is the offline default."""
+    from fairrag_core.models.device import resolve_device
+
+    try:
+        device = resolve_device(None if settings.device == "auto" else settings.device)
+    except Exception:  # an unavailable explicit device is reported by the loaders themselves
+        device = settings.device
+    rows = []
+    if settings.retriever is RetrieverKind.DENSE:
+        rows.append(ModelRow("embedder (dense retrieval)", settings.embedder, "sentence-transformers", device,
+                             settings.embedder == DEFAULTS["embedder"], _in_memory("embedder", settings)))
+    else:
+        rows.append(ModelRow("retriever", "BM25 (Okapi, k1=1.5, b=0.75)", "sparse index", "cpu", True, True))
+    for role, name in (("generator", settings.generator), ("NLI attributor", settings.attributor)):
+        spec = describe_model(name)
+        llama = spec.backend in ("llama-cpp", "llm-judge")
+        rows.append(ModelRow(role, f"{name} — {spec.description}", spec.backend,
+                             ("cuda" if device == "cuda" else "cpu") if llama else device,
+                             name == DEFAULTS["generator" if role == "generator" else "attributor"],
+                             _in_memory(role, settings)))
+    return rows
+
+
+def _in_memory(role: str, settings: Settings) -> bool:
+    """Whether the model of ``role`` already has its weights in this process (never loads anything)."""
+    from fairrag_core.models import catalog
+
+    if role == "embedder":
+        return settings.retriever_key in _BUILT_RETRIEVERS
+    name = settings.generator if role == "generator" else settings.attributor
+    if name == "qwen-judge":
+        name = "qwen2.5-1.5b"
+    model = catalog.loaded_models().get((name, None if settings.device == "auto" else settings.device))
+    return bool(model is not None and getattr(model, "loaded", False))

@@ -1,0 +1,99 @@
+"""The sidebar every page shares: collection (demo or upload), retriever, k, N, seed, models panel."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from fairrag_core import DEMO_COLLECTIONS, FairRAGError
+from fairrag_core.models.catalog import ATTRIBUTORS, DEFAULTS, EMBEDDERS, GENERATORS
+from fairrag_core.retrieval import RetrieverKind
+
+from . import resources
+from .state import Settings
+
+__all__ = ["render_sidebar"]
+
+UPLOAD = "Upload your own…"
+
+
+def _upload_panel() -> None:
+    """Three uploaders validated by the core loaders; a bad file shows the loader's message and changes nothing."""
+    with st.sidebar.expander("Upload a collection", expanded=st.session_state["collection_choice"] == UPLOAD):
+        st.caption("corpus.jsonl or corpus.csv (doc_id, text, title, provider, groups), optional queries.jsonl "
+                   "(query_id, text, answer) and qrels.txt (TREC: query_id 0 doc_id rel).")
+        corpus = st.file_uploader("Corpus", type=["jsonl", "csv"], key="upload_corpus")
+        queries = st.file_uploader("Queries (optional)", type=["jsonl"], key="upload_queries")
+        qrels = st.file_uploader("Qrels (optional)", type=["txt", "qrels"], key="upload_qrels")
+        if st.button("Load this collection", disabled=corpus is None, key="upload_load"):
+            folder = resources.save_upload((corpus.name, corpus.getvalue()),
+                                           (queries.name, queries.getvalue()) if queries else None,
+                                           (qrels.name, qrels.getvalue()) if qrels else None)
+            try:
+                loaded = resources.collection(str(folder))
+            except FairRAGError as err:
+                st.error(f"That upload was not loaded: {err}")
+                return
+            st.session_state["uploaded_collection"] = str(folder)
+            st.success(f"Loaded {len(loaded)} documents and {len(loaded.queries)} queries.")
+
+
+def render_sidebar() -> Settings:
+    """Draw the shared sidebar and return what it selects."""
+    side = st.sidebar
+    side.header("Collection")
+    options = list(DEMO_COLLECTIONS) + [UPLOAD]
+    choice = side.selectbox("Collection", options, key="collection_choice",
+                            help="Demo collections ship with the app (fictional, CC BY 4.0; see assets/README.md).")
+    if choice == UPLOAD:
+        _upload_panel()
+        source = st.session_state["uploaded_collection"]
+        if source is None:
+            side.info("No upload loaded yet: showing running-shoes.")
+            source = "running-shoes"
+    else:
+        source = choice
+    try:
+        coll = resources.collection(source)
+    except FairRAGError as err:
+        side.error(str(err))
+        source, coll = "running-shoes", resources.collection("running-shoes")
+    side.caption(f"{len(coll)} documents · {len(coll.queries)} queries · "
+                 f"{len(set(coll.providers))} providers · categories: {', '.join(coll.categories()) or 'none'}")
+
+    side.header("Retrieval")
+    kind = RetrieverKind(side.radio("Retriever", [k.value for k in RetrieverKind], horizontal=True, key="retriever",
+                                    format_func=lambda v: {"bm25": "BM25", "dense": "Dense"}[v]))
+    embedder = DEFAULTS["embedder"]
+    if kind is RetrieverKind.DENSE:
+        embedder = side.selectbox("Embedder", list(EMBEDDERS), key="embedder",
+                                  help="minilm ships offline; others need the Hugging Face hub or a local copy.")
+    max_k = max(1, min(20, len(coll)))
+    k = side.slider("k (documents given to the generator)", 1, max_k, min(5, max_k), key="k")
+    candidates = side.select_slider("Candidates K (first-stage cut-off)", options=[10, 20, 50, 100, "all"],
+                                    value=20, key="candidates",
+                                    help="The stochastic ranker samples among the K best-scored documents.")
+    n_cand = len(coll) if candidates == "all" else min(int(candidates), len(coll))
+    if k > n_cand:
+        side.warning(f"k={k} is larger than the {n_cand} candidates; using k={n_cand}.")
+        k = n_cand
+    n_samples = side.slider("N (sampled rankings)", 5, 200, 20, step=5, key="n_samples",
+                            help="How many rankings the stochastic retriever draws. Generation runs once per "
+                                 "distinct ranking, so larger N costs more only when rankings differ.")
+    seed = int(side.number_input("Seed", min_value=0, max_value=2**31 - 1, value=42, step=1, key="seed",
+                                 help="Same seed, same settings → the same rankings and answers."))
+
+    side.header("Models")
+    generator = side.selectbox("Generator", list(GENERATORS), key="generator")
+    attributor = side.selectbox("NLI attributor", list(ATTRIBUTORS), key="attributor")
+    device = side.radio("Device", ["auto", "cpu", "cuda"], horizontal=True, key="device")
+    settings = Settings(collection=source, retriever=kind, embedder=embedder, k=int(k), n_samples=int(n_samples),
+                        seed=seed, candidates=None if candidates == "all" else int(candidates),
+                        generator=generator, attributor=attributor, device=device)
+    rows = resources.models_panel_rows(settings)
+    panel = pd.DataFrame([{"role": r.role, "model": r.model, "backend": r.backend, "device": r.device,
+                           "offline default": "yes" if r.offline_default else "no (needs hub or local copy)",
+                           "in memory": "yes" if r.loaded else "loads on first use"} for r in rows])
+    with side.expander("Which model does what", expanded=False):
+        st.dataframe(panel, hide_index=True, width="stretch")
+    return settings

@@ -1,0 +1,57 @@
+"""The app's settings (what the sidebar chose) and every session-state key, initialised in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fairrag_core.models.catalog import DEFAULTS
+from fairrag_core.retrieval import RetrieverKind
+
+__all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "init_session"]
+
+DEFAULT_COLLECTION = "running-shoes"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the shared sidebar decides; pages read it and never the widgets themselves."""
+
+    collection: str  # a demo collection's name, or the folder of an uploaded one
+    retriever: RetrieverKind = RetrieverKind.BM25
+    embedder: str = DEFAULTS["embedder"]
+    k: int = 5
+    n_samples: int = 20
+    seed: int = 42
+    candidates: int | None = 20  # first-stage cut-off K (None: every document is a candidate)
+    generator: str = DEFAULTS["generator"]
+    attributor: str = DEFAULTS["attributor"]
+    device: str = "auto"
+
+    @property
+    def retriever_key(self) -> tuple:
+        """What identifies a built retriever (and therefore its cached scores)."""
+        model = self.embedder if self.retriever is RetrieverKind.DENSE else None
+        return (self.collection, self.retriever.value, model, self.device)
+
+
+#: Session-state keys and their initial values. Pages only use these keys.
+SESSION_DEFAULTS: dict[str, object] = {
+    "collection_choice": DEFAULT_COLLECTION,
+    "uploaded_collection": None,  # folder of the last valid upload
+    "query": "",
+    "query_seeded": False,
+    "alpha": 2.0,
+    "deterministic": False,
+    "generate_for": None,  # key of the ranking the user asked answers for
+    "sweep_results": {},  # sweep key → {task: SweepResult}
+    "exposure_sweeps": {},  # sweep key → (table, documents)
+    "audit_current": None,  # (table, documents, config) of the audit on screen
+    "tolerance": 5.0,
+}
+
+
+def init_session(state) -> None:
+    """Put every key of :data:`SESSION_DEFAULTS` into ``state`` (st.session_state) once."""
+    for key, value in SESSION_DEFAULTS.items():
+        if key not in state:
+            state[key] = value.copy() if isinstance(value, dict) else value

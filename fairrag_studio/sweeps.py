@@ -1,0 +1,102 @@
+"""Running sweeps from a page: fast exposure sweeps at once, RAG sweeps task by task with progress and Stop.
+
+Finished (query, α) tasks are kept in ``st.session_state`` as they complete, so pressing Stop (or any widget,
+which interrupts the script) loses nothing: the next Run resumes with the tasks that are left.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from fairrag_core import FairRAGError, InvalidParameterError
+from fairrag_core.sweep import RagSweep, RagSweepConfig, SweepConfig, exposure_sweep
+
+from . import resources
+from .state import Settings
+
+__all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "run_rag_request", "finished_rag_results"]
+
+
+def parse_alphas(text: str) -> tuple[float, ...]:
+    """``"0, 1, 2, 4, 8"`` → (0.0, 1.0, 2.0, 4.0, 8.0); raises with the fix for anything else."""
+    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        raise InvalidParameterError("give at least one α value, e.g. 0, 1, 2, 4, 8")
+    values = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise InvalidParameterError(f"{part!r} is not a number; write α values like 0, 1, 2, 4, 8") from None
+        if np.isnan(value) or value < 0 or np.isinf(value):
+            raise InvalidParameterError(f"α = {part} is not allowed; use finite numbers ≥ 0 (the deterministic "
+                                        "baseline is added for you)")
+        values.append(value)
+    return tuple(sorted(set(values)))
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a page asked for; its hash keys the finished results in the session."""
+
+    settings: Settings
+    query_ids: tuple[str, ...]
+    alphas: tuple[float, ...]
+    generate: bool
+    labels: str = "utility"  # for RAG sweeps: Algorithm 1 utility labels or relevance qrels
+
+
+def run_exposure_request(request: SweepRequest) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Exposure-only sweep (with the deterministic baseline); cached per request in the session."""
+    store = st.session_state["exposure_sweeps"]
+    if request not in store:
+        s = request.settings
+        coll = resources.collection(s.collection)
+        documents: list = []
+        table = exposure_sweep(coll, resources.retriever_for(s),
+                               SweepConfig(alphas=(*request.alphas, float("inf")), n_samples=s.n_samples, k=s.k,
+                                           seed=s.seed, candidates=s.candidates, query_ids=request.query_ids),
+                               documents=documents)
+        store[request] = (table, pd.concat(documents, ignore_index=True))
+    return store[request]
+
+
+def _plan(request: SweepRequest) -> RagSweep:
+    s = request.settings
+    config = RagSweepConfig(alphas=request.alphas, n_samples=s.n_samples, k=s.k, seed=s.seed,
+                            candidates=s.candidates, labels=request.labels, query_ids=request.query_ids)
+    return RagSweep(resources.collection(s.collection), resources.retriever_for(s),
+                    resources.generator(s.generator, s.device), resources.attributor(s.attributor, s.device), config)
+
+
+def finished_rag_results(request: SweepRequest) -> dict:
+    return st.session_state["sweep_results"].get(request, {})
+
+
+def run_rag_request(request: SweepRequest, *, run: bool) -> tuple[RagSweep, dict]:
+    """Plan the RAG sweep; when ``run``, work through the unfinished tasks with a progress bar and a Stop button."""
+    sweep = _plan(request)
+    done = st.session_state["sweep_results"].setdefault(request, {})
+    todo = [t for t in sweep.tasks if t not in done]
+    if run and todo:
+        bar = st.progress(len(done) / len(sweep.tasks), text="Starting…")
+        st.button("Stop", key=f"stop_{hash(request)}",
+                  help="Finished (query, α) runs are kept; press Run again to continue.")
+        start = time.perf_counter()
+        for task in todo:
+            alpha = "deterministic" if np.isinf(task.alpha) else f"α = {task.alpha:g}"
+            bar.progress(len(done) / len(sweep.tasks),
+                         text=f"Run {len(done) + 1} of {len(sweep.tasks)}: {task.query_id}, {alpha} "
+                              f"({time.perf_counter() - start:.0f} s so far)")
+            try:
+                done[task] = sweep.run(task)
+            except FairRAGError as err:
+                st.error(str(err))
+                break
+        bar.empty()
+    return sweep, done

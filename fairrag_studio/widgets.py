@@ -1,0 +1,43 @@
+"""Small Streamlit building blocks the pages share: a chart with its downloads, an explainer, a metric with CI."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from .charts import figure_html, figure_png
+from .report import table_csv
+
+__all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt"]
+
+
+def explainer(text: str) -> None:
+    with st.expander("What am I looking at?", expanded=False):
+        st.markdown(text)
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
+
+
+def metric_with_ci(column, label: str, interval, help: str | None = None) -> None:
+    """A metric tile: the estimate, with its 95% bootstrap interval underneath."""
+    if interval is None:
+        column.metric(label, "—", help=help)
+        return
+    column.metric(label, f"{interval.estimate:.3f}", help=help)
+    column.caption(f"95% CI [{interval.low:.3f}, {interval.high:.3f}]")
+
+
+def chart_with_downloads(fig: go.Figure, data: pd.DataFrame, name: str, *, key: str) -> None:
+    """Show ``fig`` and offer its data (CSV), a PNG (rendered on click) and a self-contained HTML file."""
+    st.plotly_chart(fig, key=f"{key}_chart", config={"displaylogo": False})
+    left, middle, right, _ = st.columns([1, 1, 1, 3])
+    left.download_button("CSV", table_csv(data), file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv",
+                         icon=":material/table:")
+    # Rendering a PNG drives a headless Chromium (~2 s): defer it to the click.
+    middle.download_button("PNG", lambda: figure_png(fig), file_name=f"{name}.png", mime="image/png",
+                           key=f"{key}_png", icon=":material/image:")
+    right.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
+                          key=f"{key}_html", icon=":material/code:")

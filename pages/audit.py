@@ -1,0 +1,136 @@
+"""Audit: a batch run over a query set, the exposure ledger, stored runs (reopen, compare) and a report."""
+
+import pandas as pd
+import streamlit as st
+
+from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
+from fairrag_studio import charts, explain, resources
+from fairrag_studio.audit_view import build_report, compare_runs, groupings, ledger_for, summary_by_system, system_label
+from fairrag_studio.report import table_csv
+from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
+from fairrag_studio.widgets import chart_with_downloads, explainer
+
+settings = st.session_state["settings"]
+collection = resources.collection(settings.collection)
+store = resources.run_store()
+
+st.title("Audit")
+st.caption("Who gets exposure — in the rankings the generator reads and in the answers it gives? Run a batch "
+           "over a query set, read the ledger per provider and group, keep runs, compare them, export a report.")
+
+tab_run, tab_stored = st.tabs(["New audit", "Stored runs"])
+
+with tab_run:
+    labelled = [q for q in collection.queries if q.query_id in collection.qrels]
+    if not labelled:
+        st.warning(f"{collection.name} has no queries with relevance labels; an audit needs queries.jsonl and "
+                   "qrels.txt.")
+    else:
+        cols = st.columns([3, 2])
+        chosen = cols[0].multiselect("Query set", [q.query_id for q in labelled],
+                                     default=[q.query_id for q in labelled], key="audit_queries")
+        alphas_text = cols[1].text_input("α values", "0, 2, 8", key="audit_alphas",
+                                         help="The deterministic retriever is always included.")
+        mode = cols[1].radio("Measure", ["Exposure only", "Exposure + answers"], horizontal=True, key="audit_mode")
+        try:
+            alphas = parse_alphas(alphas_text)
+        except FairRAGError as err:
+            st.error(str(err))
+            alphas = None
+        if alphas and chosen:
+            generate = mode == "Exposure + answers"
+            request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate,
+                                   labels="relevance")
+            pressed = st.button("Run the audit", type="primary", key="audit_run")
+            result = None
+            try:
+                if generate:
+                    sweep, done = run_rag_request(request, run=pressed)
+                    if done:
+                        result = (sweep.table(list(done.values())), sweep.documents(list(done.values())))
+                        if len(done) < len(sweep.tasks):
+                            st.warning(f"{len(done)} of {len(sweep.tasks)} runs finished; press **Run the audit** "
+                                       "to continue.")
+                elif pressed or request in st.session_state["exposure_sweeps"]:
+                    result = run_exposure_request(request)
+            except FairRAGError as err:
+                st.error(str(err))
+            if result is None:
+                st.info("Choose queries and α values, then press **Run the audit**.")
+            else:
+                table, documents = result
+                saved = st.session_state.setdefault("audit_saved", {})
+                complete = table.attrs.get("complete", True)
+                if complete and request not in saved:
+                    saved[request] = store.save(table, kind="audit", details=documents,
+                                                label=f"{collection.name} · {len(chosen)} queries · {mode.lower()}")
+                if request in saved:
+                    table.attrs["run_id"] = saved[request]
+                    st.caption(f"Saved in the run store as **{saved[request]}** ({store.path}).")
+                st.subheader("Metrics per system")
+                st.dataframe(summary_by_system(table), hide_index=True)
+                st.subheader("Exposure ledger")
+                explainer(explain.LEDGER)
+                lcols = st.columns(2)
+                system_alphas = sorted(float(a) for a in table["alpha"].unique())
+                alpha = lcols[0].selectbox("System", system_alphas, format_func=system_label, key="ledger_alpha")
+                by = lcols[1].radio("Group by", groupings(collection), horizontal=True, key="ledger_by")
+                ledger = ledger_for(documents, collection, alpha, by)
+                chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
+                st.dataframe(ledger, hide_index=True)
+                st.subheader("Report")
+                left, middle, _ = st.columns([1, 1, 2])
+                left.download_button("Report (HTML)", lambda: build_report(table, documents, collection),
+                                     file_name="fairness_audit.html", mime="text/html", key="report_html",
+                                     type="primary")
+                middle.download_button("Runs (CSV)", table_csv(table), file_name="audit_runs.csv", mime="text/csv",
+                                       key="report_csv")
+
+
+def _collection_of(name: str):
+    if name in DEMO_COLLECTIONS:
+        return resources.collection(name)
+    folder = resources.UPLOAD_ROOT / name
+    return load_collection(folder) if folder.is_dir() else None
+
+
+with tab_stored:
+    runs = store.list()
+    if runs.empty:
+        st.info("No stored runs yet: an audit is saved when it finishes; sweeps can be saved from Disparity curves.")
+    else:
+        runs["when"] = pd.to_datetime(runs["created"]).dt.strftime("%Y-%m-%d %H:%M")
+        runs["alphas"] = runs["alphas"].map(lambda a: ", ".join(map(str, a)) if isinstance(a, list) else a)
+        st.dataframe(runs[["run_id", "when", "kind", "collection", "label", "rows", "alphas", "n_samples", "k",
+                           "seed", "generator"]], hide_index=True)
+        ids = runs["run_id"].tolist()
+        describe = dict(zip(ids, runs["when"] + " · " + runs["kind"] + " · " + runs["label"].fillna("")))
+        picked = st.multiselect("Open one run, or two to compare side by side", ids, max_selections=2,
+                                format_func=lambda r: f"{r} — {describe[r]}", key="stored_pick")
+        loaded = [(run_id, store.load(run_id), store.load_details(run_id)) for run_id in picked]
+        if len(loaded) == 1:
+            run_id, table, documents = loaded[0]
+            st.markdown(f"**Run {run_id}** · seed {table.attrs.get('seed')} · N {table.attrs.get('n_samples')} · "
+                        f"k {table.attrs.get('k')} · retriever {table.attrs.get('retriever')}")
+            if "fairness_question" in table:
+                st.dataframe(summary_by_system(table), hide_index=True)
+            run_collection = _collection_of(str(table.attrs.get("collection", "")))
+            if documents is not None and run_collection is not None and "alpha" in documents:
+                by = st.radio("Group by", groupings(run_collection), horizontal=True, key="stored_by")
+                alpha = st.selectbox("System", sorted(float(a) for a in documents["alpha"].unique()),
+                                     format_func=system_label, key="stored_alpha")
+                ledger = ledger_for(documents, run_collection, alpha, by)
+                st.plotly_chart(charts.exposure_ledger_chart(ledger), key="stored_ledger")
+                st.download_button("Report (HTML)", lambda: build_report(table, documents, run_collection),
+                                   file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
+            st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))
+        elif len(loaded) == 2:
+            (id_a, a, _), (id_b, b, _) = loaded
+            if not {"fairness_question", "alpha"} <= set(a.columns) & set(b.columns):
+                st.warning("These runs have no per-system metrics to compare.")
+            else:
+                st.markdown(f"**{id_a}** vs **{id_b}** — means per system and the difference (second − first)")
+                st.dataframe(compare_runs(a, b, (id_a, id_b)), hide_index=True)
+                config_keys = ["collection", "retriever", "generator", "n_samples", "k", "seed", "alphas"]
+                st.dataframe(pd.DataFrame({id_a: [str(a.attrs.get(k)) for k in config_keys],
+                                           id_b: [str(b.attrs.get(k)) for k in config_keys]}, index=config_keys))

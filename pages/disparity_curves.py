@@ -1,0 +1,136 @@
+"""Disparity curves: the α sweep for one query or the query set — Figures 3–5, Tables 1–2, an α recommender."""
+
+import streamlit as st
+
+from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
+from fairrag_studio import charts, explain, resources
+from fairrag_studio.report import table_csv
+from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
+from fairrag_studio.widgets import chart_with_downloads, explainer
+
+settings = st.session_state["settings"]
+collection = resources.collection(settings.collection)
+
+st.title("Disparity curves")
+st.caption("Sweep α and watch the fairness–quality trade-off of Kim & Diaz (2025): EE-D by α (Fig. 3), "
+           "quality against disparity (Figs. 4–5), and the Table 1 / Table 2 summaries.")
+
+labelled = [q for q in collection.queries if q.query_id in collection.qrels]
+if not labelled:
+    st.warning(f"{collection.name} has no queries with relevance labels (qrels.txt), so there is nothing to "
+               "sweep. Pick a demo collection or upload queries.jsonl and qrels.txt.")
+    st.stop()
+text_of = {q.query_id: q.text for q in labelled}
+
+controls = st.columns([2, 3])
+with controls[0]:
+    scope = st.radio("Queries", ["One query", "Query set"], horizontal=True, key="curves_scope")
+    alphas_text = st.text_input("α values", "0, 1, 2, 4, 8", key="curves_alphas",
+                                help="Comma-separated; the deterministic retriever is added as the baseline.")
+    mode = st.radio("Measure", ["Exposure only", "Exposure + answers"], key="curves_mode", horizontal=True,
+                    help="Answers add EU, EAR and EAE-D: a generation per distinct ranking and an NLI check "
+                         "per cited document — minutes per query on a CPU.")
+with controls[1]:
+    if scope == "One query":
+        chosen = [st.selectbox("Query", list(text_of), format_func=lambda q: f"{q} — {text_of[q]}",
+                               key="curves_query")]
+    else:
+        chosen = st.multiselect("Query set", list(text_of), default=list(text_of), key="curves_queries",
+                                format_func=lambda q: f"{q} — {text_of[q][:60]}")
+    labels = "utility"
+    if mode == "Exposure + answers":
+        labels = st.radio("Useful documents for EE-R and the oracle", ["utility", "relevance"], horizontal=True,
+                          key="curves_labels",
+                          format_func=lambda v: {"utility": "Utility labels (Algorithm 1)",
+                                                 "relevance": "Relevance qrels"}[v])
+try:
+    alphas = parse_alphas(alphas_text)
+except FairRAGError as err:
+    st.error(str(err))
+    st.stop()
+if not chosen:
+    st.info("Pick at least one query.")
+    st.stop()
+
+generate = mode == "Exposure + answers"
+request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate, labels=labels)
+pressed = st.button("Run the sweep", type="primary", key="curves_run")
+try:
+    if generate:
+        sweep, done = run_rag_request(request, run=pressed)
+        if not done:
+            st.info(f"{len(sweep.tasks)} runs to do ({len(chosen)} queries × {len(alphas) + 1} systems, N = "
+                    f"{settings.n_samples}). Press **Run the sweep**; you can stop at any time and keep what is "
+                    "finished.")
+            st.stop()
+        table = sweep.table(list(done.values()))
+        if len(done) < len(sweep.tasks):
+            st.warning(f"Showing {len(done)} of {len(sweep.tasks)} runs; press **Run the sweep** to finish.")
+        documents = sweep.documents(list(done.values()))
+    else:
+        if not pressed and request not in st.session_state["exposure_sweeps"]:
+            st.info("Press **Run the sweep** (exposure only takes a moment).")
+            st.stop()
+        table, documents = run_exposure_request(request)
+except FairRAGError as err:
+    st.error(str(err))
+    st.stop()
+
+explainer(explain.CURVES)
+st.subheader("EE-D by α (Figure 3)")
+chart_with_downloads(charts.ee_d_by_alpha(table), table, "ee_d_by_alpha", key="fig3")
+st.subheader("Quality against disparity (Figures 4–5)")
+figures = [("ee_r", "EE-R (exposure on useful documents)", "ee_r_vs_ee_d")]
+if generate:
+    figures += [("eu_normalised", "EU, normalised", "eu_vs_ee_d"), ("ear", "EAR (attribution rate)", "ear_vs_ee_d")]
+for metric, label, name in figures:
+    if metric in table and table[metric].notna().any():
+        chart_with_downloads(charts.metric_vs_disparity(table, metric, label=label), table, name, key=name)
+if generate:
+    chart_with_downloads(charts.attributed_vs_retrieval_disparity(table), table, "eae_d_vs_ee_d", key="eae")
+
+st.subheader("Tables")
+cols = st.columns(2)
+with cols[0]:
+    st.markdown("**Table 1** — slope and AUC of EE-R against EE-D")
+    try:
+        st.dataframe(disparity_quality_table(table), hide_index=True)
+    except FairRAGError as err:
+        st.caption(str(err))
+with cols[1]:
+    if generate:
+        st.markdown("**Table 2** — EU per EE-D interval minus the deterministic baseline (Welch t-test)")
+        try:
+            st.dataframe(utility_by_disparity_table(table), hide_index=True)
+        except FairRAGError as err:
+            st.caption(str(err))
+    else:
+        st.markdown("**Table 2** needs answers: switch *Measure* to *Exposure + answers*.")
+
+st.subheader("α recommender")
+metric = "eu" if generate else "ee_r"
+tolerance = st.slider(f"Tolerance: how much mean {'EU' if generate else 'EE-R'} (%) may drop below the "
+                      "deterministic baseline", 0.0, 50.0, step=1.0, key="tolerance")
+try:
+    rec = recommend_alpha(table, tolerance=tolerance / 100, metric=metric)
+except FairRAGError as err:
+    st.caption(str(err))
+else:
+    if rec.alpha is None:
+        st.warning(rec.reason)
+    else:
+        st.success(f"Recommended **α = {rec.alpha:g}**: {rec.reason}.")
+    if not generate:
+        st.caption("Without answers the recommender uses EE-R as the quality measure; run with answers to use EU.")
+    st.dataframe(rec.per_alpha, hide_index=True)
+explainer(explain.RECOMMENDER)
+
+st.subheader("Keep this sweep")
+left, right = st.columns(2)
+left.download_button("Sweep table (CSV)", table_csv(table), file_name="sweep.csv", mime="text/csv",
+                     key="sweep_csv")
+label = right.text_input("Label", value=f"{collection.name} · {len(chosen)} queries", key="sweep_label")
+if right.button("Save to the run store", key="sweep_save"):
+    run_id = resources.run_store().save(table, kind="rag-sweep" if generate else "exposure-sweep", label=label,
+                                        details=documents)
+    right.success(f"Saved as run {run_id}; reopen it on the Audit page.")
