@@ -1,4 +1,8 @@
-"""FairRAG Studio: `streamlit run app.py` (or `make app`). Pages live in pages/; logic lives in fairrag_core."""
+"""FairRAG Studio: `streamlit run app.py` (or `make app`).
+
+Pages live in app_pages/, not pages/: Streamlit still treats a folder named pages/ as a legacy (v1) multipage
+app, and its AppTest then reruns a page without this entrypoint (no sidebar). Logic lives in fairrag_core.
+"""
 
 import streamlit as st
 
@@ -9,9 +13,9 @@ st.set_page_config(page_title="FairRAG Studio", page_icon="⚖️", layout="wide
 init_session(st.session_state)
 
 PAGES = [
-    st.Page("pages/playground.py", title="Playground", icon="🎲", default=True),
-    st.Page("pages/disparity_curves.py", title="Disparity curves", icon="📈"),
-    st.Page("pages/audit.py", title="Audit", icon="📋"),
+    st.Page("app_pages/playground.py", title="Playground", icon="🎲", default=True),
+    st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon="📈"),
+    st.Page("app_pages/audit.py", title="Audit", icon="📋"),
 ]
 page = st.navigation(PAGES)
 st.session_state["settings"] = render_sidebar()

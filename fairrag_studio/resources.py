@@ -73,7 +73,7 @@ def attributor(name: str, device: str) -> Attributor:
     return load_attributor(name, device=None if device == "auto" else device)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=RunStore.close)
 def run_store() -> RunStore:
     store = RunStore()
     atexit.register(store.close)  # close the DuckDB connection before the interpreter tears down its bindings

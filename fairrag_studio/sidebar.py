@@ -94,6 +94,5 @@ def render_sidebar() -> Settings:
     panel = pd.DataFrame([{"role": r.role, "model": r.model, "backend": r.backend, "device": r.device,
                            "offline default": "yes" if r.offline_default else "no (needs hub or local copy)",
                            "in memory": "yes" if r.loaded else "loads on first use"} for r in rows])
-    with side.expander("Which model does what", expanded=False):
-        st.dataframe(panel, hide_index=True, width="stretch")
+    side.expander("Which model does what", expanded=False).dataframe(panel, hide_index=True)
     return settings
