@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine:
-#   make app    install what is missing, then run the demo on the embedded default collection
+#   make app    install what is missing, then start the app (streamlit run app.py) on the embedded default
 #   make test   install what is missing, then run the test suite (what CI runs)
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # Run from the checkout: the package and the bundled assets live side by side.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: app test test-fast bench labels install install-dev clean
+.PHONY: app test test-fast bench labels install install-dev browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,22 +35,35 @@ $(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
 install: $(VENV)/.runtime
 install-dev: $(VENV)/.dev
 
+# Debian's Chromium: PNG export of charts (kaleido) and the real-browser test (playwright) drive it.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's chromium (PNG export and the browser test need it)..."; \
+		apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium); \
+	else echo "Chromium is missing: run 'sudo apt-get install chromium' (needed for PNG export and the browser test)"; \
+		exit 1; fi
+
+PORT ?= 8501
 app: install
-	$(PY) -m fairrag_core rank --collection running-shoes --query "best shoes for a first marathon" \
-		--alpha 2 --samples 100 -k 5
+	@$(MAKE) --no-print-directory browser || echo "(the app runs without Chromium; only PNG downloads need it)"
+	@echo "FairRAG Studio on http://localhost:$(PORT)  (Ctrl+C stops it)"
+	$(PY) -m streamlit run app.py --server.port $(PORT)
 
 # Fast tests first (unit, property, tiny-model and quick real-model tests), then the slow real-model ones.
-test: install-dev
+test: install-dev browser
 	$(PY) -m pytest -m "not slow"
 	$(PY) -m pytest -m slow
 
-test-fast: install-dev
+test-fast: install-dev browser
 	$(PY) -m pytest -m "not slow"
 
 bench: install-dev
 	$(PY) benchmarks/bench_sampler.py
 	$(PY) benchmarks/bench_bm25.py
 	$(PY) benchmarks/bench_sweep.py
+	$(PY) benchmarks/bench_app_latency.py
 
 # Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
 labels: install
