@@ -1,0 +1,88 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairrag_core import DataFormatError, InvalidParameterError, SweepConfig, exposure_sweep, load_collection
+from fairrag_studio.audit_view import build_report, compare_runs, ledger_for, summary_by_system, system_label
+from fairrag_studio.sweeps import parse_alphas
+
+
+def _table():
+    return pd.DataFrame({
+        "query_id": ["a", "b", "a", "b", "c"], "alpha": [0.0, 0.0, math.inf, math.inf, 0.0],
+        "fairness_question": [True, True, True, True, False], "ee_d": [0.2, 0.4, 1.0, 1.0, 0.9],
+        "eu": [0.5, 0.7, 0.6, 0.8, 0.0],
+    })
+
+
+def test_summary_means_per_system_over_fairness_questions_only():
+    out = summary_by_system(_table())
+    assert out["system"].tolist() == ["α = 0", "deterministic"]
+    assert out["ee_d"].tolist() == pytest.approx([0.3, 1.0]) and out["eu"].tolist() == pytest.approx([0.6, 0.7])
+    assert out["queries"].tolist() == [2, 2]
+    assert system_label(2.5) == "α = 2.5"
+
+
+def test_compare_runs_lines_up_systems_and_takes_differences():
+    other = _table().assign(eu=lambda t: t["eu"] + 0.1)
+    out = compare_runs(_table(), other, ("r1", "r2"))
+    assert out["eu Δ"].tolist() == pytest.approx([0.1, 0.1]) and out["ee_d Δ"].tolist() == pytest.approx([0, 0])
+
+
+def test_parse_alphas_sorts_dedupes_and_names_the_fix():
+    assert parse_alphas("8, 0,2;2 , 4") == (0.0, 2.0, 4.0, 8.0)
+    for bad, message in (("", "at least one"), ("1, two", "'two' is not a number"), ("-1", "not allowed"),
+                         ("nan", "not allowed"), ("inf", "baseline is added")):
+        with pytest.raises(InvalidParameterError, match=message):
+            parse_alphas(bad)
+
+
+@pytest.fixture(scope="module")
+def people_audit():
+    from fairrag_core.retrieval import BM25Retriever
+
+    people = load_collection("people")
+    frames: list = []
+    table = exposure_sweep(people, BM25Retriever(people.texts),
+                           SweepConfig(alphas=(1.0, math.inf), n_samples=20, k=5, seed=0,
+                                       query_ids=("ppl-q01", "ppl-q02", "ppl-q03")), documents=frames)
+    return people, table, pd.concat(frames, ignore_index=True)
+
+
+def test_ledger_for_selects_one_system(people_audit):
+    people, _, documents = people_audit
+    det = ledger_for(documents, people, math.inf, "gender")
+    assert det["retrieval_exposure"].sum() == pytest.approx(15.0)  # 3 queries × k = 5
+    assert ledger_for(documents, people, 1.0, "provider")["retrieval_exposure"].sum() == pytest.approx(15.0)
+
+
+def test_report_is_self_contained_and_has_a_ledger_per_system_and_grouping(people_audit):
+    people, table, documents = people_audit
+    html = build_report(table, documents, people, title="Audit <people>")
+    assert html.startswith("<!doctype html>") or html.lower().startswith("<!doctype html>")
+    assert "Audit &lt;people&gt;" in html and "<script src=" not in html
+    for by in ("provider", *people.categories()):
+        for system in ("α = 1", "deterministic"):
+            assert f"Exposure ledger by {by} — {system}" in html
+    assert html.count("plotly.js v") == 1
+
+
+def test_uploads_go_through_the_core_loaders(tmp_path, monkeypatch):
+    from fairrag_studio import resources
+
+    monkeypatch.setattr(resources, "UPLOAD_ROOT", tmp_path)
+    good = b'{"doc_id": "d1", "text": "a red shoe", "provider": "P"}\n{"doc_id": "d2", "text": "a blue shoe"}\n'
+    folder = resources.save_upload(("my.jsonl", good), None, None)
+    assert folder.parent == tmp_path and (folder / "corpus.jsonl").read_bytes() == good
+    assert resources.save_upload(("my.jsonl", good), None, None) == folder  # same content, same folder
+    collection = load_collection(folder)
+    assert collection.doc_ids == ["d1", "d2"]
+    duplicate = b'{"doc_id": "d1", "text": "x"}\n{"doc_id": "d1", "text": "y"}\n'
+    bad = resources.save_upload(("dup.jsonl", duplicate), None, None)
+    with pytest.raises(DataFormatError, match="d1"):
+        load_collection(bad)
+    csv = resources.save_upload(("c.csv", b"doc_id,text\nx,hello\n"), None, None)
+    assert (csv / "corpus.csv").exists() and load_collection(csv).doc_ids == ["x"]
+    assert np.isfinite(len(collection))
