@@ -104,7 +104,7 @@ if st.session_state["generate_for"] == run_key and run_key not in runs:
     st.button("Stop", key="stop_generation", help="Finished answers are kept: press Generate again to resume.")
 
     def report(stage: str, done: int, total: int) -> None:
-        label = "Generating answer" if stage == "generate" else "Checking citations (NLI) for answer"
+        label = "Generating answer" if stage == "generate" else "Checking citations (NLI): document"
         share = done / total / 2 + (0.5 if stage == "attribute" else 0.0)
         bar.progress(min(share, 1.0), text=f"{label} {done} of {total}…")
 

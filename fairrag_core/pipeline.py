@@ -141,8 +141,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     collection's qrels are used (``rel ≥ min_rel``) when the query is one of the collection's queries.
     Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
 
-    ``progress(stage, done, total)`` (stage ``"generate"`` or ``"attribute"``) is called after every
-    ``chunk`` distinct lists. Finished answers and entailment judgements stay in the generator's and the
+    ``progress(stage, done, total)`` is called after every ``chunk`` distinct lists (stage ``"generate"``)
+    and after every document's entailment checks (stage ``"attribute"``). Finished answers and entailment judgements stay in the generator's and the
     attributor's caches, so a run that is interrupted between calls resumes where it stopped.
     """
     timings: dict[str, float] = {}
@@ -175,16 +175,21 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     timings["generate"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    blocks = []
-    for first in range(0, len(lists), chunk):
-        part = range(first, min(first + chunk, len(lists)))
-        premises = [docs[p].full_text for g in part for p in lists[g]]
-        hypotheses = [answers[g] for g in part for _ in lists[g]]
-        contexts = [ranking.query_text] * len(premises) if config.question_in_hypothesis else None
-        blocks.append(attributor.label_probabilities(premises, hypotheses, contexts=contexts))
+    # One attributor call per document, over every answer that saw it: the LLM judge puts the premise first, so
+    # the document's tokens are evaluated once and each further answer costs only its own tokens.
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for g, key in enumerate(lists):
+        for j, p in enumerate(key):
+            readers.setdefault(p, []).append((g, j))
+    probs_of: dict[tuple[int, int], np.ndarray] = {}
+    for n_done, (p, pairs) in enumerate(readers.items(), start=1):
+        hypotheses = [answers[g] for g, _ in pairs]
+        contexts = [ranking.query_text] * len(pairs) if config.question_in_hypothesis else None
+        rows = attributor.label_probabilities([docs[p].full_text] * len(pairs), hypotheses, contexts=contexts)
+        probs_of.update(zip(pairs, rows))
         if progress is not None:
-            progress("attribute", part.stop, len(lists))
-    probs = np.concatenate(blocks) if blocks else np.zeros((0, 3))
+            progress("attribute", n_done, len(readers))
+    probs = np.array([probs_of[(g, j)] for g, key in enumerate(lists) for j in range(len(key))]).reshape(-1, 3)
     timings["attribute"] = time.perf_counter() - start
 
     groups = []
