@@ -273,19 +273,29 @@ def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) 
         values = _numeric(table, column)
         if column == "target_exposure" and not _has_values(values):
             continue
+        # Horizontal bars: names stay readable in a narrow column (no rotated, overlapping tick labels).
         bars.append(
             go.Bar(
                 name=name,
-                x=categories,
-                y=values.tolist(),
+                y=categories,
+                x=values.tolist(),
+                orientation="h",
                 marker_color=colour,
                 customdata=extra,
                 hovertemplate=(
-                    f"<b>%{{x}}</b><br>{hover_label}: %{{customdata}}<br>{name}: %{{y:.3f}}<extra></extra>"
+                    f"<b>%{{y}}</b><br>{hover_label}: %{{customdata}}<br>{name}: %{{x:.3f}}<extra></extra>"
                 ),
             )
         )
     return bars
+
+
+def _horizontal_layout(fig: go.Figure, n_rows: int) -> None:
+    """Largest first at the top, legend above the plot, height growing with the number of rows."""
+    fig.update_layout(barmode="group", height=max(360, 150 + 26 * n_rows * max(1, len(fig.data)) // 2),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    fig.update_xaxes(rangemode="tozero")
 
 
 def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure:
@@ -313,13 +323,11 @@ def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure
         fig,
         title="Expected exposure per document",
         subtitle=subtitle,
-        x_title="document (sorted by sampled exposure)",
-        y_title="expected exposure (P[in top k])",
+        x_title="expected exposure (P[in top k])",
+        y_title="document (sorted by sampled exposure)",
         height=520,
     )
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(rangemode="tozero")
-    fig.update_xaxes(tickangle=-45 if len(shown) > 8 else 0)
+    _horizontal_layout(fig, len(shown))
     return fig
 
 
@@ -338,13 +346,11 @@ def provider_bars(providers: pd.DataFrame) -> go.Figure:
     _style(
         fig,
         title="Expected exposure per provider",
-        x_title="provider",
-        y_title="expected number of documents in the top k",
+        x_title="expected number of documents in the top k",
+        y_title="provider",
         height=480,
     )
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(rangemode="tozero")
-    fig.update_xaxes(tickangle=-30 if len(ordered) > 6 else 0)
+    _horizontal_layout(fig, len(ordered))
     return fig
 
 

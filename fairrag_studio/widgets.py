@@ -33,11 +33,11 @@ def metric_with_ci(column, label: str, interval, help: str | None = None) -> Non
 def chart_with_downloads(fig: go.Figure, data: pd.DataFrame, name: str, *, key: str) -> None:
     """Show ``fig`` and offer its data (CSV), a PNG (rendered on click) and a self-contained HTML file."""
     st.plotly_chart(fig, key=f"{key}_chart", config={"displaylogo": False})
-    left, middle, right, _ = st.columns([1, 1, 1, 3])
-    left.download_button("CSV", table_csv(data), file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv",
-                         icon=":material/table:")
-    # Rendering a PNG drives a headless Chromium (~2 s): defer it to the click.
-    middle.download_button("PNG", lambda: figure_png(fig), file_name=f"{name}.png", mime="image/png",
-                           key=f"{key}_png", icon=":material/image:")
-    right.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
-                          key=f"{key}_html", icon=":material/code:")
+    with st.container(horizontal=True):
+        st.download_button("CSV", table_csv(data), file_name=f"{name}.csv", mime="text/csv", key=f"{key}_csv",
+                           help="The data behind this chart")
+        # Rendering a PNG drives a headless Chromium (~2 s): defer it to the click.
+        st.download_button("PNG", lambda: figure_png(fig), file_name=f"{name}.png", mime="image/png",
+                           key=f"{key}_png")
+        st.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
+                           key=f"{key}_html", help="Interactive chart, works offline")

@@ -162,14 +162,14 @@ def test_exposure_bars_sorted_top_and_values(documents):
     fig = exposure_bars(documents, top=3)
     assert [t.name for t in fig.data] == ["stochastic (sampled)", "deterministic", "target"]
     sampled = trace(fig, "stochastic (sampled)")
-    assert list(sampled.x) == ["b", "e", "c"]
-    assert list(sampled.y) == [0.9, 0.7, 0.5]
-    assert list(trace(fig, "deterministic").y) == [1.0, 1.0, 1.0]
-    assert list(trace(fig, "target").y) == [0.6, 0.4, 0.6]
-    assert fig.layout.yaxis.title.text == "expected exposure (P[in top k])"
+    assert list(sampled.y) == ["b", "e", "c"] and sampled.orientation == "h"
+    assert list(sampled.x) == [0.9, 0.7, 0.5]
+    assert list(trace(fig, "deterministic").x) == [1.0, 1.0, 1.0]
+    assert list(trace(fig, "target").x) == [0.6, 0.4, 0.6]
+    assert fig.layout.xaxis.title.text == "expected exposure (P[in top k])"
     assert "top 3 of 5" in fig.layout.title.subtitle.text
     assert_projector_ready(fig)
-    assert len(exposure_bars(documents, top=None).data[0].x) == 5
+    assert len(exposure_bars(documents, top=None).data[0].y) == 5
 
 
 def test_exposure_bars_omits_all_nan_target(documents):
@@ -192,10 +192,10 @@ def test_provider_bars(documents):
     ].sum()
     fig = provider_bars(providers)
     sampled = trace(fig, "stochastic (sampled)")
-    assert list(sampled.x) == ["p2", "p1", "p3"]
-    assert sampled.y == pytest.approx([1.6, 0.7, 0.1])
-    assert list(trace(fig, "deterministic").y) == [2.0, 1.0, 0.0]
-    assert fig.layout.yaxis.title.text == "expected number of documents in the top k"
+    assert list(sampled.y) == ["p2", "p1", "p3"]
+    assert sampled.x == pytest.approx([1.6, 0.7, 0.1])
+    assert list(trace(fig, "deterministic").x) == [2.0, 1.0, 0.0]
+    assert fig.layout.xaxis.title.text == "expected number of documents in the top k"
     assert [t.name for t in provider_bars(providers.assign(target_exposure=np.nan)).data] == [
         "stochastic (sampled)",
         "deterministic",
