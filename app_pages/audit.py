@@ -5,7 +5,16 @@ import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
 from fairrag_studio import charts, explain, resources
-from fairrag_studio.audit_view import build_report, compare_runs, groupings, ledger_for, summary_by_system, system_label
+from fairrag_studio.audit_view import (
+    build_report,
+    compare_runs,
+    display_ledger,
+    display_summary,
+    groupings,
+    ledger_for,
+    summary_by_system,
+    system_label,
+)
 from fairrag_studio.report import table_csv
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
@@ -68,7 +77,7 @@ with tab_run:
                     table.attrs["run_id"] = saved[request]
                     st.caption(f"Saved in the run store as **{saved[request]}** ({store.path}).")
                 st.subheader("Metrics per system")
-                st.dataframe(summary_by_system(table), hide_index=True)
+                st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
                 st.subheader("Exposure ledger")
                 explainer(explain.LEDGER)
                 lcols = st.columns(2)
@@ -77,7 +86,7 @@ with tab_run:
                 by = lcols[1].radio("Group by", groupings(collection), horizontal=True, key="ledger_by")
                 ledger = ledger_for(documents, collection, alpha, by)
                 chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
-                st.dataframe(ledger, hide_index=True)
+                st.dataframe(display_ledger(ledger), hide_index=True)
                 st.subheader("Report")
                 left, middle, _ = st.columns([1, 1, 2])
                 left.download_button("Report (HTML)", lambda: build_report(table, documents, collection),
@@ -113,7 +122,7 @@ with tab_stored:
             st.markdown(f"**Run {run_id}** · seed {table.attrs.get('seed')} · N {table.attrs.get('n_samples')} · "
                         f"k {table.attrs.get('k')} · retriever {table.attrs.get('retriever')}")
             if "fairness_question" in table:
-                st.dataframe(summary_by_system(table), hide_index=True)
+                st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
             run_collection = _collection_of(str(table.attrs.get("collection", "")))
             if documents is not None and run_collection is not None and "alpha" in documents:
                 by = st.radio("Group by", groupings(run_collection), horizontal=True, key="stored_by")

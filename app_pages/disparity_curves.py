@@ -112,7 +112,7 @@ metric = "eu" if generate else "ee_r"
 tolerance = st.slider(f"Tolerance: how much mean {'EU' if generate else 'EE-R'} (%) may drop below the "
                       "deterministic baseline", 0.0, 50.0, step=1.0, key="tolerance")
 try:
-    rec = recommend_alpha(table, tolerance=tolerance / 100, metric=metric)
+    rec = recommend_alpha(table, tolerance=tolerance / 100, metric=metric, metric_label="EU" if generate else "EE-R")
 except FairRAGError as err:
     st.caption(str(err))
 else:
@@ -122,14 +122,16 @@ else:
         st.success(f"Recommended **α = {rec.alpha:g}**: {rec.reason}.")
     if not generate:
         st.caption("Without answers the recommender uses EE-R as the quality measure; run with answers to use EU.")
-    st.dataframe(rec.per_alpha, hide_index=True)
+    st.dataframe(rec.per_alpha.rename(columns={"ee_d": "EE-D", "utility": "mean EU" if generate else "mean EE-R",
+                                               "eligible": "within tolerance"}), hide_index=True)
 explainer(explain.RECOMMENDER)
 
 st.subheader("Keep this sweep")
 left, right = st.columns(2)
 left.download_button("Sweep table (CSV)", table_csv(table), file_name="sweep.csv", mime="text/csv",
                      key="sweep_csv")
-label = right.text_input("Label", value=f"{collection.name} · {len(chosen)} queries", key="sweep_label")
+label = right.text_input("Label", value=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'}",
+                         key="sweep_label")
 if right.button("Save to the run store", key="sweep_save"):
     run_id = resources.run_store().save(table, kind="rag-sweep" if generate else "exposure-sweep", label=label,
                                         details=documents)

@@ -36,137 +36,154 @@ with top[1]:
 with top[0]:
     query = st.text_input("Query", key="query", max_chars=2000)
 
-knob = st.columns([4, 1])
-with knob[1]:
-    deterministic = st.toggle("Deterministic", key="deterministic",
-                              help="The classic retriever: always the top k by score (α → ∞).")
-with knob[0]:
-    alpha = st.slider("α — fairness knob (0 = uniform over candidates, large = deterministic)", 0.0, 16.0,
-                      step=0.25, key="alpha", disabled=deterministic)
-alpha_used = math.inf if deterministic else float(alpha)
 
-config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                       candidates=settings.candidates)
-try:
-    scores = resources.scores_for(settings, query)
-    ranking = run_ranking(collection, resources.retriever_for(settings), query, config, scores=scores, n_boot=300)
-except FairRAGError as err:
-    st.error(str(err))
-    st.stop()
 
-summary = ranking.summary
-docs = [collection.documents[i] for i in ranking.candidate_indices]
-distinct = len({tuple(r) for r in ranking.rankings.tolist()})
-providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
-tiles = st.columns(4)
-metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k")
-metric_with_ci(tiles[1], "EE-R (higher = better)", summary.ee_r,
-               help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)")
-tiles[2].metric("Providers reached", f"{providers_reached} of {len({d.provider for d in docs})}",
-                help="Providers with at least one document in some sampled top k")
-tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
-                help="Generation runs once per distinct ranking")
-if summary.ee_r is None:
-    st.caption("EE-R needs relevance labels: pick one of the collection's example queries to see it.")
-explainer(explain.METRICS)
+# Everything that depends on α lives in a fragment: moving the slider reruns this part only, not the sidebar
+# and the query box (the interactive-latency budget is a few hundred milliseconds).
+@st.fragment
+def ranking_and_answers() -> None:
+    knob = st.columns([4, 1])
+    with knob[1]:
+        deterministic = st.toggle("Deterministic", key="deterministic",
+                                  help="The classic retriever: always the top k by score (α → ∞).")
+    with knob[0]:
+        alpha = st.slider("α — fairness knob (0 = uniform over candidates, large = deterministic)", 0.0, 16.0,
+                          step=0.25, key="alpha", disabled=deterministic)
+    alpha_used = math.inf if deterministic else float(alpha)
 
-left, right = st.columns([3, 2])
-with left:
-    st.subheader("Sampled rankings")
-    grid = charts.rankings_grid([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
-                                ranking.rankings, ranking.deterministic, max_rows=30)
-    st.plotly_chart(grid, key="grid", config={"displaylogo": False})
-    explainer(explain.RANKINGS)
-with right:
-    st.subheader("Exposure")
-    tab_providers, tab_documents = st.tabs(["By provider", "By document"])
-    providers_table = ranking.providers_table()
-    documents_table = ranking.documents_table()
-    with tab_providers:
-        chart_with_downloads(charts.provider_bars(providers_table), providers_table, "provider_exposure",
-                             key="providers")
-    with tab_documents:
-        chart_with_downloads(charts.exposure_bars(documents_table, top=15), documents_table, "document_exposure",
-                             key="documents")
-    explainer(explain.EXPOSURE)
-
-# -- generation ---------------------------------------------------------------------------------------------------
-st.divider()
-st.subheader("Answers and citations")
-run_key = (settings, ranking.query_text, alpha_used)
-runs = st.session_state.setdefault("rag_runs", {})
-if st.button("Generate answers", type="primary", key="generate"):
-    st.session_state["generate_for"] = run_key
-if st.session_state["generate_for"] == run_key and run_key not in runs:
-    generator = resources.generator(settings.generator, settings.device)
-    attributor = resources.attributor(settings.attributor, settings.device)
-    bar = st.progress(0.0, text="Starting…")
-    st.button("Stop", key="stop_generation", help="Finished answers are kept: press Generate again to resume.")
-
-    def report(stage: str, done: int, total: int) -> None:
-        label = "Generating answer" if stage == "generate" else "Checking citations (NLI): document"
-        share = done / total / 2 + (0.5 if stage == "attribute" else 0.0)
-        bar.progress(min(share, 1.0), text=f"{label} {done} of {total}…")
-
+    config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
+                           candidates=settings.candidates)
     try:
-        runs[run_key] = run_rag(
-            collection, resources.retriever_for(settings), generator, attributor, query,
-            # No stochastic oracle here: it would double the generations of an interactive click. EU is
-            # normalised by the best answer of this run instead (the sweep pages sample the oracle).
-            RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                      candidates=settings.candidates, oracle=False),
-            scores=scores, n_boot=300, progress=report, chunk=1)
+        scores = resources.scores_for(settings, query)
+        ranking = run_ranking(collection, resources.retriever_for(settings), query, config, scores=scores, n_boot=300)
     except FairRAGError as err:
         st.error(str(err))
-        st.stop()
-    bar.empty()
-    st.rerun()
+        return
 
-rag = runs.get(run_key)
-if rag is None:
-    st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here) with "
-            f"{settings.generator} and check every citation with {settings.attributor}. On a 2-core CPU that "
-            "takes a few seconds per ranking.")
+    summary = ranking.summary
+    docs = [collection.documents[i] for i in ranking.candidate_indices]
+    distinct = len({tuple(r) for r in ranking.rankings.tolist()})
+    providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
+    tiles = st.columns(4)
+    metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k")
+    metric_with_ci(tiles[1], "EE-R (higher = better)", summary.ee_r,
+                   help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)")
+    tiles[2].metric("Providers reached", f"{providers_reached} of {len({d.provider for d in docs})}",
+                    help="Providers with at least one document in some sampled top k")
+    tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
+                    help="Generation runs once per distinct ranking")
+    if summary.ee_r is None:
+        st.caption("EE-R needs relevance labels: pick one of the collection's example queries to see it.")
+    explainer(explain.METRICS)
+
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader("Sampled rankings")
+        # Deterministic: all N rows are the same list, so draw it once (the tile says how many samples).
+        shown_rankings = ranking.rankings[:1] if distinct == 1 else ranking.rankings
+        grid = charts.rankings_grid([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
+                                    shown_rankings, ranking.deterministic, max_rows=30)
+        st.plotly_chart(grid, key="grid", config={"displaylogo": False})
+        explainer(explain.RANKINGS)
+    with right:
+        st.subheader("Exposure")
+        # A selector, not tabs: tabs would build (and the browser draw) both charts on every α move.
+        view = st.segmented_control("Exposure view", ["By provider", "By document"], default="By provider",
+                                    key="exposure_view", label_visibility="collapsed")
+        if view == "By document":
+            documents_table = ranking.documents_table()
+            chart_with_downloads(charts.exposure_bars(documents_table, top=15), documents_table, "document_exposure",
+                                 key="documents")
+        else:
+            providers_table = ranking.providers_table()
+            chart_with_downloads(charts.provider_bars(providers_table), providers_table, "provider_exposure",
+                                 key="providers")
+        explainer(explain.EXPOSURE)
+
+    # -- generation ---------------------------------------------------------------------------------------------------
+    st.divider()
+    st.subheader("Answers and citations")
+    run_key = (settings, ranking.query_text, alpha_used)
+    runs = st.session_state.setdefault("rag_runs", {})
+    if st.button("Generate answers", type="primary", key="generate"):
+        st.session_state["generate_for"] = run_key
+    if st.session_state["generate_for"] == run_key and run_key not in runs:
+        generator = resources.generator(settings.generator, settings.device)
+        attributor = resources.attributor(settings.attributor, settings.device)
+        working = st.empty()  # progress and Stop, cleared when the answers are in
+        with working.container():
+            bar = st.progress(0.0, text="Starting…")
+            st.button("Stop", key="stop_generation",
+                      help="Finished answers are kept: press Generate again to resume.")
+
+        def report(stage: str, done: int, total: int) -> None:
+            label = "Generating answer" if stage == "generate" else "Checking citations (NLI): document"
+            share = done / total / 2 + (0.5 if stage == "attribute" else 0.0)
+            bar.progress(min(share, 1.0), text=f"{label} {done} of {total}…")
+
+        try:
+            runs[run_key] = run_rag(
+                collection, resources.retriever_for(settings), generator, attributor, query,
+                # No stochastic oracle here: it would double the generations of an interactive click. EU is
+                # normalised by the best answer of this run instead (the sweep pages sample the oracle).
+                RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
+                          candidates=settings.candidates, oracle=False),
+                scores=scores, n_boot=300, progress=report, chunk=1)
+        except FairRAGError as err:
+            st.error(str(err))
+            return
+        working.empty()
+
+    rag = runs.get(run_key)
+    if rag is None:
+        st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here) with "
+                f"{settings.generator} and check every citation with {settings.attributor}. On a 2-core CPU that "
+                "takes a few seconds per ranking.")
+        explainer(explain.ANSWERS)
+        return
+
+    tiles = st.columns(5)
+    tiles[0].metric("EU (utility)", fmt(rag.eu), help=f"Expected {rag.metric.value} against the gold answer")
+    tiles[1].metric("EU normalised", fmt(rag.eu_normalised),
+                    help="EU / the best utility among these answers (the sweeps normalise by the stochastic oracle)")
+    tiles[2].metric("EAR", fmt(rag.ear), help="Expected attribution rate: share of the k documents the answer uses")
+    tiles[3].metric("EAE-D", fmt(rag.eae_d), help="Disparity of attributed exposure; compare with EE-D")
+    tiles[4].metric("EE-D", fmt(rag.ee_d))
+    if rag.eu is None:
+        st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
     explainer(explain.ANSWERS)
-    st.stop()
 
-tiles = st.columns(5)
-tiles[0].metric("EU (utility)", fmt(rag.eu), help=f"Expected {rag.metric.value} against the gold answer")
-tiles[1].metric("EU normalised", fmt(rag.eu_normalised),
-                help="EU / the best utility among these answers (the sweeps normalise by the stochastic oracle)")
-tiles[2].metric("EAR", fmt(rag.ear), help="Expected attribution rate: share of the k documents the answer uses")
-tiles[3].metric("EAE-D", fmt(rag.eae_d), help="Disparity of attributed exposure; compare with EE-D")
-tiles[4].metric("EE-D", fmt(rag.ee_d))
-if rag.eu is None:
-    st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
-explainer(explain.ANSWERS)
+    ids = ranking.doc_ids
+    for number, group in enumerate(sorted(rag.groups, key=lambda g: -g.count)[:20]):
+        with st.container(border=True):
+            head = f"**{group.count} of {settings.n_samples} samples**"
+            if group.utility is not None:
+                head += f" · utility {group.utility:.2f}"
+            head += f" · uses {sum(group.entails)} of {len(group.positions)} documents"
+            st.markdown(head)
+            st.markdown(f"> {group.answer or '*(empty answer)*'}")
+            chips = st.columns(len(group.positions))
+            for rank, (position, entails, prob) in enumerate(zip(group.positions, group.entails,
+                                                                group.entail_probability), start=1):
+                doc = collection.documents[ranking.candidate_indices[position]]
+                label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
+                with chips[rank - 1].popover(label, width="stretch"):
+                    st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
+                    st.caption("Entails the answer: entailment is the NLI model's most likely label "
+                               f"(P = {prob:.2f})" if entails else
+                               "Does not entail the answer: the NLI model finds neutral or contradiction more "
+                               f"likely (P(entailment) = {prob:.2f})")
+                    st.write(doc.text)
+    if len(rag.groups) > 20:
+        st.caption(f"Showing the 20 most frequent of {len(rag.groups)} distinct answers.")
 
-ids = ranking.doc_ids
-for number, group in enumerate(sorted(rag.groups, key=lambda g: -g.count)[:20]):
-    with st.container(border=True):
-        head = f"**{group.count} of {settings.n_samples} samples**"
-        if group.utility is not None:
-            head += f" · utility {group.utility:.2f}"
-        head += f" · uses {sum(group.entails)} of {len(group.positions)} documents"
-        st.markdown(head)
-        st.markdown(f"> {group.answer or '*(empty answer)*'}")
-        chips = st.columns(len(group.positions))
-        for rank, (position, entails, prob) in enumerate(zip(group.positions, group.entails,
-                                                            group.entail_probability), start=1):
-            doc = collection.documents[ranking.candidate_indices[position]]
-            label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
-            with chips[rank - 1].popover(label, width="stretch"):
-                st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
-                st.caption(("Entails the answer" if entails else "Does not entail the answer")
-                           + f" (P = {prob:.2f})")
-                st.write(doc.text)
-if len(rag.groups) > 20:
-    st.caption(f"Showing the 20 most frequent of {len(rag.groups)} distinct answers.")
+    attributed = pd.DataFrame({"doc_id": ids, "retrieval exposure": ranking.summary.exposure,
+                               "attributed exposure": rag.attributed_exposure})
+    attributed = attributed[attributed["retrieval exposure"] > 0].sort_values("retrieval exposure", ascending=False)
+    st.markdown("**Retrieval vs attributed exposure per document**")
+    st.bar_chart(attributed.set_index("doc_id"), stack=False, height=300, horizontal=True, sort=False)
+    with st.expander("Answers as a table"):
+        st.dataframe(rag.answers_table(), hide_index=True)
 
-attributed = pd.DataFrame({"doc_id": ids, "retrieval exposure": ranking.summary.exposure,
-                           "attributed exposure": rag.attributed_exposure})
-attributed = attributed[attributed["retrieval exposure"] > 0].sort_values("retrieval exposure", ascending=False)
-st.markdown("**Retrieval vs attributed exposure per document**")
-st.bar_chart(attributed.set_index("doc_id"), stack=False, height=280)
-with st.expander("Answers as a table"):
-    st.dataframe(rag.answers_table(), hide_index=True)
+
+ranking_and_answers()

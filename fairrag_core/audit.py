@@ -110,7 +110,7 @@ class AlphaRecommendation:
 
 
 def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: bool = True,
-                    metric: str = "eu") -> AlphaRecommendation:
+                    metric: str = "eu", metric_label: str | None = None) -> AlphaRecommendation:
     """The fairest α whose mean ``metric`` stays within ``tolerance`` of the deterministic baseline.
 
     Uses the queries with a fairness question (m > 1) when there are any. The threshold is
@@ -144,15 +144,16 @@ def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: b
     per_alpha["eligible"] = per_alpha["utility"] >= threshold - 1e-12
     eligible = per_alpha[per_alpha["eligible"]].sort_values(["ee_d", "alpha"], ascending=[True, False])
     how = f"{tolerance:.0%} of" if relative else f"{tolerance:g} of"
+    name = metric_label or metric
     if eligible.empty:
         det_ee_d = float(baseline["ee_d"].mean())
         return AlphaRecommendation(
             alpha=None, ee_d=det_ee_d, utility=base, baseline_utility=base, threshold=threshold, per_alpha=per_alpha,
-            reason=f"no α keeps mean {metric} within {how} the deterministic baseline ({base:.3f}); "
+            reason=f"no α keeps mean {name} within {how} the deterministic baseline ({base:.3f}); "
                    "widen the tolerance or keep the deterministic ranker")
     best = eligible.iloc[0]
     return AlphaRecommendation(
         alpha=float(best["alpha"]), ee_d=float(best["ee_d"]), utility=float(best["utility"]), baseline_utility=base,
         threshold=threshold, per_alpha=per_alpha,
         reason=f"α = {best['alpha']:g} has the lowest mean EE-D ({best['ee_d']:.3f}) among the α values whose mean "
-               f"{metric} ({best['utility']:.3f}) stays within {how} the deterministic baseline ({base:.3f})")
+               f"{name} ({best['utility']:.3f}) stays within {how} the deterministic baseline ({base:.3f})")

@@ -15,7 +15,16 @@ from fairrag_core import Collection, exposure_ledger
 from . import charts, explain
 from .report import ReportSection, audit_report_html
 
-__all__ = ["system_label", "summary_by_system", "ledger_for", "groupings", "build_report", "compare_runs"]
+__all__ = ["system_label", "summary_by_system", "ledger_for", "groupings", "build_report", "compare_runs",
+           "display_summary", "display_ledger"]
+
+#: Column headers for readers (tables shown in the app and the report).
+DISPLAY_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "EU (normalised)", "ear": "EAR",
+                 "eae_d": "EAE-D", "queries": "queries", "system": "system", "group": "group",
+                 "documents": "documents", "retrieval_exposure": "retrieval exposure",
+                 "retrieval_share": "retrieval share", "attributed_exposure": "attributed exposure",
+                 "attributed_share": "attributed share", "target_exposure": "target exposure",
+                 "target_share": "target share", "share_gap": "gap (retrieval − target)"}
 
 METRIC_COLUMNS = ("ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d")
 
@@ -32,6 +41,17 @@ def summary_by_system(table: pd.DataFrame) -> pd.DataFrame:
                                                     **{c: (c, "mean") for c in present})
     out.insert(0, "system", out["alpha"].map(system_label))
     return out.sort_values("alpha").reset_index(drop=True)
+
+
+def display_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """The per-system table for readers: no raw α column (∞ reads badly), metric names as in the paper."""
+    return summary.drop(columns=["alpha"]).rename(columns=DISPLAY_NAMES)
+
+
+def display_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The ledger for readers: columns without values (no answers, no labels) dropped, readable headers."""
+    empty = [c for c in ledger.columns if ledger[c].isna().all()]
+    return ledger.drop(columns=empty).rename(columns=DISPLAY_NAMES)
 
 
 def groupings(collection: Collection) -> list[str]:
@@ -83,7 +103,7 @@ def build_report(table: pd.DataFrame, documents: pd.DataFrame, collection: Colle
                       "share of shown documents the answers rest on (checked by an NLI model), and EAE-D the "
                       "disparity of those citations. Metrics follow Kim & Diaz (2025).\n\n" + explain.LEDGER),
         ReportSection("Metrics per system", "Means over the queries with at least two useful documents.",
-                      table=summary_by_system(table)),
+                      table=display_summary(summary_by_system(table))),
     ]
     sections.append(ReportSection("EE-D by α", figure=charts.ee_d_by_alpha(table)))
     if generated:
@@ -95,7 +115,7 @@ def build_report(table: pd.DataFrame, documents: pd.DataFrame, collection: Colle
             sections.append(ReportSection(
                 f"Exposure ledger by {by} — {system_label(alpha)}",
                 "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target.",
-                table=ledger, figure=charts.exposure_ledger_chart(ledger)))
+                table=display_ledger(ledger), figure=charts.exposure_ledger_chart(ledger)))
     caveats = ("Limits: results hold for this query set, these models and these settings. With few queries or "
                "samples the differences are noisy; bootstrap intervals and Table 2 p-values are in the app. "
                "Attribution is judged by an NLI model, which makes mistakes.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,8 @@ __all__ = [
     "ee_d_by_alpha",
     "exposure_bars",
     "exposure_ledger_chart",
+    "fairqr_delta",
+    "fairqr_distributions",
     "figure_html",
     "figure_png",
     "metric_vs_disparity",
@@ -292,8 +294,9 @@ def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) 
 
 def _horizontal_layout(fig: go.Figure, n_rows: int) -> None:
     """Largest first at the top, legend above the plot, height growing with the number of rows."""
-    fig.update_layout(barmode="group", height=max(360, 150 + 26 * n_rows * max(1, len(fig.data)) // 2),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    fig.update_layout(barmode="group", height=max(380, 190 + 26 * n_rows * max(1, len(fig.data)) // 2),
+                      legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0),
+                      margin={"b": 120})
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(rangemode="tozero")
 
@@ -346,7 +349,7 @@ def provider_bars(providers: pd.DataFrame) -> go.Figure:
     _style(
         fig,
         title="Expected exposure per provider",
-        x_title="expected number of documents in the top k",
+        x_title="expected # of documents in the top k",
         y_title="provider",
         height=480,
     )
@@ -437,7 +440,7 @@ def ee_d_by_alpha(table: pd.DataFrame) -> go.Figure:
     _style(
         fig,
         title="Exposure disparity (EE-D) by α",
-        subtitle=f"{n_queries} queries; line = mean, band = ±1 standard error",
+        subtitle=f"{n_queries} {'query' if n_queries == 1 else 'queries'}; line = mean, band = ±1 standard error",
         x_title=ALPHA_TITLE,
         y_title=EE_D_TITLE,
         height=520,
@@ -590,19 +593,72 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
         fig.add_trace(
             go.Bar(
                 name=name, x=groups, y=values.tolist(), marker_color=colour,
-                texttemplate="%{y:.0%}", textposition="outside", cliponaxis=False,
+                # labels only when bars are wide enough to keep neighbours' labels apart
+                texttemplate="%{y:.0%}" if len(groups) * 3 <= 24 else None, textposition="outside", cliponaxis=False,
                 hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.1%}}<extra></extra>",
             )
         )
     _style(
         fig,
-        title="Exposure ledger: retrieved, cited and deserved shares",
+        title="Exposure ledger: " + ", ".join(
+            word for word, trace in (("retrieved", "retrieval"), ("cited", "citations"), ("deserved", "target"))
+            if any(t.name.startswith(trace) for t in fig.data)) + " shares",
         x_title=group_column,
         y_title="share of exposure",
         height=480,
     )
     fig.update_layout(barmode="group")
     fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0])
+    return fig
+
+
+# -- FAIR-QR (Chen & Fang): the iterations of query refinement -------------------------------------------------------
+def fairqr_distributions(iterations: Sequence[Mapping[str, float]], target: Mapping[str, float], *,
+                         labels: Sequence[str] | None = None) -> go.Figure:
+    """Group distribution of the top K at every FAIR-QR iteration (bars) against the target (diamonds).
+
+    ``iterations`` holds one {group: share} per iteration (iteration 0 = the original query);
+    ``labels`` names them (default "iteration 0", ...). Groups are the target's, in its order.
+    """
+    if not iterations:
+        raise ValueError("fairqr_distributions: no iterations to draw")
+    groups = list(target)
+    names = list(labels) if labels is not None else [f"iteration {i}" for i in range(len(iterations))]
+    shades = pc.sample_colorscale("Blues", np.linspace(0.35, 0.95, len(iterations)).tolist())
+    fig = go.Figure()
+    for name, dist, colour in zip(names, iterations, shades):
+        fig.add_trace(go.Bar(name=name, x=groups, y=[float(dist.get(g, 0.0)) for g in groups], marker_color=colour,
+                             hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.0%}}<extra></extra>"))
+    fig.add_trace(go.Scatter(name="target", x=groups, y=[float(target[g]) for g in groups], mode="markers",
+                             marker={"symbol": "diamond", "size": 14, "color": TARGET_COLOUR,
+                                     "line": {"width": 1, "color": MEAN_COLOUR}},
+                             hovertemplate="<b>%{x}</b><br>target: %{y:.0%}<extra></extra>"))
+    _style(fig, title="Group shares in the top K, iteration by iteration", x_title="group",
+           y_title="share of the top K", height=440)
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero")
+    return fig
+
+
+def fairqr_delta(deltas: Sequence[float], *, chosen: int | None = None) -> go.Figure:
+    """Δ = KL(target ‖ current) per FAIR-QR iteration; the loop stops when it no longer decreases.
+
+    ``chosen`` marks the iteration whose list was re-ranked (the lowest Δ).
+    """
+    if not deltas:
+        raise ValueError("fairqr_delta: no Δ values to draw")
+    x = list(range(len(deltas)))
+    fig = go.Figure(go.Scatter(x=x, y=[float(d) for d in deltas], mode="lines+markers", name="Δ",
+                               line={"color": STOCHASTIC_COLOUR, "width": 3}, marker={"size": 10},
+                               hovertemplate="iteration %{x}<br>Δ = %{y:.4f}<extra></extra>"))
+    if chosen is not None and 0 <= chosen < len(deltas):
+        fig.add_trace(go.Scatter(x=[chosen], y=[float(deltas[chosen])], mode="markers", name="kept (lowest Δ)",
+                                 marker={"size": 18, "symbol": "star", "color": TARGET_COLOUR},
+                                 hovertemplate="kept: iteration %{x}<extra></extra>"))
+    _style(fig, title="Δ per iteration (lower = closer to the target)", x_title="iteration",
+           y_title="Δ = KL(target ‖ top K)", height=360)
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 

@@ -48,3 +48,13 @@ LEDGER = (
     "much of the answers' citations (attributed) and what it would receive under the fair target. A positive "
     "gap means the group is shown more than its useful documents warrant; a negative gap means less."
 )
+
+FAIRQR = (
+    "FAIR-QR makes a ranking fairer to groups (e.g. gender, region) by changing the query, not the ranker. Each "
+    "iteration counts the groups in the top K, compares them with the target (by default: the groups of the "
+    "relevant documents), finds the group that is most missing, and asks a language model for a few keywords "
+    "about that group to add to the query. It stops when the distance Δ to the target stops shrinking, then "
+    "re-ranks the kept documents by the original query so relevance comes back to the top. AWRF (higher = "
+    "fairer) compares the attention-weighted group shares with the target; nDCG measures relevance "
+    "(Chen & Fang; TREC Fair 2022)."
+)

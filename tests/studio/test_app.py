@@ -183,9 +183,10 @@ def test_audit_runs_saves_reopens_and_compares():
     assert saved
     summary = at.dataframe[0].value
     assert summary["system"].tolist() == ["α = 0", "α = 4", "deterministic"]
-    assert summary["ee_d"].is_monotonic_increasing
+    assert summary["EE-D"].is_monotonic_increasing
     ledger = at.dataframe[1].value
-    assert ledger["retrieval_share"].sum() == pytest.approx(1.0)
+    assert ledger["retrieval share"].sum() == pytest.approx(1.0)
+    assert "attributed share" not in ledger.columns  # exposure only: no citations to show
     at.radio(key="ledger_by").set_value("provider").run()
     at.text_input(key="audit_alphas").set_value("1").run()
     at.button(key="audit_run").click().run()
@@ -208,4 +209,4 @@ def test_audit_with_answers_fills_the_attributed_column(fake_models):
     at.button(key="audit_run").click().run()
     assert not at.exception
     ledger = at.dataframe[1].value
-    assert ledger["attributed_share"].sum() == pytest.approx(1.0)
+    assert ledger["attributed share"].sum() == pytest.approx(1.0)
