@@ -8,6 +8,7 @@ import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_rag, run_ranking
 from fairrag_studio import charts, explain, resources
+from fairrag_studio.grid_html import rankings_grid_html
 from fairrag_studio.widgets import chart_with_downloads, explainer, fmt, metric_with_ci
 
 settings = st.session_state["settings"]
@@ -81,9 +82,16 @@ def ranking_and_answers() -> None:
         st.subheader("Sampled rankings")
         # Deterministic: all N rows are the same list, so draw it once (the tile says how many samples).
         shown_rankings = ranking.rankings[:1] if distinct == 1 else ranking.rankings
-        grid = charts.rankings_grid([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
-                                    shown_rankings, ranking.deterministic, max_rows=30)
-        st.plotly_chart(grid, key="grid", config={"displaylogo": False})
+        grid_args = ([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs], shown_rankings,
+                     ranking.deterministic)
+        with st.container(key="grid"):
+            st.html(rankings_grid_html(*grid_args, max_rows=30,
+                                       repeats=settings.n_samples if distinct == 1 else None))
+        with st.container(horizontal=True):  # the Plotly version, built only when asked for
+            st.download_button("PNG", lambda: charts.figure_png(charts.rankings_grid(*grid_args, max_rows=50)),
+                               file_name="sampled_rankings.png", mime="image/png", key="grid_png")
+            st.download_button("HTML", lambda: charts.figure_html(charts.rankings_grid(*grid_args, max_rows=50)),
+                               file_name="sampled_rankings.html", mime="text/html", key="grid_html")
         explainer(explain.RANKINGS)
     with right:
         st.subheader("Exposure")

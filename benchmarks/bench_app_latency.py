@@ -56,7 +56,7 @@ _STATE_JS = """() => {
     const tile = [...document.querySelectorAll('[data-testid="stMetric"]')]
         .find(t => (t.querySelector('[data-testid="stMetricLabel"]') || {}).innerText === %r);
     const value = tile ? tile.querySelector('[data-testid="stMetricValue"]').innerText : null;
-    const grid = document.querySelector('.st-key-grid [data-testid="stPlotlyChart"]');
+    const grid = document.querySelector('.st-key-grid');
     const status = document.querySelector('[data-testid="stStatusWidget"]');
     const running = status !== null && /running|stop/i.test(status.innerText || '');
     const stale = document.querySelector('[data-stale="true"]') !== null;

@@ -61,7 +61,9 @@ def test_playground_opens_on_the_first_example_query():
     ee_d = float(metric(at, "EE-D (lower = fairer)"))
     assert 0 < ee_d < 1 and 0 < float(metric(at, "EE-R (higher = better)")) <= 1
     assert metric(at, "Distinct rankings").endswith("of 20")
-    assert len(at.get("plotly_chart")) >= 2  # the rankings grid and the exposure bars
+    assert len(at.get("plotly_chart")) == 1  # the exposure bars (the rankings grid is HTML)
+    grid = at.get("html")[0].proto.body
+    assert grid.count("<tr>") == 3 + 20 and "deterministic" in grid  # header, deterministic, rule, 20 samples
     assert any(b.label == "Generate answers" for b in at.button)
 
 
