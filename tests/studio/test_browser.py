@@ -152,7 +152,7 @@ def test_newcomer_path(app, page):
         entailing = chips.filter(has_text=re.compile(r"^✓")).first
         entailing.click()  # the chip's popover: the document and the judge's verdict
         popover = page.locator("[data-testid='stPopoverBody']")
-        expect(popover).to_contain_text(re.compile(r"Entails the answer \(P = [\d.]+\)"))
+        expect(popover).to_contain_text(re.compile(r"Entails the answer: .*\(P = [\d.]+\)"))
         page.keyboard.press("Escape")
         expect(popover).to_be_hidden()
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring in the shot
