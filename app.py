@@ -16,6 +16,7 @@ PAGES = [
     st.Page("app_pages/playground.py", title="Playground", icon="🎲", default=True),
     st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon="📈"),
     st.Page("app_pages/audit.py", title="Audit", icon="📋"),
+    st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon="🔁", url_path="fair_qr"),
 ]
 page = st.navigation(PAGES)
 st.session_state["settings"] = render_sidebar()

@@ -41,9 +41,11 @@ from .exposure import (
 )
 from .audit import AlphaRecommendation, exposure_ledger, recommend_alpha
 from .attribution import Attributor, CrossEncoderAttributor, LLMJudgeAttributor, default_attributor
+from .fairqr import CorpusKeywordRefiner, FairQRConfig, FairQRResult, LLMRefiner, fair_qr
 from .generation import Generator, build_prompt
 from .labels import UtilityLabelConfig, label_utility, load_utility_labels
 from .metrics import UtilityMetric, utility
+from .metrics.group_fairness import TargetKind, awrf, ndcg, target_distribution
 from .pipeline import RagConfig, RagRun, run_rag
 from .ranking import RankingConfig, RankingRun, run_ranking
 from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
@@ -77,4 +79,6 @@ __all__ = [
     "RagConfig", "RagRun", "run_rag", "RagSweepConfig", "rag_sweep",
     "disparity_quality_table", "utility_by_disparity_table", "RunStore",
     "RagSweep", "exposure_ledger", "recommend_alpha", "AlphaRecommendation",
+    "awrf", "ndcg", "TargetKind", "target_distribution", "fair_qr", "FairQRConfig", "FairQRResult",
+    "CorpusKeywordRefiner", "LLMRefiner",
 ]

@@ -349,7 +349,7 @@ def provider_bars(providers: pd.DataFrame) -> go.Figure:
     _style(
         fig,
         title="Expected exposure per provider",
-        x_title="expected # of documents in the top k",
+        x_title="expected # in the top k",
         y_title="provider",
         height=480,
     )

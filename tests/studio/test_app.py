@@ -9,6 +9,7 @@ import pytest
 from fakes import FirstDocumentModel, SubstringAttributor
 from streamlit.testing.v1 import AppTest
 
+from fairrag_core import load_collection
 from fairrag_core.generation import Generator
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -212,3 +213,47 @@ def test_audit_with_answers_fills_the_attributed_column(fake_models):
     assert not at.exception
     ledger = at.dataframe[1].value
     assert ledger["attributed share"].sum() == pytest.approx(1.0)
+
+
+# -- FAIR-QR ----------------------------------------------------------------------------------------------------------
+FAIR_QR = "app_pages/fair_qr.py"
+
+
+def test_fair_qr_page_shows_iterations_final_ranking_and_baselines():
+    at = start()
+    at.sidebar.selectbox(key="collection_choice").set_value("people").run()
+    at.switch_page(FAIR_QR).run()
+    assert not at.exception and at.title[0].value == "FAIR-QR"
+    at.selectbox(key="fqr_refiner").set_value("corpus keywords").run()
+    at.text_input(key="fqr_query:people").set_value("jazz pianists").run()
+    at.multiselect(key="fqr_categories:people").set_value(["region"]).run()
+    at.button(key="fqr_run").click().run()
+    assert not at.exception
+    steps = [m.value for m in at.markdown if m.value.startswith("**0.**") or m.value.startswith("**1.**")]
+    assert steps and steps[0].startswith("**0.** jazz pianists") and "Δ =" in steps[0]
+    if len(steps) > 1:  # a refinement happened: its keywords are highlighted
+        assert "<mark" in steps[1]
+    tables = [d.value for d in at.dataframe]
+    final = next(t for t in tables if "relevance" in t.columns)
+    assert final["rank"].tolist() == list(range(1, 21)) and final["doc_id"].is_unique
+    people = load_collection("people")
+    regions = dict(zip(people.doc_ids, people.group_labels("region", fill="Unknown")))
+    assert final["group"].tolist() == [regions[d] for d in final["doc_id"]]
+    systems = next(t for t in tables if "system" in t.columns)
+    assert systems["system"].tolist()[-2:] == ["FAIR-QR [no re-rank]", "FAIR-QR"]
+    assert systems["awrf"].between(0, 1).all()
+    assert len(at.get("plotly_chart")) == 2  # group shares per iteration, Δ per iteration
+
+
+def test_fair_qr_page_explains_collections_without_groups_and_bad_targets():
+    at = start(FAIR_QR)  # running-shoes documents carry a segment label only
+    assert not at.exception
+    at.sidebar.selectbox(key="collection_choice").set_value("people").run()
+    at.switch_page(FAIR_QR).run()
+    at.selectbox(key="fqr_refiner").set_value("corpus keywords").run()
+    at.selectbox(key="fqr_target").set_value("custom").run()
+    assert not at.exception
+    at.text_input(key="fqr_query:people").set_value("qwertyuiop").run()
+    at.selectbox(key="fqr_target").set_value("relevant").run()
+    at.button(key="fqr_run").click().run()
+    assert not at.exception and at.error, "a free query has no relevant documents: the page must say so"

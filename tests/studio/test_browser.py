@@ -185,4 +185,20 @@ def test_newcomer_path(app, page):
         assert app.runs_path.exists(), "the audit was not saved to $FAIRRAG_RUNS"
         ui.full_page_screenshot(page, SCREENSHOTS / "audit.png")
 
+    # f. FAIR-QR on the people collection: the iteration timeline, Δ, the final ranking and the baselines.
+    with step("f. FAIR-QR", app, page):
+        page.locator(".st-key-collection_choice").click()
+        runs.act(lambda: page.get_by_role("option", name="people", exact=True).click())
+        runs.act(lambda: page.get_by_role("link", name="FAIR-QR").click())
+        expect(page.get_by_role("heading", name="FAIR-QR", level=1)).to_be_visible()
+        page.locator(".st-key-fqr_refiner").click()
+        runs.act(lambda: page.get_by_role("option", name="corpus keywords").click())
+        runs.act(lambda: page.get_by_role("button", name="Run FAIR-QR").click(), timeout=120)
+        expect(page.get_by_role("heading", name="Iterations")).to_be_visible()
+        expect(page.get_by_text(re.compile(r"^0\. .*Δ = [\d.]+"))).to_be_visible()
+        expect(page.get_by_text(re.compile(r"Stopped because"))).to_be_visible()
+        expect(page.locator(".st-key-fqr_dist_chart [data-testid='stPlotlyChart']")).to_be_visible()
+        expect(page.get_by_role("heading", name="Against the baselines (this query)")).to_be_visible()
+        ui.full_page_screenshot(page, SCREENSHOTS / "fair_qr.png")
+
     assert not runs.errors, f"undecodable websocket frames: {runs.errors[:3]}"

@@ -195,7 +195,7 @@ def test_provider_bars(documents):
     assert list(sampled.y) == ["p2", "p1", "p3"]
     assert sampled.x == pytest.approx([1.6, 0.7, 0.1])
     assert list(trace(fig, "deterministic").x) == [2.0, 1.0, 0.0]
-    assert fig.layout.xaxis.title.text == "expected # of documents in the top k"
+    assert fig.layout.xaxis.title.text == "expected # in the top k"
     assert [t.name for t in provider_bars(providers.assign(target_exposure=np.nan)).data] == [
         "stochastic (sampled)",
         "deterministic",

@@ -1,0 +1,368 @@
+"""FAIR-QR: group-fair retrieval by iterative query refinement (Chen & Fang, "FAIR-QR: Enhancing
+Fairness-aware Information Retrieval through Query Refinement", §2.2 and Fig. 1).
+
+The loop, for one fairness category (or several, intersectionally):
+
+1. retrieve the top K documents for the current query;
+2. ε_L = share of each group among them (unweighted, as in the paper's g_i = Σ g^{d_i} / n);
+3. Δ = KL(ε* ‖ ε_L), smoothed (:func:`~fairrag_core.metrics.group_fairness.kl_divergence`): the target
+   comes first, so a group the target wants but the list lacks costs the most;
+4. ĝ = the most under-represented group (largest ε* − ε_L);
+5. a refiner appends a few keywords about ĝ to the query; go to 1;
+
+until Δ stops decreasing or ``max_iterations`` refinements were made. The list with the lowest Δ is then
+re-ranked by BM25 with the **original** query, so relevance comes back to the top.
+
+Every iteration is kept (query, added keywords, distribution, Δ, ĝ, retrieved ids, notes): the trace is
+the method's explanation, and the app draws it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .corpus import Collection
+from .errors import InvalidParameterError
+from .metrics.group_fairness import (
+    TargetKind,
+    group_distribution,
+    group_labels_for,
+    kl_divergence,
+    most_under_represented,
+    target_distribution,
+)
+from .retrieval import BM25Retriever, Retriever, check_query, top_candidates
+from .text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS
+
+__all__ = [
+    "FairQRConfig", "Iteration", "FairQRResult", "RefinementRequest", "Refinement", "Refiner",
+    "CorpusKeywordRefiner", "LLMRefiner", "sanitise_keywords", "refinement_prompt", "fair_qr",
+]
+
+
+# -- refiners --------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RefinementRequest:
+    """What a refiner is told: the queries, both distributions, K, and the group to bring in."""
+
+    original_query: str
+    current_query: str
+    category: str
+    target: Mapping[str, float]
+    current: Mapping[str, float]
+    top_k: int
+    group: str
+    retrieved: tuple[int, ...]  # collection positions of the current top K
+
+
+@dataclass(frozen=True)
+class Refinement:
+    keywords: str  # sanitised words to append ("" = nothing usable)
+    raw: str  # what the refiner produced before sanitising
+    note: str = ""  # e.g. why a fallback was used
+
+
+class Refiner(ABC):
+    """Proposes keywords that should bring documents of an under-represented group into the top K."""
+
+    name: str
+
+    @abstractmethod
+    def refine(self, request: RefinementRequest) -> Refinement: ...
+
+
+_PREFIX = re.compile(r"^\s*(?:refined\s+)?(?:keywords?|query|queries|phrase|answer)\s*[:：-]\s*", re.IGNORECASE)
+_TOKEN = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?", re.UNICODE)
+
+
+def sanitise_keywords(raw: str, *, current_query: str = "", max_words: int = 6, max_chars: int = 80) -> str:
+    """Keywords an LLM (or anyone) proposed, made safe to append to a query.
+
+    Keeps the first non-empty line after dropping code fences and a ``Keywords:``-style prefix; keeps word
+    tokens only (no punctuation, markup, URLs or control characters); drops words already in the query,
+    stop words, duplicates and tokens over 30 characters; at most ``max_words`` words and ``max_chars``
+    characters. Returns "" when nothing usable is left.
+
+    >>> sanitise_keywords('Keywords: "female", <b>women</b> jazz; http://x.io', current_query="jazz pianists")
+    'female women'
+    """
+    text = re.sub(r"```.*?(```|$)", " ", raw or "", flags=re.DOTALL)
+    text = re.sub(r"<(script|style)\b.*?(</\1\s*>|$)", " ", text, flags=re.DOTALL | re.IGNORECASE)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    line = _PREFIX.sub("", lines[0]) if lines else ""
+    line = re.sub(r"https?://\S+|www\.\S+", " ", line)
+    line = re.sub(r"<[^>]*>", " ", line)
+    seen = {w.lower() for w in _TOKEN.findall(current_query)}
+    words: list[str] = []
+    for word in _TOKEN.findall(line):
+        low = word.lower()
+        if low in seen or low in ENGLISH_STOP_WORDS or len(word) > 30:
+            continue
+        if len(" ".join([*words, word])) > max_chars or len(words) >= max_words:
+            break
+        seen.add(low)
+        words.append(word)
+    return " ".join(words)
+
+
+def _format_distribution(dist: Mapping[str, float]) -> str:
+    return "{" + ", ".join(f"'{g}': {v:.2f}" for g, v in dist.items()) + "}"
+
+
+def refinement_prompt(request: RefinementRequest) -> str:
+    """The query-refinement prompt of Chen & Fang (Appendix), filled in.
+
+    One addition, for small local models: the last sentence asks for the keywords alone on one line.
+    """
+    return (
+        "You are a user who cares about the fairness of a search engine where searched documents are retrieved "
+        "from different subgroups.\n\n"
+        f"You want to make sure the retrieved documents of query: {request.current_query} are from diverse "
+        f"fairness groups quantified by a target distribution: {_format_distribution(request.target)}, which "
+        "shows the desired percentage of retrieved documents from each subgroup. The keys in the target "
+        "distribution are the unique subgroups. The 'Unknown' subgroup means group information is missing or "
+        "not applicable.\n\n"
+        f"Now, using the BM25 method, you got results of the first {request.top_k} documents with a fairness "
+        f"group distribution of: {_format_distribution(request.current)}. You want to achieve the target by "
+        "adding keywords or phrase at the end of the original query with less jeopardize relevance. Therefore, "
+        "you must add less keywords as possible to make the current results more align with our fairness "
+        "target distribution and remain relevant.\n\n"
+        f"Let's try to focus on the subgroup that is most under-represented. In this case, it's the subgroup: "
+        f"{request.group}. Show me your refined keywords that can help retrieve a composition of documents from "
+        f"different {request.category} group closer to the target distribution. That is, knowing the retrieved "
+        f"documents have fewer than desired documents from group {request.group}, you might want to include "
+        f"keywords about {request.group}.\n\n"
+        "Reply with the added keywords only, on one line, without explanation."
+    )
+
+
+class CorpusKeywordRefiner(Refiner):
+    """A transparent, model-free refiner: words that mark the group's documents among those on the topic.
+
+    The pool is the top ``pool_size`` documents for the current query (the topic). Words are scored by
+    the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008)
+    between the group's documents in the pool and the rest of the pool, with the corpus as prior; the
+    ``n_keywords`` best that are not already in the query are appended. Falls back to the whole corpus
+    when the pool holds no document of the group.
+    """
+
+    def __init__(self, collection: Collection, categories: str | Sequence[str], retriever: Retriever, *,
+                 n_keywords: int = 3, pool_size: int = 60, prior_strength: float = 0.1) -> None:
+        self.name = "corpus-keywords"
+        self.collection = collection
+        self.labels = group_labels_for(collection, categories)
+        self.retriever = retriever
+        self.n_keywords = n_keywords
+        self.pool_size = pool_size
+        self.prior_strength = prior_strength
+        self._words = [self._content_words(d.full_text) for d in collection.documents]
+        self._corpus_counts = Counter(w for words in self._words for w in words)
+
+    @staticmethod
+    def _content_words(text: str) -> list[str]:
+        return [w.lower() for w in _TOKEN.findall(text)
+                if w.lower() not in ENGLISH_STOP_WORDS and len(w) > 2 and not w.isdigit()]
+
+    def _log_odds(self, inside: Sequence[int], outside: Sequence[int]) -> pd.Series:
+        a = Counter(w for i in inside for w in self._words[i])
+        b = Counter(w for i in outside for w in self._words[i])
+        vocab = sorted(set(a))
+        prior_total = sum(self._corpus_counts.values())
+        alpha = np.array([self._corpus_counts[w] for w in vocab], dtype=float) * self.prior_strength
+        alpha0 = prior_total * self.prior_strength
+        ya = np.array([a[w] for w in vocab], dtype=float)
+        yb = np.array([b[w] for w in vocab], dtype=float)
+        na, nb = sum(a.values()), sum(b.values())
+        delta = (np.log((ya + alpha) / (na + alpha0 - ya - alpha))
+                 - np.log((yb + alpha) / (nb + alpha0 - yb - alpha)))
+        variance = 1 / (ya + alpha) + 1 / (yb + alpha)
+        return pd.Series(delta / np.sqrt(variance), index=vocab).sort_values(ascending=False, kind="stable")
+
+    def refine(self, request: RefinementRequest) -> Refinement:
+        scores = self.retriever.score(request.current_query)
+        pool = top_candidates(scores, min(self.pool_size, len(scores))).indices
+        inside = [int(i) for i in pool if self.labels[i] == request.group]
+        outside = [int(i) for i in pool if self.labels[i] != request.group]
+        note = ""
+        if not inside:
+            inside = [i for i, g in enumerate(self.labels) if g == request.group]
+            outside = [i for i, g in enumerate(self.labels) if g != request.group]
+            note = f"no {request.group} document on this topic; keywords come from the whole corpus"
+        ranked = self._log_odds(inside, outside)
+        query_stems = set(DEFAULT_TOKENIZER(request.current_query))
+        chosen = [w for w in ranked.index if not set(DEFAULT_TOKENIZER(w)) & query_stems][: self.n_keywords]
+        raw = " ".join(chosen)
+        return Refinement(keywords=sanitise_keywords(raw, current_query=request.current_query), raw=raw, note=note)
+
+
+_REFUSAL = re.compile(r"\b(?:I\s+(?:cannot|can't|can not|am unable|won't)|I'm\s+(?:sorry|unable)|as an AI)\b",
+                      re.IGNORECASE)
+
+
+class LLMRefiner(Refiner):
+    """The paper's refiner: an instruction-following LLM asked with the Appendix prompt (greedy decoding).
+
+    The paper used GPT-4o at temperature 0.3; we decode greedily so that a trace is reproducible. An empty
+    or unusable reply falls back to ``fallback`` (if given) with a note saying so.
+    """
+
+    def __init__(self, model, *, fallback: Refiner | None = None, max_new_tokens: int = 32) -> None:
+        self.model = model
+        self.name = f"llm:{model.name}"
+        self.fallback = fallback
+        self.max_new_tokens = max_new_tokens
+
+    def refine(self, request: RefinementRequest) -> Refinement:
+        from .models.llm import ChatPrompt
+
+        reply = self.model.generate([ChatPrompt("", refinement_prompt(request))],
+                                    max_new_tokens=self.max_new_tokens)[0]
+        refused = _REFUSAL.search(reply or "") is not None  # a refusal's words are not keywords
+        keywords = "" if refused else sanitise_keywords(reply, current_query=request.current_query)
+        if keywords:
+            return Refinement(keywords=keywords, raw=reply)
+        if self.fallback is None:
+            return Refinement(keywords="", raw=reply, note="the LLM reply held no usable keywords")
+        backup = self.fallback.refine(request)
+        note = f"the LLM reply held no usable keywords ({reply[:60]!r}); used {self.fallback.name} instead"
+        return Refinement(keywords=backup.keywords, raw=reply, note="; ".join(filter(None, [note, backup.note])))
+
+
+# -- the loop ----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FairQRConfig:
+    """FAIR-QR settings. ``categories``: one fairness category, or several for intersectional groups."""
+
+    categories: tuple[str, ...]
+    top_k: int = 20
+    max_iterations: int = 5  # the paper's choice (§3.2: 75th percentile of iterations was 4)
+    target: TargetKind = TargetKind.RELEVANT
+    background_weight: float = 0.0  # TREC 2022 mixes the relevant distribution 50/50 with the corpus
+    custom_target: Mapping[str, float] | None = None
+    smoothing: float = 1e-3
+
+
+@dataclass(frozen=True)
+class Iteration:
+    index: int  # 0 = the original query
+    query: str
+    added_keywords: str
+    retrieved: tuple[str, ...]  # doc ids of the top K, retrieval order
+    distribution: dict[str, float]
+    delta: float
+    under_represented: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class FairQRResult:
+    original_query: str
+    query_id: str | None
+    categories: tuple[str, ...]
+    refiner: str
+    target: dict[str, float]
+    iterations: tuple[Iteration, ...]
+    chosen: int  # the iteration whose list is re-ranked (lowest Δ)
+    stop_reason: str
+    reranked: tuple[str, ...]  # the chosen list re-ranked by BM25 on the original query
+    config: dict = field(default_factory=dict)
+
+    @property
+    def refinements(self) -> int:
+        """How many refinements were kept (the paper's iteration count)."""
+        return self.chosen
+
+    @property
+    def without_rerank(self) -> tuple[str, ...]:
+        return self.iterations[self.chosen].retrieved
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, ensure_ascii=False, default=str)
+
+
+def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, query: str, config: FairQRConfig, *,
+            reranker: Retriever | None = None) -> FairQRResult:
+    """Run FAIR-QR for one query and return the full trace.
+
+    Args:
+        collection: documents with group labels (missing labels count as the group "Unknown").
+        retriever: the first-stage retriever the refined queries go to (BM25 in the paper).
+        refiner: :class:`LLMRefiner` (the paper), :class:`CorpusKeywordRefiner`, or any :class:`Refiner`.
+        query: the user's query. If it is one of the collection's queries, its qrels give the relevant-
+            document target; other targets (uniform, custom) work for free queries too.
+        reranker: scores the final list with the original query (default: ``retriever`` when it is BM25,
+            else a BM25 index built over the collection).
+    """
+    text = check_query(query)
+    if not config.categories:
+        raise InvalidParameterError("give at least one fairness category, e.g. gender")
+    if isinstance(config.top_k, bool) or config.top_k < 1 or config.top_k > len(collection):
+        raise InvalidParameterError(f"top_k must be between 1 and the {len(collection)} documents, got {config.top_k}")
+    if config.max_iterations < 0:
+        raise InvalidParameterError(f"max_iterations must be ≥ 0, got {config.max_iterations}")
+    labels = group_labels_for(collection, config.categories)
+    matched = collection.find_query(text)
+    target = target_distribution(collection, matched.query_id if matched else None, config.categories,
+                                 kind=config.target, background_weight=config.background_weight,
+                                 custom=config.custom_target)
+    support = list(target.index)
+    category = " × ".join(config.categories)
+    doc_ids = collection.doc_ids
+
+    def retrieve(q: str) -> np.ndarray:
+        return top_candidates(retriever.score(q), config.top_k).indices
+
+    def measure(top: np.ndarray) -> tuple[pd.Series, float, str]:
+        current = group_distribution(labels[top], support=support)
+        return current, kl_divergence(target, current, smoothing=config.smoothing), most_under_represented(target,
+                                                                                                          current)
+
+    top = retrieve(text)
+    current, delta, group = measure(top)
+    iterations = [Iteration(0, text, "", tuple(doc_ids[i] for i in top), current.to_dict(), delta, group)]
+    best, stop_reason, current_query = 0, f"reached the maximum of {config.max_iterations} refinements", text
+    for step in range(1, config.max_iterations + 1):
+        if delta <= 0:
+            stop_reason = "the top K already matches the target (Δ = 0)"
+            break
+        request = RefinementRequest(original_query=text, current_query=current_query, category=category,
+                                    target=target.to_dict(), current=current.to_dict(), top_k=config.top_k,
+                                    group=group, retrieved=tuple(int(i) for i in top))
+        refinement = refiner.refine(request)
+        if not refinement.keywords:
+            stop_reason = "the refiner proposed no usable keywords"
+            iterations[-1] = Iteration(**{**asdict(iterations[-1]), "note": "; ".join(
+                filter(None, [iterations[-1].note, refinement.note or "no usable keywords"]))})
+            break
+        new_query = f"{current_query} {refinement.keywords}"
+        new_top = retrieve(new_query)
+        new_current, new_delta, new_group = measure(new_top)
+        iterations.append(Iteration(step, new_query, refinement.keywords, tuple(doc_ids[i] for i in new_top),
+                                    new_current.to_dict(), new_delta, new_group, refinement.note))
+        if new_delta >= delta:
+            stop_reason = f"Δ stopped decreasing at refinement {step} ({new_delta:.4f} ≥ {delta:.4f})"
+            break
+        best, current_query, top, current, delta, group = step, new_query, new_top, new_current, new_delta, new_group
+
+    chosen = np.array([collection.index_of(d) for d in iterations[best].retrieved])
+    if reranker is None:  # the paper re-ranks with BM25; reuse the first stage when it is BM25 already
+        reranker = retriever if isinstance(retriever, BM25Retriever) else BM25Retriever(collection.texts)
+    scorer = reranker
+    rerank_scores = scorer.score(text)[chosen]
+    order = np.lexsort((np.arange(chosen.size), -rerank_scores))  # stable: ties keep the retrieval order
+    return FairQRResult(
+        original_query=text, query_id=matched.query_id if matched else None, categories=tuple(config.categories),
+        refiner=refiner.name, target=target.to_dict(), iterations=tuple(iterations), chosen=best,
+        stop_reason=stop_reason, reranked=tuple(doc_ids[i] for i in chosen[order]),
+        config={"top_k": config.top_k, "max_iterations": config.max_iterations, "target": config.target.value,
+                "background_weight": config.background_weight, "smoothing": config.smoothing,
+                "retriever": retriever.name},
+    )
