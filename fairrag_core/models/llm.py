@@ -205,11 +205,11 @@ class TransformersModel(LanguageModel):
         self._lock = threading.Lock()
 
     @property
-    @property
     def loaded(self) -> bool:
         """Whether the weights are in memory (they load on first use)."""
         return self._model is not None
 
+    @property
     def device(self) -> str:
         return resolve_device(self.requested_device)
 

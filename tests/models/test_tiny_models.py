@@ -160,3 +160,10 @@ def test_unreachable_model_names_the_offline_alternatives(monkeypatch):
 
     with pytest.raises(ModelUnavailableError, match="smollm2-135m, qwen2.5-1.5b"):
         TransformersModel("google/flan-t5-small").generate([ChatPrompt("", "q")])
+
+
+def test_loaded_reports_whether_the_weights_are_in_memory(tmp_path):
+    from fairrag_core.models.llm import TransformersModel
+
+    model = TransformersModel(str(tmp_path / "nowhere"), device="cpu")
+    assert model.loaded is False and model.device == "cpu"
