@@ -26,7 +26,6 @@ k = 30, p = 0.3, α = 0.15, where the full computation gives 0.075).
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections import Counter
 from collections.abc import Sequence
@@ -54,7 +53,9 @@ __all__ = [
 def _check_scores(scores: object) -> np.ndarray:
     arr = np.asarray(scores, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
-        raise InvalidParameterError(f"scores must be a non-empty vector (one score per candidate), got shape {arr.shape}")
+        raise InvalidParameterError(
+            f"scores must be a non-empty vector (one score per candidate), got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError("scores must be finite; replace NaN/inf scores (e.g. drop those candidates)")
     return arr
@@ -97,9 +98,9 @@ def mmr(scores: np.ndarray, similarity: np.ndarray, k: int, *, lambda_: float = 
     Returns:
         ``(k,)`` candidate positions in pick order.
 
-    >>> sim = np.array([[1.0, 0.9, 0.1], [0.9, 1.0, 0.2], [0.1, 0.2, 1.0]])
-    >>> mmr(np.array([3.0, 2.9, 1.0]), sim, 2).tolist()  # candidate 1 nearly duplicates candidate 0
-    [0, 2]
+    >>> sim = np.array([[1.0, 0.95, 0.1, 0.0], [0.95, 1.0, 0.1, 0.0], [0.1, 0.1, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    >>> mmr(np.array([3.0, 2.9, 2.5, 1.0]), sim, 3).tolist()  # candidate 1 nearly duplicates candidate 0
+    [0, 2, 1]
     """
     s = _check_scores(scores)
     n = s.size
@@ -110,7 +111,9 @@ def mmr(scores: np.ndarray, similarity: np.ndarray, k: int, *, lambda_: float = 
         raise InvalidParameterError("similarity must be finite; found NaN or infinity")
     k = _check_k(k, n)
     if isinstance(lambda_, bool) or not isinstance(lambda_, numbers.Real) or not (0.0 <= lambda_ <= 1.0):
-        raise InvalidParameterError(f"lambda_ must be in [0, 1] (1 = pure relevance, 0 = pure diversity), got {lambda_!r}")
+        raise InvalidParameterError(
+            f"lambda_ must be in [0, 1] (1 = pure relevance, 0 = pure diversity), got {lambda_!r}"
+        )
 
     span = s.max() - s.min()
     rel = np.ones(n) if span == 0 else (s - s.min()) / span
