@@ -39,6 +39,29 @@ with top[0]:
 
 
 
+def answer_card(group, ranking, collection, n_samples: int, *, container=None) -> None:
+    """One distinct ranking's answer with its citation chips (✓ entails, ✗ seen but not used)."""
+    box = (container or st).container(border=True)
+    head = f"**{group.count} of {n_samples} samples**"
+    if group.utility is not None:
+        head += f" · utility {group.utility:.2f}"
+    head += f" · uses {sum(group.entails)} of {len(group.positions)} documents"
+    box.markdown(head)
+    box.markdown(f"> {group.answer or '*(empty answer)*'}")
+    chips = box.columns(len(group.positions))
+    for rank, (position, entails, prob) in enumerate(zip(group.positions, group.entails, group.entail_probability),
+                                                     start=1):
+        doc = collection.documents[ranking.candidate_indices[position]]
+        label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
+        with chips[rank - 1].popover(label, width="stretch"):
+            st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
+            st.caption("Entails the answer: entailment is the NLI model's most likely label "
+                       f"(P = {prob:.2f})" if entails else
+                       "Does not entail the answer: the NLI model finds neutral or contradiction more "
+                       f"likely (P(entailment) = {prob:.2f})")
+            st.write(doc.text)
+
+
 # Everything that depends on α lives in a fragment: moving the slider reruns this part only, not the sidebar
 # and the query box (the interactive-latency budget is a few hundred milliseconds).
 @st.fragment
@@ -118,16 +141,20 @@ def ranking_and_answers() -> None:
     if st.session_state["generate_for"] == run_key and run_key not in runs:
         generator = resources.generator(settings.generator, settings.device)
         attributor = resources.attributor(settings.attributor, settings.device)
-        working = st.empty()  # progress and Stop, cleared when the answers are in
-        with working.container():
-            bar = st.progress(0.0, text="Starting…")
-            st.button("Stop", key="stop_generation",
-                      help="Finished answers are kept: press Generate again to resume.")
+        working = st.empty()  # progress, Stop and the answers as they arrive; cleared when all are in
+        live = working.container()
+        bar = live.progress(0.0, text="Starting…")
+        live.button("Stop", key="stop_generation", help="Finished answers are kept: press Generate again to resume.")
 
         def report(stage: str, done: int, total: int) -> None:
-            label = "Generating answer" if stage == "generate" else "Checking citations (NLI): document"
-            share = done / total / 2 + (0.5 if stage == "attribute" else 0.0)
-            bar.progress(min(share, 1.0), text=f"{label} {done} of {total}…")
+            if stage == "generate":
+                bar.progress((done - 0.5) / total, text=f"Answer {done} of {total}: checking its citations (NLI)…")
+            else:
+                bar.progress(done / total, text=f"{done} of {total} answers ready; generating the next…"
+                             if done < total else "All answers ready.")
+
+        def show(group) -> None:
+            answer_card(group, ranking, collection, settings.n_samples, container=live)
 
         try:
             runs[run_key] = run_rag(
@@ -136,7 +163,7 @@ def ranking_and_answers() -> None:
                 # normalised by the best answer of this run instead (the sweep pages sample the oracle).
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                           candidates=settings.candidates, oracle=False),
-                scores=scores, n_boot=300, progress=report, chunk=1)
+                scores=scores, n_boot=300, progress=report, chunk=1, on_answer=show)
         except FairRAGError as err:
             st.error(str(err))
             return
@@ -162,26 +189,8 @@ def ranking_and_answers() -> None:
     explainer(explain.ANSWERS)
 
     ids = ranking.doc_ids
-    for number, group in enumerate(sorted(rag.groups, key=lambda g: -g.count)[:20]):
-        with st.container(border=True):
-            head = f"**{group.count} of {settings.n_samples} samples**"
-            if group.utility is not None:
-                head += f" · utility {group.utility:.2f}"
-            head += f" · uses {sum(group.entails)} of {len(group.positions)} documents"
-            st.markdown(head)
-            st.markdown(f"> {group.answer or '*(empty answer)*'}")
-            chips = st.columns(len(group.positions))
-            for rank, (position, entails, prob) in enumerate(zip(group.positions, group.entails,
-                                                                group.entail_probability), start=1):
-                doc = collection.documents[ranking.candidate_indices[position]]
-                label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
-                with chips[rank - 1].popover(label, width="stretch"):
-                    st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
-                    st.caption("Entails the answer: entailment is the NLI model's most likely label "
-                               f"(P = {prob:.2f})" if entails else
-                               "Does not entail the answer: the NLI model finds neutral or contradiction more "
-                               f"likely (P(entailment) = {prob:.2f})")
-                    st.write(doc.text)
+    for group in sorted(rag.groups, key=lambda g: -g.count)[:20]:
+        answer_card(group, ranking, collection, settings.n_samples)
     if len(rag.groups) > 20:
         st.caption(f"Showing the 20 most frequent of {len(rag.groups)} distinct answers.")
 

@@ -134,15 +134,17 @@ def _distinct(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray, 
 def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
             config: RagConfig, *, useful: np.ndarray | None = None, scores: np.ndarray | None = None,
             n_boot: int = 1000, progress: Callable[[str, int, int], None] | None = None,
-            chunk: int = 4) -> RagRun:
+            chunk: int | None = None, on_answer: Callable[[AnswerGroup], None] | None = None) -> RagRun:
     """Run the whole pipeline for one query.
 
     ``useful`` (one bool per collection document) sets the labels for EE-R and the oracle. Without it, the
     collection's qrels are used (``rel ≥ min_rel``) when the query is one of the collection's queries.
     Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
 
-    ``progress(stage, done, total)`` is called after every ``chunk`` distinct lists (stage ``"generate"``)
-    and after every document's entailment checks (stage ``"attribute"``). Finished answers and entailment judgements stay in the generator's and the
+    Distinct lists are processed ``chunk`` at a time (default: all at once): generate their answers, then
+    check each document against every answer of the chunk that saw it. ``progress(stage, done, total)``
+    (stage ``"generate"`` or ``"attribute"``, counting distinct lists) is called after each step, and
+    ``on_answer(group)`` as soon as an answer has its citations, so a page can show answers as they come. Finished answers and entailment judgements stay in the generator's and the
     attributor's caches, so a run that is interrupted between calls resumes where it stopped.
     """
     timings: dict[str, float] = {}
@@ -163,46 +165,50 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
     shown = np.sort(ranking.rankings, axis=1) if config.prompt_order == "retrieval" else ranking.rankings
     lists, which, counts = _distinct(shown)
+    # Most frequent lists first: a caller that shows answers as they come shows the typical ones first.
+    order = np.argsort(-counts, kind="stable")
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(order.size)
+    lists, counts, which = [lists[i] for i in order], counts[order], rank_of[which]
+    chunk = len(lists) if chunk is None else chunk
     if chunk < 1:
         raise InvalidParameterError(f"chunk must be ≥ 1, got {chunk}")
-    start = time.perf_counter()
-    answers: list[str] = []
+    contexts_for = (lambda n: [ranking.query_text] * n) if config.question_in_hypothesis else (lambda n: None)
+    timings["generate"] = timings["attribute"] = 0.0
+    groups: list[AnswerGroup] = []
     for first in range(0, len(lists), chunk):
-        answers += generator.answer_rankings(ranking.query_text,
-                                             [[docs[p] for p in key] for key in lists[first : first + chunk]])
+        part = lists[first : first + chunk]
+        start = time.perf_counter()
+        answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
+        timings["generate"] += time.perf_counter() - start
         if progress is not None:
-            progress("generate", len(answers), len(lists))
-    timings["generate"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    # One attributor call per document, over every answer that saw it: the LLM judge puts the premise first, so
-    # the document's tokens are evaluated once and each further answer costs only its own tokens.
-    readers: dict[int, list[tuple[int, int]]] = {}
-    for g, key in enumerate(lists):
-        for j, p in enumerate(key):
-            readers.setdefault(p, []).append((g, j))
-    probs_of: dict[tuple[int, int], np.ndarray] = {}
-    for n_done, (p, pairs) in enumerate(readers.items(), start=1):
-        hypotheses = [answers[g] for g, _ in pairs]
-        contexts = [ranking.query_text] * len(pairs) if config.question_in_hypothesis else None
-        rows = attributor.label_probabilities([docs[p].full_text] * len(pairs), hypotheses, contexts=contexts)
-        probs_of.update(zip(pairs, rows))
+            progress("generate", first + len(part), len(lists))
+        start = time.perf_counter()
+        # One attributor call per document, over every answer of the chunk that saw it: the LLM judge puts the
+        # premise first, so the document's tokens are evaluated once and each further answer costs only its own.
+        readers: dict[int, list[tuple[int, int]]] = {}
+        for g, key in enumerate(part):
+            for j, p in enumerate(key):
+                readers.setdefault(p, []).append((g, j))
+        probs_of: dict[tuple[int, int], np.ndarray] = {}
+        for p, pairs in readers.items():
+            rows = attributor.label_probabilities([docs[p].full_text] * len(pairs), [answers[g] for g, _ in pairs],
+                                                  contexts=contexts_for(len(pairs)))
+            probs_of.update(zip(pairs, rows))
+        timings["attribute"] += time.perf_counter() - start
+        for g, key in enumerate(part):
+            block = [probs_of[(g, j)] for j in range(len(key))]
+            group = AnswerGroup(
+                positions=key, count=int(counts[first + g]), answer=answers[g],
+                entails=tuple(bool(row.argmax() == 0) for row in block),
+                entail_probability=tuple(float(row[0]) for row in block),
+                utility=None if not gold else utility(answers[g], gold, metric),
+            )
+            groups.append(group)
+            if on_answer is not None:
+                on_answer(group)
         if progress is not None:
-            progress("attribute", n_done, len(readers))
-    probs = np.array([probs_of[(g, j)] for g, key in enumerate(lists) for j in range(len(key))]).reshape(-1, 3)
-    timings["attribute"] = time.perf_counter() - start
-
-    groups = []
-    offset = 0
-    for g, key in enumerate(lists):
-        block = probs[offset : offset + len(key)]
-        offset += len(key)
-        groups.append(AnswerGroup(
-            positions=key, count=int(counts[g]), answer=answers[g],
-            entails=tuple(bool(row.argmax() == 0) for row in block),
-            entail_probability=tuple(float(row[0]) for row in block),
-            utility=None if not gold else utility(answers[g], gold, metric),
-        ))
+            progress("attribute", first + len(part), len(lists))
 
     n_cand = ranking.candidate_indices.size
     attributed = np.zeros(n_cand)
