@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import check_k
 from .errors import InvalidParameterError
 from .sampling import SeedLike, as_generator
 
@@ -41,12 +42,6 @@ __all__ = [
 ]
 
 
-def _check_k(k: object, n: int | None = None) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
-    if n is not None and k > n:
-        raise InvalidParameterError(f"k={k} is larger than the {n} item(s); set k ≤ {n}")
-    return int(k)
 
 
 def _check_rankings(rankings: object, n_items: int) -> np.ndarray:
@@ -113,7 +108,7 @@ def target_exposure(labels: np.ndarray, k: int, *, compat: bool = False) -> np.n
         raise InvalidParameterError(f"labels must be a vector with one entry per item, got shape {raw.shape}")
     lab = _check_labels(raw, raw.size)
     n = lab.size
-    k = _check_k(k, n)
+    k = check_k(k, n)
     m = int(lab.sum())
     useful = 1.0 if m <= k else k / m
     other = 0.0 if (compat or m >= k or m == n) else (k - m) / (n - m)
@@ -135,7 +130,7 @@ def ee_disparity(exposure: np.ndarray, k: int) -> float:
     0.5
     """
     eps = _check_exposure(exposure)
-    k = _check_k(k, eps.size)
+    k = check_k(k, eps.size)
     return float(eps @ eps / k)
 
 
@@ -153,7 +148,7 @@ def ee_relevance(exposure: np.ndarray, labels: np.ndarray, k: int, *, compat: bo
     """
     eps = _check_exposure(exposure)
     lab = _check_labels(labels, eps.size)
-    k = _check_k(k, eps.size)
+    k = check_k(k, eps.size)
     target = target_exposure(lab, k, compat=compat)
     return float(eps @ target / _relevance_normaliser(int(lab.sum()), lab.size, k))
 
@@ -224,7 +219,7 @@ def bootstrap_exposure_ci(
     if not (0.0 < level < 1.0):
         raise InvalidParameterError(f"level must be in (0, 1), e.g. 0.95; got {level!r}")
     n_samples, k = arr.shape
-    k = _check_k(k, n_items)
+    k = check_k(k, n_items)
     items, compact = np.unique(arr, return_inverse=True)
     compact = compact.reshape(arr.shape)
     member = np.zeros((n_samples, items.size))

@@ -35,6 +35,7 @@ import numpy as np
 from scipy import sparse
 from scipy.stats import binom
 
+from .checks import check_k
 from .errors import InvalidParameterError
 from .text import DEFAULT_TOKENIZER
 
@@ -61,12 +62,6 @@ def _check_scores(scores: object) -> np.ndarray:
     return arr
 
 
-def _check_k(k: object, n: int) -> int:
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
-    if k > n:
-        raise InvalidParameterError(f"k={k} is larger than the {n} candidate(s); set k ≤ {n} or retrieve more")
-    return int(k)
 
 
 def _check_open_unit(value: object, name: str, hint: str) -> float:
@@ -109,7 +104,7 @@ def mmr(scores: np.ndarray, similarity: np.ndarray, k: int, *, lambda_: float = 
         raise InvalidParameterError(f"similarity must be ({n}, {n}) for {n} candidates, got shape {sim.shape}")
     if not np.all(np.isfinite(sim)):
         raise InvalidParameterError("similarity must be finite; found NaN or infinity")
-    k = _check_k(k, n)
+    k = check_k(k, n)
     if isinstance(lambda_, bool) or not isinstance(lambda_, numbers.Real) or not (0.0 <= lambda_ <= 1.0):
         raise InvalidParameterError(
             f"lambda_ must be in [0, 1] (1 = pure relevance, 0 = pure diversity), got {lambda_!r}"
@@ -355,7 +350,7 @@ def fair_topk(
         if not np.issubdtype(mask.dtype, np.number) or not np.all(np.isin(mask, (0, 1))):
             raise InvalidParameterError("protected must be boolean or 0/1; build it with protected_group_mask")
         mask = mask.astype(bool)
-    k = _check_k(k, n)
+    k = check_k(k, n)
     table = fair_mtable(k, p, alpha, adjust_alpha=adjust_alpha, compat=compat)
     order = np.lexsort((np.arange(n), -s))  # score descending, then position
     docs = [FairScoreDoc(int(i), float(s[i]), bool(mask[i])) for i in order]

@@ -33,6 +33,7 @@ import numbers
 
 import numpy as np
 
+from .checks import check_k
 from .errors import InvalidParameterError
 
 __all__ = [
@@ -96,13 +97,6 @@ def _check_count(value: object, name: str, hint: str) -> int:
     return int(value)
 
 
-def _check_k(k: object, n: int) -> int:
-    k = _check_count(k, "k", "k must be at least 1 (the number of documents passed to the generator)")
-    if k > n:
-        raise InvalidParameterError(
-            f"k={k} is larger than the {n} candidate(s); set k ≤ {n} or retrieve more candidates"
-        )
-    return k
 
 
 def normalise_scores(scores: np.ndarray) -> np.ndarray:
@@ -146,7 +140,7 @@ def policy_logits(scores: np.ndarray, alpha: float) -> np.ndarray:
 def deterministic_ranking(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the top ``k`` scores, highest first; ties keep collection order (a fixed retriever)."""
     s = _check_scores(scores, ndim=1)
-    k = _check_k(k, s.size)
+    k = check_k(k, s.size)
     return np.argsort(-s, kind="stable")[:k]
 
 
@@ -309,7 +303,7 @@ def sample_rankings(
     s = _check_scores(scores, ndim=1)
     alpha = check_alpha(alpha)
     n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
-    k = _check_k(k, s.size)
+    k = check_k(k, s.size)
     return _sample(s[None, :], np.array([alpha]), n_samples, k, as_generator(seed))[0]
 
 
@@ -341,5 +335,5 @@ def sample_rankings_batch(
             raise InvalidParameterError(f"alpha must be a number or have shape ({q},), got shape {raw.shape}")
         alphas = np.array([check_alpha(float(a)) for a in raw])
     n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
-    k = _check_k(k, s.shape[1])
+    k = check_k(k, s.shape[1])
     return _sample(s, alphas, n_samples, k, as_generator(seed))
