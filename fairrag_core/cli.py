@@ -143,7 +143,15 @@ def _cmd_fair_qr(args, out) -> int:
 
 
 def _cmd_fair_qr_eval(args, out) -> int:
-    from .fairqr_eval import FAIRQR, FairQREvalConfig, evaluate_fair_qr, iteration_statistics, paired_tests, table1
+    from .fairqr_eval import (
+        FAIRQR,
+        FairQREvalConfig,
+        evaluate_fair_qr,
+        iteration_statistics,
+        paired_tests,
+        table1,
+        win_tie_loss,
+    )
     from .retrieval import BM25Retriever
 
     collection = load_collection(args.collection)
@@ -168,6 +176,7 @@ def _cmd_fair_qr_eval(args, out) -> int:
         print(json.dumps({"config": results.attrs, "table1": json.loads(means.to_json(orient="split")),
                           "tests": json.loads(tests.to_json(orient="records")),
                           "iterations": json.loads(iterations.to_json(orient="records")),
+                          "versus_bm25": json.loads(win_tie_loss(results).to_json(orient="records")),
                           "traces": [json.loads(t.to_json()) for t in traces]}, ensure_ascii=False), file=out)
         return 0
     print(f"Table 1 layout — {collection.name}, {results['query_id'].nunique()} queries, refiner "
@@ -183,6 +192,8 @@ def _cmd_fair_qr_eval(args, out) -> int:
           "p-values:", file=out)
     print(tests.pivot_table(index=["category", "baseline"], columns="metric", values="p_value").round(4).to_string(),
           file=out)
+    print(f"\nQueries where {FAIRQR} is better / the same / worse than BM25:", file=out)
+    print(win_tie_loss(results).to_string(index=False), file=out)
     print("\nRefinements kept per query (the paper: max 11, mean 2, 75th percentile 4 with GPT-4o on TREC 2022):",
           file=out)
     print(iterations.round(2).to_string(index=False), file=out)

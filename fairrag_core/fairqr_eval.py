@@ -36,7 +36,7 @@ from .reranking import fair_topk, mmr, protected_group_mask, tfidf_cosine
 from .retrieval import Retriever, top_candidates
 
 __all__ = ["FairQREvalConfig", "FAIRQR", "FAIRQR_NO_RERANK", "evaluate_fair_qr", "compare_systems", "table1",
-           "paired_tests", "iteration_statistics"]
+           "paired_tests", "win_tie_loss", "iteration_statistics"]
 
 FAIRQR, FAIRQR_NO_RERANK = "FAIR-QR", "FAIR-QR [no re-rank]"
 
@@ -158,6 +158,19 @@ def paired_tests(results: pd.DataFrame, *, system: str = FAIRQR, level: float = 
                 rows.append({"category": category, "baseline": other, "metric": metric,
                              "mean_difference": float(diff.mean()), "p_value": p,
                              "better": bool(diff.mean() > 0 and p < level), "worse": bool(diff.mean() < 0 and p < level)})
+    return pd.DataFrame(rows)
+
+
+def win_tie_loss(results: pd.DataFrame, *, system: str = FAIRQR, baseline: str = "BM25",
+                 tolerance: float = 1e-9) -> pd.DataFrame:
+    """Per category and metric: on how many queries ``system`` beats, ties or trails ``baseline``."""
+    rows = []
+    for category, part in results.groupby("category", sort=False):
+        for metric in ("ndcg", "awrf", "ndcg_x_awrf"):
+            wide = part.pivot(index="query_id", columns="system", values=metric)
+            diff = wide[system] - wide[baseline]
+            rows.append({"category": category, "metric": metric, "better": int((diff > tolerance).sum()),
+                         "same": int((diff.abs() <= tolerance).sum()), "worse": int((diff < -tolerance).sum())})
     return pd.DataFrame(rows)
 
 

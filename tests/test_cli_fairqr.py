@@ -36,6 +36,7 @@ def test_fair_qr_eval_table_tests_and_iteration_statistics(tmp_path):
     code, text = run(["fair-qr-eval", "--queries", "ppl-q01,ppl-q02,ppl-q03,ppl-q04", "--output", str(out_csv)])
     assert code == 0
     assert "Table 1 layout — people, 4 queries" in text and "p-values" in text and "Refinements kept" in text
+    assert "better / the same / worse than BM25" in text
     assert out_csv.read_text().startswith("query_id,category,system,ndcg,awrf,ndcg_x_awrf")
 
 
