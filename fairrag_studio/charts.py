@@ -655,7 +655,7 @@ def fairqr_delta(deltas: Sequence[float], *, chosen: int | None = None) -> go.Fi
         fig.add_trace(go.Scatter(x=[chosen], y=[float(deltas[chosen])], mode="markers", name="kept (lowest Δ)",
                                  marker={"size": 18, "symbol": "star", "color": TARGET_COLOUR},
                                  hovertemplate="kept: iteration %{x}<extra></extra>"))
-    _style(fig, title="Δ per iteration (lower = closer to the target)", x_title="iteration",
+    _style(fig, title="Δ per iteration (lower = closer)", x_title="iteration",
            y_title="Δ = KL(target ‖ top K)", height=360)
     fig.update_xaxes(dtick=1)
     fig.update_yaxes(rangemode="tozero")
