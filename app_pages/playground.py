@@ -148,7 +148,8 @@ def ranking_and_answers() -> None:
 
         def report(stage: str, done: int, total: int) -> None:
             if stage == "generate":
-                bar.progress((done - 0.5) / total, text=f"Answer {done} of {total}: checking its citations (NLI)…")
+                bar.progress(max(done - 0.5, 0) / total,
+                             text=f"{done} of {total} answers generated; checking their citations (NLI)…")
             else:
                 bar.progress(done / total, text=f"{done} of {total} answers ready; generating the next…"
                              if done < total else "All answers ready.")
@@ -163,7 +164,7 @@ def ranking_and_answers() -> None:
                 # normalised by the best answer of this run instead (the sweep pages sample the oracle).
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                           candidates=settings.candidates, oracle=False),
-                scores=scores, n_boot=300, progress=report, chunk=1, on_answer=show)
+                scores=scores, n_boot=300, progress=report, chunk=1, growing=True, on_answer=show)
         except FairRAGError as err:
             st.error(str(err))
             return

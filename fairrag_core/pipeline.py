@@ -134,7 +134,8 @@ def _distinct(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray, 
 def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
             config: RagConfig, *, useful: np.ndarray | None = None, scores: np.ndarray | None = None,
             n_boot: int = 1000, progress: Callable[[str, int, int], None] | None = None,
-            chunk: int | None = None, on_answer: Callable[[AnswerGroup], None] | None = None) -> RagRun:
+            chunk: int | None = None, growing: bool = False,
+            on_answer: Callable[[AnswerGroup], None] | None = None) -> RagRun:
     """Run the whole pipeline for one query.
 
     ``useful`` (one bool per collection document) sets the labels for EE-R and the oracle. Without it, the
@@ -142,7 +143,10 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
 
     Distinct lists are processed ``chunk`` at a time (default: all at once): generate their answers, then
-    check each document against every answer of the chunk that saw it. ``progress(stage, done, total)``
+    check each document against every answer of the chunk that saw it. With ``growing``, chunks double
+    after the first two (1, 1, 2, 4, … × ``chunk``, at most 16 × ``chunk``): the first answers come fast, and
+    later chunks let the LLM judge reuse each document's prompt prefix across more answers (on CPU a
+    document's tokens cost ~3 s, each further answer about a fifth of that). ``progress(stage, done, total)``
     (stage ``"generate"`` or ``"attribute"``, counting distinct lists) is called after each step, and
     ``on_answer(group)`` as soon as an answer has its citations, so a page can show answers as they come. Finished answers and entailment judgements stay in the generator's and the
     attributor's caches, so a run that is interrupted between calls resumes where it stopped.
@@ -176,8 +180,11 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     contexts_for = (lambda n: [ranking.query_text] * n) if config.question_in_hypothesis else (lambda n: None)
     timings["generate"] = timings["attribute"] = 0.0
     groups: list[AnswerGroup] = []
-    for first in range(0, len(lists), chunk):
-        part = lists[first : first + chunk]
+    sizes = [chunk, chunk, *(chunk * 2**i for i in range(1, 5))] if growing else [chunk]
+    first, step = 0, 0
+    while first < len(lists):
+        size = sizes[min(step, len(sizes) - 1)]
+        part = lists[first : first + size]
         start = time.perf_counter()
         answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
         timings["generate"] += time.perf_counter() - start
@@ -209,6 +216,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
                 on_answer(group)
         if progress is not None:
             progress("attribute", first + len(part), len(lists))
+        first, step = first + len(part), step + 1
 
     n_cand = ranking.candidate_indices.size
     attributed = np.zeros(n_cand)

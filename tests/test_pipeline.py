@@ -126,5 +126,10 @@ def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches
     again = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10, chunk=1,
                     on_answer=streamed.append)
     assert tuple(streamed) == again.groups and again.metrics() == whole.metrics()
+    chunks: list = []
+    grown = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10, chunk=1,
+                    growing=True, progress=lambda stage, done, total: chunks.append(done) if stage == "generate" else None)
+    assert chunks == [min(d, n) for d in (1, 2, 4, 8, 16, 32, 48, 64)][: len(chunks)] and chunks[-1] == n
+    assert grown.metrics() == whole.metrics()
     with pytest.raises(Exception, match="chunk must be ≥ 1"):
         run_rag(collection, retriever, generator, attributor, "marathon shoe", config, chunk=0)
