@@ -567,6 +567,11 @@ def attributed_vs_retrieval_disparity(table: pd.DataFrame) -> go.Figure:
 
 
 # -- who is retrieved, who is cited ----------------------------------------------------------------------------------
+def _and_list(words: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
 def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") -> go.Figure:
     """Each group's share of retrieval exposure, of citation (attributed) exposure and its fair target share.
 
@@ -600,9 +605,9 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
         )
     _style(
         fig,
-        title="Exposure ledger: " + ", ".join(
+        title="Exposure ledger: " + _and_list([
             word for word, trace in (("retrieved", "retrieval"), ("cited", "citations"), ("deserved", "target"))
-            if any(t.name.startswith(trace) for t in fig.data)) + " shares",
+            if any(t.name.startswith(trace) for t in fig.data)]) + " shares",
         x_title=group_column,
         y_title="share of exposure",
         height=480,
