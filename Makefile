@@ -46,10 +46,11 @@ browser:
 		exit 1; fi
 
 PORT ?= 8501
+ADDRESS ?= localhost
 app: install
 	@$(MAKE) --no-print-directory browser || echo "(the app runs without Chromium; only PNG downloads need it)"
-	@echo "FairRAG Studio on http://localhost:$(PORT)  (Ctrl+C stops it)"
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	@echo "FairRAG Studio on http://$(ADDRESS):$(PORT)  (Ctrl+C stops it)"
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
 
 # Fast tests first (unit, property, tiny-model and quick real-model tests), then the slow real-model ones.
 test: install-dev browser
