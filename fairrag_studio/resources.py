@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,8 @@ __all__ = [
     "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
 ]
 
-UPLOAD_ROOT = Path.home() / ".cache" / "fairrag" / "uploads"
+#: Where uploaded collections are written (override with ``FAIRRAG_UPLOADS``).
+UPLOAD_ROOT = Path(os.environ.get("FAIRRAG_UPLOADS") or Path.home() / ".cache" / "fairrag" / "uploads")
 _BUILT_RETRIEVERS: set[tuple] = set()  # retriever keys whose index (and embedder) exist in this process
 
 

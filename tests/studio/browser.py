@@ -132,6 +132,7 @@ def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, 
         "TRANSFORMERS_OFFLINE": "1",
         "TOKENIZERS_PARALLELISM": "false",
         "FAIRRAG_RUNS": str(runs_path),
+        "FAIRRAG_UPLOADS": str(Path(tmp.name) / "uploads"),
         "PYTHONUNBUFFERED": "1",
     })
     child_env.update(env or {})

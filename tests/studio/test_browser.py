@@ -77,7 +77,7 @@ def grid_text(page) -> str:
     return page.locator(".st-key-grid").text_content() or ""
 
 
-def test_newcomer_path(app, page):
+def test_newcomer_path(app, page, tmp_path):
     from playwright.sync_api import expect
 
     from fairrag_core import load_collection
@@ -200,5 +200,24 @@ def test_newcomer_path(app, page):
         expect(page.locator(".st-key-fqr_dist_chart [data-testid='stPlotlyChart']")).to_be_visible()
         expect(page.get_by_role("heading", name="Against the baselines (this query)")).to_be_visible()
         ui.full_page_screenshot(page, SCREENSHOTS / "fair_qr.png")
+
+    # g. Upload: a corpus with a duplicate id is refused with the loader's message; a good one loads.
+    with step("g. upload a collection", app, page):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text('{"doc_id": "d1", "text": "a red shoe"}\n{"doc_id": "d1", "text": "a blue shoe"}\n')
+        good = tmp_path / "good.jsonl"
+        good.write_text('{"doc_id": "d1", "text": "a red trail shoe", "provider": "A"}\n'
+                        '{"doc_id": "d2", "text": "a blue road shoe", "provider": "B"}\n'
+                        '{"doc_id": "d3", "text": "a green racing shoe", "provider": "C"}\n')
+        page.locator(".st-key-collection_choice").click()
+        runs.act(lambda: page.get_by_role("option", name="Upload your own…").click())
+        uploader = page.locator(".st-key-upload_corpus input[type='file']")
+        runs.act(lambda: uploader.set_input_files(str(bad)))
+        runs.act(lambda: page.get_by_role("button", name="Load this collection").click())
+        expect(page.get_by_text(re.compile(r"That upload was not loaded: .*d1"))).to_be_visible()
+        runs.act(lambda: uploader.set_input_files(str(good)))
+        runs.act(lambda: page.get_by_role("button", name="Load this collection").click())
+        expect(page.get_by_text("Loaded 3 documents and 0 queries.")).to_be_visible()
+        expect(page.get_by_text(re.compile(r"^3 documents · 0 queries · 3 providers"))).to_be_visible()
 
     assert not runs.errors, f"undecodable websocket frames: {runs.errors[:3]}"
