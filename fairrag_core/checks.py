@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from .errors import InvalidParameterError
 
-__all__ = ["check_k"]
+__all__ = ["check_k", "check_binary"]
 
 
 def check_k(k: object, n: int | None = None) -> int:
@@ -23,3 +25,21 @@ def check_k(k: object, n: int | None = None) -> int:
         raise InvalidParameterError(f"k={k} is larger than the {n} candidate(s); set k ≤ {n} or retrieve more "
                                     "candidates")
     return int(k)
+
+
+def check_binary(values: object, n: int, *, name: str, per: str = "item", fix: str) -> np.ndarray:
+    """``values`` as a boolean array of shape ``(n,)``, one per ``per``; 0/1 numbers are accepted.
+
+    ``fix`` ends the message for anything else (e.g. ``"; threshold graded labels first"``).
+
+    >>> check_binary([0, 1, 1], 3, name="labels", fix="; threshold graded labels first").tolist()
+    [False, True, True]
+    """
+    arr = np.asarray(values)
+    if arr.shape != (n,):
+        raise InvalidParameterError(f"{name} must have one entry per {per}: expected shape ({n},), got {arr.shape}")
+    if arr.dtype != bool:
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isin(arr, (0, 1))):
+            raise InvalidParameterError(f"{name} must be boolean or 0/1{fix}")
+        arr = arr.astype(bool)
+    return arr

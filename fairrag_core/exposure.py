@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_k
+from .checks import check_binary, check_k
 from .errors import InvalidParameterError
 from .sampling import SeedLike, as_generator
 
@@ -68,14 +68,7 @@ def _check_exposure(exposure: object) -> np.ndarray:
 
 
 def _check_labels(labels: object, n: int) -> np.ndarray:
-    lab = np.asarray(labels)
-    if lab.shape != (n,):
-        raise InvalidParameterError(f"labels must have one entry per item: expected shape ({n},), got {lab.shape}")
-    if lab.dtype != bool:
-        if not np.issubdtype(lab.dtype, np.number) or not np.all(np.isin(lab, (0, 1))):
-            raise InvalidParameterError("labels must be boolean or 0/1 (useful or not); threshold graded labels first")
-        lab = lab.astype(bool)
-    return lab
+    return check_binary(labels, n, name="labels", fix=" (useful or not); threshold graded labels first")
 
 
 def expected_exposure(rankings: np.ndarray, n_items: int) -> np.ndarray:

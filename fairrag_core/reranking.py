@@ -35,7 +35,7 @@ import numpy as np
 from scipy import sparse
 from scipy.stats import binom
 
-from .checks import check_k
+from .checks import check_binary, check_k
 from .errors import InvalidParameterError
 from .text import DEFAULT_TOKENIZER
 
@@ -343,13 +343,7 @@ def fair_topk(
 
     s = _check_scores(scores)
     n = s.size
-    mask = np.asarray(protected)
-    if mask.shape != (n,):
-        raise InvalidParameterError(f"protected must have one entry per candidate: expected ({n},), got {mask.shape}")
-    if mask.dtype != bool:
-        if not np.issubdtype(mask.dtype, np.number) or not np.all(np.isin(mask, (0, 1))):
-            raise InvalidParameterError("protected must be boolean or 0/1; build it with protected_group_mask")
-        mask = mask.astype(bool)
+    mask = check_binary(protected, n, name="protected", per="candidate", fix="; build it with protected_group_mask")
     k = check_k(k, n)
     table = fair_mtable(k, p, alpha, adjust_alpha=adjust_alpha, compat=compat)
     order = np.lexsort((np.arange(n), -s))  # score descending, then position
