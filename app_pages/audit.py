@@ -68,7 +68,7 @@ with tab_run:
                 st.info("Choose queries and α values, then press **Run the audit**.")
             else:
                 table, documents = result
-                saved = st.session_state.setdefault("audit_saved", {})
+                saved = st.session_state["audit_saved"]
                 complete = table.attrs.get("complete", True)
                 if complete and request not in saved:
                     saved[request] = store.save(table, kind="audit", details=documents,

@@ -59,7 +59,7 @@ if target_kind is TargetKind.CUSTOM:
     custom = dict(zip(edited["group"], edited["share"]))
 
 bm25 = resources.retriever(settings.collection, "bm25", None, settings.device)
-runs = st.session_state.setdefault("fqr_runs", {})
+runs = st.session_state["fqr_runs"]
 config = FairQRConfig(categories=tuple(chosen_categories), top_k=top_k, max_iterations=max_iterations,
                       target=target_kind, background_weight=0.5 if mix else 0.0,
                       custom_target=tuple(sorted(custom.items())) if custom else None)

@@ -135,7 +135,7 @@ def ranking_and_answers() -> None:
     st.divider()
     st.subheader("Answers and citations")
     run_key = (settings, ranking.query_text, alpha_used)
-    runs = st.session_state.setdefault("rag_runs", {})
+    runs = st.session_state["rag_runs"]
     if st.button("Generate answers", type="primary", key="generate"):
         st.session_state["generate_for"] = run_key
     if st.session_state["generate_for"] == run_key and run_key not in runs:

@@ -292,6 +292,11 @@ def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) 
     return bars
 
 
+def _by_sampled_exposure(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by sampled exposure, largest first (ties keep their order)."""
+    return table.assign(_sort=_numeric(table, "exposure")).sort_values("_sort", ascending=False, kind="stable")
+
+
 def _horizontal_layout(fig: go.Figure, n_rows: int) -> None:
     """Largest first at the top, legend above the plot, height growing with the number of rows."""
     fig.update_layout(barmode="group", height=max(380, 190 + 26 * n_rows * max(1, len(fig.data)) // 2),
@@ -315,9 +320,7 @@ def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure
     )
     if top is not None and top < 1:
         raise ValueError(f"exposure_bars: top must be ≥ 1 or None, got {top}")
-    ordered = documents.assign(_sort=_numeric(documents, "exposure")).sort_values(
-        "_sort", ascending=False, kind="stable"
-    )
+    ordered = _by_sampled_exposure(documents)
     shown = ordered if top is None else ordered.head(top)
     fig = go.Figure(_exposure_series_bars(shown, "doc_id", "provider"))
     truncated = len(shown) < len(documents)
@@ -342,9 +345,7 @@ def provider_bars(providers: pd.DataFrame) -> go.Figure:
     ``target_exposure`` is all NaN. Provider-level view of the item fairness in Kim & Diaz (2025), Fig. 3.
     """
     _require_columns(providers, ["provider", "exposure", "deterministic_exposure", "target_exposure"], "provider_bars")
-    ordered = providers.assign(_sort=_numeric(providers, "exposure")).sort_values(
-        "_sort", ascending=False, kind="stable"
-    )
+    ordered = _by_sampled_exposure(providers)
     fig = go.Figure(_exposure_series_bars(ordered, "provider", "provider"))
     _style(
         fig,

@@ -45,7 +45,9 @@ SESSION_DEFAULTS: dict[str, object] = {
     "generate_for": None,  # key of the ranking the user asked answers for
     "sweep_results": {},  # sweep key → {task: SweepResult}
     "exposure_sweeps": {},  # sweep key → (table, documents)
-    "audit_current": None,  # (table, documents, config) of the audit on screen
+    "rag_runs": {},  # playground ranking key → RagRun
+    "audit_saved": {},  # audit request → run id in the store
+    "fqr_runs": {},  # FAIR-QR run key → FairQRResult
     "tolerance": 5.0,
 }
 

@@ -19,7 +19,7 @@ from fairrag_core.sweep import RagSweep, RagSweepConfig, SweepConfig, exposure_s
 from . import resources
 from .state import Settings
 
-__all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "run_rag_request", "finished_rag_results"]
+__all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "run_rag_request"]
 
 
 def parse_alphas(text: str) -> tuple[float, ...]:
@@ -72,10 +72,6 @@ def _plan(request: SweepRequest) -> RagSweep:
                             candidates=s.candidates, labels=request.labels, query_ids=request.query_ids)
     return RagSweep(resources.collection(s.collection), resources.retriever_for(s),
                     resources.generator(s.generator, s.device), resources.attributor(s.attributor, s.device), config)
-
-
-def finished_rag_results(request: SweepRequest) -> dict:
-    return st.session_state["sweep_results"].get(request, {})
 
 
 def run_rag_request(request: SweepRequest, *, run: bool) -> tuple[RagSweep, dict]:
