@@ -97,14 +97,9 @@ def _add_fair_qr(parser: argparse.ArgumentParser) -> None:
 
 
 def _refiner_factory(args, collection, bm25):
-    from .fairqr import CorpusKeywordRefiner, LLMRefiner
+    from .fairqr import build_refiner
 
-    if args.refiner == "keywords":
-        return lambda categories: CorpusKeywordRefiner(collection, categories, bm25)
-    from .models.catalog import load_language_model
-
-    model = load_language_model(args.refiner)
-    return lambda categories: LLMRefiner(model, fallback=CorpusKeywordRefiner(collection, categories, bm25))
+    return lambda categories: build_refiner(args.refiner, collection, categories, bm25)
 
 
 def _cmd_fair_qr(args, out) -> int:

@@ -44,7 +44,8 @@ from .text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS
 
 __all__ = [
     "FairQRConfig", "Iteration", "FairQRResult", "RefinementRequest", "Refinement", "Refiner",
-    "CorpusKeywordRefiner", "LLMRefiner", "sanitise_keywords", "refinement_prompt", "fair_qr",
+    "CorpusKeywordRefiner", "LLMRefiner", "KEYWORDS_REFINER", "build_refiner", "sanitise_keywords",
+    "refinement_prompt", "fair_qr",
 ]
 
 
@@ -234,6 +235,22 @@ class LLMRefiner(Refiner):
         backup = self.fallback.refine(request)
         note = f"the LLM reply held no usable keywords ({reply[:60]!r}); used {self.fallback.name} instead"
         return Refinement(keywords=backup.keywords, raw=reply, note="; ".join(filter(None, [note, backup.note])))
+
+
+#: The name of the model-free refiner in :func:`build_refiner` (any other name is a language model).
+KEYWORDS_REFINER = "keywords"
+
+
+def build_refiner(name: str, collection: Collection, categories: str | Sequence[str], retriever: Retriever, *,
+                  device: str | None = None) -> Refiner:
+    """``"keywords"`` → :class:`CorpusKeywordRefiner`; any other name (catalog name, HF id, local folder) →
+    :class:`LLMRefiner` on that model, falling back to the corpus keywords."""
+    keywords = CorpusKeywordRefiner(collection, categories, retriever)
+    if name == KEYWORDS_REFINER:
+        return keywords
+    from .models.catalog import load_language_model
+
+    return LLMRefiner(load_language_model(name, device=device), fallback=keywords)
 
 
 # -- the loop ----------------------------------------------------------------------------------------------------------

@@ -78,12 +78,10 @@ def attributor(name: str, device: str) -> Attributor:
 @st.cache_resource(show_spinner="Loading the query refiner (first time only)…", max_entries=8)
 def refiner(source: str, categories: tuple[str, ...], name: str, device: str):
     """FAIR-QR's refiner: an LLM with the paper's prompt (falling back to corpus keywords), or corpus keywords."""
-    from fairrag_core.fairqr import CorpusKeywordRefiner, LLMRefiner
+    from fairrag_core.fairqr import KEYWORDS_REFINER, build_refiner
 
-    keywords = CorpusKeywordRefiner(collection(source), categories, retriever(source, "bm25", None, device))
-    if name == "corpus keywords":
-        return keywords
-    return LLMRefiner(load_language_model(name, device=None if device == "auto" else device), fallback=keywords)
+    return build_refiner(KEYWORDS_REFINER if name == "corpus keywords" else name, collection(source), categories,
+                         retriever(source, "bm25", None, device), device=None if device == "auto" else device)
 
 
 @st.cache_resource(show_spinner=False, on_release=RunStore.close)

@@ -214,3 +214,15 @@ def test_win_tie_loss_and_table1_layout_on_a_hand_made_table():
     assert tests.loc["awrf", "p_value"] == pytest.approx(stats.ttest_rel([0.9, 0.7, 0.85, 0.8],
                                                                          [0.8, 0.7, 0.9, 0.6]).pvalue)
     assert tests.loc["ndcg", "p_value"] == 1.0  # identical: no test needed
+
+
+def test_build_refiner_by_name():
+    from fairrag_core.fairqr import KEYWORDS_REFINER, build_refiner
+
+    people = load_collection("people")
+    bm25 = BM25Retriever(people.texts)
+    keywords = build_refiner(KEYWORDS_REFINER, people, "gender", bm25)
+    assert isinstance(keywords, CorpusKeywordRefiner)
+    llm = build_refiner("smollm2-135m", people, "gender", bm25)  # weights load on first use, not here
+    assert isinstance(llm, LLMRefiner) and isinstance(llm.fallback, CorpusKeywordRefiner)
+    assert llm.name == "llm:smollm2-135m"
