@@ -259,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
     p.add_argument("--labels", choices=["utility", "relevance"], default="utility",
                    help="usefulness labels for EE-R and the oracle (default: utility labels of the generator)")
+    p.add_argument("--no-oracle", action="store_true",
+                   help="skip the stochastic oracle's answers (fewer generations; normalised EU then divides by the "
+                        "best answer of each run itself)")
     p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
@@ -572,7 +575,8 @@ def _cmd_rag_sweep(args, out) -> int:
     ids = tuple(q.strip() for q in args.queries.split(",") if q.strip()) if args.queries else ()
     config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                            labels=args.labels, query_ids=ids, prompt_order=args.prompt_order)
+                            labels=args.labels, query_ids=ids, prompt_order=args.prompt_order,
+                            oracle=not args.no_oracle)
 
     def progress(done, total):
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
@@ -585,6 +589,7 @@ def _cmd_rag_sweep(args, out) -> int:
         f"--metric {args.metric} --prompt-order {args.prompt_order}"
         + (f" --candidates {args.candidates}" if args.candidates else "")
         + (f" --queries {args.queries}" if args.queries else "")
+        + (" --no-oracle" if args.no_oracle else "")
     )
     table1 = disparity_quality_table(table)
     table2 = utility_by_disparity_table(table)

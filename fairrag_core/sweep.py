@@ -149,6 +149,9 @@ class RagSweepConfig:
     query_ids: tuple[str, ...] = field(default=())
     deterministic_baseline: bool = True
     prompt_order: str = "sampled"  # see RagConfig.prompt_order
+    # The stochastic oracle's N answers per query (cached across α) set u_max for normalised EU; without them
+    # u_max is the best answer of the run itself, and the sweep makes no oracle generations.
+    oracle: bool = True
 
 
 @dataclass(frozen=True)
@@ -222,7 +225,8 @@ class RagSweep:
         run = run_rag(self.collection, self.retriever, self.generator, self.attributor, query.text,
                       RagConfig(alpha=task.alpha, n_samples=config.n_samples, k=config.k, seed=task.seed,
                                 candidates=config.candidates, min_rel=config.min_rel, metric=self.metric,
-                                prompt_order=config.prompt_order, oracle_seed=task.oracle_seed),
+                                prompt_order=config.prompt_order, oracle=config.oracle,
+                                oracle_seed=task.oracle_seed),
                       useful=self.labels[query.query_id], scores=self._scores[query.query_id], n_boot=200)
         m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
         row = {"query_id": query.query_id, "system": _system(task.alpha), "alpha": task.alpha, "m": m,
@@ -244,7 +248,7 @@ class RagSweep:
             collection=self.collection.name, retriever=self.retriever.name, generator=self.generator.name,
             attributor=self.attributor.name, alphas=list(config.alphas), n_samples=config.n_samples, k=config.k,
             seed=self.seed, candidates=config.candidates, metric=self.metric.value, labels=config.labels,
-            prompt_order=config.prompt_order, query_ids=[q.query_id for q in self.queries],
+            prompt_order=config.prompt_order, oracle=config.oracle, query_ids=[q.query_id for q in self.queries],
             complete=len(ordered) == len(self.tasks),
         )
         if wall_seconds is not None:

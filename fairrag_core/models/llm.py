@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InvalidParameterError, ModelUnavailableError
 from .device import resolve_device
 
-__all__ = ["ChatPrompt", "LanguageModel", "LlamaCppModel", "TransformersModel", "softmax_options"]
+__all__ = ["ChatPrompt", "LanguageModel", "LlamaCppModel", "TokenUsage", "TransformersModel", "softmax_options"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,53 @@ class ChatPrompt:
     def messages(self) -> list[dict[str, str]]:
         out = [{"role": "system", "content": self.system}] if self.system else []
         return out + [{"role": "user", "content": self.user}]
+
+
+@dataclass
+class TokenUsage:
+    """What a llama-cpp model has computed: calls, prompt tokens evaluated and reused, tokens generated.
+
+    On a CPU the time of a call is close to linear in ``prompt_tokens`` and ``generated_tokens``; ``reused_tokens``
+    are prompt tokens served from the KV cache of the previous prompt (its longest common prefix).
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    generated_tokens: int = 0
+
+    def add(self, prompt: int, reused: int, generated: int = 0) -> None:
+        self.calls += 1
+        self.prompt_tokens += prompt
+        self.reused_tokens += reused
+        self.generated_tokens += generated
+
+    def snapshot(self) -> "TokenUsage":
+        return TokenUsage(self.calls, self.prompt_tokens, self.reused_tokens, self.generated_tokens)
+
+    def __add__(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(self.calls + other.calls, self.prompt_tokens + other.prompt_tokens,
+                          self.reused_tokens + other.reused_tokens, self.generated_tokens + other.generated_tokens)
+
+    def __sub__(self, other: "TokenUsage") -> "TokenUsage":
+        return TokenUsage(self.calls - other.calls, self.prompt_tokens - other.prompt_tokens,
+                          self.reused_tokens - other.reused_tokens, self.generated_tokens - other.generated_tokens)
+
+
+def common_prefix(previous: Sequence[int], tokens: Sequence[int]) -> int:
+    """Tokens of ``tokens`` that llama-cpp serves from the KV cache of ``previous``.
+
+    The longest common prefix, at most ``len(tokens) - 1``: the last token is always evaluated again
+    because its logits are needed.
+
+    >>> common_prefix([1, 2, 3, 4], [1, 2, 9]), common_prefix([1, 2], [1, 2])
+    (2, 1)
+    """
+    limit = min(len(previous), len(tokens) - 1)
+    if limit <= 0:
+        return 0
+    same = np.asarray(previous[:limit]) == np.asarray(tokens[:limit])
+    return int(limit if same.all() else same.argmin())
 
 
 def softmax_options(logits: np.ndarray) -> np.ndarray:
@@ -95,6 +142,7 @@ class LlamaCppModel(LanguageModel):
         self._llm = None
         self._formatter = None
         self._lock = threading.Lock()
+        self.usage = TokenUsage()
 
     @property
     def device(self) -> str:
@@ -155,9 +203,14 @@ class LlamaCppModel(LanguageModel):
             order = sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user))
             out = [""] * len(prompts)
             for i in order:
+                previous = llm.input_ids[: llm.n_tokens].tolist()
                 reply = llm.create_chat_completion(messages=prompts[i].messages(), temperature=0.0, top_k=1,
                                                    max_tokens=max_new_tokens, seed=self.seed, stop=["\n"])
                 out[i] = (reply["choices"][0]["message"]["content"] or "").strip()
+                # llama-cpp's own prompt (it may add a BOS): the prefix it reused is the common one with the last
+                prompt_ids = llm.input_ids[: reply["usage"]["prompt_tokens"]].tolist()
+                reused = common_prefix(previous, prompt_ids)
+                self.usage.add(len(prompt_ids) - reused, reused, reply["usage"]["completion_tokens"])
             return out
 
     def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
@@ -171,12 +224,10 @@ class LlamaCppModel(LanguageModel):
             _check_options(firsts, options)
             # Reuse the KV cache of the longest common prefix with the previous prompt: judging many claims
             # against one document (premise first) then costs only the claim's tokens.
-            previous = np.asarray(llm.input_ids[: llm.n_tokens])
-            limit = min(previous.size, len(tokens) - 1)
-            same = previous[:limit] == np.asarray(tokens[:limit])
-            prefix = int(limit if same.all() else same.argmin())
+            prefix = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
             llm.n_tokens = prefix
             llm.eval(tokens[prefix:])
+            self.usage.add(len(tokens) - prefix, prefix)
             # Without logits_all (n_ctx × vocab floats) llama-cpp keeps only the last position's logits in the
             # context; read them there.
             last = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))

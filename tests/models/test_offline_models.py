@@ -38,6 +38,22 @@ def test_option_probabilities_are_a_distribution():
     assert probs.shape == (2,) and probs.sum() == pytest.approx(1.0)
 
 
+def test_token_usage_counts_the_kv_prefix_llama_cpp_reuses():
+    model = load_language_model("smollm2-135m")
+    shared = "Documents:\n[1] " + "The Cadence is a neutral trainer with a soft midsole. " * 8
+    first, second = ChatPrompt("Answer briefly.", shared + "\nQuestion: Is it soft?"), \
+        ChatPrompt("Answer briefly.", shared + "\nQuestion: Is it neutral?")
+    before = model.usage.snapshot()
+    model.generate([first])
+    one = model.usage - before
+    model.generate([second])
+    two = model.usage - before - one
+    assert one.calls == two.calls == 1 and one.generated_tokens > 0
+    # the second prompt is as long as the first; all but its last few tokens come from the KV cache
+    assert two.prompt_tokens + two.reused_tokens == one.prompt_tokens + one.reused_tokens
+    assert two.reused_tokens > 0.8 * (two.prompt_tokens + two.reused_tokens)
+
+
 @pytest.mark.slow
 def test_qwen_judge_accuracy_on_the_labelled_set():
     judge = default_attributor()
