@@ -5,13 +5,15 @@ one generation per sampled ranking and per oracle ranking (for normalised EU), t
 document of each sampled ranking, in sampled order. The sweep (:class:`fairrag_core.RagSweep`, the code
 the CLI and the app run) generates each distinct top-k list once, serves recurring lists from its cache
 (across samples, α values and the oracle), judges each (document, answer) pair once, and orders prompts
-so that llama-cpp reuses the KV cache of shared prefixes (the judge's instruction and document).
+so that llama-cpp reuses the KV cache of shared prefixes; the judge also keeps each document's KV state
+and restores it (~14 ms) instead of evaluating the document again. Both use the same models, prompts
+and llama-cpp backend, whose reuse of the previous prompt's common prefix is automatic.
 
 On a CPU a llama-cpp call costs about ``c + prompt_tokens / p + generated_tokens / g`` seconds, so the
 benchmark has three parts:
 
 1. **count** — both methods run on *dry* models: the real tokenizers and chat templates, llama-cpp's
-   prefix-reuse rule, no weights. Answers are placeholders of ``--answer-tokens`` tokens, all different
+   prefix-reuse rule and kept states, no weights. Answers are placeholders of ``--answer-tokens`` tokens, all different
    (real answers sometimes coincide, which only helps the sweep). This gives exact calls and prompt
    tokens for the full configuration (default: 4 α × N = 100 × 10 queries of running-shoes, k = 5).
 2. **calibrate** — real SmolLM2 and Qwen calls on this machine give ``c``, ``p`` and ``g`` (least squares).
@@ -20,7 +22,8 @@ benchmark has three parts:
 
 The predicted wall time of the full configuration is the calibrated cost of its counted tokens.
 Run: ``python benchmarks/bench_sweep.py [--alphas 1,2,4,8] [--samples 100] [--queries 10] [--baseline]
-[--no-oracle] [--skip-check]``. The real part takes about 15 minutes on a 2-core CPU.
+[--no-oracle] [--skip-check] [--cost benchmarks/results/sweep_costs.json]``. The real part takes about
+15 minutes on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -44,12 +47,13 @@ from fairrag_core.sweep import RagSweep, RagSweepConfig
 
 
 class DryModel(LlamaCppModel):
-    """Tokenises, renders and counts like :class:`LlamaCppModel`, with llama-cpp's prefix reuse, but computes nothing."""
+    """:class:`LlamaCppModel` with its tokenizer, chat template and KV bookkeeping (prefix reuse, kept document
+    states) but no weights: evaluating tokens only records them. Kept states are never evicted here (the real
+    budget, 1 GB, holds ~140 of the judge's ~7 MB document states; running-shoes has 92 documents)."""
 
     def __init__(self, real: LlamaCppModel, answer_tokens: int) -> None:
         super().__init__(real.path, name=real.name, n_ctx=real.n_ctx)
         self.answer_tokens = answer_tokens
-        self._kv: list[int] = []
         self._answers = 0
 
     def _load(self):
@@ -58,30 +62,36 @@ class DryModel(LlamaCppModel):
             from llama_cpp._utils import suppress_stdout_stderr
 
             with suppress_stdout_stderr(disable=False):  # llama.cpp warns about the context of a vocab-only model
-                self._llm = Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+                self._llm = Llama(model_path=str(self.path), vocab_only=True, n_ctx=self.n_ctx, verbose=False)
         return self._llm
 
-    def _tokens(self, prompt) -> list[int]:
-        return self._load().tokenize(self._render(prompt).encode("utf-8"), add_bos=False, special=True)
+    def _eval(self, tokens):
+        llm = self._llm
+        llm.input_ids[llm.n_tokens : llm.n_tokens + len(tokens)] = tokens
+        llm.n_tokens += len(tokens)
+
+    def _last_logits(self):
+        return np.zeros(self._llm.n_vocab())
+
+    def _keep_state(self, key):
+        self._kept[key] = b""
+
+    def _restore_state(self, state, tokens):
+        self._llm.input_ids[: len(tokens)] = tokens
+        self._llm.n_tokens = len(tokens)
 
     def generate(self, prompts, *, max_new_tokens: int = 64):
-        out = [""] * len(prompts)
+        llm, out = self._load(), [""] * len(prompts)
         for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
-            tokens = self._tokens(prompts[i])
-            reused = common_prefix(self._kv, tokens)
+            tokens = llm.tokenize(self._render(prompts[i]).encode("utf-8"), add_bos=False, special=True)
+            reused = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
             self._answers += 1
             answer = f"answer {self._answers} " + "word " * max(0, self.answer_tokens - 4)
-            self._kv = tokens + self._load().tokenize(answer.encode("utf-8"), add_bos=False)
+            llm.n_tokens = reused
+            self._eval(tokens[reused:] + llm.tokenize(answer.encode("utf-8"), add_bos=False))
             self.usage.add(len(tokens) - reused, reused, self.answer_tokens)
             out[i] = answer.strip()
         return out
-
-    def option_probabilities(self, prompt, options):
-        tokens = self._tokens(prompt)
-        reused = common_prefix(self._kv, tokens)
-        self._kv = tokens
-        self.usage.add(len(tokens) - reused, reused)
-        return np.array([0.6, 0.3, 0.1])[: len(options)]
 
 
 def make_sweep(collection, retriever, generator, judge, args, alphas, n_samples, queries) -> RagSweep:
@@ -195,7 +205,7 @@ def main() -> None:
     parser.add_argument("--check-samples", type=int, default=10)
     parser.add_argument("--skip-check", action="store_true", help="counts and the calibration only")
     parser.add_argument("--cost", default=None,
-                        help="JSON file of the fitted costs: read if it exists (no calibration run), else written")
+                        help="JSON file of the fitted costs: read if it exists (no refit), else fitted and written")
     args = parser.parse_args()
     alphas = [float(a) for a in args.alphas.split(",")]
     collection = load_collection(args.collection)
@@ -222,20 +232,21 @@ def main() -> None:
     small = make_sweep(collection, retriever, gen, judge, args, [float(a) for a in args.check_alphas.split(",")],
                        args.check_samples, 1)
     saved = Path(args.cost) if args.cost else None
+    cost = None
     if saved is not None and saved.exists():
         cost = {role: Cost(**values) for role, values in json.loads(saved.read_text()).items()}
         print(f"  costs read from {saved}")
-        args.skip_check = True
-    else:
+    if cost is None or not args.skip_check:
         gen_real.generate([build_prompt("warm up", collection.documents[:1])])
         judge.model.option_probabilities(judge.prompt("warm up", "warm up"), _JUDGE_OPTIONS)
         observed: list = []
         start = time.perf_counter()
         run_naive(small, gen, judge, timer=observed)
         naive_wall = time.perf_counter() - start
-        cost = {role: fit_cost([(u, s) for r, u, s in observed if r == role]) for role in ("generate", "judge")}
         answer_tokens = np.mean([u.generated_tokens for r, u, _ in observed if r == "generate"])
         print(f"  real answers: {answer_tokens:.1f} tokens on average (dry placeholders: {args.answer_tokens})")
+    if cost is None:
+        cost = {role: fit_cost([(u, s) for r, u, s in observed if r == role]) for role in ("generate", "judge")}
         if saved is not None:
             saved.write_text(json.dumps({role: asdict(c) for role, c in cost.items()}, indent=1))
     for role, c in cost.items():

@@ -29,16 +29,16 @@ NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 _JUDGE_SYSTEM = "You check facts strictly against a given document."
 # Instruction first, then the document, then the claim: the instruction's tokens are shared by every pair and the
-# document's by consecutive claims about it (llama-cpp keeps the KV cache of the common prefix), so a further
-# claim about a document costs only its own tokens. On our 44 labelled pairs this order halved the judge's
+# document's by every claim about it (llama-cpp keeps the KV cache of the common prefix with the previous prompt,
+# and LlamaCppModel keeps the state after each document's head for later calls), so a further claim about a
+# document costs only its own tokens. On our 44 labelled pairs this order halved the judge's
 # time against the question-last layout and kept its entailment accuracy (0.93; 3-way 0.80 vs 0.73).
-_JUDGE_USER = """Question: Is the statement supported by the document, contradicted by the document, or not mentioned in the document?
+_JUDGE_HEAD = """Question: Is the statement supported by the document, contradicted by the document, or not mentioned in the document?
 Reply with one word: supported, contradicted, or unmentioned.
 
 Document:
-{premise}
-
-Statement: {claim}"""
+{premise}"""
+_JUDGE_TAIL = "\n\nStatement: {claim}"
 #: The judge's answer words, in NLI_LABELS order (entailment, neutral, contradiction).
 _JUDGE_OPTIONS = ("supported", "unmentioned", "contradicted")
 
@@ -110,17 +110,21 @@ class LLMJudgeAttributor(Attributor):
         self.max_premise_words = max_premise_words
 
     def prompt(self, premise: str, hypothesis: str, context: str | None = None) -> ChatPrompt:
+        return ChatPrompt(_JUDGE_SYSTEM, self._head(premise) + _JUDGE_TAIL.format(claim=_claim(hypothesis, context)))
+
+    def _head(self, premise: str) -> str:
+        """The part of the prompt shared by every claim about ``premise``."""
         words = premise.split()
         if len(words) > self.max_premise_words:  # truncate the premise, never the hypothesis
             premise = " ".join(words[: self.max_premise_words]) + " …"
-        return ChatPrompt(_JUDGE_SYSTEM, _JUDGE_USER.format(premise=premise, claim=_claim(hypothesis, context)))
+        return _JUDGE_HEAD.format(premise=premise)
 
     def _label_probabilities(self, premises, hypotheses, contexts) -> np.ndarray:
         order = sorted(range(len(premises)), key=lambda i: premises[i])  # same document → shared prefix
         out = np.zeros((len(premises), 3))
         for i in order:
             out[i] = self.model.option_probabilities(self.prompt(premises[i], hypotheses[i], contexts[i]),
-                                                     _JUDGE_OPTIONS)
+                                                     _JUDGE_OPTIONS, keep_prefix=self._head(premises[i]))
         return out
 
 

@@ -145,8 +145,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     Distinct lists are processed ``chunk`` at a time (default: all at once): generate their answers, then
     check each document against every answer of the chunk that saw it. With ``growing``, chunks double
     after the first two (1, 1, 2, 4, … × ``chunk``, at most 16 × ``chunk``): the first answers come fast, and
-    later chunks let the LLM judge reuse each document's prompt prefix across more answers (on CPU a
-    document's tokens cost ~3 s, each further answer about a fifth of that). ``progress(stage, done, total)``
+    fewer, larger chunks cost less per-call overhead (the llama-cpp judge keeps each document's KV state across
+    chunks, so a document's ~3 s of prompt is paid once either way). ``progress(stage, done, total)``
     (stage ``"generate"`` or ``"attribute"``, counting distinct lists) is called after each step, and
     ``on_answer(group)`` as soon as an answer has its citations, so a page can show answers as they come. Finished answers and entailment judgements stay in the generator's and the
     attributor's caches, so a run that is interrupted between calls resumes where it stopped.
@@ -192,7 +192,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
             progress("generate", first + len(part), len(lists))
         start = time.perf_counter()
         # One attributor call per document, over every answer of the chunk that saw it: the LLM judge puts the
-        # premise first, so the document's tokens are evaluated once and each further answer costs only its own.
+        # premise before the claim, so each further answer about a document costs only its own tokens.
         readers: dict[int, list[tuple[int, int]]] = {}
         for g, key in enumerate(part):
             for j, p in enumerate(key):

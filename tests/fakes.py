@@ -33,7 +33,7 @@ class FirstDocumentModel(LanguageModel):
             out.append(found.group(1) if found else "no idea")
         return out
 
-    def option_probabilities(self, prompt: ChatPrompt, options):
+    def option_probabilities(self, prompt: ChatPrompt, options, *, keep_prefix: str = ""):
         return np.full(len(options), 1.0 / len(options))
 
 

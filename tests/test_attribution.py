@@ -22,7 +22,7 @@ class RecordingModel(LanguageModel):
     def generate(self, prompts, *, max_new_tokens: int = 64):
         raise AssertionError("the judge never generates")
 
-    def option_probabilities(self, prompt, options):
+    def option_probabilities(self, prompt, options, *, keep_prefix: str = ""):
         self.prompts.append(prompt)
         document = prompt.user.split("Document:\n", 1)[1].split("\n\nStatement:", 1)[0]
         claim = prompt.user.split("Statement: ", 1)[1]
@@ -58,3 +58,17 @@ def test_pairs_about_one_document_are_judged_back_to_back_and_cached():
     assert documents == ["alpha doc", "alpha doc", "beta doc", "beta doc"]  # the repeated pair is asked once
     judge.entails(premises, hypotheses)
     assert len(model.prompts) == 4
+
+
+def test_the_judge_asks_to_keep_each_documents_head():
+    kept = []
+
+    class KeepingModel(RecordingModel):
+        def option_probabilities(self, prompt, options, *, keep_prefix: str = ""):
+            kept.append(keep_prefix)
+            assert prompt.user.startswith(keep_prefix) and prompt.user[len(keep_prefix):].startswith("\n\nStatement: ")
+            return super().option_probabilities(prompt, options)
+
+    judge = LLMJudgeAttributor(KeepingModel(), max_premise_words=3)
+    judge.entails(["one two three four", "other doc"], ["one", "two"])
+    assert [k.rsplit("Document:\n", 1)[1] for k in kept] == ["one two three …", "other doc"]

@@ -152,7 +152,7 @@ class CannedModel(LanguageModel):
         self.prompts += prompts
         return [self.reply for _ in prompts]
 
-    def option_probabilities(self, prompt, options):
+    def option_probabilities(self, prompt, options, *, keep_prefix: str = ""):
         return np.full(len(options), 1 / len(options))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,10 +115,12 @@ class LanguageModel(ABC):
         """Deterministic completions, one per prompt, stripped of surrounding whitespace."""
 
     @abstractmethod
-    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:
         """P(answer starts with option i), renormalised over ``options``, from next-token logits.
 
         Options must differ in their first token (e.g. ``entailment``/``neutral``/``contradiction``).
+        ``keep_prefix`` is a start of ``prompt.user`` that later prompts will repeat (a judged document):
+        a backend with a KV cache may keep its state to serve them; others ignore it.
         """
 
 
@@ -132,7 +135,8 @@ class LlamaCppModel(LanguageModel):
     backend = "llama-cpp"
 
     def __init__(self, path: str | Path, *, name: str | None = None, n_ctx: int = 4096,
-                 n_threads: int | None = None, device: str | None = None, seed: int = 0) -> None:
+                 n_threads: int | None = None, device: str | None = None, seed: int = 0,
+                 kept_states_mb: float = 1024) -> None:
         self.path = Path(path)
         self.name = name or self.path.stem
         self.n_ctx = n_ctx
@@ -143,6 +147,9 @@ class LlamaCppModel(LanguageModel):
         self._formatter = None
         self._lock = threading.Lock()
         self.usage = TokenUsage()
+        # KV states of kept prompt prefixes (see option_probabilities), least recently used first
+        self.kept_states_mb = kept_states_mb
+        self._kept: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
 
     @property
     def device(self) -> str:
@@ -213,7 +220,7 @@ class LlamaCppModel(LanguageModel):
                 self.usage.add(len(prompt_ids) - reused, reused, reply["usage"]["completion_tokens"])
             return out
 
-    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:
         with self._lock:
             llm = self._load()
             text = self._render(prompt)
@@ -222,16 +229,81 @@ class LlamaCppModel(LanguageModel):
                 raise InvalidParameterError(f"prompt has {len(tokens)} tokens, over the context of {self.n_ctx}")
             firsts = [llm.tokenize(o.encode("utf-8"), add_bos=False, special=False)[0] for o in options]
             _check_options(firsts, options)
-            # Reuse the KV cache of the longest common prefix with the previous prompt: judging many claims
-            # against one document (premise first) then costs only the claim's tokens.
-            prefix = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
-            llm.n_tokens = prefix
-            llm.eval(tokens[prefix:])
-            self.usage.add(len(tokens) - prefix, prefix)
-            # Without logits_all (n_ctx × vocab floats) llama-cpp keeps only the last position's logits in the
-            # context; read them there.
-            last = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
-            return softmax_options(np.asarray(last, dtype=np.float64)[firsts])
+            self._evaluate(tokens, self._kept_length(text, tokens, keep_prefix))
+            return softmax_options(self._last_logits()[firsts])
+
+    def _kept_length(self, text: str, tokens: list[int], keep_prefix: str) -> int:
+        """How many leading tokens of ``tokens`` render ``keep_prefix`` (and what comes before it), or 0."""
+        end = text.find(keep_prefix) if keep_prefix else -1
+        if end < 0:
+            return 0
+        head = self._load().tokenize(text[: end + len(keep_prefix)].encode("utf-8"), add_bos=False, special=True)
+        # the tokens of the head alone may merge differently at its very end: keep what agrees, and leave at
+        # least one token to evaluate (its logits are the answer)
+        return min(common_prefix(head, tokens[: len(head) + 1]), len(tokens) - 1)
+
+    def _evaluate(self, tokens: list[int], kept: int) -> None:
+        """Bring the KV cache to ``tokens``, reusing what it can; keep the state after ``tokens[:kept]``.
+
+        llama-cpp keeps the KV cache of the previous prompt, so a common prefix costs nothing. Beyond that,
+        kept prefix states (e.g. the judge's instruction and document, ~190 tokens, ~3 s on 2 CPU cores) are
+        restored instead of evaluated again when a later prompt starts with them (~7 MB each for Qwen-1.5B,
+        dropped least recently used past ``kept_states_mb``).
+        """
+        llm = self._load()
+        prefix = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+        evaluated = 0
+        if kept > prefix:
+            key = tuple(tokens[:kept])
+            state = self._kept.get(key)
+            if state is not None:
+                self._kept.move_to_end(key)
+                self._restore_state(state, tokens[:kept])
+            else:
+                llm.n_tokens = prefix
+                self._eval(tokens[prefix:kept])
+                evaluated = kept - prefix
+                self._keep_state(key)
+            prefix = kept
+        llm.n_tokens = prefix
+        self._eval(tokens[prefix:])
+        evaluated += len(tokens) - prefix
+        self.usage.add(evaluated, len(tokens) - evaluated)
+
+    def _eval(self, tokens: list[int]) -> None:
+        self._llm.eval(tokens)
+
+    def _last_logits(self) -> np.ndarray:
+        # Without logits_all (n_ctx × vocab floats) llama-cpp keeps only the last position's logits in the
+        # context; read them there.
+        llm = self._llm
+        return np.asarray(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)), dtype=np.float64)
+
+    def _keep_state(self, key: tuple[int, ...]) -> None:
+        # The low-level state calls: Llama.save_state also copies its n_batch × n_vocab score buffer (~300 MB).
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self._llm._ctx.ctx
+        size = llama_cpp.llama_state_get_size(ctx)
+        buffer = (ctypes.c_uint8 * size)()
+        used = llama_cpp.llama_state_get_data(ctx, buffer, size)
+        self._kept[key] = bytes(buffer)[:used]
+        budget = self.kept_states_mb * 1e6
+        while self._kept and sum(map(len, self._kept.values())) > budget:
+            self._kept.popitem(last=False)
+
+    def _restore_state(self, state: bytes, tokens: list[int]) -> None:
+        import ctypes
+
+        import llama_cpp
+
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if llama_cpp.llama_state_set_data(self._llm._ctx.ctx, buffer, len(state)) != len(state):
+            raise RuntimeError("llama-cpp could not restore a kept KV state")
+        self._llm.input_ids[: len(tokens)] = tokens
+        self._llm.n_tokens = len(tokens)
 
 
 class TransformersModel(LanguageModel):
@@ -325,7 +397,7 @@ class TransformersModel(LanguageModel):
                     out[i] = tokenizer.decode(seq, skip_special_tokens=True).strip()
             return out
 
-    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str]) -> np.ndarray:
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:
         import torch
 
         with self._lock:

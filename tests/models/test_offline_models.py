@@ -55,6 +55,29 @@ def test_token_usage_counts_the_kv_prefix_llama_cpp_reuses():
 
 
 @pytest.mark.slow
+def test_kept_document_states_give_the_judgements_of_a_fresh_evaluation():
+    from fairrag_core.attribution import LLMJudgeAttributor
+    from fairrag_core.models.llm import LlamaCppModel
+
+    model = default_attributor().model
+    pairs = [(p["premise"], p["hypothesis"], p["question"]) for p in PAIRS[:2] + PAIRS[10:12]]
+    # alternate the two documents so that each later claim needs a kept state (not the last prompt's cache)
+    calls = [pairs[0], pairs[2], pairs[1], pairs[3]]
+    kept = LLMJudgeAttributor(model)
+    before = model.usage.snapshot()
+    with_states = np.array([kept.label_probabilities([d], [h], contexts=[q])[0] for d, h, q in calls])
+    used = model.usage - before
+    fresh_model = LlamaCppModel(model.path, name=model.name, kept_states_mb=0)  # nothing kept
+    fresh = LLMJudgeAttributor(fresh_model)
+    for (d, h, q), row in zip(calls, with_states):
+        fresh_model._load().reset()  # no cache at all: every prompt evaluated from its first token
+        np.testing.assert_allclose(fresh.label_probabilities([d], [h], contexts=[q])[0], row, atol=0.02)
+    # the third and fourth calls restored their document's state: only the claims were evaluated
+    assert used.prompt_tokens < 0.75 * fresh_model.usage.prompt_tokens
+    fresh_model.close()
+
+
+@pytest.mark.slow
 def test_qwen_judge_accuracy_on_the_labelled_set():
     judge = default_attributor()
     probs = judge.label_probabilities([p["premise"] for p in PAIRS], [p["hypothesis"] for p in PAIRS],
