@@ -65,14 +65,14 @@ class TokenUsage:
         self.reused_tokens += reused
         self.generated_tokens += generated
 
-    def snapshot(self) -> "TokenUsage":
+    def snapshot(self) -> TokenUsage:
         return TokenUsage(self.calls, self.prompt_tokens, self.reused_tokens, self.generated_tokens)
 
-    def __add__(self, other: "TokenUsage") -> "TokenUsage":
+    def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(self.calls + other.calls, self.prompt_tokens + other.prompt_tokens,
                           self.reused_tokens + other.reused_tokens, self.generated_tokens + other.generated_tokens)
 
-    def __sub__(self, other: "TokenUsage") -> "TokenUsage":
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(self.calls - other.calls, self.prompt_tokens - other.prompt_tokens,
                           self.reused_tokens - other.reused_tokens, self.generated_tokens - other.generated_tokens)
 
