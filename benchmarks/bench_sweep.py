@@ -82,7 +82,7 @@ class DryModel(LlamaCppModel):
 
     def generate(self, prompts, *, max_new_tokens: int = 64):
         llm, out = self._load(), [""] * len(prompts)
-        for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
+        for i in self.prefix_order(prompts):
             tokens = llm.tokenize(self._render(prompts[i]).encode("utf-8"), add_bos=False, special=True)
             reused = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
             self._answers += 1
