@@ -15,6 +15,8 @@ from fairrag_studio.audit_view import (
     summary_by_system,
     system_label,
 )
+from fairrag_core.rag.sweep import Usefulness
+from fairrag_core.record import RunKind
 from fairrag_studio.report import table_csv
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
@@ -49,14 +51,14 @@ with tab_run:
         if alphas and chosen:
             generate = mode == "Exposure + answers"
             request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate,
-                                   labels="relevance")
+                                   usefulness=Usefulness.RELEVANCE)
             pressed = st.button("Run the audit", type="primary", key="audit_run")
             result = None
             try:
                 if generate:
                     sweep, done = run_rag_request(request, run=pressed)
                     if done:
-                        result = (sweep.table(list(done.values())), sweep.documents(list(done.values())))
+                        result = sweep.collect(list(done.values()))
                         if len(done) < len(sweep.tasks):
                             st.warning(f"{len(done)} of {len(sweep.tasks)} runs finished; press **Run the audit** "
                                        "to continue.")
@@ -67,15 +69,14 @@ with tab_run:
             if result is None:
                 st.info("Choose queries and α values, then press **Run the audit**.")
             else:
-                table, documents = result
                 saved = st.session_state["audit_saved"]
-                complete = table.attrs.get("complete", True)
-                if complete and request not in saved:
-                    saved[request] = store.save(table, kind="audit", details=documents,
+                if result.record.complete and request not in saved:
+                    saved[request] = store.save(result.as_kind(RunKind.AUDIT),
                                                 label=f"{collection.name} · {len(chosen)} queries · {mode.lower()}")
                 if request in saved:
-                    table.attrs["run_id"] = saved[request]
+                    result = result.saved_as(saved[request])
                     st.caption(f"Saved in the run store as **{saved[request]}** ({store.path}).")
+                table, documents = result.table, result.documents
                 st.subheader("Metrics per system")
                 st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
                 st.subheader("Exposure ledger")
@@ -89,11 +90,17 @@ with tab_run:
                 st.dataframe(display_ledger(ledger), hide_index=True)
                 st.subheader("Report")
                 left, middle, _ = st.columns([1, 1, 2])
-                left.download_button("Report (HTML)", lambda: build_report(table, documents, collection),
+                left.download_button("Report (HTML)", lambda: build_report(result, collection),
                                      file_name="fairness_audit.html", mime="text/html", key="report_html",
                                      type="primary")
                 middle.download_button("Runs (CSV)", table_csv(table), file_name="audit_runs.csv", mime="text/csv",
                                        key="report_csv")
+
+
+def _described(record) -> dict:
+    return {"collection": record.collection, "retriever": record.retriever, "generator": record.generator,
+            "n_samples": record.config.n_samples, "k": record.config.k, "seed": record.seed,
+            "alphas": ", ".join(f"{a:g}" for a in getattr(record.config, "alphas", ()))}
 
 
 def _collection_of(name: str):
@@ -116,30 +123,34 @@ with tab_stored:
         describe = dict(zip(ids, runs["when"] + " · " + runs["kind"] + " · " + runs["label"].fillna("")))
         picked = st.multiselect("Open one run, or two to compare side by side", ids, max_selections=2,
                                 format_func=lambda r: f"{r} — {describe[r]}", key="stored_pick")
-        loaded = [(run_id, store.load(run_id), store.load_details(run_id)) for run_id in picked]
+        loaded = [store.load(run_id) for run_id in picked]
         if len(loaded) == 1:
-            run_id, table, documents = loaded[0]
-            st.markdown(f"**Run {run_id}** · seed {table.attrs.get('seed')} · N {table.attrs.get('n_samples')} · "
-                        f"k {table.attrs.get('k')} · retriever {table.attrs.get('retriever')}")
+            stored = loaded[0]
+            run_id, table, documents, record = stored.run_id, stored.table, stored.documents, stored.record
+            st.markdown(f"**Run {run_id}** · seed {record.seed} · N {record.config.n_samples} · "
+                        f"k {record.config.k} · retriever {record.retriever}")
+            st.code(record.command(), language="bash")
             if "fairness_question" in table:
                 st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
-            run_collection = _collection_of(str(table.attrs.get("collection", "")))
-            if documents is not None and run_collection is not None and "alpha" in documents:
+            run_collection = _collection_of(record.collection)
+            if not documents.empty and run_collection is not None and "alpha" in documents:
                 by = st.radio("Group by", groupings(run_collection), horizontal=True, key="stored_by")
                 alpha = st.selectbox("System", sorted(float(a) for a in documents["alpha"].unique()),
                                      format_func=system_label, key="stored_alpha")
                 ledger = ledger_for(documents, run_collection, alpha, by)
                 st.plotly_chart(charts.exposure_ledger_chart(ledger), key="stored_ledger")
-                st.download_button("Report (HTML)", lambda: build_report(table, documents, run_collection),
+                st.download_button("Report (HTML)", lambda: build_report(stored, run_collection),
                                    file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
             st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))
         elif len(loaded) == 2:
-            (id_a, a, _), (id_b, b, _) = loaded
+            id_a, id_b = (r.run_id for r in loaded)
+            a, b = (r.table for r in loaded)
             if not {"fairness_question", "alpha"} <= set(a.columns) & set(b.columns):
                 st.warning("These runs have no per-system metrics to compare.")
             else:
                 st.markdown(f"**{id_a}** vs **{id_b}** — means per system and the difference (second − first)")
                 st.dataframe(compare_runs(a, b, (id_a, id_b)), hide_index=True)
                 config_keys = ["collection", "retriever", "generator", "n_samples", "k", "seed", "alphas"]
-                st.dataframe(pd.DataFrame({id_a: [str(a.attrs.get(k)) for k in config_keys],
-                                           id_b: [str(b.attrs.get(k)) for k in config_keys]}, index=config_keys))
+                described = [_described(r.record) for r in loaded]
+                st.dataframe(pd.DataFrame({id_a: [str(described[0][k]) for k in config_keys],
+                                           id_b: [str(described[1][k]) for k in config_keys]}, index=config_keys))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
+from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.report import table_csv
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
@@ -37,12 +38,12 @@ with controls[1]:
     else:
         chosen = st.multiselect("Query set", list(text_of), default=list(text_of), key="curves_queries",
                                 format_func=lambda q: f"{q} — {text_of[q][:60]}")
-    labels = "utility"
+    usefulness = Usefulness.UTILITY
     if mode == "Exposure + answers":
-        labels = st.radio("Useful documents for EE-R and the oracle", ["utility", "relevance"], horizontal=True,
-                          key="curves_labels",
-                          format_func=lambda v: {"utility": "Utility labels (Algorithm 1)",
-                                                 "relevance": "Relevance qrels"}[v])
+        usefulness = st.radio("Useful documents for EE-R and the oracle", list(Usefulness), horizontal=True,
+                              key="curves_labels",
+                              format_func=lambda v: {Usefulness.UTILITY: "Utility labels (Algorithm 1)",
+                                                     Usefulness.RELEVANCE: "Relevance qrels"}[v])
 try:
     alphas = parse_alphas(alphas_text)
 except FairRAGError as err:
@@ -53,7 +54,8 @@ if not chosen:
     st.stop()
 
 generate = mode == "Exposure + answers"
-request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate, labels=labels)
+request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate,
+                       usefulness=usefulness)
 pressed = st.button("Run the sweep", type="primary", key="curves_run")
 try:
     if generate:
@@ -63,15 +65,15 @@ try:
                     f"{settings.n_samples}). Press **Run the sweep**; you can stop at any time and keep what is "
                     "finished.")
             st.stop()
-        table = sweep.table(list(done.values()))
+        result = sweep.collect(list(done.values()))
         if len(done) < len(sweep.tasks):
             st.warning(f"Showing {len(done)} of {len(sweep.tasks)} runs; press **Run the sweep** to finish.")
-        documents = sweep.documents(list(done.values()))
     else:
         if not pressed and request not in st.session_state["exposure_sweeps"]:
             st.info("Press **Run the sweep** (exposure only takes a moment).")
             st.stop()
-        table, documents = run_exposure_request(request)
+        result = run_exposure_request(request)
+    table = result.table
 except FairRAGError as err:
     st.error(str(err))
     st.stop()
@@ -133,6 +135,5 @@ left.download_button("Sweep table (CSV)", table_csv(table), file_name="sweep.csv
 label = right.text_input("Label", value=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'}",
                          key="sweep_label")
 if right.button("Save to the run store", key="sweep_save"):
-    run_id = resources.run_store().save(table, kind="rag-sweep" if generate else "exposure-sweep", label=label,
-                                        details=documents)
+    run_id = resources.run_store().save(result, label=label)
     right.success(f"Saved as run {run_id}; reopen it on the Audit page.")

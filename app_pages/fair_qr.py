@@ -7,8 +7,8 @@ import streamlit as st
 
 from fairrag_core import FairRAGError
 from fairrag_core.fairqr import FairQRConfig, fair_qr
-from fairrag_core.fairqr_eval import FairQREvalConfig, compare_systems
-from fairrag_core.metrics.group_fairness import TargetKind, group_labels_for
+from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
+from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
@@ -53,7 +53,7 @@ if not chosen_categories:
     st.stop()
 custom = None
 if target_kind is TargetKind.CUSTOM:
-    groups = sorted(set(group_labels_for(collection, chosen_categories)))
+    groups = sorted(set(groups_for(collection, chosen_categories)))
     edited = st.data_editor(pd.DataFrame({"group": groups, "share": [1.0 / len(groups)] * len(groups)}),
                             disabled=["group"], hide_index=True, key="fqr_custom")
     custom = dict(zip(edited["group"], edited["share"]))
@@ -105,7 +105,7 @@ with cols[1]:
                          key="fqr_delta")
 
 st.subheader("Final ranking, coloured by group")
-labels = dict(zip(collection.doc_ids, group_labels_for(collection, result.categories)))
+labels = dict(zip(collection.doc_ids, groups_for(collection, result.categories)))
 relevance = collection.qrels.get(result.query_id or "", {})
 final = pd.DataFrame({"rank": range(1, len(result.reranked) + 1), "doc_id": result.reranked,
                       "title": [collection.documents[collection.index_of(d)].title for d in result.reranked],

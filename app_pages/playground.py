@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_rag, run_ranking
+from fairrag_core.rag.pipeline import AnswerStream
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.grid_html import rankings_grid_html
 from fairrag_studio.widgets import chart_with_downloads, explainer, fmt, metric_with_ci
@@ -39,23 +40,23 @@ with top[0]:
 
 
 
-def answer_card(group, ranking, collection, n_samples: int, *, container=None) -> None:
+def answer_card(answer, ranking, collection, n_samples: int, *, container=None) -> None:
     """One distinct ranking's answer with its citation chips (✓ entails, ✗ seen but not used)."""
     box = (container or st).container(border=True)
-    head = f"**{group.count} of {n_samples} samples**"
-    if group.utility is not None:
-        head += f" · utility {group.utility:.2f}"
-    head += f" · uses {sum(group.entails)} of {len(group.positions)} documents"
+    head = f"**{answer.count} of {n_samples} samples**"
+    if answer.utility is not None:
+        head += f" · utility {answer.utility:.2f}"
+    head += f" · uses {sum(answer.entails)} of {len(answer.positions)} documents"
     box.markdown(head)
-    box.markdown(f"> {group.answer or '*(empty answer)*'}")
-    chips = box.columns(len(group.positions))
-    for rank, (position, entails, prob) in enumerate(zip(group.positions, group.entails, group.entail_probability),
+    box.markdown(f"> {answer.answer or '*(empty answer)*'}")
+    chips = box.columns(len(answer.positions))
+    for rank, (position, entails, prob) in enumerate(zip(answer.positions, answer.entails, answer.entail_probability),
                                                      start=1):
         doc = collection.documents[ranking.candidate_indices[position]]
         label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
         with chips[rank - 1].popover(label, width="stretch"):
             st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
-            st.caption("Entails the answer: entailment is the NLI model's most likely label "
+            st.caption("Entails the answer: entailment is the NLI model's most likely class "
                        f"(P = {prob:.2f})" if entails else
                        "Does not entail the answer: the NLI model finds neutral or contradiction more "
                        f"likely (P(entailment) = {prob:.2f})")
@@ -154,8 +155,8 @@ def ranking_and_answers() -> None:
                 bar.progress(done / total, text=f"{done} of {total} answers ready; generating the next…"
                              if done < total else "All answers ready.")
 
-        def show(group) -> None:
-            answer_card(group, ranking, collection, settings.n_samples, container=live)
+        def show(answer) -> None:
+            answer_card(answer, ranking, collection, settings.n_samples, container=live)
 
         try:
             runs[run_key] = run_rag(
@@ -164,7 +165,7 @@ def ranking_and_answers() -> None:
                 # normalised by the best answer of this run instead (the sweep pages sample the oracle).
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                           candidates=settings.candidates, oracle=False),
-                scores=scores, n_boot=300, progress=report, chunk=1, growing=True, on_answer=show)
+                scores=scores, n_boot=300, stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show))
         except FairRAGError as err:
             st.error(str(err))
             return
@@ -190,10 +191,10 @@ def ranking_and_answers() -> None:
     explainer(explain.ANSWERS)
 
     ids = ranking.doc_ids
-    for group in sorted(rag.groups, key=lambda g: -g.count)[:20]:
-        answer_card(group, ranking, collection, settings.n_samples)
-    if len(rag.groups) > 20:
-        st.caption(f"Showing the 20 most frequent of {len(rag.groups)} distinct answers.")
+    for answer in rag.answers[:20]:  # most frequent first
+        answer_card(answer, ranking, collection, settings.n_samples)
+    if len(rag.answers) > 20:
+        st.caption(f"Showing the 20 most frequent of {len(rag.answers)} distinct answers.")
 
     attributed = pd.DataFrame({"doc_id": ids, "retrieval exposure": ranking.summary.exposure,
                                "attributed exposure": rag.attributed_exposure})

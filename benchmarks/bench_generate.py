@@ -1,6 +1,6 @@
 """The Playground's *Generate answers* on the offline models: time to the first answer with citations, and to all.
 
-Same call as the page (``run_rag`` with ``chunk=1, growing=True``, no oracle), defaults α = 2, N = 20,
+Same call as the page (``run_rag`` streaming with ``chunk=1, growing=True``, no oracle), defaults α = 2, N = 20,
 k = 5, K = 20 on running-shoes' first query; models are loaded before the clock starts (the app keeps
 them warm). Prints figures only. Run: ``python benchmarks/bench_generate.py [--alpha 2] [--samples 20]``
 """
@@ -11,9 +11,10 @@ import argparse
 import time
 
 from fairrag_core import BM25Retriever, load_collection
-from fairrag_core.generation import Generator, build_prompt
-from fairrag_core.models.catalog import load_attributor, load_language_model
-from fairrag_core.pipeline import RagConfig, run_rag
+from fairrag_core.rag.generation import Generator, build_prompt
+from fairrag_core.models.catalog import load_language_model
+from fairrag_core.rag.attribution import load_attributor
+from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag
 
 
 def main() -> None:
@@ -35,10 +36,11 @@ def main() -> None:
     run = run_rag(shoes, retriever, Generator(model), judge, query,
                   RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, oracle=False),
-                  chunk=1, growing=True, on_answer=lambda _: answered.append(time.perf_counter() - start))
+                  stream=AnswerStream(chunk=1, growing=True,
+                                      on_answer=lambda _: answered.append(time.perf_counter() - start)))
     total = time.perf_counter() - start
     print(f"{query!r}: α = {args.alpha:g}, N = {args.samples}, k = {args.k}, K = {args.candidates}: "
-          f"{len(run.groups)} distinct lists")
+          f"{len(run.answers)} distinct lists")
     print(f"  first answer with citations after {answered[0]:.1f} s, all after {total:.1f} s "
           f"(generation {run.timings['generate']:.1f} s, NLI {run.timings['attribute']:.1f} s); "
           f"judge: {judge.model.usage.calls} calls, {judge.model.usage.prompt_tokens:,} prompt tokens evaluated "

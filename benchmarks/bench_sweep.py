@@ -37,13 +37,15 @@ from pathlib import Path
 import numpy as np
 
 from fairrag_core import BM25Retriever, load_collection
-from fairrag_core.attribution import _JUDGE_OPTIONS, LLMJudgeAttributor
-from fairrag_core.generation import Generator, build_prompt
-from fairrag_core.models.catalog import load_attributor, load_language_model
-from fairrag_core.models.llm import LlamaCppModel, TokenUsage, common_prefix
-from fairrag_core.pipeline import oracle_rankings
+from fairrag_core.rag.attribution import _JUDGE_OPTIONS, LLMJudgeAttributor
+from fairrag_core.rag.generation import Generator, build_prompt
+from fairrag_core.models.catalog import load_language_model
+from fairrag_core.models.llama_cpp import LlamaCppModel
+from fairrag_core.models.llm import TokenUsage, common_prefix
+from fairrag_core.rag.attribution import load_attributor
+from fairrag_core.rag.pipeline import oracle_rankings
 from fairrag_core.ranking import RankingConfig, run_ranking
-from fairrag_core.sweep import RagSweep, RagSweepConfig
+from fairrag_core.rag.sweep import RagSweep, RagSweepConfig
 
 
 class DryModel(LlamaCppModel):

@@ -1,6 +1,20 @@
 """FairRAG core: fair stochastic retrieval, exposure metrics and RAG fairness audits.
 
-Imports without Streamlit (and without torch: model wrappers load it on first use).
+Imports without Streamlit (and without torch: model wrappers load it on first use). The package is layered,
+and data flows one way — data → retrieval → ranking → rag → audit → cli:
+
+* :mod:`.data` — documents, queries, qrels, loaders, the demo collections;
+* :mod:`.retrieval` — BM25 and dense first-stage scorers; :mod:`.models` — every model wrapper (torch lives here);
+* :mod:`.metrics` — pure metric functions: exposure (EE-D, EE-R), attribution (EAR, EAE-D), utility, group fairness;
+* :mod:`.ranking` — the Plackett-Luce sampler with the fairness knob α, re-rankers, ranking runs and exposure sweeps
+  (Kim & Diaz, "Towards Fair RAG", ICTIR 2025);
+* :mod:`.rag` — generation, NLI attribution, utility labels (Algorithm 1), the one-query pipeline, the α sweep and
+  the paper's tables;
+* :mod:`.fairqr` — FAIR-QR's query-refinement loop, refiners and evaluation (Chen & Fang);
+* :mod:`.audit` — the exposure ledger, the α recommender and the run store; :mod:`.cli` — ``python -m fairrag_core``.
+
+Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mod:`.settings`, :mod:`.record`,
+:mod:`.text`. RichRAG (Wang et al.) will live in ``richrag/``.
 
 >>> import numpy as np
 >>> import fairrag_core as fr
@@ -10,7 +24,8 @@ Imports without Streamlit (and without torch: model wrappers load it on first us
 2.0
 """
 
-from .corpus import (
+from .audit import AlphaRecommendation, RunStore, exposure_ledger, recommend_alpha
+from .data import (
     DEMO_COLLECTIONS,
     Aspect,
     Collection,
@@ -29,7 +44,9 @@ from .errors import (
     ModelUnavailableError,
     UnknownCollectionError,
 )
-from .exposure import (
+from .fairqr import CorpusKeywordRefiner, FairQRConfig, FairQRResult, LLMRefiner, fair_qr
+from .metrics import UtilityMetric, utility
+from .metrics.exposure import (
     ConfidenceInterval,
     ExposureSummary,
     bootstrap_exposure_ci,
@@ -39,28 +56,40 @@ from .exposure import (
     summarise_exposure,
     target_exposure,
 )
-from .audit import AlphaRecommendation, exposure_ledger, recommend_alpha
-from .attribution import Attributor, CrossEncoderAttributor, LLMJudgeAttributor, default_attributor
-from .fairqr import CorpusKeywordRefiner, FairQRConfig, FairQRResult, LLMRefiner, fair_qr
-from .generation import Generator, build_prompt
-from .labels import UtilityLabelConfig, label_utility, load_utility_labels
-from .metrics import UtilityMetric, utility
-from .metrics.group_fairness import TargetKind, awrf, ndcg, target_distribution
-from .pipeline import RagConfig, RagRun, run_rag
-from .ranking import RankingConfig, RankingRun, run_ranking
-from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
-from .sampling import deterministic_ranking, normalise_scores, sample_rankings, sample_rankings_batch
-from .store import RunStore
-from .sweep import (
+from .metrics.group_fairness import awrf, ndcg
+from .metrics.group_targets import TargetKind, target_distribution
+from .rag import (
+    Attributor,
+    CrossEncoderAttributor,
+    Generator,
+    LLMJudgeAttributor,
+    RagConfig,
+    RagRun,
     RagSweep,
     RagSweepConfig,
-    SweepConfig,
+    UtilityLabelConfig,
+    build_prompt,
+    default_attributor,
     disparity_quality_table,
-    exposure_sweep,
+    label_utility,
+    load_utility_labels,
     rag_sweep,
-    summarise_sweep,
+    run_rag,
     utility_by_disparity_table,
 )
+from .ranking import (
+    RankingConfig,
+    RankingRun,
+    SweepConfig,
+    deterministic_ranking,
+    exposure_sweep,
+    normalise_scores,
+    run_ranking,
+    sample_rankings,
+    sample_rankings_batch,
+    summarise_sweep,
+)
+from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
 
 __all__ = [
     "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",

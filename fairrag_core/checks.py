@@ -1,14 +1,24 @@
-"""Argument checks shared by the array functions (one wording for one mistake)."""
+"""Argument checks and text parsers shared by the whole package: one wording for one mistake.
+
+Every public function validates its arguments through these helpers, so a mistake reads the same wherever it
+is made and always names the fix. They raise :class:`~fairrag_core.errors.InvalidParameterError`.
+"""
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 from .errors import InvalidParameterError
 
-__all__ = ["check_k", "check_binary"]
+__all__ = [
+    "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
+    "parse_alpha", "parse_alphas", "parse_list",
+]
+
+_ALPHA_HINT = "0 = uniform, larger = closer to deterministic"
 
 
 def check_k(k: object, n: int | None = None) -> int:
@@ -43,3 +53,103 @@ def check_binary(values: object, n: int, *, name: str, per: str = "item", fix: s
             raise InvalidParameterError(f"{name} must be boolean or 0/1{fix}")
         arr = arr.astype(bool)
     return arr
+
+
+def check_alpha(alpha: object) -> float:
+    """The fairness knob α as a float ≥ 0; ``inf`` is the deterministic limit (Kim & Diaz 2025, Eq. 2).
+
+    >>> check_alpha(2), check_alpha(float("inf"))
+    (2.0, inf)
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise InvalidParameterError(f"alpha must be a real number ≥ 0, got {alpha!r}")
+    value = float(alpha)
+    if math.isnan(value):
+        raise InvalidParameterError(f"alpha is NaN; use a number ≥ 0 ({_ALPHA_HINT})")
+    if value < 0:
+        raise InvalidParameterError(f"alpha={value} is negative; use alpha ≥ 0 ({_ALPHA_HINT})")
+    return value
+
+
+def check_positive_int(value: object, name: str, *, hint: str = "") -> int:
+    """``value`` as an int ≥ 1; ``hint`` says what the number counts.
+
+    >>> check_positive_int(3, "n_samples")
+    3
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(f"{name} must be a positive integer{f' ({hint})' if hint else ''}, got {value!r}")
+    if value < 1:
+        raise InvalidParameterError(f"{name}={value}; {name} must be a positive integer{f' ({hint})' if hint else ''}")
+    return int(value)
+
+
+def check_non_negative(value: object, name: str, *, hint: str = "") -> float:
+    """``value`` as a finite float ≥ 0.
+
+    >>> check_non_negative(0.05, "tolerance")
+    0.05
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value >= 0):
+        raise InvalidParameterError(f"{name} must be a finite number ≥ 0{f' ({hint})' if hint else ''}, "
+                                    f"got {value!r}")
+    return float(value)
+
+
+def check_open_unit(value: object, name: str, *, hint: str = "") -> float:
+    """``value`` as a float strictly between 0 and 1 (a probability, a level, a share).
+
+    >>> check_open_unit(0.95, "level")
+    0.95
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (0.0 < value < 1.0):
+        raise InvalidParameterError(f"{name} must be strictly between 0 and 1{f' ({hint})' if hint else ''}, "
+                                    f"got {value!r}")
+    return float(value)
+
+
+# -- text from users (the CLI and the app parse the same way) -------------------------------------------------
+_INF_WORDS = {"inf", "infinity", "∞", "deterministic"}
+
+
+def parse_alpha(text: str) -> float:
+    """One α typed by a user: a number ≥ 0, or ``inf`` (also ``∞`` or ``deterministic``) for the deterministic
+    ranker.
+
+    >>> parse_alpha(" 2.5 "), parse_alpha("inf")
+    (2.5, inf)
+    """
+    word = str(text).strip().lower()
+    if word in _INF_WORDS:
+        return math.inf
+    try:
+        value = float(word)
+    except ValueError:
+        raise InvalidParameterError(f"α must be a number ≥ 0 (or 'inf' for the deterministic ranker), "
+                                    f"got {text!r}") from None
+    if math.isnan(value) or value < 0:
+        raise InvalidParameterError(f"α must be a number ≥ 0 (or 'inf' for the deterministic ranker), got {text!r}")
+    return value
+
+
+def parse_alphas(text: str) -> tuple[float, ...]:
+    """A comma-separated α grid (``;`` also separates), in the order given, repeats dropped.
+
+    >>> parse_alphas("0, 1,2;8, inf, 2")
+    (0.0, 1.0, 2.0, 8.0, inf)
+    """
+    parts = parse_list(str(text).replace(";", ","))
+    if not parts:
+        raise InvalidParameterError("give at least one α value, separated by commas, e.g. 0,1,2,4,8")
+    return tuple(dict.fromkeys(parse_alpha(p) for p in parts))
+
+
+def parse_list(text: str | None) -> tuple[str, ...]:
+    """A comma-separated list of ids or names, stripped, empty items dropped (``None`` → empty).
+
+    >>> parse_list(" q1, q2,,q3 ")
+    ('q1', 'q2', 'q3')
+    """
+    if text is None:
+        return ()
+    return tuple(p.strip() for p in str(text).split(",") if p.strip())

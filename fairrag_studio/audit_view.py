@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from fairrag_core import Collection, exposure_ledger
+from fairrag_core.record import SweepRun
 
 from . import charts, explain
 from .report import ReportSection, audit_report_html
@@ -75,23 +76,23 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame, names: tuple[str, st
     return merged.sort_values("alpha").reset_index(drop=True)
 
 
-def build_report(table: pd.DataFrame, documents: pd.DataFrame, collection: Collection, *,
-                 title: str = "Fairness audit") -> str:
+def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairness audit") -> str:
     """A self-contained HTML report: what was run, metrics per system, the ledgers with charts, the caveats."""
-    attrs = table.attrs
+    table, documents, record = run.table, run.documents, run.record
     alphas = sorted(float(a) for a in table["alpha"].unique())
     generated = "eu" in table and table["eu"].notna().any()
     summary = {
-        "collection": attrs.get("collection", collection.name),
+        "collection": record.collection or collection.name,
         "queries": table["query_id"].nunique(),
         "systems": ", ".join(system_label(a) for a in alphas),
-        "retriever": attrs.get("retriever", ""),
-        "generator": attrs.get("generator", "— (exposure only)"),
-        "NLI attributor": attrs.get("attributor", "—"),
-        "rankings per query and system (N)": attrs.get("n_samples", ""),
-        "k": attrs.get("k", ""),
-        "seed": attrs.get("seed", ""),
-        "run id": attrs.get("run_id", "not saved"),
+        "retriever": record.retriever,
+        "generator": record.generator or "— (exposure only)",
+        "NLI attributor": record.attributor or "—",
+        "rankings per query and system (N)": record.config.n_samples,
+        "k": record.config.k,
+        "seed": record.seed,
+        "run id": run.run_id or "not saved",
+        "reproduce": record.command(),
     }
     sections = [
         ReportSection("How to read this report",
@@ -118,7 +119,7 @@ def build_report(table: pd.DataFrame, documents: pd.DataFrame, collection: Colle
     caveats = ("Limits: results hold for this query set, these models and these settings. With few queries or "
                "samples the differences are noisy; bootstrap intervals and Table 2 p-values are in the app. "
                "Attribution is judged by an NLI model, which makes mistakes.")
-    if not attrs.get("complete", True):
+    if not record.complete:
         caveats = "This audit was stopped before all runs finished. " + caveats
     sections.append(ReportSection("Caveats", caveats))
     sections.append(ReportSection("All runs", table=table))

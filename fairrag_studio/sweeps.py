@@ -6,15 +6,18 @@ which interrupts the script) loses nothing: the next Run resumes with the tasks 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError, InvalidParameterError
-from fairrag_core.sweep import RagSweep, RagSweepConfig, SweepConfig, exposure_sweep
+from fairrag_core.checks import parse_alphas as parse_grid
+from fairrag_core.rag.sweep import RagSweep, RagSweepConfig, Usefulness
+from fairrag_core.record import SweepRun
+from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
 
 from . import resources
 from .state import Settings
@@ -23,21 +26,17 @@ __all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "run_rag_requ
 
 
 def parse_alphas(text: str) -> tuple[float, ...]:
-    """``"0, 1, 2, 4, 8"`` → (0.0, 1.0, 2.0, 4.0, 8.0); raises with the fix for anything else."""
-    parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
-    if not parts:
-        raise InvalidParameterError("give at least one α value, e.g. 0, 1, 2, 4, 8")
-    values = []
-    for part in parts:
-        try:
-            value = float(part)
-        except ValueError:
-            raise InvalidParameterError(f"{part!r} is not a number; write α values like 0, 1, 2, 4, 8") from None
-        if np.isnan(value) or value < 0 or np.isinf(value):
-            raise InvalidParameterError(f"α = {part} is not allowed; use finite numbers ≥ 0 (the deterministic "
-                                        "baseline is added for you)")
-        values.append(value)
-    return tuple(sorted(set(values)))
+    """The α grid typed on a page, sorted (the core parser, shared with the CLI). ``inf`` is accepted and
+    dropped: the deterministic baseline is added to every sweep anyway.
+
+    >>> parse_alphas("8, 0, 2, inf")
+    (0.0, 2.0, 8.0)
+    """
+    finite = sorted(a for a in parse_grid(text) if not math.isinf(a))
+    if not finite:
+        raise InvalidParameterError("give at least one finite α value, e.g. 0, 1, 2, 4, 8 (the deterministic "
+                                    "baseline is added for you)")
+    return tuple(finite)
 
 
 @dataclass(frozen=True)
@@ -48,28 +47,25 @@ class SweepRequest:
     query_ids: tuple[str, ...]
     alphas: tuple[float, ...]
     generate: bool
-    labels: str = "utility"  # for RAG sweeps: Algorithm 1 utility labels or relevance qrels
+    usefulness: Usefulness = Usefulness.UTILITY  # for RAG sweeps: Algorithm 1 utility labels or relevance qrels
 
 
-def run_exposure_request(request: SweepRequest) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_exposure_request(request: SweepRequest) -> SweepRun:
     """Exposure-only sweep (with the deterministic baseline); cached per request in the session."""
     store = st.session_state["exposure_sweeps"]
     if request not in store:
         s = request.settings
-        coll = resources.collection(s.collection)
-        documents: list = []
-        table = exposure_sweep(coll, resources.retriever_for(s),
-                               SweepConfig(alphas=(*request.alphas, float("inf")), n_samples=s.n_samples, k=s.k,
-                                           seed=s.seed, candidates=s.candidates, query_ids=request.query_ids),
-                               documents=documents)
-        store[request] = (table, pd.concat(documents, ignore_index=True))
+        store[request] = exposure_sweep(
+            resources.collection(s.collection), resources.retriever_for(s),
+            SweepConfig(alphas=(*request.alphas, float("inf")), n_samples=s.n_samples, k=s.k, seed=s.seed,
+                        candidates=s.candidates, query_ids=request.query_ids))
     return store[request]
 
 
 def _plan(request: SweepRequest) -> RagSweep:
     s = request.settings
     config = RagSweepConfig(alphas=request.alphas, n_samples=s.n_samples, k=s.k, seed=s.seed,
-                            candidates=s.candidates, labels=request.labels, query_ids=request.query_ids)
+                            candidates=s.candidates, usefulness=request.usefulness, query_ids=request.query_ids)
     return RagSweep(resources.collection(s.collection), resources.retriever_for(s),
                     resources.generator(s.generator, s.device), resources.attributor(s.attributor, s.device), config)
 

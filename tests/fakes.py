@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from fairrag_core.attribution import Attributor
+from fairrag_core.rag.attribution import Attributor
 from fairrag_core.models.llm import ChatPrompt, LanguageModel
 
 
@@ -46,7 +46,7 @@ class SubstringAttributor(Attributor):
         super().__init__()
         self.scored = 0
 
-    def _label_probabilities(self, premises, hypotheses, contexts):
+    def _class_probabilities(self, premises, hypotheses, contexts):
         self.scored += len(premises)
         return np.array([[0.9, 0.1, 0.0] if h.lower() in p.lower() else [0.1, 0.8, 0.1]
                          for p, h in zip(premises, hypotheses)])

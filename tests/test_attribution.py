@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fairrag_core.attribution import LLMJudgeAttributor
+from fairrag_core.rag.attribution import LLMJudgeAttributor
 from fairrag_core.models.llm import ChatPrompt, LanguageModel
 
 

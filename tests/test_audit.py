@@ -5,8 +5,9 @@ import pytest
 from fakes import FirstDocumentModel, SubstringAttributor
 from fairrag_core import InvalidParameterError, load_collection
 from fairrag_core.audit import LEDGER_COLUMNS, exposure_ledger, recommend_alpha
-from fairrag_core.generation import Generator
-from fairrag_core.sweep import RagSweep, RagSweepConfig, SweepConfig, exposure_sweep, rag_sweep
+from fairrag_core.rag.generation import Generator
+from fairrag_core.rag.sweep import RagSweep, RagSweepConfig, rag_sweep
+from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def test_ledger_sums_and_shares_by_provider_hand_computed(shoes):
 
 
 def test_ledger_by_category_puts_unlabelled_documents_in_unknown(people):
-    genders = dict(zip(people.doc_ids, people.group_labels("gender", fill="Unknown")))
+    genders = dict(zip(people.doc_ids, people.group_of("gender", fill="Unknown")))
     unknown = [d for d, g in genders.items() if g == "Unknown"]
     assert unknown, "the people collection ships documents without a gender label"
     docs = pd.DataFrame({"doc_id": [unknown[0], people.doc_ids[0]], "exposure": [1.0, 1.0]})
@@ -57,13 +58,12 @@ def test_ledger_rejects_bad_input(shoes):
 def test_ledger_of_a_real_sweep_sums_to_k_per_query(people):
     from fairrag_core.retrieval import BM25Retriever
 
-    frames: list = []
-    table = exposure_sweep(people, BM25Retriever(people.texts),
-                           SweepConfig(alphas=(2.0, float("inf")), n_samples=30, k=4, seed=3,
-                                       query_ids=("ppl-q01", "ppl-q02")), documents=frames)
-    assert table["system"].tolist() == ["stochastic", "stochastic", "deterministic", "deterministic"]
-    docs = pd.concat(frames)
-    assert len(frames) == 4
+    run = exposure_sweep(people, BM25Retriever(people.texts),
+                         SweepConfig(alphas=(2.0, float("inf")), n_samples=30, k=4, seed=3,
+                                     query_ids=("ppl-q01", "ppl-q02")))
+    assert run.table["system"].tolist() == ["stochastic", "stochastic", "deterministic", "deterministic"]
+    docs = run.documents
+    assert docs.groupby(["query_id", "alpha"]).ngroups == 4
     for _, part in docs.groupby(["query_id", "alpha"]):
         assert part["exposure"].sum() == pytest.approx(4.0)
     ledger = exposure_ledger(docs[docs["alpha"] == 2.0], people, by="region")
@@ -105,19 +105,21 @@ def test_recommender_rejects_bad_input():
 
 
 def test_step_wise_sweep_resumes_and_matches_the_one_shot_sweep(shoes, shoes_bm25):
-    config = RagSweepConfig(alphas=(0.0, 4.0), n_samples=8, k=3, seed=11, candidates=10, labels="relevance",
+    config = RagSweepConfig(alphas=(0.0, 4.0), n_samples=8, k=3, seed=11, candidates=10, usefulness="relevance",
                             query_ids=("rs-q01", "rs-q02"))
-    whole = rag_sweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), SubstringAttributor(), config)
+    whole = rag_sweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), SubstringAttributor(), config).table
     sweep = RagSweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), SubstringAttributor(), config)
     assert len(sweep.tasks) == 2 * 3  # two α values and the deterministic baseline, per query
     first = [sweep.run(t) for t in sweep.tasks[:2]]  # "stopped" after two tasks...
-    partial = sweep.table(first)
-    assert partial.attrs["complete"] is False and len(partial) == 2
+    partial = sweep.collect(first)
+    assert partial.record.complete is False and len(partial.table) == 2
     rest = [sweep.run(t) for t in reversed(sweep.tasks[2:])]  # ...resumed, in any order
-    table = sweep.table(first + rest)
+    finished = sweep.collect(first + rest)
+    assert finished.record.complete is True
+    table = finished.table
     cols = ["query_id", "system", "alpha", "ee_d", "eu", "ear", "eae_d", "seed"]
     pd.testing.assert_frame_equal(table[cols], whole[cols])
-    docs = RagSweep.documents(first + rest)
+    docs = finished.documents
     per_run = docs.groupby(["query_id", "alpha"])
     assert per_run["exposure"].sum().round(9).eq(3.0).all()
     assert (per_run["attributed_exposure"].sum() <= 3.0 + 1e-9).all()

@@ -40,7 +40,7 @@ def test_exposure_sweep_json_and_csv(tmp_path):
                       "--seed", "2", "--json", "--output", str(out_csv)])
     assert code == 0
     payload = json.loads(text)
-    assert payload["config"]["alphas"] == [0.0, 4.0]
+    assert payload["config"]["config"]["alphas"] == [0.0, 4.0]
     assert len(payload["rows"]) == 2 * 22 and out_csv.read_text().startswith("query_id,system,alpha")
 
 

@@ -8,13 +8,14 @@ from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core.cli import main
 from fairrag_core.models import catalog
+from fairrag_core.rag import attribution
 
 
 @pytest.fixture()
 def fake_models(monkeypatch, tmp_path):
     model = FirstDocumentModel("fake-gen")
     monkeypatch.setattr(catalog, "load_language_model", lambda name, device=None: model)
-    monkeypatch.setattr(catalog, "load_attributor", lambda name=None, device=None: SubstringAttributor())
+    monkeypatch.setattr(attribution, "load_attributor", lambda name=None, device=None: SubstringAttributor())
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     return model
 

@@ -170,10 +170,10 @@ def test_unknown_collection():
 def test_missing_group_labels_name_the_fix():
     c = Collection("t", (Document("a", "x", groups={"region": "Asia"}), Document("b", "y")))
     with pytest.raises(MissingGroupLabelError, match=r"1 document\(s\).*'b'.*fill='Unknown'"):
-        c.group_labels("region")
-    assert c.group_labels("region", fill="Unknown").tolist() == ["Asia", "Unknown"]
+        c.group_of("region")
+    assert c.group_of("region", fill="Unknown").tolist() == ["Asia", "Unknown"]
     with pytest.raises(MissingGroupLabelError, match="known categories"):
-        c.group_labels("gender")
+        c.group_of("gender")
 
 
 def test_collection_invariants():
@@ -217,13 +217,13 @@ def test_running_shoes_is_the_classroom_scenario(demos):
 def test_news_has_outlets_and_regions(demos):
     c = demos["news"]
     assert len(c.queries) >= 25 and all(q.answer for q in c.queries)
-    assert len(set(c.group_labels("region"))) >= 5
+    assert len(set(c.group_of("region"))) >= 5
 
 
 def test_people_has_gender_region_and_unknown(demos):
     c = demos["people"]
     assert len(c.queries) >= 20
-    gender, region = c.group_labels("gender"), c.group_labels("region")
+    gender, region = c.group_of("gender"), c.group_of("region")
     assert "Unknown" in set(gender) and "Unknown" in set(region)
     assert len(set(region)) >= 5
 

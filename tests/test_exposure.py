@@ -14,7 +14,7 @@ from fairrag_core import (
     summarise_exposure,
     target_exposure,
 )
-from fairrag_core.exposure import unbiased_ee_disparity
+from fairrag_core.metrics.exposure import unbiased_ee_disparity
 
 
 # -- golden values computed by hand ------------------------------------------------------------------

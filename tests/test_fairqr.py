@@ -4,18 +4,10 @@ import numpy as np
 import pytest
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query, load_collection
-from fairrag_core.fairqr import (
-    CorpusKeywordRefiner,
-    FairQRConfig,
-    LLMRefiner,
-    Refinement,
-    RefinementRequest,
-    Refiner,
-    fair_qr,
-    refinement_prompt,
-    sanitise_keywords,
-)
-from fairrag_core.metrics.group_fairness import TargetKind, kl_divergence
+from fairrag_core.fairqr import CorpusKeywordRefiner, FairQRConfig, LLMRefiner, Refiner, fair_qr
+from fairrag_core.fairqr.refiners import Refinement, RefinementRequest, refinement_prompt, sanitise_keywords
+from fairrag_core.metrics.group_fairness import kl_divergence
+from fairrag_core.metrics.group_targets import TargetKind
 from fairrag_core.models.llm import LanguageModel
 from fairrag_core.retrieval import BM25Retriever
 
@@ -186,7 +178,7 @@ def test_corpus_keyword_refiner_proposes_words_of_the_missing_group():
     assert first == refiner.refine(request)  # deterministic
     words = first.keywords.split()
     assert 1 <= len(words) <= 3 and not {"jazz", "pianists"} & {w.lower() for w in words}
-    female_text = " ".join(d.full_text.lower() for d, g in zip(people.documents, people.group_labels("gender",
+    female_text = " ".join(d.full_text.lower() for d, g in zip(people.documents, people.group_of("gender",
                                                                                                       fill="Unknown"))
                            if g == "female")
     assert all(w.lower() in female_text for w in words)
@@ -195,7 +187,7 @@ def test_corpus_keyword_refiner_proposes_words_of_the_missing_group():
 def test_win_tie_loss_and_table1_layout_on_a_hand_made_table():
     import pandas as pd
 
-    from fairrag_core.fairqr_eval import paired_tests, table1, win_tie_loss
+    from fairrag_core.fairqr.evaluate import paired_tests, table1, win_tie_loss
 
     rows = []
     for q, (bm25, fqr) in enumerate([(0.8, 0.9), (0.7, 0.7), (0.9, 0.85), (0.6, 0.8)]):

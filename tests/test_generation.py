@@ -2,7 +2,7 @@ import pytest
 from fakes import FirstDocumentModel
 
 from fairrag_core import Document, InvalidParameterError
-from fairrag_core.generation import AnswerCache, Generator, PromptStyle, build_closed_book_prompt, build_prompt
+from fairrag_core.rag.generation import AnswerCache, Generator, PromptStyle, build_closed_book_prompt, build_prompt
 
 DOCS = [Document(f"d{i}", f"text number {i} " * 3, title=f"Title {i}") for i in range(6)]
 

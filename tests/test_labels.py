@@ -2,8 +2,8 @@ import pytest
 from fakes import FirstDocumentModel
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query
-from fairrag_core.generation import Generator
-from fairrag_core.labels import (
+from fairrag_core.rag.generation import Generator
+from fairrag_core.rag.labels import (
     UtilityLabelConfig,
     label_utility,
     load_utility_labels,

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from fakes import FirstDocumentModel, SubstringAttributor
 
-from fairrag_core import Collection, Document, Query
-from fairrag_core.generation import Generator
+from fairrag_core import Collection, Document, InvalidParameterError, Query
+from fairrag_core.rag.generation import Generator
 from fairrag_core.metrics.utility import rouge
-from fairrag_core.pipeline import RagConfig, oracle_rankings, run_rag
+from fairrag_core.rag.pipeline import AnswerStream, RagConfig, oracle_rankings, run_rag
 from fairrag_core.retrieval import BM25Retriever
 
 
@@ -40,7 +40,7 @@ def test_metrics_match_hand_computation(toy):
     oracle = oracle_rankings(run.ranking.labels, 200, 3, np.random.default_rng([run.ranking.seed, 1]))
     distinct = {tuple(map(int, r)) for r in rankings} | {tuple(map(int, r)) for r in oracle}
     assert model.prompts_seen == len(distinct)  # each distinct list generated once, run and oracle together
-    assert sum(g.count for g in run.groups) == 200
+    assert sum(g.count for g in run.answers) == 200
     table = run.answers_table()
     assert table["samples"].sum() == 200 and all(len(c) == 1 for c in table["citations"])
 
@@ -50,7 +50,7 @@ def test_deterministic_run_generates_once(toy):
     model = FirstDocumentModel()
     run = run_rag(collection, retriever, Generator(model), SubstringAttributor(), "marathon shoe",
                   RagConfig(alpha=math.inf, n_samples=50, k=2, seed=0, oracle=False), n_boot=10)
-    assert len(run.groups) == 1 and model.prompts_seen == 1
+    assert len(run.answers) == 1 and model.prompts_seen == 1
     assert run.ee_d == 1.0 and run.eae_d == pytest.approx(0.5)  # one credited document of k = 2
     assert run.answers_table()["ranking"][0] == [run.ranking.doc_ids[i] for i in run.ranking.deterministic]
 
@@ -89,9 +89,9 @@ def test_retrieval_prompt_order_shares_generations_between_permutations(toy):
     b = run_rag(collection, retriever, Generator(ordered), SubstringAttributor(), "marathon shoe",
                 RagConfig(**config, prompt_order="retrieval"), n_boot=10)
     assert np.array_equal(a.ranking.rankings, b.ranking.rankings)
-    assert ordered.prompts_seen == len(b.groups) <= 20 < sampled.prompts_seen  # C(6,3) = 20 sets vs 120 orders
+    assert ordered.prompts_seen == len(b.answers) <= 20 < sampled.prompts_seen  # C(6,3) = 20 sets vs 120 orders
     assert a.ee_d == b.ee_d
-    with pytest.raises(Exception, match="prompt_order"):
+    with pytest.raises(InvalidParameterError, match="prompt_order=.random. is not one of: sampled, retrieval"):
         run_rag(collection, retriever, Generator(sampled), SubstringAttributor(), "marathon shoe",
                 RagConfig(alpha=1.0, prompt_order="random"), n_boot=10)
 
@@ -112,24 +112,25 @@ def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches
 
     with pytest.raises(KeyboardInterrupt):
         run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
-                progress=stop_after_first_chunk, chunk=2)
-    assert calls == [("generate", 2, len(whole.groups))] and model.prompts_seen == 2
+                stream=AnswerStream(progress=stop_after_first_chunk, chunk=2))
+    assert calls == [("generate", 2, len(whole.answers))] and model.prompts_seen == 2
     seen: list = []
     resumed = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
-                      progress=lambda *a: seen.append(a), chunk=2)
-    assert model.prompts_seen == len(whole.groups)  # the two finished answers came from the cache
-    n = len(whole.groups)
+                      stream=AnswerStream(progress=lambda *a: seen.append(a), chunk=2))
+    assert model.prompts_seen == len(whole.answers)  # the two finished answers came from the cache
+    n = len(whole.answers)
     assert [a for a in seen if a[0] == "generate"][-1] == ("generate", n, n)
     assert [a for a in seen if a[0] == "attribute"][-1] == ("attribute", n, n)
     assert resumed.metrics() == whole.metrics()
     streamed: list = []
-    again = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10, chunk=1,
-                    on_answer=streamed.append)
-    assert tuple(streamed) == again.groups and again.metrics() == whole.metrics()
+    again = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
+                    stream=AnswerStream(chunk=1, on_answer=streamed.append))
+    assert tuple(streamed) == again.answers and again.metrics() == whole.metrics()
     chunks: list = []
-    grown = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10, chunk=1,
-                    growing=True, progress=lambda stage, done, total: chunks.append(done) if stage == "generate" else None)
+    grown = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
+                    stream=AnswerStream(chunk=1, growing=True, progress=lambda stage, done, total: chunks.append(done)
+                                        if stage == "generate" else None))
     assert chunks == [min(d, n) for d in (1, 2, 4, 8, 16, 32, 48, 64)][: len(chunks)] and chunks[-1] == n
     assert grown.metrics() == whole.metrics()
-    with pytest.raises(Exception, match="chunk must be ≥ 1"):
-        run_rag(collection, retriever, generator, attributor, "marathon shoe", config, chunk=0)
+    with pytest.raises(InvalidParameterError, match="chunk=0; chunk must be a positive integer"):
+        run_rag(collection, retriever, generator, attributor, "marathon shoe", config, stream=AnswerStream(chunk=0))

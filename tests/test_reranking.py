@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairrag_core import InvalidParameterError, load_collection
-from fairrag_core.reranking import (
+from fairrag_core.ranking.rerank import (
     fair_adjusted_alpha,
     fair_fail_probability,
     fair_mtable,

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from fairrag_core import InvalidParameterError, normalise_scores, sample_rankings, sample_rankings_batch
-from fairrag_core import sampling
-from fairrag_core.sampling import deterministic_ranking, policy_logits
+from fairrag_core.ranking import sampling
+from fairrag_core.ranking.sampling import deterministic_ranking, policy_logits
 
 
 def _inclusion_z(rankings: np.ndarray, expected: np.ndarray) -> float:

@@ -5,16 +5,18 @@ import pytest
 from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core import InvalidParameterError, SweepConfig, exposure_sweep, load_collection, summarise_sweep
-from fairrag_core.generation import Generator
+from fairrag_core.rag.generation import Generator
 from fairrag_core.retrieval import BM25Retriever
-from fairrag_core.sweep import RagSweepConfig, rag_sweep
+from fairrag_core.rag.sweep import RagSweepConfig, rag_sweep
 
 
 def test_sweep_table_and_paper_picture(shoes, shoes_bm25):
-    table = exposure_sweep(shoes, shoes_bm25, SweepConfig(alphas=(0, 2, 8), n_samples=50, k=5, seed=1))
+    run = exposure_sweep(shoes, shoes_bm25, SweepConfig(alphas=(0, 2, 8), n_samples=50, k=5, seed=1))
+    table = run.table
     assert len(table) == 3 * len(shoes.queries)
     assert set(table.columns) >= {"query_id", "alpha", "n", "m", "ee_d", "ee_r", "providers_reached"}
-    assert table.attrs["seed"] == 1
+    assert run.record.seed == 1 and run.record.config.alphas == (0, 2, 8)
+    assert run.record.sampled_rankings == 3 * len(shoes.queries) * 50
     summary = summarise_sweep(table)
     assert list(summary["alpha"]) == [0.0, 2.0, 8.0]
     assert np.all(np.diff(summary["ee_d"]) > 0)  # EE-D rises with α (paper, Fig. 3)
@@ -28,7 +30,8 @@ def test_sweep_reproducible_and_query_selection(shoes, shoes_bm25):
     config = SweepConfig(alphas=(1.0,), n_samples=20, k=3, seed=5, query_ids=("rs-q01", "rs-q02"))
     a = exposure_sweep(shoes, shoes_bm25, config)
     b = exposure_sweep(shoes, shoes_bm25, config)
-    assert a.equals(b) and list(a["query_id"]) == ["rs-q01", "rs-q02"]
+    assert a.table.equals(b.table) and a.documents.equals(b.documents) and a.record == b.record
+    assert list(a.table["query_id"]) == ["rs-q01", "rs-q02"]
 
 
 def test_sweep_errors(shoes, shoes_bm25):
@@ -50,14 +53,15 @@ def test_sweep_needs_qrels(tmp_path):
 
 
 def test_sweep_without_the_oracle_makes_no_oracle_generations(shoes, shoes_bm25):
-    config = RagSweepConfig(alphas=(0.0, 4.0), n_samples=8, k=3, seed=11, candidates=10, labels="relevance",
+    config = RagSweepConfig(alphas=(0.0, 4.0), n_samples=8, k=3, seed=11, candidates=10, usefulness="relevance",
                             query_ids=("rs-q01", "rs-q02"))
     calls = {}
     for oracle in (True, False):
         generator = Generator(FirstDocumentModel())
-        table = rag_sweep(shoes, shoes_bm25, generator, SubstringAttributor(), replace(config, oracle=oracle))
-        calls[oracle] = table.attrs["generator_calls"]
-        assert table.attrs["oracle"] is oracle
+        run = rag_sweep(shoes, shoes_bm25, generator, SubstringAttributor(), replace(config, oracle=oracle))
+        table = run.table
+        calls[oracle] = run.record.generator_calls
+        assert run.record.config.oracle is oracle
         assert table["oracle_eu"].notna().all() == oracle and table["oracle_eu"].isna().all() != oracle
         assert table["eu_normalised"].between(0, 1).all()
     # without the oracle, generations are exactly the distinct sampled lists (the deterministic list recurs at α = 4)

@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from fairrag_core import InvalidParameterError
-from fairrag_core.sweep import disparity_quality_table, utility_by_disparity_table
+from fairrag_core.rag.tables import disparity_quality_table, utility_by_disparity_table
 
 
 def _table(rows):

@@ -1,4 +1,4 @@
-"""Group fairness of a ranked list: group distributions, targets, AWRF, nDCG, KL and JS divergences.
+"""Group fairness of a ranked list: group distributions, AWRF, nDCG, KL and JS divergences (pure functions).
 
 These are the measures of FAIR-QR (Chen & Fang, "FAIR-QR: Enhancing Fairness-aware Information Retrieval
 through Query Refinement"), which evaluates with the TREC Fair Ranking 2022 metric code
@@ -8,7 +8,7 @@ through Query Refinement"), which evaluates with the TREC Fair Ranking 2022 metr
 * the *current* distribution ε_L is the share of each group in the top-K list (optionally weighted by the
   position discount, which gives the attention-weighted ε_L^att of AWRF);
 * the *target* ε* is the group distribution of the query's relevant documents (optionally mixed with a
-  background distribution), uniform, or given by the user (:func:`target_distribution`);
+  background distribution), uniform, or given by the user (:mod:`fairrag_core.metrics.group_targets`);
 * FAIR-QR's refinement loop measures Δ = KL(ε* ‖ ε_L) (:func:`kl_divergence`) and refines the query for
   the most under-represented group (:func:`most_under_represented`);
 * evaluation reports nDCG@20, AWRF@20 = 1 − JSD(ε_L^att, ε*) and their product.
@@ -20,7 +20,6 @@ sum to 1, so counts work as well as shares.
 
 from __future__ import annotations
 
-import enum
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -30,13 +29,10 @@ import pandas as pd
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy
 
-from ..corpus import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
 
 __all__ = [
-    "INTERSECTION_SEPARATOR",
     "Distribution",
-    "TargetKind",
     "attention",
     "group_distribution",
     "awrf",
@@ -44,23 +40,10 @@ __all__ = [
     "kl_divergence",
     "jensen_shannon",
     "most_under_represented",
-    "group_labels_for",
-    "target_distribution",
 ]
-
-#: Joins the labels of several categories into one intersectional group label, e.g. ``"female × Europe"``.
-INTERSECTION_SEPARATOR = " × "
 
 #: A distribution over groups: a mapping or Series from group label to a non-negative weight.
 Distribution = Mapping[str, float] | pd.Series
-
-
-class TargetKind(str, enum.Enum):
-    """Where the target distribution ε* comes from (:func:`target_distribution`)."""
-
-    RELEVANT = "relevant"  # groups of the query's relevant documents (FAIR-QR, TREC Fair 2022)
-    UNIFORM = "uniform"  # every group that occurs in the corpus gets the same share
-    CUSTOM = "custom"  # shares given by the user
 
 
 # -- validation helpers ------------------------------------------------------------------------------
@@ -83,7 +66,7 @@ def _check_labels(groups: Sequence[str], what: str) -> np.ndarray:
     bad = [g for g in labels if not isinstance(g, str)]
     if bad:
         raise InvalidParameterError(
-            f"group labels must be strings, got {bad[0]!r}; use Collection.group_labels(category, fill='Unknown')"
+            f"group labels must be strings, got {bad[0]!r}; use Collection.group_of(category, fill='Unknown')"
         )
     return labels
 
@@ -101,7 +84,7 @@ def _check_weights(values: object, name: str, *, allow_all_zero: bool = False) -
     return arr
 
 
-def _as_distribution(dist: Distribution, name: str) -> pd.Series:
+def as_distribution(dist: Distribution, name: str) -> pd.Series:
     """Validate a group → weight mapping and normalise it to sum to 1 (index = group labels as given)."""
     if isinstance(dist, pd.Series):
         series = dist.copy()
@@ -127,8 +110,8 @@ def _as_distribution(dist: Distribution, name: str) -> pd.Series:
 def _aligned(first: Distribution, second: Distribution, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray,
                                                                                          pd.Index]:
     """Both distributions normalised and aligned over the sorted union of their groups."""
-    p = _as_distribution(first, names[0])
-    q = _as_distribution(second, names[1])
+    p = as_distribution(first, names[0])
+    q = as_distribution(second, names[1])
     support = pd.Index(sorted(set(p.index) | set(q.index)), name="group")
     return (p.reindex(support, fill_value=0.0).to_numpy(), q.reindex(support, fill_value=0.0).to_numpy(), support)
 
@@ -166,7 +149,7 @@ def group_distribution(
     :func:`attention` this is the attention-weighted distribution ε_L^att of AWRF (Sapiezynski et al. 2019).
 
     Args:
-        groups: group label of each document (e.g. ``collection.group_labels("gender", fill="Unknown")``).
+        groups: group label of each document (e.g. ``collection.group_of("gender", fill="Unknown")``).
         weights: one non-negative weight per document (not all zero).
         support: the groups to report, in this order; groups of ``support`` that do not occur get 0. A label
             outside ``support`` is an error (it would silently drop mass).
@@ -327,136 +310,3 @@ def most_under_represented(target: Distribution, current: Distribution) -> str:
     deficit = t - c
     order = sorted(range(support.size), key=lambda i: (-deficit[i], -t[i], support[i]))
     return str(support[order[0]])
-
-
-# -- targets -------------------------------------------------------------------------------------------
-def _category_list(collection: Collection, categories: str | Sequence[str]) -> list[str]:
-    cats = [categories] if isinstance(categories, str) else list(categories)
-    known = collection.categories()
-    if not cats:
-        raise InvalidParameterError(f"no fairness category given; choose one or more of {known}")
-    if len(set(cats)) != len(cats):
-        raise InvalidParameterError(f"categories {cats} repeat a category; list each one once")
-    unknown = [c for c in cats if c not in known]
-    if unknown:
-        raise InvalidParameterError(
-            f"unknown fairness categor{'y' if len(unknown) == 1 else 'ies'} {unknown} in collection "
-            f"{collection.name!r}; known categories: {known or 'none (the corpus has no group labels)'}"
-        )
-    return cats
-
-
-def group_labels_for(
-    collection: Collection, categories: str | Sequence[str], *, fill: str | None = UNKNOWN_GROUP
-) -> np.ndarray:
-    """Group label of every document for one category, or intersectional labels for several.
-
-    With several categories the labels are joined by :data:`INTERSECTION_SEPARATOR`, e.g.
-    ``"female × Europe"``; an unlabelled part stays ``"Unknown"`` on its own (``"female × Unknown"``), so
-    partially unknown documents remain distinguishable from fully unknown ones.
-
-    Raises:
-        InvalidParameterError: a category the collection does not have (the message lists the known ones).
-        MissingGroupLabelError: some documents lack a label and ``fill`` is None.
-
-    >>> from fairrag_core import load_collection
-    >>> group_labels_for(load_collection("people"), ["gender", "region"])[0]
-    'male × Europe'
-    """
-    cats = _category_list(collection, categories)
-    parts = [collection.group_labels(c, fill=fill) for c in cats]
-    if len(parts) == 1:
-        return parts[0]
-    return np.array([INTERSECTION_SEPARATOR.join(labels) for labels in zip(*parts)], dtype=object)
-
-
-def target_distribution(
-    collection: Collection,
-    query_id: str | None,
-    categories: str | Sequence[str],
-    *,
-    kind: TargetKind | str = TargetKind.RELEVANT,
-    background_weight: float = 0.0,
-    custom: Mapping[str, float] | None = None,
-) -> pd.Series:
-    """Target group distribution ε* for a query (FAIR-QR §2.2; TREC Fair 2022).
-
-    * ``RELEVANT``: share of each group among the query's documents with grade ≥ 1. With
-      ``background_weight = w``, ``ε* = (1 − w)·relevant + w·background`` where background is the corpus-wide
-      group distribution; TREC 2022 used w = 0.5. (TREC mixed only the *known* part of the relevant
-      distribution, keeping its Unknown share, and used world population or a gender prior as background;
-      with no such prior for a demo corpus we use the corpus itself, Unknown included.)
-    * ``UNIFORM``: the same share for every group that occurs in the corpus (Unknown included).
-    * ``CUSTOM``: the user's ``custom`` shares, validated and normalised; groups not named get 0.
-
-    Returns:
-        Series over *all* groups occurring in the corpus for ``categories`` (sorted), summing to 1; its index is
-        named after the categories (e.g. ``"gender × region"``).
-
-    Raises:
-        InvalidParameterError: naming the fix for: a query without qrels or without a relevant document,
-            ``background_weight`` outside [0, 1] (or set for a non-relevant target), ``custom`` missing for
-            ``CUSTOM`` (or given for another kind), an unknown group or a negative/NaN/all-zero share in
-            ``custom``, an unknown category.
-
-    >>> from fairrag_core import load_collection
-    >>> people = load_collection("people")
-    >>> target_distribution(people, None, "gender", kind="uniform").to_dict()
-    {'Unknown': 0.25, 'female': 0.25, 'male': 0.25, 'non-binary': 0.25}
-    """
-    try:
-        kind = TargetKind(kind)
-    except ValueError:
-        names = ", ".join(k.value for k in TargetKind)
-        raise InvalidParameterError(f"unknown target kind {kind!r}; choose one of: {names}") from None
-    if isinstance(background_weight, bool) or not isinstance(background_weight, numbers.Real) or not (
-        0.0 <= background_weight <= 1.0
-    ):
-        raise InvalidParameterError(
-            f"background_weight must be in [0, 1] (TREC Fair 2022 used 0.5), got {background_weight!r}"
-        )
-    if background_weight and kind is not TargetKind.RELEVANT:
-        raise InvalidParameterError("background_weight applies to kind='relevant' only; leave it at 0")
-    if custom is not None and kind is not TargetKind.CUSTOM:
-        raise InvalidParameterError(f"custom shares are used with kind='custom' only, not kind={kind.value!r}")
-
-    cats = _category_list(collection, categories)
-    labels = group_labels_for(collection, cats)
-    support = sorted(set(labels.tolist()))
-    index_name = INTERSECTION_SEPARATOR.join(cats)
-
-    if kind is TargetKind.UNIFORM:
-        shares = pd.Series(1.0 / len(support), index=support)
-    elif kind is TargetKind.CUSTOM:
-        if custom is None:
-            raise InvalidParameterError("kind='custom' needs custom={group: share, ...}")
-        wanted = _as_distribution(custom, "custom target")
-        unknown = sorted(set(wanted.index) - set(support))
-        if unknown:
-            raise InvalidParameterError(
-                f"custom target names unknown group(s) {unknown} for {index_name!r}; known groups: {support}"
-            )
-        shares = wanted.reindex(support, fill_value=0.0)
-    else:
-        if query_id is None:
-            raise InvalidParameterError("kind='relevant' needs a query_id with qrels; or use kind='uniform'/'custom'")
-        judged = collection.qrels.get(query_id)
-        if not judged:
-            raise InvalidParameterError(
-                f"query {query_id!r} has no relevance judgements (qrels) in {collection.name!r}, so the relevant "
-                "target is undefined; add qrels for it or use kind='uniform' or kind='custom'"
-            )
-        relevant = collection.relevance(query_id) >= 1
-        if not relevant.any():
-            raise InvalidParameterError(
-                f"query {query_id!r} has no relevant document (grade ≥ 1) in its qrels, so the relevant target is "
-                "undefined; use kind='uniform' or kind='custom'"
-            )
-        shares = group_distribution(labels[relevant], support=support)
-        if background_weight:
-            background = group_distribution(labels, support=support)
-            shares = (1.0 - background_weight) * shares + background_weight * background
-    shares = shares / shares.sum()
-    shares.index = pd.Index(support, name=index_name)
-    shares.name = "target"
-    return shares.astype(np.float64)

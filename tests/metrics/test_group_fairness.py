@@ -9,19 +9,17 @@ from hypothesis import strategies as st
 from scipy.stats import entropy
 
 from fairrag_core import InvalidParameterError, MissingGroupLabelError, load_collection
-from fairrag_core.corpus import Collection, Document, Query
+from fairrag_core.data import Collection, Document, Query
 from fairrag_core.metrics.group_fairness import (
-    TargetKind,
     attention,
     awrf,
     group_distribution,
-    group_labels_for,
     jensen_shannon,
     kl_divergence,
     most_under_represented,
     ndcg,
-    target_distribution,
 )
+from fairrag_core.metrics.group_targets import TargetKind, groups_for, target_distribution
 
 GENDERS = ["Unknown", "female", "male", "non-binary"]
 
@@ -225,20 +223,20 @@ def test_most_under_represented_and_its_ties():
 
 
 # -- targets on the people collection ----------------------------------------------------------------------
-def test_group_labels_for_one_and_several_categories(people):
-    gender = people.group_labels("gender", fill="Unknown")
-    region = people.group_labels("region", fill="Unknown")
-    assert group_labels_for(people, "gender").tolist() == gender.tolist()
-    both = group_labels_for(people, ["gender", "region"])
+def test_groups_for_one_and_several_categories(people):
+    gender = people.group_of("gender", fill="Unknown")
+    region = people.group_of("region", fill="Unknown")
+    assert groups_for(people, "gender").tolist() == gender.tolist()
+    both = groups_for(people, ["gender", "region"])
     assert both.tolist() == [f"{g} × {r}" for g, r in zip(gender, region)]
     with pytest.raises(InvalidParameterError, match=r"unknown fairness category \['colour'\].*gender"):
-        group_labels_for(people, "colour")
+        groups_for(people, "colour")
     with pytest.raises(InvalidParameterError, match="repeat a category"):
-        group_labels_for(people, ["gender", "gender"])
+        groups_for(people, ["gender", "gender"])
 
 
 def test_relevant_target_matches_counts(people):
-    gender = people.group_labels("gender", fill="Unknown")
+    gender = people.group_of("gender", fill="Unknown")
     relevant = people.relevance("ppl-q01") >= 1
     expected = _shares(Counter(gender[relevant].tolist()), GENDERS)
     target = target_distribution(people, "ppl-q01", "gender")
@@ -248,7 +246,7 @@ def test_relevant_target_matches_counts(people):
 
 
 def test_mixed_target_matches_counts(people):
-    gender = people.group_labels("gender", fill="Unknown")
+    gender = people.group_of("gender", fill="Unknown")
     relevant = people.relevance("ppl-q04") >= 1
     rel = _shares(Counter(gender[relevant].tolist()), GENDERS)
     corpus = _shares(Counter(gender.tolist()), GENDERS)
@@ -259,15 +257,15 @@ def test_mixed_target_matches_counts(people):
 
 def test_uniform_and_custom_targets(people):
     uniform = target_distribution(people, None, "region", kind=TargetKind.UNIFORM)
-    assert len(uniform) == len(set(people.group_labels("region", fill="Unknown"))) == 8
+    assert len(uniform) == len(set(people.group_of("region", fill="Unknown"))) == 8
     assert uniform.to_numpy() == pytest.approx(np.full(8, 1 / 8), abs=1e-15)
     custom = target_distribution(people, None, "gender", kind="custom", custom={"female": 2, "male": 1})
     assert custom.to_dict() == pytest.approx({"Unknown": 0.0, "female": 2 / 3, "male": 1 / 3, "non-binary": 0.0})
 
 
 def test_intersectional_relevant_target_matches_counts(people):
-    labels = [f"{g} × {r}" for g, r in zip(people.group_labels("gender", fill="Unknown"),
-                                            people.group_labels("region", fill="Unknown"))]
+    labels = [f"{g} × {r}" for g, r in zip(people.group_of("gender", fill="Unknown"),
+                                            people.group_of("region", fill="Unknown"))]
     support = sorted(set(labels))
     relevant = people.relevance("ppl-q10") >= 1
     expected = _shares(Counter(np.array(labels)[relevant].tolist()), support)
@@ -314,4 +312,4 @@ def test_target_distribution_bad_inputs_name_the_fix(people, tiny):
     with pytest.raises(InvalidParameterError, match="unknown target kind 'oracle'; choose one of: relevant"):
         target_distribution(people, None, "gender", kind="oracle")
     with pytest.raises(MissingGroupLabelError, match="fill='Unknown'"):
-        group_labels_for(tiny, "gender", fill=None)
+        groups_for(tiny, "gender", fill=None)

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairrag_core.attribution import NLI_LABELS, default_attributor
-from fairrag_core.generation import Generator
+from fairrag_core.rag.attribution import NLI_CLASSES, default_attributor
+from fairrag_core.rag.generation import Generator
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.models.llm import ChatPrompt
 
@@ -18,7 +18,7 @@ PAIRS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "nli
 
 def test_labelled_nli_set_is_balanced_and_large_enough():
     labels = [p["label"] for p in PAIRS]
-    assert len(PAIRS) >= 40 and set(labels) == set(NLI_LABELS) and min(map(labels.count, NLI_LABELS)) >= 10
+    assert len(PAIRS) >= 40 and set(labels) == set(NLI_CLASSES) and min(map(labels.count, NLI_CLASSES)) >= 10
 
 
 def test_smollm2_generator_answers_from_documents(shoes):
@@ -56,8 +56,8 @@ def test_token_usage_counts_the_kv_prefix_llama_cpp_reuses():
 
 @pytest.mark.slow
 def test_kept_document_states_give_the_judgements_of_a_fresh_evaluation():
-    from fairrag_core.attribution import LLMJudgeAttributor
-    from fairrag_core.models.llm import LlamaCppModel
+    from fairrag_core.rag.attribution import LLMJudgeAttributor
+    from fairrag_core.models.llama_cpp import LlamaCppModel
 
     model = default_attributor().model
     pairs = [(p["premise"], p["hypothesis"], p["question"]) for p in PAIRS[:2] + PAIRS[10:12]]
@@ -65,13 +65,13 @@ def test_kept_document_states_give_the_judgements_of_a_fresh_evaluation():
     calls = [pairs[0], pairs[2], pairs[1], pairs[3]]
     kept = LLMJudgeAttributor(model)
     before = model.usage.snapshot()
-    with_states = np.array([kept.label_probabilities([d], [h], contexts=[q])[0] for d, h, q in calls])
+    with_states = np.array([kept.class_probabilities([d], [h], contexts=[q])[0] for d, h, q in calls])
     used = model.usage - before
     fresh_model = LlamaCppModel(model.path, name=model.name, kept_states_mb=0)  # nothing kept
     fresh = LLMJudgeAttributor(fresh_model)
     for (d, h, q), row in zip(calls, with_states):
         fresh_model._load().reset()  # no cache at all: every prompt evaluated from its first token
-        np.testing.assert_allclose(fresh.label_probabilities([d], [h], contexts=[q])[0], row, atol=0.02)
+        np.testing.assert_allclose(fresh.class_probabilities([d], [h], contexts=[q])[0], row, atol=0.02)
     # the third and fourth calls restored their document's state: only the claims were evaluated
     assert used.prompt_tokens < 0.75 * fresh_model.usage.prompt_tokens
     fresh_model.close()
@@ -80,9 +80,9 @@ def test_kept_document_states_give_the_judgements_of_a_fresh_evaluation():
 @pytest.mark.slow
 def test_qwen_judge_accuracy_on_the_labelled_set():
     judge = default_attributor()
-    probs = judge.label_probabilities([p["premise"] for p in PAIRS], [p["hypothesis"] for p in PAIRS],
+    probs = judge.class_probabilities([p["premise"] for p in PAIRS], [p["hypothesis"] for p in PAIRS],
                                       contexts=[p["question"] for p in PAIRS])
-    predicted = [NLI_LABELS[i] for i in probs.argmax(axis=1)]
+    predicted = [NLI_CLASSES[i] for i in probs.argmax(axis=1)]
     three_way = np.mean([a == p["label"] for a, p in zip(predicted, PAIRS)])
     entail = np.mean([(a == "entailment") == (p["label"] == "entailment") for a, p in zip(predicted, PAIRS)])
     print(f"\nqwen judge on {len(PAIRS)} pairs: 3-way accuracy {three_way:.3f}, entailment-vs-not {entail:.3f}")
@@ -92,8 +92,8 @@ def test_qwen_judge_accuracy_on_the_labelled_set():
 
 @pytest.mark.slow
 def test_rag_pipeline_with_the_offline_models(shoes, shoes_bm25):
-    from fairrag_core.models.catalog import load_attributor
-    from fairrag_core.pipeline import RagConfig, run_rag
+    from fairrag_core.rag.attribution import load_attributor
+    from fairrag_core.rag.pipeline import RagConfig, run_rag
 
     generator = Generator(load_language_model("smollm2-135m"))
     run = run_rag(shoes, shoes_bm25, generator, load_attributor("qwen-judge"), "best shoes for a first marathon",

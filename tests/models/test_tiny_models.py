@@ -15,8 +15,9 @@ from transformers import (
 )
 
 from fairrag_core import InvalidParameterError
-from fairrag_core.attribution import CrossEncoderAttributor
-from fairrag_core.models.llm import ChatPrompt, TransformersModel
+from fairrag_core.rag.attribution import CrossEncoderAttributor
+from fairrag_core.models.llm import ChatPrompt
+from fairrag_core.models.transformers_lm import TransformersModel
 
 WORDS = ("the a shoe shoes marathon runner cushioned neutral trainer rain paris fell monday it rained sunny dry "
          "yes no entailment neutral contradiction question answer document claim brand price miles").split()
@@ -53,13 +54,13 @@ def nli_model(tokenizer):
         ({0: "entailment", 1: "not_entailment"}, [0, 1, None]),  # two-class NLI
     ],
 )
-def test_label_columns_from_id2label(id2label, columns):
-    assert CrossEncoderAttributor.label_columns(id2label) == columns
+def test_class_columns_from_id2label(id2label, columns):
+    assert CrossEncoderAttributor.class_columns(id2label) == columns
 
 
-def test_label_columns_refuse_a_non_nli_head():
-    with pytest.raises(InvalidParameterError, match="entailment label"):
-        CrossEncoderAttributor.label_columns({0: "LABEL_0", 1: "LABEL_1"})
+def test_class_columns_refuse_a_non_nli_head():
+    with pytest.raises(InvalidParameterError, match="entailment class"):
+        CrossEncoderAttributor.class_columns({0: "LABEL_0", 1: "LABEL_1"})
 
 
 def test_cross_encoder_maps_labels_and_keeps_premise_hypothesis_order(nli_model, tokenizer):
@@ -70,7 +71,7 @@ def test_cross_encoder_maps_labels_and_keeps_premise_hypothesis_order(nli_model,
         att = CrossEncoderAttributor("tiny", model=nli_model, tokenizer=tokenizer, max_length=12, batch_size=4)
         premises = ["rain fell in paris on monday " * 5, "the shoe"]
         hypotheses = ["it rained in paris", "cushioned neutral trainer"]
-        probs = att.label_probabilities(premises, hypotheses)
+        probs = att.class_probabilities(premises, hypotheses)
     finally:
         hook.remove()
     assert probs.shape == (2, 3) and np.allclose(probs.sum(axis=1), 1.0, atol=1e-6)
@@ -163,7 +164,7 @@ def test_unreachable_model_names_the_offline_alternatives(monkeypatch):
 
 
 def test_loaded_reports_whether_the_weights_are_in_memory(tmp_path):
-    from fairrag_core.models.llm import TransformersModel
+    from fairrag_core.models.transformers_lm import TransformersModel
 
     model = TransformersModel(str(tmp_path / "nowhere"), device="cpu")
     assert model.loaded is False and model.device == "cpu"

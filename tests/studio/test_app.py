@@ -10,7 +10,7 @@ from fakes import FirstDocumentModel, SubstringAttributor
 from streamlit.testing.v1 import AppTest
 
 from fairrag_core import load_collection
-from fairrag_core.generation import Generator
+from fairrag_core.rag.generation import Generator
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PLAYGROUND, CURVES, AUDIT = "app_pages/playground.py", "app_pages/disparity_curves.py", "app_pages/audit.py"
@@ -154,7 +154,7 @@ def test_curves_exposure_sweep_draws_figures_tables_and_a_recommendation():
     table1 = at.dataframe[0].value
     assert list(table1.columns) == ["runs", "slope", "auc"]
     at.text_input(key="curves_alphas").set_value("0, x").run()
-    assert "'x' is not a number" in at.error[0].value
+    assert "α must be a number ≥ 0" in at.error[0].value and "got 'x'" in at.error[0].value
 
 
 def test_curves_with_answers_resume_and_fill_table_2(fake_models):
@@ -237,7 +237,7 @@ def test_fair_qr_page_shows_iterations_final_ranking_and_baselines():
     final = next(t for t in tables if "relevance" in t.columns)
     assert final["rank"].tolist() == list(range(1, 21)) and final["doc_id"].is_unique
     people = load_collection("people")
-    regions = dict(zip(people.doc_ids, people.group_labels("region", fill="Unknown")))
+    regions = dict(zip(people.doc_ids, people.group_of("region", fill="Unknown")))
     assert final["group"].tolist() == [regions[d] for d in final["doc_id"]]
     systems = next(t for t in tables if "system" in t.columns)
     assert systems["system"].tolist()[-2:] == ["FAIR-QR [no re-rank]", "FAIR-QR"]

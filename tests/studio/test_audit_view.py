@@ -33,8 +33,9 @@ def test_compare_runs_lines_up_systems_and_takes_differences():
 
 def test_parse_alphas_sorts_dedupes_and_names_the_fix():
     assert parse_alphas("8, 0,2;2 , 4") == (0.0, 2.0, 4.0, 8.0)
-    for bad, message in (("", "at least one"), ("1, two", "'two' is not a number"), ("-1", "not allowed"),
-                         ("nan", "not allowed"), ("inf", "baseline is added")):
+    assert parse_alphas("2, inf") == (2.0,)  # the deterministic baseline is added by every sweep anyway
+    for bad, message in (("", "at least one"), ("1, two", "α must be a number ≥ 0.*got 'two'"),
+                         ("-1", "got '-1'"), ("nan", "got 'nan'"), ("inf", "baseline is added")):
         with pytest.raises(InvalidParameterError, match=message):
             parse_alphas(bad)
 
@@ -44,29 +45,30 @@ def people_audit():
     from fairrag_core.retrieval import BM25Retriever
 
     people = load_collection("people")
-    frames: list = []
-    table = exposure_sweep(people, BM25Retriever(people.texts),
-                           SweepConfig(alphas=(1.0, math.inf), n_samples=20, k=5, seed=0,
-                                       query_ids=("ppl-q01", "ppl-q02", "ppl-q03")), documents=frames)
-    return people, table, pd.concat(frames, ignore_index=True)
+    run = exposure_sweep(people, BM25Retriever(people.texts),
+                         SweepConfig(alphas=(1.0, math.inf), n_samples=20, k=5, seed=0,
+                                     query_ids=("ppl-q01", "ppl-q02", "ppl-q03")))
+    return people, run
 
 
 def test_ledger_for_selects_one_system(people_audit):
-    people, _, documents = people_audit
+    people, run = people_audit
+    documents = run.documents
     det = ledger_for(documents, people, math.inf, "gender")
     assert det["retrieval_exposure"].sum() == pytest.approx(15.0)  # 3 queries × k = 5
     assert ledger_for(documents, people, 1.0, "provider")["retrieval_exposure"].sum() == pytest.approx(15.0)
 
 
 def test_report_is_self_contained_and_has_a_ledger_per_system_and_grouping(people_audit):
-    people, table, documents = people_audit
-    html = build_report(table, documents, people, title="Audit <people>")
+    people, run = people_audit
+    html = build_report(run, people, title="Audit <people>")
     assert html.startswith("<!doctype html>") or html.lower().startswith("<!doctype html>")
     assert "Audit &lt;people&gt;" in html and "<script src=" not in html
     for by in ("provider", *people.categories()):
         for system in ("α = 1", "deterministic"):
             assert f"Exposure ledger by {by} — {system}" in html
     assert html.count("plotly.js v") == 1
+    assert "python -m fairrag_core exposure-sweep --collection people" in html  # the reproduce command
 
 
 def test_uploads_go_through_the_core_loaders(tmp_path, monkeypatch):

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import check_binary, check_k
-from .errors import InvalidParameterError
-from .sampling import SeedLike, as_generator
+from ..checks import check_binary, check_k
+from ..errors import InvalidParameterError
+from ..seeds import SeedLike, as_generator
 
 __all__ = [
     "expected_exposure",

@@ -1,6 +1,6 @@
-"""Run store: an embedded DuckDB file holding every saved run (config, seed, models, timings, tidy rows).
+"""Run store: an embedded DuckDB file holding every saved run (its record, tidy rows and per-document details).
 
-A run can be listed, reopened, compared and reproduced from its recorded configuration. The default
+A run can be listed, reopened, compared and reproduced from its :class:`~fairrag_core.record.RunRecord`. The default
 file is ``$FAIRRAG_RUNS`` or ``~/.cache/fairrag/runs.duckdb``. Rows live in one long table keyed by
 ``run_id``, so runs of different kinds share a schema (missing columns are NULL).
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import InvalidParameterError
+from ..errors import InvalidParameterError
+from ..record import RunRecord, SweepRun
 
 __all__ = ["RunStore", "default_store_path"]
 
@@ -23,16 +24,6 @@ __all__ = ["RunStore", "default_store_path"]
 def default_store_path() -> Path:
     env = os.environ.get("FAIRRAG_RUNS")
     return Path(env) if env else Path.home() / ".cache" / "fairrag" / "runs.duckdb"
-
-
-def _jsonable(value):
-    if isinstance(value, float) and value == float("inf"):
-        return "inf"
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item"):
-        return value.item()
-    return value
 
 
 def _cell(value):
@@ -77,18 +68,18 @@ class RunStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def save(self, table: pd.DataFrame, *, kind: str, label: str = "", details: pd.DataFrame | None = None) -> str:
-        """Store ``table`` with its ``attrs`` (the run's config), and optionally a ``details`` table; return the id."""
+    def save(self, run: SweepRun, *, label: str = "") -> str:
+        """Store ``run`` (its record, table and per-document details) in one transaction; return its new id."""
         run_id = uuid.uuid4().hex[:12]
-        config = {k: _jsonable(v) for k, v in table.attrs.items()}
-        records = _records(table)
-        detail_records = [] if details is None else _records(details)
+        record = run.record
+        records = _records(run.table)
+        detail_records = _records(run.documents) if run.documents is not None and len(run.documents) else []
         self._con.execute("BEGIN")
         try:
             self._con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [run_id, datetime.now(timezone.utc).replace(tzinfo=None), kind, str(config.get("collection", "")),
-                 label, json.dumps(config), len(records)],
+                [run_id, datetime.now(timezone.utc).replace(tzinfo=None), record.kind.value, record.collection,
+                 label, json.dumps(record.to_dict()), len(records)],
             )
             if records:
                 self._con.executemany("INSERT INTO run_rows VALUES (?, ?, ?)",
@@ -109,31 +100,29 @@ class RunStore:
         ).df()
         if runs.empty:
             return runs.drop(columns=["config"])
-        configs = runs.pop("config").map(json.loads)
-        for key in ("generator", "retriever", "alphas", "n_samples", "k", "seed"):
-            runs[key] = configs.map(lambda c, key=key: c.get(key))
+        records = [RunRecord.from_dict(json.loads(c), kind=k) for c, k in zip(runs.pop("config"), runs["kind"])]
+        runs["generator"] = [r.generator for r in records]
+        runs["retriever"] = [r.retriever for r in records]
+        runs["alphas"] = [list(getattr(r.config, "alphas", ())) for r in records]
+        runs["n_samples"] = [r.config.n_samples for r in records]
+        runs["k"] = [r.config.k for r in records]
+        runs["seed"] = [r.seed for r in records]
         return runs
 
-    def load(self, run_id: str) -> pd.DataFrame:
-        """The stored table, with its configuration back in ``attrs``."""
-        config = self.load_config(run_id)
+    def load(self, run_id: str) -> SweepRun:
+        """The stored run: its record, its table and its per-document details (empty when saved without)."""
+        record = self.load_record(run_id)
         rows = self._con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
-        table = pd.DataFrame([json.loads(r[0]) for r in rows])
-        table.attrs.update(config)
-        table.attrs["run_id"] = run_id
-        return table
+        details = self._con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
+                                    [run_id]).fetchall()
+        return SweepRun(record=record, table=pd.DataFrame([json.loads(r[0]) for r in rows]),
+                        documents=pd.DataFrame([json.loads(r[0]) for r in details]), run_id=run_id)
 
-    def load_details(self, run_id: str) -> pd.DataFrame | None:
-        """The run's details table (None when it was saved without one)."""
-        self.load_config(run_id)  # raises for an unknown id
-        rows = self._con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
-        return pd.DataFrame([json.loads(r[0]) for r in rows]) if rows else None
-
-    def load_config(self, run_id: str) -> dict:
-        found = self._con.execute("SELECT config FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    def load_record(self, run_id: str) -> RunRecord:
+        found = self._con.execute("SELECT config, kind FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if found is None:
             raise InvalidParameterError(f"no run {run_id!r} in {self.path}; list runs with `python -m fairrag_core runs`")
-        return json.loads(found[0])
+        return RunRecord.from_dict(json.loads(found[0]), kind=found[1])
 
     def delete(self, run_id: str) -> None:
         self._con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])

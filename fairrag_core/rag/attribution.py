@@ -3,8 +3,8 @@
 Kim & Diaz (2025), §3.3.3–3.3.4: NLI(d, ŷ) = 1 when d entails ŷ. It gives the attribution rate
 AR(π) = (1/k) Σ_{d∈π} NLI(d, ŷ_π) and the attributed exposure ε^a. The paper uses a cross-encoder
 (roberta-large-mnli). Offline, no NLI cross-encoder installs from PyPI, so the default is an LLM judge:
-Qwen2.5-1.5B-Instruct prompted for a 3-way label. Its probability comes from the next-token logits
-of the three label words.
+Qwen2.5-1.5B-Instruct prompted for a 3-way verdict. The class probabilities come from the next-token logits
+of the three verdict words.
 
 Both backends share :class:`Attributor`:
 - ``entails`` is argmax == entailment;
@@ -20,12 +20,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import InvalidParameterError, ModelUnavailableError
-from .models.llm import ChatPrompt, LanguageModel
+from ..errors import InvalidParameterError
+from ..models import catalog
+from ..models.llm import ChatPrompt, LanguageModel
+from ..models.nli import NLIClassifier, nli_class_columns
 
-__all__ = ["Attributor", "CrossEncoderAttributor", "LLMJudgeAttributor", "default_attributor", "NLI_LABELS"]
+__all__ = [
+    "Attributor", "CrossEncoderAttributor", "LLMJudgeAttributor", "default_attributor", "load_attributor",
+    "NLI_CLASSES",
+]
 
-NLI_LABELS = ("entailment", "neutral", "contradiction")
+#: The NLI classes, in the column order of every probability array.
+NLI_CLASSES = ("entailment", "neutral", "contradiction")
 
 _JUDGE_SYSTEM = "You check facts strictly against a given document."
 # Instruction first, then the document, then the claim: the instruction's tokens are shared by every pair and the
@@ -39,7 +45,7 @@ Reply with one word: supported, contradicted, or unmentioned.
 Document:
 {premise}"""
 _JUDGE_TAIL = "\n\nStatement: {claim}"
-#: The judge's answer words, in NLI_LABELS order (entailment, neutral, contradiction).
+#: The judge's answer words, in NLI_CLASSES order (entailment, neutral, contradiction).
 _JUDGE_OPTIONS = ("supported", "unmentioned", "contradicted")
 
 
@@ -48,7 +54,7 @@ def _claim(hypothesis: str, context: str | None) -> str:
 
 
 class Attributor(ABC):
-    """Scores (premise, hypothesis) pairs. Subclasses implement :meth:`_label_probabilities`."""
+    """Scores (premise, hypothesis) pairs. Subclasses implement :meth:`_class_probabilities`."""
 
     name: str
 
@@ -57,13 +63,13 @@ class Attributor(ABC):
         self._lock = threading.Lock()
 
     @abstractmethod
-    def _label_probabilities(self, premises: Sequence[str], hypotheses: Sequence[str],
+    def _class_probabilities(self, premises: Sequence[str], hypotheses: Sequence[str],
                              contexts: Sequence[str | None]) -> np.ndarray:
         """Rows of P(entailment), P(neutral), P(contradiction) for each pair."""
 
-    def label_probabilities(self, premises: Sequence[str], hypotheses: Sequence[str], *,
+    def class_probabilities(self, premises: Sequence[str], hypotheses: Sequence[str], *,
                             contexts: Sequence[str | None] | None = None) -> np.ndarray:
-        """``(len, 3)`` array of label probabilities in :data:`NLI_LABELS` order, cached per pair."""
+        """``(len, 3)`` array of class probabilities in :data:`NLI_CLASSES` order, cached per pair."""
         premises, hypotheses = list(premises), list(hypotheses)
         if len(premises) != len(hypotheses):
             raise InvalidParameterError(
@@ -76,10 +82,10 @@ class Attributor(ABC):
         with self._lock:
             todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if todo:
-            # an empty answer or document entails nothing: label it neutral without asking the model
+            # an empty answer or document entails nothing: call it neutral without asking the model
             empty = [k for k in todo if not k[0].strip() or not k[1].strip()]
             asked = [k for k in todo if k[0].strip() and k[1].strip()]
-            probs = (self._label_probabilities([k[0] for k in asked], [k[1] for k in asked], [k[2] for k in asked])
+            probs = (self._class_probabilities([k[0] for k in asked], [k[1] for k in asked], [k[2] for k in asked])
                      if asked else np.zeros((0, 3)))
             with self._lock:
                 for key, row in zip(asked, probs):
@@ -91,17 +97,17 @@ class Attributor(ABC):
     def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str], *,
                       contexts: Sequence[str | None] | None = None) -> np.ndarray:
         """P(entailment) for each (premise, hypothesis) pair."""
-        return self.label_probabilities(premises, hypotheses, contexts=contexts)[:, 0]
+        return self.class_probabilities(premises, hypotheses, contexts=contexts)[:, 0]
 
     def entails(self, premises: Sequence[str], hypotheses: Sequence[str], *,
                 contexts: Sequence[str | None] | None = None) -> list[bool]:
-        """True where entailment is the most probable label."""
-        probs = self.label_probabilities(premises, hypotheses, contexts=contexts)
+        """True where entailment is the most probable class."""
+        probs = self.class_probabilities(premises, hypotheses, contexts=contexts)
         return [bool(row.argmax() == 0) for row in probs]
 
 
 class LLMJudgeAttributor(Attributor):
-    """A prompted 3-way NLI judge; the label probabilities are the next-token probabilities of the words."""
+    """A prompted 3-way NLI judge; the class probabilities are the next-token probabilities of the verdict words."""
 
     def __init__(self, model: LanguageModel, *, max_premise_words: int = 220) -> None:
         super().__init__()
@@ -119,7 +125,7 @@ class LLMJudgeAttributor(Attributor):
             premise = " ".join(words[: self.max_premise_words]) + " …"
         return _JUDGE_HEAD.format(premise=premise)
 
-    def _label_probabilities(self, premises, hypotheses, contexts) -> np.ndarray:
+    def _class_probabilities(self, premises, hypotheses, contexts) -> np.ndarray:
         order = sorted(range(len(premises)), key=lambda i: premises[i])  # same document → shared prefix
         out = np.zeros((len(premises), 3))
         for i in order:
@@ -129,11 +135,12 @@ class LLMJudgeAttributor(Attributor):
 
 
 class CrossEncoderAttributor(Attributor):
-    """A sequence-classification NLI model (e.g. ``FacebookAI/roberta-large-mnli``).
+    """A sequence-classification NLI model (e.g. ``FacebookAI/roberta-large-mnli``, the paper's attributor).
 
-    Labels come from ``config.id2label``: the entailment, neutral and contradiction classes are matched
+    Classes come from ``config.id2label``: the entailment, neutral and contradiction classes are matched
     by name. Two-class models (entailment / not-entailment) map "not" to neutral. The premise is
-    truncated to fit ``max_length``; the hypothesis is never cut.
+    truncated to fit ``max_length``; the hypothesis is never cut. The model itself is a
+    :class:`~fairrag_core.models.nli.NLIClassifier` (the model layer is where torch lives).
     """
 
     def __init__(self, source: str, *, device: str | None = None, batch_size: int = 16, max_length: int = 512,
@@ -141,71 +148,34 @@ class CrossEncoderAttributor(Attributor):
         super().__init__()
         self.source = source
         self.name = f"nli:{source}"
-        self.requested_device = device
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self._model, self._tokenizer = model, tokenizer
-        self._columns: list[int | None] | None = None
-
-    def _load(self):
-        if self._model is None:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-            from .models.catalog import hub_load_kwargs
-            from .models.device import resolve_device
-
-            kwargs = hub_load_kwargs()
-            try:
-                self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
-                model = AutoModelForSequenceClassification.from_pretrained(self.source, **kwargs)
-            except (OSError, ValueError) as err:
-                raise ModelUnavailableError(
-                    f"cannot load NLI model {self.source!r} ({err.__class__.__name__}). Offline, use the default "
-                    "LLM judge (qwen-judge) or a local folder"
-                ) from err
-            device = resolve_device(self.requested_device)
-            if device.startswith("cuda"):
-                model = model.half()
-            self._model = model.to(device).eval()
-        if self._columns is None:
-            self._columns = self.label_columns(self._model.config.id2label)
-        return self._model, self._tokenizer
+        self.classifier = NLIClassifier(source, device=device, batch_size=batch_size, max_length=max_length,
+                                        model=model, tokenizer=tokenizer)
 
     @staticmethod
-    def label_columns(id2label: dict) -> list[int | None]:
+    def class_columns(id2label: dict) -> list[int | None]:
         """Model output column of entailment, neutral, contradiction (None where the model lacks one)."""
-        names = {int(i): str(lab).lower() for i, lab in id2label.items()}
-        entail = [i for i, lab in names.items() if "entail" in lab and not lab.startswith("not")]
-        if len(entail) != 1:
-            raise InvalidParameterError(
-                f"cannot find a single entailment label in id2label={id2label}; use an NLI model"
-            )
-        neutral = [i for i, lab in names.items() if "neutral" in lab or lab.startswith("not")]
-        contra = [i for i, lab in names.items() if "contradict" in lab]
-        return [entail[0], neutral[0] if neutral else None, contra[0] if contra else None]
+        return nli_class_columns(id2label)
 
-    def _label_probabilities(self, premises, hypotheses, contexts) -> np.ndarray:
-        import torch
+    def _class_probabilities(self, premises, hypotheses, contexts) -> np.ndarray:
+        return self.classifier.class_probabilities(premises, [_claim(h, c) for h, c in zip(hypotheses, contexts)])
 
-        model, tokenizer = self._load()
-        claims = [_claim(h, c) for h, c in zip(hypotheses, contexts)]
-        rows = []
-        for start in range(0, len(premises), self.batch_size):
-            batch = tokenizer(list(premises[start : start + self.batch_size]),
-                              claims[start : start + self.batch_size], truncation="only_first",
-                              max_length=self.max_length, padding=True, return_tensors="pt").to(model.device)
-            with torch.no_grad():
-                probs = torch.softmax(model(**batch).logits.float(), dim=-1).cpu().numpy()
-            out = np.zeros((probs.shape[0], 3))
-            for j, col in enumerate(self._columns):
-                if col is not None:
-                    out[:, j] = probs[:, col]
-            rows.append(out)
-        return np.concatenate(rows)
+
+def load_attributor(name: str | None = None, *, device: str | None = None) -> Attributor:
+    """An NLI attributor by name, shared per process: ``qwen-judge`` (offline default: the Qwen2.5-1.5B judge),
+    any language model of the catalog as judge, or a sequence-classification NLI id or folder
+    (``roberta-large-mnli`` = the paper's ``FacebookAI/roberta-large-mnli``)."""
+    name = name or catalog.DEFAULTS["attributor"]
+
+    def build() -> Attributor:
+        if name == "qwen-judge":
+            return LLMJudgeAttributor(catalog.load_language_model("qwen2.5-1.5b", device=device))
+        if name in catalog.OFFLINE_LLMS:
+            return LLMJudgeAttributor(catalog.load_language_model(name, device=device))
+        return CrossEncoderAttributor(catalog.HUB_NLI.get(name, name), device=device)
+
+    return catalog.shared((f"attributor:{name}", device), build)
 
 
 def default_attributor() -> Attributor:
     """The offline default NLI attributor: the Qwen2.5-1.5B LLM judge (loaded on first use)."""
-    from .models.catalog import load_attributor
-
     return load_attributor("qwen-judge")

@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .corpus import Collection, assets_dir, load_qrels
-from .errors import InvalidParameterError
+from ..data import Collection, demo_folder, load_qrels
+from ..errors import InvalidParameterError
+from ..metrics.utility import UtilityMetric, utility
+from ..retrieval import Retriever, top_candidates
 from .generation import Generator
-from .metrics.utility import UtilityMetric, utility
-from .retrieval import Retriever, top_candidates
 
 __all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "load_utility_labels", "write_utility_labels"]
 
@@ -85,7 +85,7 @@ def utility_qrels_path(collection: str | Path, generator: str) -> Path:
     """Where the utility qrels of ``collection`` for ``generator`` live (``<folder>/utility.<generator>.qrels``)."""
     folder = Path(collection)
     if not folder.is_dir():
-        folder = assets_dir() / "collections" / str(collection)
+        folder = demo_folder(str(collection))
     return folder / f"utility.{generator}.qrels"
 
 

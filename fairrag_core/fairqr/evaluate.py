@@ -22,18 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .corpus import Collection
-from .errors import InvalidParameterError
-from .fairqr import FairQRConfig, FairQRResult, Refiner, fair_qr
-from .metrics.group_fairness import (
-    awrf,
-    group_distribution,
-    group_labels_for,
-    most_under_represented,
-    ndcg,
-)
-from .reranking import fair_topk, mmr, protected_group_mask, tfidf_cosine
-from .retrieval import Retriever, top_candidates
+from ..data import Collection
+from ..errors import InvalidParameterError
+from ..metrics.group_fairness import awrf, group_distribution, most_under_represented, ndcg
+from ..metrics.group_targets import groups_for
+from ..ranking.rerank import fair_topk, mmr, protected_group_mask, tfidf_cosine
+from ..retrieval import Retriever, top_candidates
+from .loop import FairQRConfig, FairQRResult, fair_qr
+from .refiners import Refiner
 
 __all__ = ["FairQREvalConfig", "FAIRQR", "FAIRQR_NO_RERANK", "evaluate_fair_qr", "compare_systems", "table1",
            "paired_tests", "win_tie_loss", "iteration_statistics"]
@@ -100,7 +96,7 @@ def compare_systems(collection: Collection, bm25: Retriever, trace: FairQRResult
     nDCG needs the query's qrels and is NaN for a free query.
     """
     query = trace.original_query
-    labels = group_labels_for(collection, trace.categories)
+    labels = groups_for(collection, trace.categories)
     target = pd.Series(trace.target)
     relevance = collection.relevance(trace.query_id).astype(float) if trace.query_id in collection.qrels else None
     texts = collection.texts

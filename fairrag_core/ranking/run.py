@@ -11,30 +11,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .corpus import Collection, Query
-from .errors import InvalidParameterError
-from .exposure import ExposureSummary, summarise_exposure, target_exposure
-from .retrieval import Retriever, check_query, top_candidates
+from ..checks import check_k
+from ..data import Collection, Query
+from ..errors import InvalidParameterError
+from ..metrics.exposure import ExposureSummary, summarise_exposure, target_exposure
+from ..retrieval import Retriever, check_query, top_candidates
+from ..seeds import new_seed
+from ..settings import SamplingSettings
 from .sampling import deterministic_ranking, sample_rankings
 
-__all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure", "new_seed"]
+__all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure"]
 
 
-def new_seed() -> int:
-    """A fresh random seed to record in a run's config, so that the run can be reproduced."""
-    return int(np.random.SeedSequence().entropy % (2**63))
-
-
-@dataclass(frozen=True)
-class RankingConfig:
-    """Everything that determines a ranking run (with the retriever and the collection)."""
+@dataclass(frozen=True, kw_only=True)
+class RankingConfig(SamplingSettings):
+    """Everything that determines a ranking run (with the retriever and the collection): α and the sampling."""
 
     alpha: float
-    n_samples: int = 100
-    k: int = 5
-    seed: int | None = None
-    candidates: int | None = None  # first-stage cut-off K; None = score every document
-    min_rel: int = 1  # qrels grade from which a document counts as useful
 
 
 @dataclass(frozen=True)
@@ -129,11 +122,7 @@ def run_ranking(
     all_scores = retriever.score(text) if scores is None else np.asarray(scores, dtype=np.float64)
     n_cand = len(collection) if config.candidates is None else config.candidates
     cand = top_candidates(all_scores, n_cand)
-    if config.k > cand.indices.size:
-        raise InvalidParameterError(
-            f"k={config.k} is larger than the {cand.indices.size} candidate(s); set k ≤ {cand.indices.size} "
-            "or retrieve more candidates"
-        )
+    check_k(config.k, cand.indices.size)
     rng = np.random.default_rng(seed)
     rankings = sample_rankings(cand.scores, alpha=config.alpha, n_samples=config.n_samples, k=config.k, seed=rng)
     det = deterministic_ranking(cand.scores, config.k)

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .corpus import Document
-from .errors import InvalidParameterError
-from .models.llm import ChatPrompt, LanguageModel
+from ..data import Document
+from ..errors import InvalidParameterError
+from ..models.llm import ChatPrompt, LanguageModel
 
 __all__ = ["PromptStyle", "build_prompt", "build_closed_book_prompt", "AnswerCache", "Generator"]
 
@@ -42,7 +42,7 @@ def _clip(text: str, words: int) -> str:
 def build_prompt(question: str, documents: Sequence[Document], style: PromptStyle = PromptStyle()) -> ChatPrompt:
     """φ_p(x, π): the question with the ranked documents numbered [1] … [k] in rank order.
 
-    >>> from fairrag_core.corpus import Document
+    >>> from fairrag_core.data import Document
     >>> print(build_prompt("Why?", [Document("a", "Because.", title="T")]).user)
     Documents:
     [1] T: Because.

@@ -33,35 +33,22 @@ import numbers
 
 import numpy as np
 
-from .checks import check_k
-from .errors import InvalidParameterError
+from ..checks import check_alpha, check_k, check_positive_int
+from ..errors import InvalidParameterError
+from ..seeds import SeedLike, as_generator
 
 __all__ = [
-    "SeedLike",
     "normalise_scores",
     "policy_logits",
     "sample_rankings",
     "sample_rankings_batch",
     "deterministic_ranking",
-    "as_generator",
-    "check_alpha",
 ]
-
-SeedLike = int | np.random.Generator | None
 
 #: Above this α, ``s̄^α`` overflows float64 and the policy equals its deterministic limit anyway.
 ALPHA_DETERMINISTIC = 1000.0
 # Work arrays are processed in chunks of about this many float64 entries (≈ 64 MB).
 _CHUNK_ENTRIES = 8_000_000
-
-
-def as_generator(seed: SeedLike) -> np.random.Generator:
-    """A numpy Generator from ``None`` (fresh entropy), an ``int`` seed, or an existing Generator."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
-        return np.random.default_rng(seed)
-    raise InvalidParameterError(f"seed must be None, an int or a numpy Generator, got {type(seed).__name__}")
 
 
 def _check_scores(scores: object, *, ndim: int) -> np.ndarray:
@@ -74,29 +61,6 @@ def _check_scores(scores: object, *, ndim: int) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError("scores contain NaN or infinity; drop or fix those candidates before sampling")
     return arr
-
-
-def check_alpha(alpha: object) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise InvalidParameterError(f"alpha must be a real number ≥ 0, got {alpha!r}")
-    value = float(alpha)
-    if math.isnan(value):
-        raise InvalidParameterError("alpha is NaN; use a number ≥ 0 (0 = uniform, larger = closer to deterministic)")
-    if value < 0:
-        raise InvalidParameterError(
-            f"alpha={value} is negative; use alpha ≥ 0 (0 = uniform, larger = closer to deterministic)"
-        )
-    return value
-
-
-def _check_count(value: object, name: str, hint: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidParameterError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise InvalidParameterError(f"{name}={value}; {hint}")
-    return int(value)
-
-
 
 
 def normalise_scores(scores: np.ndarray) -> np.ndarray:
@@ -302,7 +266,7 @@ def sample_rankings(
     """
     s = _check_scores(scores, ndim=1)
     alpha = check_alpha(alpha)
-    n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
+    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings; the paper uses 100")
     k = check_k(k, s.size)
     return _sample(s[None, :], np.array([alpha]), n_samples, k, as_generator(seed))[0]
 
@@ -334,6 +298,6 @@ def sample_rankings_batch(
         if raw.shape != (q,):
             raise InvalidParameterError(f"alpha must be a number or have shape ({q},), got shape {raw.shape}")
         alphas = np.array([check_alpha(float(a)) for a in raw])
-    n_samples = _check_count(n_samples, "n_samples", "draw at least one ranking (the paper uses 100)")
+    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings; the paper uses 100")
     k = check_k(k, s.shape[1])
     return _sample(s, alphas, n_samples, k, as_generator(seed))

@@ -1,15 +1,7 @@
-"""Collections: documents, queries and relevance labels, and their loaders.
+"""Loaders for collections on disk: corpus, queries and qrels files, and whole collection folders.
 
-Conventions (written down once, used everywhere):
-
-* A document is addressed by its ``doc_id`` in files and by its **0-based position** in
-  ``Collection.documents`` inside arrays (scores, rankings, exposure vectors).
-* ``provider`` is who receives credit/exposure (a brand, an outlet, a person). When a file omits it,
-  the document is its own provider (``provider = doc_id``).
-* ``groups`` maps a fairness category to a label, e.g. ``{"region": "Africa", "gender": "female"}``.
-  ``"Unknown"`` is an ordinary label; a *missing* label is an error only where a group metric needs it
-  (:meth:`Collection.group_labels`).
-* Relevance labels come from TREC qrels (``qid 0 doc_id rel``); unjudged documents count as ``rel = 0``.
+Every loader stops at the first problem and raises :class:`~fairrag_core.errors.DataFormatError` naming the
+file, the line and the fix; nothing is half-loaded.
 
 File formats
 ------------
@@ -21,6 +13,8 @@ queries
     ``aspects: [{"aspect": ..., "answer": ...}]``.
 qrels
     TREC format, whitespace separated: ``query_id 0 doc_id relevance`` (integer relevance).
+collection folder
+    ``corpus.jsonl`` or ``corpus.csv``, optional ``queries.jsonl``, optional ``qrels.txt``.
 """
 
 from __future__ import annotations
@@ -30,201 +24,20 @@ import io
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 
-import numpy as np
+from ..errors import DataFormatError, UnknownCollectionError
+from .collection import Collection, Document, Query, Aspect
+from .demo import DEMO_COLLECTIONS, demo_folder
 
-from .errors import DataFormatError, InvalidParameterError, MissingGroupLabelError, UnknownCollectionError
-
-__all__ = [
-    "Aspect",
-    "Document",
-    "Query",
-    "Collection",
-    "DEMO_COLLECTIONS",
-    "assets_dir",
-    "load_corpus",
-    "load_queries",
-    "load_qrels",
-    "load_collection",
-]
-
-#: Bundled demo collections, in the order the UI lists them.
-DEMO_COLLECTIONS: tuple[str, ...] = ("running-shoes", "news", "people", "multi-faceted")
-
-UNKNOWN_GROUP = "Unknown"
+__all__ = ["load_corpus", "load_queries", "load_qrels", "load_collection", "read_text", "json_lines"]
 
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
 _QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
 _GROUP_PREFIX = "group:"
 
 
-@dataclass(frozen=True)
-class Document:
-    """One retrievable item. ``provider`` is who gets exposure; ``groups`` maps category → label."""
-
-    doc_id: str
-    text: str
-    title: str = ""
-    provider: str = ""
-    groups: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.provider:
-            object.__setattr__(self, "provider", self.doc_id)
-        object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
-
-    @property
-    def full_text(self) -> str:
-        """Title and text joined: what retrievers index and prompts show."""
-        return f"{self.title}. {self.text}" if self.title else self.text
-
-
-@dataclass(frozen=True)
-class Aspect:
-    """A sub-intent of a multi-faceted query (RichRAG) and its sub-answer."""
-
-    aspect: str
-    answer: str
-
-
-@dataclass(frozen=True)
-class Query:
-    """A user request with an optional gold answer and optional aspects."""
-
-    query_id: str
-    text: str
-    answer: str | None = None
-    aspects: tuple[Aspect, ...] = ()
-
-
-@dataclass(frozen=True)
-class Collection:
-    """A corpus with its queries and relevance labels (``qrels[query_id][doc_id] = rel``)."""
-
-    name: str
-    documents: tuple[Document, ...]
-    queries: tuple[Query, ...] = ()
-    qrels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.documents:
-            raise InvalidParameterError(f"collection {self.name!r} has no documents; add at least one")
-        seen: set[str] = set()
-        for doc in self.documents:
-            if doc.doc_id in seen:
-                raise InvalidParameterError(f"duplicate doc_id {doc.doc_id!r}; every document needs a unique id")
-            seen.add(doc.doc_id)
-        qids: set[str] = set()
-        for query in self.queries:
-            if query.query_id in qids:
-                raise InvalidParameterError(f"duplicate query_id {query.query_id!r}; every query needs a unique id")
-            qids.add(query.query_id)
-        for qid, judged in self.qrels.items():
-            unknown = [d for d in judged if d not in seen]
-            if unknown:
-                raise InvalidParameterError(
-                    f"qrels for query {qid!r} name unknown doc ids {unknown[:5]}; fix the ids or add the documents"
-                )
-
-    # -- lookups -------------------------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.documents)
-
-    @cached_property
-    def _index(self) -> dict[str, int]:
-        return {doc.doc_id: i for i, doc in enumerate(self.documents)}
-
-    @cached_property
-    def _queries_by_id(self) -> dict[str, Query]:
-        return {q.query_id: q for q in self.queries}
-
-    @property
-    def doc_ids(self) -> list[str]:
-        return [d.doc_id for d in self.documents]
-
-    @property
-    def texts(self) -> list[str]:
-        """Indexed text of each document (title + text), in collection order."""
-        return [d.full_text for d in self.documents]
-
-    @cached_property
-    def providers(self) -> np.ndarray:
-        """Provider of each document, as an object array aligned with ``documents``."""
-        return np.array([d.provider for d in self.documents], dtype=object)
-
-    def index_of(self, doc_id: str) -> int:
-        try:
-            return self._index[doc_id]
-        except KeyError:
-            raise InvalidParameterError(f"unknown doc_id {doc_id!r} in collection {self.name!r}") from None
-
-    def query(self, query_id: str) -> Query:
-        try:
-            return self._queries_by_id[query_id]
-        except KeyError:
-            known = ", ".join(list(self._queries_by_id)[:5])
-            raise InvalidParameterError(
-                f"unknown query_id {query_id!r} in collection {self.name!r}; known ids start with: {known}"
-            ) from None
-
-    def find_query(self, text: str) -> Query | None:
-        """The collection's query whose text equals ``text`` (case- and space-insensitive), if any."""
-        wanted = " ".join(text.lower().split())
-        for query in self.queries:
-            if " ".join(query.text.lower().split()) == wanted:
-                return query
-        return None
-
-    def relevance(self, query_id: str) -> np.ndarray:
-        """Graded relevance of every document for ``query_id`` (unjudged → 0), aligned with ``documents``."""
-        rel = np.zeros(len(self.documents), dtype=np.int64)
-        for doc_id, grade in self.qrels.get(query_id, {}).items():
-            rel[self._index[doc_id]] = grade
-        return rel
-
-    def useful(self, query_id: str, *, min_rel: int = 1) -> np.ndarray:
-        """Boolean usefulness labels for ``query_id``: ``relevance >= min_rel``."""
-        return self.relevance(query_id) >= min_rel
-
-    def categories(self) -> list[str]:
-        """Fairness categories that appear on at least one document, sorted."""
-        return sorted({c for d in self.documents for c in d.groups})
-
-    def group_labels(self, category: str, *, fill: str | None = None) -> np.ndarray:
-        """Label of every document in ``category``.
-
-        Raises:
-            MissingGroupLabelError: some documents have no label and ``fill`` is None. Pass
-                ``fill="Unknown"`` to treat them as their own group, or label them in the corpus file.
-        """
-        labels = [d.groups.get(category) for d in self.documents]
-        missing = [d.doc_id for d, lab in zip(self.documents, labels) if lab is None]
-        if missing and fill is None:
-            if len(missing) == len(labels):
-                raise MissingGroupLabelError(
-                    f"no document in {self.name!r} has a label for category {category!r}; "
-                    f"known categories: {self.categories() or 'none'}"
-                )
-            raise MissingGroupLabelError(
-                f"{len(missing)} document(s) in {self.name!r} have no {category!r} label "
-                f"(first: {missing[:5]}); label them in the corpus file or pass fill={UNKNOWN_GROUP!r}"
-            )
-        return np.array([fill if lab is None else lab for lab in labels], dtype=object)
-
-    def subset(self, indices: Iterable[int]) -> Collection:
-        """A collection over some of the documents (e.g. first-stage candidates), keeping their qrels."""
-        docs = tuple(self.documents[int(i)] for i in indices)
-        keep = {d.doc_id for d in docs}
-        qrels = {q: {d: r for d, r in j.items() if d in keep} for q, j in self.qrels.items()}
-        return Collection(self.name, docs, self.queries, qrels)
-
-
-# -- reading files ----------------------------------------------------------------------------------
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -242,8 +55,8 @@ def _read_text(path: Path) -> str:
         ) from None
 
 
-def _json_lines(path: Path) -> Iterable[tuple[int, dict]]:
-    text = _read_text(path)
+def json_lines(path: Path) -> Iterable[tuple[int, dict]]:
+    text = read_text(path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -293,7 +106,7 @@ def _check_unique(seen: dict[str, int], key: str, what: str, path: Path, line: i
 def _corpus_from_jsonl(path: Path) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for line, obj in _json_lines(path):
+    for line, obj in json_lines(path):
         unknown = set(obj) - _CORPUS_FIELDS
         if unknown:
             raise DataFormatError(
@@ -327,7 +140,7 @@ def _corpus_from_jsonl(path: Path) -> list[Document]:
 
 
 def _corpus_from_csv(path: Path) -> list[Document]:
-    text = _read_text(path)
+    text = read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip() for h in next(reader)]
@@ -411,7 +224,7 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
     path = Path(path)
     queries: list[Query] = []
     seen: dict[str, int] = {}
-    for line, obj in _json_lines(path):
+    for line, obj in json_lines(path):
         unknown = set(obj) - _QUERY_FIELDS
         if unknown:
             raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(_QUERY_FIELDS)}",
@@ -440,7 +253,7 @@ def load_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """Read TREC qrels (``query_id 0 doc_id relevance``) into ``{query_id: {doc_id: rel}}``."""
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
-    for line, raw in enumerate(_read_text(path).splitlines(), start=1):
+    for line, raw in enumerate(read_text(path).splitlines(), start=1):
         parts = raw.split()
         if not parts or parts[0].startswith("#"):
             continue
@@ -461,12 +274,6 @@ def load_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def assets_dir() -> Path:
-    """Folder of the bundled assets (override with the ``FAIRRAG_ASSETS`` environment variable)."""
-    env = os.environ.get("FAIRRAG_ASSETS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "assets"
-
-
 def _find(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
     for suffix in suffixes:
         candidate = folder / f"{stem}{suffix}"
@@ -481,9 +288,7 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
 
     Qrels are checked against the corpus and the queries: unknown ids raise with the line number.
     """
-    folder = Path(name_or_path)
-    if str(name_or_path) in DEMO_COLLECTIONS:
-        folder = assets_dir() / "collections" / str(name_or_path)
+    folder = demo_folder(str(name_or_path)) if str(name_or_path) in DEMO_COLLECTIONS else Path(name_or_path)
     if not folder.is_dir():
         raise UnknownCollectionError(
             f"no collection {str(name_or_path)!r}: use one of {', '.join(DEMO_COLLECTIONS)} "
@@ -503,7 +308,7 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
 
 
 def _check_qrels(qrels: Mapping[str, Mapping[str, int]], path: Path, doc_ids: set[str], query_ids: set[str]) -> None:
-    lines = _read_text(path).splitlines()
+    lines = read_text(path).splitlines()
     for lineno, raw in enumerate(lines, start=1):
         parts = raw.split()
         if len(parts) != 4:

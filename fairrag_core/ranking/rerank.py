@@ -35,9 +35,9 @@ import numpy as np
 from scipy import sparse
 from scipy.stats import binom
 
-from .checks import check_binary, check_k
-from .errors import InvalidParameterError
-from .text import DEFAULT_TOKENIZER
+from ..checks import check_binary, check_k
+from ..errors import InvalidParameterError
+from ..text import DEFAULT_TOKENIZER
 
 __all__ = [
     "mmr",

@@ -1,0 +1,101 @@
+"""What every command shares: argument types (one α parser, one list parser), the common options, loading a
+collection with its retriever, and small text renderers."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..checks import parse_alpha, parse_alphas, parse_list
+from ..data import DEMO_COLLECTIONS, Collection, load_collection
+from ..errors import InvalidParameterError
+from ..metrics.utility import UtilityMetric
+from ..retrieval import Retriever, RetrieverKind, build_retriever
+
+__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "add_common", "add_models", "load_inputs", "id_list",
+           "bar", "fmt", "fmt_ci"]
+
+
+def _argument_type(parse, name: str):
+    def convert(text: str):
+        try:
+            return parse(text)
+        except InvalidParameterError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = name  # argparse names the type in its messages
+    return convert
+
+
+#: ``--alpha``: a number ≥ 0 or ``inf`` (the deterministic ranker); the app parses α the same way.
+alpha_arg = _argument_type(parse_alpha, "alpha")
+#: ``--alphas``: a comma-separated α grid.
+alphas_arg = _argument_type(parse_alphas, "alphas")
+
+
+def positive_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def id_list(text: str | None) -> tuple[str, ...]:
+    """``--queries q1,q2`` → ``("q1", "q2")``; absent → ``()`` (every query)."""
+    return parse_list(text)
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--collection", default="running-shoes",
+                        help=f"demo collection ({', '.join(DEMO_COLLECTIONS)}) or a folder with corpus.jsonl|csv, "
+                             "queries.jsonl, qrels.txt (default: running-shoes)")
+    parser.add_argument("--retriever", default="bm25", choices=[k.value for k in RetrieverKind],
+                        help="first-stage scorer (default: bm25); dense uses the offline MiniLM unless --model")
+    parser.add_argument("--model", default=None, help="dense model: short name (minilm), HF id or local folder")
+    parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps (dense retriever only)")
+    parser.add_argument("-k", type=positive_arg, default=5, help="documents per ranking passed to the generator (default 5)")
+    parser.add_argument("--samples", "-N", type=positive_arg, default=100, help="sampled rankings N (default 100)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, printed so you can rerun)")
+    parser.add_argument("--candidates", type=positive_arg, default=None,
+                        help="first-stage cut-off K: sample among the top K only (default: every document)")
+    parser.add_argument("--min-rel", type=int, default=1,
+                        help="qrels grade from which a document counts as useful for EE-R (default 1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> None:
+    from ..models.catalog import DEFAULTS, GENERATORS
+    from ..rag.pipeline import PromptOrder
+
+    parser.add_argument("--generator", default=DEFAULTS["generator"],
+                        help=f"generator: {', '.join(GENERATORS)}, any HF id or folder (default {DEFAULTS['generator']})")
+    if attributor:
+        parser.add_argument("--nli", default=DEFAULTS["attributor"],
+                            help="NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder")
+    parser.add_argument("--prompt-order", default="sampled", choices=[o.value for o in PromptOrder],
+                        help="order of the k documents in the prompt: as sampled (paper, default) or by retrieval "
+                             "score (identical sets then share one generation)")
+    parser.add_argument("--metric", default="rougeL", choices=[m.value for m in UtilityMetric],
+                        help="utility metric against the gold answer (default rougeL)")
+
+
+def load_inputs(args) -> tuple[Collection, Retriever]:
+    """The collection and first-stage retriever named by the common options."""
+    collection = load_collection(args.collection)
+    retriever = build_retriever(args.retriever, collection.texts, model=args.model, device=args.device)
+    return collection, retriever
+
+
+def bar(value: float, scale: float, width: int = 24) -> str:
+    filled = 0 if scale <= 0 else int(round(width * min(value / scale, 1.0)))
+    return "█" * filled + "·" * (width - filled)
+
+
+def fmt_ci(ci) -> str:
+    return f"{ci.estimate:.3f}  (95% CI of the exact value {ci.low:.3f}–{ci.high:.3f})"
+
+
+def fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

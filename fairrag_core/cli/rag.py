@@ -1,0 +1,209 @@
+"""Commands through the whole RAG pipeline: ``rag`` (one query), ``label-utility`` (Algorithm 1) and ``sweep``
+(the α grid with the paper's Tables 1–2). Kim & Diaz (2025), §3–5."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..ranking import DEFAULT_ALPHAS
+from ..rag.sweep import Usefulness
+from .common import add_common, add_models, alpha_arg, alphas_arg, fmt, id_list, load_inputs, positive_arg
+from .ranking import rank_payload
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add ``rag``, ``label-utility`` and ``sweep`` to the command parser ``sub``."""
+    p = sub.add_parser(
+        "rag", help="one query end to end: sampled rankings → answers → NLI citations → EE-D, EE-R, EU, EAR, EAE-D",
+        description="Retrieve, sample N rankings at α, generate one answer per distinct top-k list, attribute it "
+                    "with the NLI model, and report all six metrics of the Fair RAG paper. Offline by default: "
+                    "SmolLM2-135M generates, Qwen2.5-1.5B judges entailment.",
+    )
+    add_common(p)
+    add_models(p)
+    p.add_argument("--query", required=True, help="the question (one of the collection's queries gives EU and EE-R)")
+    p.add_argument("--alpha", type=alpha_arg, default=2.0, help="fairness knob α ≥ 0 (default 2)")
+    p.set_defaults(samples=20, handler=_cmd_rag)
+
+    p = sub.add_parser(
+        "label-utility", help="Algorithm 1: label each candidate useful when it improves the generator's answer",
+        description="For every query: the closed-book answer gives u0; each candidate alone gives u; δ = u − u0 > 0 "
+                    "means useful. Writes utility.<generator>.qrels (+ .tsv with u0, u, δ, answers).",
+    )
+    add_common(p)
+    add_models(p, attributor=False)
+    p.add_argument("--depth", type=positive_arg, default=20, help="first-stage candidates labelled per query (default 20)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
+    p.add_argument("--out-dir", default=None, help="folder for the qrels (default: the collection's folder)")
+    p.set_defaults(handler=_cmd_label_utility)
+
+    p = sub.add_parser(
+        "sweep", help="collection × α grid × N × k through the whole RAG pipeline → Tables 1–2, figure data, run store",
+        description="Run the RAG pipeline for every query and α (plus the deterministic baseline), then print the "
+                    "paper's Table 1 (slope and AUC of EE-R vs EE-D) and Table 2 (EU difference from the "
+                    "deterministic baseline per EE-D interval, Welch t-test). Saves CSV/Parquet and the run store.",
+    )
+    add_common(p)
+    add_models(p)
+    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
+    p.add_argument("--labels", choices=[u.value for u in Usefulness], default="utility",
+                   help="usefulness labels for EE-R and the oracle (default: utility labels of the generator)")
+    p.add_argument("--no-oracle", action="store_true",
+                   help="skip the stochastic oracle's answers (fewer generations; normalised EU then divides by the "
+                        "best answer of each run itself)")
+    p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
+    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
+    p.set_defaults(samples=20, handler=_cmd_rag_sweep)
+
+
+def _generator(args):
+    from ..models.catalog import load_language_model
+    from ..rag import Generator
+
+    return Generator(load_language_model(args.generator, device=args.device))
+
+
+def _rag_payload(run) -> dict:
+    ids = run.ranking.doc_ids
+    docs = run.ranking.collection.documents
+    cand = run.ranking.candidate_indices
+    payload = rank_payload(run.ranking)
+    payload.pop("documents")
+    payload.update(
+        generator=run.generator, attributor=run.attributor, metric=run.metric.value,
+        gold_answer=run.ranking.query.answer if run.ranking.query else None,
+        metrics=run.metrics(), u_max=run.u_max, oracle_eu=run.oracle_eu, timings=run.timings,
+        answers=[
+            {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
+             "attribution_rate": g.attribution_rate,
+             "citations": [{"doc_id": ids[p], "provider": docs[cand[p]].provider, "p_entail": round(pr, 4)}
+                           for p, e, pr in zip(g.positions, g.entails, g.entail_probability) if e],
+             "not_entailing": [ids[p] for p, e in zip(g.positions, g.entails) if not e]}
+            for g in run.answers
+        ],
+        attributed_exposure={ids[i]: float(v) for i, v in enumerate(run.attributed_exposure) if v > 0},
+    )
+    return payload
+
+
+def _cmd_rag(args, out) -> int:
+    from ..rag import RagConfig, run_rag
+    from ..rag.attribution import load_attributor
+
+    collection, retriever = load_inputs(args)
+    generator = _generator(args)
+    attributor = load_attributor(args.nli, device=args.device)
+    config = RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
+                       candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
+                       prompt_order=args.prompt_order)
+    run = run_rag(collection, retriever, generator, attributor, args.query, config)
+    if args.json:
+        print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
+        return 0
+    payload = _rag_payload(run)
+    print(f"Query: {run.ranking.query_text}   gold answer: {payload['gold_answer'] or 'n/a'}", file=out)
+    print(f"{collection.name}, {run.ranking.retriever}, k={args.k}, N={args.samples}, α={args.alpha:g}, "
+          f"seed={run.ranking.seed}; generator {run.generator}, NLI {run.attributor}", file=out)
+    print(f"\n{len(run.answers)} distinct top-{args.k} lists → {len(run.answers)} generations "
+          f"(instead of {args.samples})\n", file=out)
+    for a in payload["answers"][:8]:
+        cites = ", ".join(f"{c['doc_id']} ({c['provider']})" for c in a["citations"]) or "none"
+        print(f"  ×{a['samples']:<3} {a['answer']!r}", file=out)
+        print(f"        utility {fmt(a['utility'])}  cited: {cites}  not entailing: "
+              f"{', '.join(a['not_entailing']) or 'none'}", file=out)
+    m = run.metrics()
+    print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU {fmt(m['eu'])}  normalised EU "
+          f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}", file=out)
+    print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in run.timings.items()), file=out)
+    return 0
+
+
+def _cmd_label_utility(args, out) -> int:
+    from ..rag.labels import UtilityLabelConfig, label_utility, summarise_labels, utility_qrels_path, write_utility_labels
+
+    collection, retriever = load_inputs(args)
+    generator = _generator(args)
+    ids = id_list(args.queries)
+    config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=ids)
+
+    def progress(done, total):
+        print(f"  labelled {done}/{total} queries", file=sys.stderr, flush=True)
+
+    table = label_utility(collection, generator, retriever, config, progress=progress)
+    path = utility_qrels_path(args.collection, generator.name)
+    if args.out_dir:
+        path = Path(args.out_dir) / path.name
+    command = (f"python -m fairrag_core label-utility --collection {collection.name} --generator {generator.name} "
+               f"--retriever {args.retriever} --depth {args.depth} --metric {args.metric}")
+    write_utility_labels(table, path, header=[
+        f"Utility labels (Kim & Diaz 2025, Algorithm 1) for {collection.name}, generator {generator.name}, "
+        f"metric {args.metric}", f"Candidates: top {args.depth} by {retriever.name} plus judged documents; "
+        "unlisted documents count as not useful", f"Regenerate with: {command}"])
+    summary = summarise_labels(table)
+    if args.json:
+        print(json.dumps({"path": str(path), "queries": json.loads(summary.to_json(orient="records"))}, indent=2),
+              file=out)
+    else:
+        print(summary.to_string(index=False), file=out)
+        flagged = summary.loc[~summary["fairness_question"], "query_id"].tolist()
+        print(f"\nWrote {path} ({len(table)} labels). Queries with ≤ 1 useful item (left out of fairness "
+              f"analyses): {', '.join(flagged) or 'none'}", file=out)
+    return 0
+
+
+def _cmd_rag_sweep(args, out) -> int:
+    from ..audit.store import RunStore
+    from ..rag import RagSweepConfig, disparity_quality_table, rag_sweep, utility_by_disparity_table
+    from ..rag.attribution import load_attributor
+
+    collection, retriever = load_inputs(args)
+    generator = _generator(args)
+    attributor = load_attributor(args.nli, device=args.device)
+    ids = id_list(args.queries)
+    config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
+                            candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
+                            usefulness=args.labels, query_ids=ids, prompt_order=args.prompt_order,
+                            oracle=not args.no_oracle)
+
+    def progress(done, total):
+        print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
+
+    run = rag_sweep(collection, retriever, generator, attributor, config, progress=progress)
+    table, record = run.table, run.record
+    table1 = disparity_quality_table(table)
+    table2 = utility_by_disparity_table(table)
+    run_id = None
+    if not args.no_store:
+        with RunStore(args.store) as store:
+            run_id = store.save(run)
+    if args.output:
+        base = Path(args.output).with_suffix("")
+        table.to_csv(base.with_suffix(".csv"), index=False)
+        table.to_parquet(base.with_suffix(".parquet"), index=False)
+    if args.json:
+        print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),
+                          "rows": json.loads(table.to_json(orient="records")),
+                          "table1": json.loads(table1.to_json(orient="records")),
+                          "table2": json.loads(table2.to_json(orient="records"))}, indent=2), file=out)
+        return 0
+    print(f"RAG sweep on {record.collection}: {record.generator} + {record.attributor}, k={config.k}, "
+          f"N={config.n_samples}, labels={config.usefulness.value}, seed={record.seed}", file=out)
+    print(f"{record.sampled_rankings} sampled rankings → {record.generator_calls} generator calls, "
+          f"{record.wall_seconds:.0f} s", file=out)
+    means = table.groupby(["system", "alpha"])[["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]].mean()
+    print("\nMean per α (all queries):", file=out)
+    print(means.round(3).to_string(), file=out)
+    print("\nTable 1 — disparity vs quality (queries with ≥ 2 useful items):", file=out)
+    print(table1.round(3).to_string(index=False), file=out)
+    print(f"\nTable 2 — EU minus deterministic EU ({table2.attrs['baseline_mean']:.3f}) per EE-D interval:", file=out)
+    print(table2.round(3).to_string(index=False), file=out)
+    if run_id:
+        print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
+    print(f"Reproduce with: {record.command()}", file=out)
+    return 0

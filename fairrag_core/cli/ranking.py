@@ -1,0 +1,181 @@
+"""Commands about rankings and exposure: ``collections``, ``rank`` (one query) and ``exposure-sweep`` (a query set
+× α grid). Kim & Diaz (2025), §3.2–3.3."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..data import DEMO_COLLECTIONS, load_collection
+from ..ranking import DEFAULT_ALPHAS, RankingConfig, RankingRun, SweepConfig, exposure_sweep, run_ranking, summarise_sweep
+from .common import add_common, alpha_arg, alphas_arg, bar, fmt_ci, id_list, load_inputs
+
+__all__ = ["register", "rank_payload"]
+
+
+def register(sub) -> None:
+    """Add ``collections``, ``rank`` and ``exposure-sweep`` to the command parser ``sub``."""
+    p = sub.add_parser("collections", help="list the demo collections and their sizes")
+    p.add_argument("--json", action="store_true")
+
+    p.set_defaults(handler=_cmd_collections)
+
+    p = sub.add_parser(
+        "rank", help="one query: deterministic vs sampled rankings, exposure per document and provider, EE-D/EE-R",
+        description="Rank one query with the deterministic retriever and with the stochastic retriever at α, "
+                    "and show who gets exposure. Lower α spreads exposure across more providers.",
+    )
+    add_common(p)
+    p.add_argument("--query", required=True, help="the question; if it is one of the collection's queries, "
+                                                  "its relevance labels give EE-R")
+    p.add_argument("--alpha", type=alpha_arg, default=2.0, help="fairness knob α ≥ 0 (0 = uniform; default 2)")
+    p.add_argument("--show", type=int, default=5, help="sampled rankings to print (default 5)")
+
+    p.set_defaults(handler=_cmd_rank)
+
+    p = sub.add_parser(
+        "exposure-sweep", help="collection × α grid → EE-D/EE-R per query and α",
+        description="Sample rankings at each α for every query with relevance labels and report EE-D and EE-R "
+                    "(the retrieval half of the paper's Figures 3 and 4).",
+    )
+    add_common(p)
+    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
+    p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
+
+    p.set_defaults(handler=_cmd_sweep)
+
+
+def rank_payload(run: RankingRun) -> dict:
+    docs = run.documents_table()
+    providers = run.providers_table()
+    ids = run.doc_ids
+    payload = {
+        "collection": run.collection.name,
+        "query": run.query_text,
+        "query_id": run.query.query_id if run.query else None,
+        "retriever": run.retriever,
+        "alpha": run.config.alpha,
+        "k": run.config.k,
+        "n_samples": run.config.n_samples,
+        "seed": run.seed,
+        "n_candidates": int(run.candidate_indices.size),
+        "n_useful": None if run.labels is None else int(run.labels.sum()),
+        "deterministic_ranking": [ids[i] for i in run.deterministic],
+        "rankings": [[ids[i] for i in row] for row in run.rankings],
+        "ee_d": vars(run.summary.ee_d),
+        "ee_d_unbiased": run.summary.ee_d_unbiased,
+        "ee_r": None if run.summary.ee_r is None else vars(run.summary.ee_r),
+        "deterministic_ee_d": run.deterministic_summary.ee_d.estimate,
+        "deterministic_ee_r": None if run.deterministic_summary.ee_r is None else run.deterministic_summary.ee_r.estimate,
+        "providers_reached": int((providers["exposure"] > 0).sum()),
+        "providers_total": int(providers.shape[0]),
+        "documents": json.loads(docs.to_json(orient="records")),
+        "providers": json.loads(providers.to_json(orient="records")),
+    }
+    return payload
+
+
+def _print_rank(run: RankingRun, show: int, out) -> None:
+    docs = run.documents_table()
+    providers = run.providers_table()
+    k, n = run.config.k, run.candidate_indices.size
+    qid = f" [{run.query.query_id}]" if run.query else " (not in the query set: no relevance labels, EE-R n/a)"
+    print(f"Query: {run.query_text}{qid}", file=out)
+    print(f"Collection {run.collection.name}: {n} candidates, retriever {run.retriever}, k={k}, "
+          f"N={run.config.n_samples}, α={run.config.alpha:g}, seed={run.seed}", file=out)
+    if run.labels is not None:
+        print(f"Useful candidates (qrels rel ≥ {run.config.min_rel}): {int(run.labels.sum())}", file=out)
+
+    def label(i: int) -> str:
+        d = docs.iloc[i]
+        mark = "" if run.labels is None else (" ✓" if run.labels[i] else "  ")
+        return f"{d.doc_id:<10} {d.provider:<24.24} {d.score:8.3f}{mark}"
+
+    print(f"\nDeterministic top-{k} (the same every time):", file=out)
+    for r, i in enumerate(run.deterministic, 1):
+        print(f"  {r}. {label(i)}", file=out)
+    shown = min(show, run.rankings.shape[0])
+    print(f"\nSampled rankings at α={run.config.alpha:g} ({shown} of {run.rankings.shape[0]}):", file=out)
+    for s, row in enumerate(run.rankings[:shown], 1):
+        print(f"  #{s:<3} " + " | ".join(f"{docs.iloc[i].provider}" for i in row), file=out)
+
+    has_target = run.labels is not None
+    print("\nExposure by provider (expected number of its documents in the top k):", file=out)
+    head = f"  {'provider':<24} {'docs':>4} {'sampled':>8} {'determ.':>8}"
+    print(head + (f" {'target':>7}" if has_target else ""), file=out)
+    for row in providers.itertuples():
+        line = f"  {row.provider:<24.24} {row.documents:>4} {row.exposure:8.2f} {row.deterministic_exposure:8.2f}"
+        if has_target:
+            line += f" {row.target_exposure:7.2f}"
+        print(line + "  " + bar(row.exposure, max(1.0, providers["exposure"].max())), file=out)
+    reached = int((providers["exposure"] > 0).sum())
+    det_reached = int((providers["deterministic_exposure"] > 0).sum())
+    print(f"\nProviders with exposure: {reached} of {providers.shape[0]} (deterministic: {det_reached})", file=out)
+    uniform = k / n
+    print(f"EE-D (disparity, lower is fairer): {fmt_ci(run.summary.ee_d)}   "
+          f"[deterministic 1.000, uniform {uniform:.3f}]", file=out)
+    if run.summary.ee_d_unbiased is not None:
+        print(f"     unbiased EE-D estimate (plug-in minus finite-N bias): {run.summary.ee_d_unbiased:.3f}", file=out)
+    if run.summary.ee_r is not None:
+        print(f"EE-R (exposure on useful docs):    {fmt_ci(run.summary.ee_r)}   "
+              f"[deterministic {run.deterministic_summary.ee_r.estimate:.3f}]", file=out)
+    print(f"Reproduce: --seed {run.seed}", file=out)
+
+
+def _cmd_collections(args, out) -> int:
+    rows = []
+    for name in DEMO_COLLECTIONS:
+        c = load_collection(name)
+        rows.append({"collection": name, "documents": len(c), "providers": int(np.unique(c.providers).size),
+                     "queries": len(c.queries), "judged_queries": len(c.qrels),
+                     "categories": ",".join(c.categories())})
+    if args.json:
+        print(json.dumps(rows, indent=2), file=out)
+    else:
+        print(pd.DataFrame(rows).to_string(index=False), file=out)
+    return 0
+
+
+def _cmd_rank(args, out) -> int:
+    collection, retriever = load_inputs(args)
+    config = RankingConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
+                           candidates=args.candidates, min_rel=args.min_rel)
+    run = run_ranking(collection, retriever, args.query, config)
+    if args.json:
+        print(json.dumps(rank_payload(run), indent=2, ensure_ascii=False), file=out)
+    else:
+        _print_rank(run, args.show, out)
+    return 0
+
+
+def _cmd_sweep(args, out) -> int:
+    collection, retriever = load_inputs(args)
+    ids = id_list(args.queries)
+    config = SweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
+                         candidates=args.candidates, min_rel=args.min_rel, query_ids=ids)
+    run = exposure_sweep(collection, retriever, config)
+    table, record = run.table, run.record
+    summary = summarise_sweep(table)
+    if args.output:
+        table.to_csv(args.output, index=False)
+    if args.json:
+        payload = {"config": record.to_dict(), "command": record.command(),
+                   "rows": json.loads(table.to_json(orient="records")),
+                   "summary": json.loads(summary.to_json(orient="records"))}
+        print(json.dumps(payload, indent=2), file=out)
+        return 0
+    print(f"Exposure sweep on {record.collection} ({record.retriever}, {record.extra['candidates_used']} candidates, "
+          f"k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
+    wide = table.pivot(index="query_id", columns="alpha", values=["ee_d", "ee_r"])
+    wide.columns = [f"{metric.upper().replace('_', '-')} α={alpha:g}" for metric, alpha in wide.columns]
+    print(wide.round(3).to_string(), file=out)
+    dropped = int((~table.drop_duplicates("query_id")["fairness_question"]).sum())
+    print(f"\nMean over queries with ≥ 2 useful documents ({dropped} left out):", file=out)
+    print(summary.round(3).to_string(index=False), file=out)
+    if args.output:
+        print(f"\nPer-query table written to {args.output}", file=out)
+    print(f"Reproduce with: {record.command()}", file=out)
+    return 0

@@ -1,0 +1,20 @@
+"""Data: documents, queries (with RichRAG aspects), relevance judgements, their loaders and the demo registry.
+
+The layer everything else stands on. :class:`Collection` holds a corpus with its queries and qrels and answers
+the lookups every stage needs: positions of documents in arrays, providers (who receives exposure), fairness
+groups per category (Kim & Diaz 2025 §3.3; Chen & Fang §2.1) and usefulness labels from graded relevance.
+Loaders read JSONL/CSV corpora, JSONL queries and TREC qrels and stop at the first problem with the file, the
+line and the fix. The four demo collections ship in ``assets/collections/`` (provenance in ``assets/README.md``).
+
+Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry).
+"""
+
+from .collection import UNKNOWN_GROUP, Aspect, Collection, Document, Query
+from .demo import DEMO_COLLECTIONS, assets_dir, demo_folder
+from .loaders import load_collection, load_corpus, load_qrels, load_queries
+
+__all__ = [
+    "Aspect", "Collection", "Document", "Query", "UNKNOWN_GROUP",
+    "DEMO_COLLECTIONS", "assets_dir", "demo_folder",
+    "load_collection", "load_corpus", "load_qrels", "load_queries",
+]

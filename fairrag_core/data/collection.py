@@ -1,0 +1,191 @@
+"""The data model: documents, queries with aspects, relevance judgements, and the collection holding them.
+
+Conventions (written down once, used everywhere):
+
+* A document is addressed by its ``doc_id`` in files and by its **0-based position** in
+  ``Collection.documents`` inside arrays (scores, rankings, exposure vectors).
+* ``provider`` is who receives credit/exposure (a brand, an outlet, a person). When a file omits it,
+  the document is its own provider (``provider = doc_id``).
+* ``groups`` maps a fairness *category* to the document's *group* in it, e.g.
+  ``{"region": "Africa", "gender": "female"}``. ``"Unknown"`` is an ordinary group; a *missing* group is an
+  error only where a group metric needs it (:meth:`Collection.group_of`).
+* Relevance judgements come from TREC qrels (``qid 0 doc_id rel``); unjudged documents count as ``rel = 0``.
+  A document is *useful* for a query when its grade reaches a threshold (``min_rel``); these boolean
+  usefulness **labels** are what EE-R and the oracle need (utility labels of Algorithm 1 are the other source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+
+import numpy as np
+
+from ..errors import InvalidParameterError, MissingGroupLabelError
+
+__all__ = ["Aspect", "Document", "Query", "Collection", "UNKNOWN_GROUP"]
+
+UNKNOWN_GROUP = "Unknown"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One retrievable item. ``provider`` is who gets exposure; ``groups`` maps category → label."""
+
+    doc_id: str
+    text: str
+    title: str = ""
+    provider: str = ""
+    groups: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.provider:
+            object.__setattr__(self, "provider", self.doc_id)
+        object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
+
+    @property
+    def full_text(self) -> str:
+        """Title and text joined: what retrievers index and prompts show."""
+        return f"{self.title}. {self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """A sub-intent of a multi-faceted query (RichRAG) and its sub-answer."""
+
+    aspect: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Query:
+    """A user request with an optional gold answer and optional aspects."""
+
+    query_id: str
+    text: str
+    answer: str | None = None
+    aspects: tuple[Aspect, ...] = ()
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A corpus with its queries and relevance labels (``qrels[query_id][doc_id] = rel``)."""
+
+    name: str
+    documents: tuple[Document, ...]
+    queries: tuple[Query, ...] = ()
+    qrels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.documents:
+            raise InvalidParameterError(f"collection {self.name!r} has no documents; add at least one")
+        seen: set[str] = set()
+        for doc in self.documents:
+            if doc.doc_id in seen:
+                raise InvalidParameterError(f"duplicate doc_id {doc.doc_id!r}; every document needs a unique id")
+            seen.add(doc.doc_id)
+        qids: set[str] = set()
+        for query in self.queries:
+            if query.query_id in qids:
+                raise InvalidParameterError(f"duplicate query_id {query.query_id!r}; every query needs a unique id")
+            qids.add(query.query_id)
+        for qid, judged in self.qrels.items():
+            unknown = [d for d in judged if d not in seen]
+            if unknown:
+                raise InvalidParameterError(
+                    f"qrels for query {qid!r} name unknown doc ids {unknown[:5]}; fix the ids or add the documents"
+                )
+
+    # -- lookups -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {doc.doc_id: i for i, doc in enumerate(self.documents)}
+
+    @cached_property
+    def _queries_by_id(self) -> dict[str, Query]:
+        return {q.query_id: q for q in self.queries}
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [d.doc_id for d in self.documents]
+
+    @property
+    def texts(self) -> list[str]:
+        """Indexed text of each document (title + text), in collection order."""
+        return [d.full_text for d in self.documents]
+
+    @cached_property
+    def providers(self) -> np.ndarray:
+        """Provider of each document, as an object array aligned with ``documents``."""
+        return np.array([d.provider for d in self.documents], dtype=object)
+
+    def index_of(self, doc_id: str) -> int:
+        try:
+            return self._index[doc_id]
+        except KeyError:
+            raise InvalidParameterError(f"unknown doc_id {doc_id!r} in collection {self.name!r}") from None
+
+    def query(self, query_id: str) -> Query:
+        try:
+            return self._queries_by_id[query_id]
+        except KeyError:
+            known = ", ".join(list(self._queries_by_id)[:5])
+            raise InvalidParameterError(
+                f"unknown query_id {query_id!r} in collection {self.name!r}; known ids start with: {known}"
+            ) from None
+
+    def find_query(self, text: str) -> Query | None:
+        """The collection's query whose text equals ``text`` (case- and space-insensitive), if any."""
+        wanted = " ".join(text.lower().split())
+        for query in self.queries:
+            if " ".join(query.text.lower().split()) == wanted:
+                return query
+        return None
+
+    def relevance(self, query_id: str) -> np.ndarray:
+        """Graded relevance of every document for ``query_id`` (unjudged → 0), aligned with ``documents``."""
+        rel = np.zeros(len(self.documents), dtype=np.int64)
+        for doc_id, grade in self.qrels.get(query_id, {}).items():
+            rel[self._index[doc_id]] = grade
+        return rel
+
+    def useful(self, query_id: str, *, min_rel: int = 1) -> np.ndarray:
+        """Boolean usefulness labels for ``query_id``: ``relevance >= min_rel``."""
+        return self.relevance(query_id) >= min_rel
+
+    def categories(self) -> list[str]:
+        """Fairness categories that appear on at least one document, sorted."""
+        return sorted({c for d in self.documents for c in d.groups})
+
+    def group_of(self, category: str, *, fill: str | None = None) -> np.ndarray:
+        """The group of every document in fairness ``category`` (an object array aligned with ``documents``).
+
+        Raises:
+            MissingGroupLabelError: some documents have no group in ``category`` and ``fill`` is None. Pass
+                ``fill="Unknown"`` to put them in a group of their own, or add the group in the corpus file.
+        """
+        found = [d.groups.get(category) for d in self.documents]
+        missing = [d.doc_id for d, group in zip(self.documents, found) if group is None]
+        if missing and fill is None:
+            if len(missing) == len(found):
+                raise MissingGroupLabelError(
+                    f"no document in {self.name!r} has a group for category {category!r}; "
+                    f"known categories: {self.categories() or 'none'}"
+                )
+            raise MissingGroupLabelError(
+                f"{len(missing)} document(s) in {self.name!r} have no {category!r} group "
+                f"(first: {missing[:5]}); add it in the corpus file or pass fill={UNKNOWN_GROUP!r}"
+            )
+        return np.array([fill if group is None else group for group in found], dtype=object)
+
+    def subset(self, indices: Iterable[int]) -> Collection:
+        """A collection over some of the documents (e.g. first-stage candidates), keeping their qrels."""
+        docs = tuple(self.documents[int(i)] for i in indices)
+        keep = {d.doc_id for d in docs}
+        qrels = {q: {d: r for d, r in j.items() if d in keep} for q, j in self.qrels.items()}
+        return Collection(self.name, docs, self.queries, qrels)

@@ -1,0 +1,101 @@
+"""Attribution metrics: how many retrieved documents an answer rests on, and how fairly the cited ones are exposed.
+
+Kim & Diaz, "Towards Fair RAG", ICTIR 2025, §3.3.3–3.3.4. For a sampled top-k list π with answer ŷ_π and an
+NLI judgement NLI(d, ŷ_π) ∈ {0, 1} for every retrieved document d (1: d entails the answer):
+
+    AR(π)  = (1/k) Σ_{d∈π} NLI(d, ŷ_π)                                  (Eq. 8, attribution rate)
+    EAR    = (1/N) Σ_π AR(π)                                              (Eq. 9, expected attribution rate)
+    ε^a_d  = (1/N) Σ_π NLI(d, ŷ_π) · 1[d ∈ π]                             (Eq. 10, attributed exposure)
+    EAE-D  = ‖ε^a‖² / k                                                   (Eq. 11, normalised like EE-D)
+
+EAE-D is directly comparable with EE-D: ε^a ≤ ε item-wise, so EAE-D ≤ EE-D, with equality when every retrieved
+document is credited. The functions take the *distinct* lists of a run with how many samples produced each
+(``counts``); leave ``counts`` out when every row is one sample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..checks import check_k
+from ..errors import InvalidParameterError
+from .exposure import ee_disparity
+
+__all__ = ["attribution_rate", "expected_attribution_rate", "attributed_exposure", "eae_disparity"]
+
+
+def _check_entails(entails: object) -> np.ndarray:
+    arr = np.asarray(entails)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise InvalidParameterError(f"entails must have shape (lists ≥ 1, k ≥ 1), one row per list, got {arr.shape}")
+    if arr.dtype != bool and not (np.issubdtype(arr.dtype, np.number) and np.isin(arr, (0, 1)).all()):
+        raise InvalidParameterError("entails must be boolean or 0/1 (document entails the answer or not)")
+    return arr.astype(bool)
+
+
+def _check_counts(counts: object, n_lists: int) -> np.ndarray:
+    if counts is None:
+        return np.ones(n_lists, dtype=np.int64)
+    arr = np.asarray(counts)
+    if arr.shape != (n_lists,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 1).any():
+        raise InvalidParameterError(f"counts must hold one positive integer per list ({n_lists}), got {arr!r}")
+    return arr.astype(np.int64)
+
+
+def attribution_rate(entails: np.ndarray) -> np.ndarray:
+    """AR(π) of each list (Eq. 8): the share of its k documents that entail its answer.
+
+    >>> attribution_rate(np.array([[1, 0, 1, 0], [1, 1, 1, 1]])).tolist()
+    [0.5, 1.0]
+    """
+    return _check_entails(entails).mean(axis=1)
+
+
+def expected_attribution_rate(entails: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """EAR (Eq. 9): the mean AR over the N sampled lists, each distinct list weighted by its count.
+
+    >>> expected_attribution_rate(np.array([[1, 0], [1, 1]]), counts=np.array([3, 1]))
+    0.625
+    """
+    arr = _check_entails(entails)
+    weights = _check_counts(counts, arr.shape[0])
+    return float(weights @ arr.mean(axis=1) / weights.sum())
+
+
+def attributed_exposure(rankings: np.ndarray, entails: np.ndarray, n_items: int,
+                        counts: np.ndarray | None = None) -> np.ndarray:
+    """ε^a (Eq. 10): per item, the share of the N samples in which it was retrieved *and* entailed the answer.
+
+    Args:
+        rankings: ``(L, k)`` item indices of the distinct lists (or of every sample).
+        entails: ``(L, k)`` booleans aligned with ``rankings``.
+        n_items: number of candidates n.
+        counts: samples per list (default: one each); N = their sum.
+
+    >>> attributed_exposure(np.array([[0, 1], [2, 1]]), np.array([[1, 0], [1, 1]]), 4, counts=np.array([3, 1]))
+    array([0.75, 0.25, 0.25, 0.  ])
+    """
+    ranks = np.asarray(rankings)
+    arr = _check_entails(entails)
+    if ranks.shape != arr.shape or not np.issubdtype(ranks.dtype, np.integer):
+        raise InvalidParameterError(f"rankings must be integer indices with the shape of entails {arr.shape}, "
+                                    f"got {ranks.shape}")
+    if ranks.min() < 0 or ranks.max() >= n_items:
+        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); pass n_items = number of candidates")
+    weights = _check_counts(counts, arr.shape[0])
+    credit = np.bincount(ranks.ravel(), weights=(arr * weights[:, None]).ravel(), minlength=n_items)
+    return credit / weights.sum()
+
+
+def eae_disparity(attributed: np.ndarray, k: int) -> float:
+    """EAE-D (Eq. 11): ‖ε^a‖² / k, the expected-exposure disparity of the attributed exposure.
+
+    The same normalisation as EE-D (:func:`~fairrag_core.metrics.exposure.ee_disparity`), so the two can be
+    plotted against each other with y = x as the bound.
+
+    >>> eae_disparity(np.array([0.75, 0.25, 0.25, 0.0]), 2)
+    0.34375
+    """
+    eps = np.asarray(attributed, dtype=np.float64)
+    check_k(k, eps.size)
+    return ee_disparity(eps, k)

@@ -1,0 +1,203 @@
+"""llama-cpp-python backend: GGUF models (the offline SmolLM2 and Qwen) with KV-cache prefix reuse.
+
+0.15–1.4 s to load, 25+ tokens/s on 2 CPU cores; every layer is offloaded to the GPU when CUDA is present.
+Greedy decoding; answers stop at the first line break. Prompt processing dominates on a CPU, so the backend
+reuses the KV cache of the longest common prefix with the previous prompt and can keep the state after a
+prompt's head (a judged document) to restore it later instead of evaluating it again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InvalidParameterError, ModelUnavailableError
+from .device import resolve_device
+from .llm import ChatPrompt, LanguageModel, TokenUsage, check_options, common_prefix, softmax_options
+
+__all__ = ["LlamaCppModel"]
+
+
+class LlamaCppModel(LanguageModel):
+    """A GGUF model run by llama-cpp-python, with the chat template stored in the GGUF file."""
+
+    backend = "llama-cpp"
+
+    def __init__(self, path: str | Path, *, name: str | None = None, n_ctx: int = 4096,
+                 n_threads: int | None = None, device: str | None = None, seed: int = 0,
+                 kept_states_mb: float = 1024) -> None:
+        self.path = Path(path)
+        self.name = name or self.path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
+        self.requested_device = device
+        self.seed = seed
+        self._llm = None
+        self._formatter = None
+        self._lock = threading.Lock()
+        self.usage = TokenUsage()
+        # KV states of kept prompt prefixes (see option_probabilities), least recently used first
+        self.kept_states_mb = kept_states_mb
+        self._kept: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+
+    @property
+    def device(self) -> str:
+        wanted = resolve_device(self.requested_device)
+        return "cuda" if wanted.startswith("cuda") else "cpu"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (they load on first use)."""
+        return self._llm is not None
+
+    def close(self) -> None:
+        """Free the weights now (llama-cpp's own finaliser fails if it runs during interpreter shutdown)."""
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm, self._formatter = None, None
+
+    def _load(self):
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as err:
+                raise ModelUnavailableError(
+                    "llama-cpp-python is not installed; run `make install` (it compiles in about 5 minutes)"
+                ) from err
+            gpu_layers = -1 if self.device == "cuda" else 0
+            self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              n_gpu_layers=gpu_layers, seed=self.seed, verbose=False)
+        return self._llm
+
+    def _render(self, prompt: ChatPrompt) -> str:
+        """The chat prompt as text, ending where the assistant's reply starts."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llm = self._load()
+            template = llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                self._formatter = False
+            else:
+                def token_text(token: int) -> str:
+                    return llm.detokenize([token], special=True).decode("utf-8", "ignore") if token >= 0 else ""
+
+                self._formatter = Jinja2ChatFormatter(template=template, eos_token=token_text(llm.token_eos()),
+                                                      bos_token=token_text(llm.token_bos()))
+        if self._formatter is False:
+            return prompt.as_text() + "\n"
+        return self._formatter(messages=prompt.messages()).prompt
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
+        with self._lock:
+            llm = self._load()
+            # Prompt processing dominates on CPU (≈ 220 tokens/s for SmolLM2 on 2 cores), and llama-cpp reuses the
+            # KV cache of the longest common prefix with the previous prompt: visit prompts in sorted order so
+            # that lists sharing their first documents run back to back.
+            out = [""] * len(prompts)
+            for i in self.prefix_order(prompts):
+                previous = llm.input_ids[: llm.n_tokens].tolist()
+                reply = llm.create_chat_completion(messages=prompts[i].messages(), temperature=0.0, top_k=1,
+                                                   max_tokens=max_new_tokens, seed=self.seed, stop=["\n"])
+                out[i] = (reply["choices"][0]["message"]["content"] or "").strip()
+                # llama-cpp's own prompt (it may add a BOS): the prefix it reused is the common one with the last
+                prompt_ids = llm.input_ids[: reply["usage"]["prompt_tokens"]].tolist()
+                reused = common_prefix(previous, prompt_ids)
+                self.usage.add(len(prompt_ids) - reused, reused, reply["usage"]["completion_tokens"])
+            return out
+
+    @staticmethod
+    def prefix_order(prompts: Sequence[ChatPrompt]) -> list[int]:
+        """Indices of ``prompts`` in sorted order: prompts that share a prefix run back to back."""
+        return sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user))
+
+    def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:
+        with self._lock:
+            llm = self._load()
+            text = self._render(prompt)
+            tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) >= self.n_ctx:
+                raise InvalidParameterError(f"prompt has {len(tokens)} tokens, over the context of {self.n_ctx}")
+            firsts = [llm.tokenize(o.encode("utf-8"), add_bos=False, special=False)[0] for o in options]
+            check_options(firsts, options)
+            self._evaluate(tokens, self._kept_length(text, tokens, keep_prefix))
+            return softmax_options(self._last_logits()[firsts])
+
+    def _kept_length(self, text: str, tokens: list[int], keep_prefix: str) -> int:
+        """How many leading tokens of ``tokens`` render ``keep_prefix`` (and what comes before it), or 0."""
+        end = text.find(keep_prefix) if keep_prefix else -1
+        if end < 0:
+            return 0
+        head = self._load().tokenize(text[: end + len(keep_prefix)].encode("utf-8"), add_bos=False, special=True)
+        # the tokens of the head alone may merge differently at its very end: keep what agrees, and leave at
+        # least one token to evaluate (its logits are the answer)
+        return min(common_prefix(head, tokens[: len(head) + 1]), len(tokens) - 1)
+
+    def _evaluate(self, tokens: list[int], kept: int) -> None:
+        """Bring the KV cache to ``tokens``, reusing what it can; keep the state after ``tokens[:kept]``.
+
+        llama-cpp keeps the KV cache of the previous prompt, so a common prefix costs nothing. Beyond that,
+        kept prefix states (e.g. the judge's instruction and document, ~190 tokens, ~3 s on 2 CPU cores) are
+        restored instead of evaluated again when a later prompt starts with them (~7 MB each for Qwen-1.5B,
+        dropped least recently used past ``kept_states_mb``).
+        """
+        llm = self._load()
+        prefix = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
+        evaluated = 0
+        if kept > prefix:
+            key = tuple(tokens[:kept])
+            state = self._kept.get(key)
+            if state is not None:
+                self._kept.move_to_end(key)
+                self._restore_state(state, tokens[:kept])
+            else:
+                llm.n_tokens = prefix
+                self._eval(tokens[prefix:kept])
+                evaluated = kept - prefix
+                self._keep_state(key)
+            prefix = kept
+        llm.n_tokens = prefix
+        self._eval(tokens[prefix:])
+        evaluated += len(tokens) - prefix
+        self.usage.add(evaluated, len(tokens) - evaluated)
+
+    def _eval(self, tokens: list[int]) -> None:
+        self._llm.eval(tokens)
+
+    def _last_logits(self) -> np.ndarray:
+        # Without logits_all (n_ctx × vocab floats) llama-cpp keeps only the last position's logits in the
+        # context; read them there.
+        llm = self._llm
+        return np.asarray(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)), dtype=np.float64)
+
+    def _keep_state(self, key: tuple[int, ...]) -> None:
+        # The low-level state calls: Llama.save_state also copies its n_batch × n_vocab score buffer (~300 MB).
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self._llm._ctx.ctx
+        size = llama_cpp.llama_state_get_size(ctx)
+        buffer = (ctypes.c_uint8 * size)()
+        used = llama_cpp.llama_state_get_data(ctx, buffer, size)
+        self._kept[key] = ctypes.string_at(buffer, used)
+        budget = self.kept_states_mb * 1e6
+        while self._kept and sum(map(len, self._kept.values())) > budget:
+            self._kept.popitem(last=False)
+
+    def _restore_state(self, state: bytes, tokens: list[int]) -> None:
+        import ctypes
+
+        import llama_cpp
+
+        buffer = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        if llama_cpp.llama_state_set_data(self._llm._ctx.ctx, buffer, len(state)) != len(state):
+            raise RuntimeError("llama-cpp could not restore a kept KV state")
+        self._llm.input_ids[: len(tokens)] = tokens
+        self._llm.n_tokens = len(tokens)

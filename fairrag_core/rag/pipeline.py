@@ -1,0 +1,295 @@
+"""One query end to end (Kim & Diaz 2025, Fig. 2): retrieve, sample N rankings at α, generate, attribute, measure.
+
+Metrics of one run (all per query, §3.3 and App. C):
+
+* EE-D, EE-R — fairness and quality of the sampled rankings (:mod:`fairrag_core.metrics.exposure`);
+* EU = (1/N) Σ_π μ_u(y, ŷ_π) (Eq. 7). Normalised EU = EU / u_max, where u_max is the best utility seen
+  over this run's N outputs and N outputs of the stochastic oracle: useful items first, each block
+  in random order (App. C.3, Eq. 29–30);
+* EAR and EAE-D — attribution of the answers (Eq. 8–11, :mod:`fairrag_core.metrics.attribution`).
+
+Each distinct top-k list is generated and attributed once (identical lists give identical answers). Lists are
+processed most frequent first, optionally in chunks that a caller (the app) receives as they finish
+(:class:`AnswerStream`).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..checks import check_positive_int
+from ..data import Collection, Document
+from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.utility import UtilityMetric, utility
+from ..ranking.run import RankingConfig, RankingRun, run_ranking
+from ..retrieval import Retriever
+from ..seeds import SeedLike, as_generator
+from ..settings import Settings
+from .attribution import Attributor
+from .generation import Generator
+
+__all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
+           "oracle_rankings", "distinct_lists"]
+
+
+class PromptOrder(str, enum.Enum):
+    """In which order the generator sees the k retrieved documents.
+
+    ``SAMPLED``: as sampled (the paper). ``RETRIEVAL``: the same k documents in retrieval-score order; under the
+    step model MU(i) = 1[i ≤ k] order carries no exposure, and identical *sets* then share one generation (far
+    fewer calls at low α).
+    """
+
+    SAMPLED = "sampled"
+    RETRIEVAL = "retrieval"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerSettings(Settings):
+    """How answers are made and scored, shared by one-query runs and sweeps.
+
+    ``metric``: utility against the gold answer. ``oracle``: also answer the stochastic oracle's lists, so that
+    normalised EU divides by the best answer the collection allows (needs usefulness labels); without it,
+    u_max is the run's own best answer. ``question_in_hypothesis``: give the NLI judge the question as context
+    (short answers are often not claims on their own).
+    """
+
+    metric: UtilityMetric = UtilityMetric.ROUGEL
+    prompt_order: PromptOrder = PromptOrder.SAMPLED
+    oracle: bool = True
+    question_in_hypothesis: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class RagConfig(RankingConfig, AnswerSettings):
+    """Everything that determines a RAG run besides the models and the collection.
+
+    ``oracle_seed`` seeds the oracle's rankings (default: derived from the run's seed). The oracle does not
+    depend on α, so a sweep passes one seed per query and the cache serves the oracle's answers at every α.
+    """
+
+    n_samples: int = 20
+    oracle_seed: int | None = None
+
+
+@dataclass(frozen=True)
+class ListAnswer:
+    """One distinct top-k list: how many samples produced it, its answer, and which documents entail it."""
+
+    positions: tuple[int, ...]  # candidate positions, rank order
+    count: int
+    answer: str
+    entails: tuple[bool, ...]
+    entail_probability: tuple[float, ...]
+    utility: float | None
+
+    @property
+    def attribution_rate(self) -> float:
+        return float(np.mean(self.entails))
+
+
+@dataclass(frozen=True)
+class RagRun:
+    """Everything one query produced; ``ranking`` holds retrieval, sampling and exposure."""
+
+    ranking: RankingRun
+    generator: str
+    attributor: str
+    metric: UtilityMetric
+    answers: tuple[ListAnswer, ...]  # one per distinct list, most frequent first
+    answer_of_sample: np.ndarray  # (N,) index into ``answers`` for each sampled ranking
+    eu: float | None
+    eu_normalised: float | None
+    u_max: float | None
+    oracle_eu: float | None
+    ear: float
+    attributed_exposure: np.ndarray  # (n_candidates,)
+    eae_d: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ee_d(self) -> float:
+        return self.ranking.summary.ee_d.estimate
+
+    @property
+    def ee_r(self) -> float | None:
+        return None if self.ranking.summary.ee_r is None else self.ranking.summary.ee_r.estimate
+
+    def metrics(self) -> dict[str, float | None]:
+        return {"ee_d": self.ee_d, "ee_r": self.ee_r, "eu": self.eu, "eu_normalised": self.eu_normalised,
+                "ear": self.ear, "eae_d": self.eae_d}
+
+    def answers_table(self) -> pd.DataFrame:
+        """One row per distinct list: samples, answer, utility, AR, cited (entailing) documents."""
+        ids = self.ranking.doc_ids
+        return pd.DataFrame([
+            {"samples": a.count, "ranking": [ids[p] for p in a.positions], "answer": a.answer, "utility": a.utility,
+             "attribution_rate": a.attribution_rate,
+             "citations": [ids[p] for p, e in zip(a.positions, a.entails) if e]}
+            for a in self.answers
+        ]).sort_values("samples", ascending=False, kind="stable").reset_index(drop=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerStream:
+    """How :func:`run_rag` hands answers to a caller while it runs (the app's Generate button).
+
+    Distinct lists are processed ``chunk`` at a time (None: all at once): generate their answers, then check each
+    document against every answer of the chunk that saw it. With ``growing``, chunks double after the first two
+    (1, 1, 2, 4, … × ``chunk``, at most 16 × ``chunk``): the first answers come fast, and fewer, larger chunks
+    cost less per-call overhead (the llama-cpp judge keeps each document's KV state across chunks, so a
+    document's ~3 s of prompt is paid once either way). ``progress(stage, done, total)`` (stage ``"generate"`` or
+    ``"attribute"``, counting distinct lists) is called after each step, and ``on_answer(answer)`` as soon as an
+    answer has its citations.
+    """
+
+    chunk: int | None = None
+    growing: bool = False
+    progress: Callable[[str, int, int], None] | None = None
+    on_answer: Callable[[ListAnswer], None] | None = None
+
+    def sizes(self, n_lists: int) -> Iterator[tuple[int, int]]:
+        """``(first, stop)`` index ranges of the chunks over ``n_lists`` lists."""
+        chunk = n_lists if self.chunk is None else check_positive_int(self.chunk, "chunk",
+                                                                         hint="distinct lists per step")
+        steps = [chunk, chunk, *(chunk * 2**i for i in range(1, 5))] if self.growing else [chunk]
+        first, step = 0, 0
+        while first < n_lists:
+            stop = min(first + steps[min(step, len(steps) - 1)], n_lists)
+            yield first, stop
+            first, step = stop, step + 1
+
+
+def oracle_rankings(labels: np.ndarray, n_samples: int, k: int, seed: SeedLike) -> np.ndarray:
+    """N top-k lists from the stochastic oracle: useful items first, each block shuffled (App. C.3)."""
+    useful_mask = np.asarray(labels, dtype=bool)
+    rng = as_generator(seed)
+    useful, other = np.flatnonzero(useful_mask), np.flatnonzero(~useful_mask)
+    rows = [np.concatenate([rng.permutation(useful), rng.permutation(other)])[:k] for _ in range(n_samples)]
+    return np.array(rows, dtype=np.int64)
+
+
+def distinct_lists(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
+    """The distinct rows of ``rankings``, most frequent first (ties: first seen first).
+
+    Returns ``(lists, which, counts)``: ``which[i]`` is the index in ``lists`` of row i.
+
+    >>> distinct_lists(np.array([[0, 1], [2, 3], [2, 3]]))
+    ([(2, 3), (0, 1)], array([1, 0, 0]), array([2, 1]))
+    """
+    index: dict[tuple[int, ...], int] = {}
+    which = np.array([index.setdefault(tuple(int(i) for i in row), len(index)) for row in rankings])
+    counts = np.bincount(which, minlength=len(index))
+    order = np.argsort(-counts, kind="stable")
+    rank_of = np.empty_like(order)
+    rank_of[order] = np.arange(order.size)
+    keys = list(index)
+    return [keys[i] for i in order], rank_of[which], counts[order]
+
+
+def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
+           context: str | None) -> dict[tuple[int, int], np.ndarray]:
+    """Class probabilities of every (list, slot) of a chunk: one attributor call per document, over every answer
+    of the chunk that saw it (the LLM judge puts the premise before the claim, so each further answer about a
+    document costs only its own tokens)."""
+    readers: dict[int, list[tuple[int, int]]] = {}
+    for g, key in enumerate(part):
+        for j, p in enumerate(key):
+            readers.setdefault(p, []).append((g, j))
+    probs_of: dict[tuple[int, int], np.ndarray] = {}
+    for p, pairs in readers.items():
+        rows = attributor.class_probabilities([docs[p].full_text] * len(pairs), [answers[g] for g, _ in pairs],
+                                              contexts=None if context is None else [context] * len(pairs))
+        probs_of.update(zip(pairs, rows))
+    return probs_of
+
+
+def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[Document], gold: str,
+                      config: RagConfig) -> np.ndarray:
+    """Utility of the stochastic oracle's N answers (for u_max), one generation per distinct oracle list."""
+    oracle_seed = config.oracle_seed if config.oracle_seed is not None else [ranking.seed, 1]
+    oracle = oracle_rankings(ranking.labels, config.n_samples, config.k, np.random.default_rng(oracle_seed))
+    shown = np.sort(oracle, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else oracle
+    index: dict[tuple[int, ...], int] = {}
+    which = np.array([index.setdefault(tuple(int(i) for i in row), len(index)) for row in shown])
+    answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in index])
+    return np.array([utility(a, gold, config.metric) for a in answers])[which]
+
+
+def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
+            config: RagConfig, *, useful: np.ndarray | None = None, scores: np.ndarray | None = None,
+            n_boot: int = 1000, stream: AnswerStream | None = None) -> RagRun:
+    """Run the whole pipeline for one query.
+
+    ``useful`` (one bool per collection document) sets the labels for EE-R and the oracle. Without it, the
+    collection's qrels are used (``rel ≥ min_rel``) when the query is one of the collection's queries.
+    Utility needs the query's gold answer. A free query still gets EE-D, EAR and EAE-D, but EU is None.
+    ``stream`` hands answers to the caller as they come (:class:`AnswerStream`). Finished answers and
+    entailment judgements stay in the generator's and the attributor's caches, so a run that is interrupted
+    between chunks resumes where it stopped.
+    """
+    stream = stream or AnswerStream()
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    ranking = run_ranking(collection, retriever, query, config, scores=scores, useful=useful, n_boot=n_boot)
+    timings["retrieve_sample"] = time.perf_counter() - start
+    docs = [collection.documents[i] for i in ranking.candidate_indices]
+    gold = ranking.query.answer if ranking.query is not None else None
+    # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
+    shown = np.sort(ranking.rankings, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else ranking.rankings
+    lists, which, counts = distinct_lists(shown)
+    context = ranking.query_text if config.question_in_hypothesis else None
+
+    timings["generate"] = timings["attribute"] = 0.0
+    answers: list[ListAnswer] = []
+    for first, stop in stream.sizes(len(lists)):
+        part = lists[first:stop]
+        start = time.perf_counter()
+        texts = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
+        timings["generate"] += time.perf_counter() - start
+        if stream.progress is not None:
+            stream.progress("generate", stop, len(lists))
+        start = time.perf_counter()
+        probs_of = _judge(attributor, docs, part, texts, context)
+        timings["attribute"] += time.perf_counter() - start
+        for g, key in enumerate(part):
+            block = [probs_of[(g, j)] for j in range(len(key))]
+            answer = ListAnswer(
+                positions=key, count=int(counts[first + g]), answer=texts[g],
+                entails=tuple(bool(row.argmax() == 0) for row in block),
+                entail_probability=tuple(float(row[0]) for row in block),
+                utility=None if not gold else utility(texts[g], gold, config.metric),
+            )
+            answers.append(answer)
+            if stream.on_answer is not None:
+                stream.on_answer(answer)
+        if stream.progress is not None:
+            stream.progress("attribute", stop, len(lists))
+
+    entails = np.array([a.entails for a in answers])
+    positions = np.array([a.positions for a in answers], dtype=np.int64)
+    weights = np.array([a.count for a in answers], dtype=np.int64)
+    attributed = attributed_exposure(positions, entails, ranking.candidate_indices.size, counts=weights)
+    ear = expected_attribution_rate(entails, counts=weights)
+
+    eu = eu_norm = u_max = oracle_eu = None
+    if gold:
+        utils = np.array([answers[w].utility for w in which])
+        eu, u_max = float(utils.mean()), float(utils.max())
+        if config.oracle and ranking.labels is not None and ranking.labels.any():
+            start = time.perf_counter()
+            oracle_utils = _oracle_utilities(ranking, generator, docs, gold, config)
+            oracle_eu = float(oracle_utils.mean())
+            u_max = max(u_max, float(oracle_utils.max()))
+            timings["oracle"] = time.perf_counter() - start
+        eu_norm = eu / u_max if u_max > 0 else 0.0  # nothing scored above 0: EU is 0 as well
+    return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=config.metric,
+                  answers=tuple(answers), answer_of_sample=which, eu=eu, eu_normalised=eu_norm, u_max=u_max,
+                  oracle_eu=oracle_eu, ear=ear, attributed_exposure=attributed,
+                  eae_d=eae_disparity(attributed, config.k), timings=timings)

@@ -1,0 +1,163 @@
+"""What a sweep or audit run produced, and the typed record that makes it reproducible.
+
+A :class:`SweepRun` bundles the per-(query, α) table, the per-candidate exposure table behind ledgers, and a
+:class:`RunRecord`: the run's kind, collection, retriever, models, its full settings (a
+:class:`~fairrag_core.settings.Settings` subclass), the seed actually used and what the run cost. The record
+serialises itself (:meth:`RunRecord.to_dict` / :meth:`RunRecord.from_dict`, which also reads records saved by
+earlier versions) and writes the command that reproduces the run (:meth:`RunRecord.command`).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from .errors import InvalidParameterError
+from .settings import SamplingSettings, Settings, settings_class
+
+__all__ = ["RunKind", "RunRecord", "SweepRun"]
+
+
+class RunKind(str, enum.Enum):
+    """What a stored run is: an exposure-only sweep, a sweep with answers, or an audit (either, saved from the
+    Audit page with its per-document details)."""
+
+    EXPOSURE_SWEEP = "exposure-sweep"
+    RAG_SWEEP = "rag-sweep"
+    AUDIT = "audit"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """Everything needed to read, trust and reproduce a run."""
+
+    kind: RunKind
+    collection: str
+    retriever: str
+    config: Settings
+    seed: int
+    query_ids: tuple[str, ...] = ()
+    generator: str | None = None
+    attributor: str | None = None
+    complete: bool = True
+    wall_seconds: float | None = None
+    generator_calls: int | None = None
+    sampled_rankings: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the first-stage depth actually used
+
+    @property
+    def answers(self) -> bool:
+        """Whether the run generated and attributed answers (a RAG sweep) or measured exposure only."""
+        return self.generator is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value, "collection": self.collection, "retriever": self.retriever,
+            "config_type": type(self.config).__name__, "config": self.config.to_dict(), "seed": self.seed,
+            "query_ids": list(self.query_ids), "generator": self.generator, "attributor": self.attributor,
+            "complete": self.complete, "wall_seconds": self.wall_seconds, "generator_calls": self.generator_calls,
+            "sampled_rankings": self.sampled_rankings, "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, kind: str | None = None) -> RunRecord:
+        """Rebuild a record from :meth:`to_dict`, or from the flat settings dict earlier versions stored."""
+        if "config_type" not in data:
+            return _legacy_record(data, kind)
+        config = settings_class(data["config_type"]).from_dict(data["config"])
+        return cls(kind=RunKind(data["kind"]), collection=data["collection"], retriever=data["retriever"],
+                   config=config, seed=int(data["seed"]), query_ids=tuple(data.get("query_ids") or ()),
+                   generator=data.get("generator"), attributor=data.get("attributor"),
+                   complete=bool(data.get("complete", True)), wall_seconds=data.get("wall_seconds"),
+                   generator_calls=data.get("generator_calls"), sampled_rankings=data.get("sampled_rankings"),
+                   extra=dict(data.get("extra") or {}))
+
+    def command(self) -> str:
+        """The ``python -m fairrag_core …`` command that reproduces this run's table."""
+        config = self.config
+        words = ["python", "-m", "fairrag_core", "sweep" if self.answers else "exposure-sweep",
+                 "--collection", self.collection]
+        kind, _, model = self.retriever.partition(":")
+        words += ["--retriever", kind] + (["--model", model] if model else [])
+        if self.answers:
+            words += ["--generator", str(self.generator), "--nli", _attributor_name(self.attributor)]
+        alphas = getattr(config, "alphas", ())
+        words += ["--alphas", ",".join(_alpha_text(a) for a in alphas)]
+        words += ["--samples", str(config.n_samples), "-k", str(config.k), "--seed", str(self.seed)]
+        if isinstance(config, SamplingSettings):
+            if config.candidates is not None:
+                words += ["--candidates", str(config.candidates)]
+            if config.min_rel != 1:
+                words += ["--min-rel", str(config.min_rel)]
+        if getattr(config, "query_ids", ()):
+            words += ["--queries", ",".join(config.query_ids)]
+        if self.answers:
+            for flag, name in (("--labels", "usefulness"), ("--metric", "metric"), ("--prompt-order", "prompt_order")):
+                value = getattr(config, name, None)
+                if value is not None:
+                    words += [flag, value.value if isinstance(value, enum.Enum) else str(value)]
+            if getattr(config, "oracle", True) is False:
+                words.append("--no-oracle")
+        return shlex.join(words)
+
+
+def _alpha_text(alpha: float) -> str:
+    return "inf" if math.isinf(alpha) else f"{alpha:g}"
+
+
+def _attributor_name(attributor: str | None) -> str:
+    """The CLI name of a stored attributor (``judge:qwen2.5-1.5b`` → ``qwen-judge``, ``nli:X`` → ``X``)."""
+    if attributor is None:
+        return "qwen-judge"
+    if attributor == "judge:qwen2.5-1.5b":
+        return "qwen-judge"
+    return attributor.partition(":")[2] or attributor
+
+
+def _legacy_record(data: dict[str, Any], kind: str | None) -> RunRecord:
+    """Records saved before settings were typed: a flat ``DataFrame.attrs`` dict (exposure or RAG sweeps)."""
+    answers = "generator" in data
+    settings = {"alphas": [a if a is not None else "inf" for a in data.get("alphas", ())],
+                "n_samples": int(data.get("n_samples", 20)), "k": int(data.get("k", 5)), "seed": data.get("seed"),
+                "candidates": data.get("candidates"), "min_rel": int(data.get("min_rel", 1))}
+    if answers:
+        settings.update(metric=data.get("metric", "rougeL"), usefulness=data.get("labels", "utility"),
+                        prompt_order=data.get("prompt_order", "sampled"), oracle=bool(data.get("oracle", True)))
+    config = settings_class("RagSweepConfig" if answers else "SweepConfig").from_dict(settings)
+    return RunRecord(kind=RunKind(kind or ("rag-sweep" if answers else "exposure-sweep")),
+                     collection=str(data.get("collection", "")), retriever=str(data.get("retriever", "bm25")),
+                     config=config, seed=int(data.get("seed", 0)), query_ids=tuple(data.get("query_ids") or ()),
+                     generator=data.get("generator"), attributor=data.get("attributor"),
+                     complete=bool(data.get("complete", True)), wall_seconds=data.get("wall_seconds"),
+                     generator_calls=data.get("generator_calls"), sampled_rankings=data.get("sampled_rankings"))
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A sweep's results: one row per (query, α), the per-candidate exposure behind ledgers, and its record.
+
+    ``documents`` has one row per (query, α, candidate) with ``query_id, alpha, doc_id, exposure,
+    target_exposure`` (and ``attributed_exposure`` when answers were attributed). ``run_id`` is set once the
+    run is saved in a :class:`~fairrag_core.audit.store.RunStore`.
+    """
+
+    record: RunRecord
+    table: pd.DataFrame
+    documents: pd.DataFrame
+    run_id: str | None = None
+
+    def saved_as(self, run_id: str) -> SweepRun:
+        return replace(self, run_id=run_id)
+
+    def as_kind(self, kind: RunKind) -> SweepRun:
+        """The same results recorded as another kind (the Audit page saves its sweeps as audits)."""
+        return replace(self, record=replace(self.record, kind=kind))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.record, RunRecord):
+            raise InvalidParameterError("SweepRun needs a RunRecord as its record")
