@@ -4,6 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
+from fairrag_core.rag.sweep import Usefulness
+from fairrag_core.record import RunKind
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.audit_view import (
     build_report,
@@ -15,8 +17,6 @@ from fairrag_studio.audit_view import (
     summary_by_system,
     system_label,
 )
-from fairrag_core.rag.sweep import Usefulness
-from fairrag_core.record import RunKind
 from fairrag_studio.report import table_csv
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
 from fairrag_studio.widgets import chart_with_downloads, explainer

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "studio"))
-import browser as ui  # noqa: E402  (tests/studio/browser.py: start the app, launch chromium, wait for idle)
+import browser as ui  # noqa: E402  (the browser helpers live with the tests)
 
 ALPHA = "α — fairness knob (0 = uniform over candidates, large = deterministic)"
 CANDIDATES = "Candidates K (first-stage cut-off)"
@@ -61,7 +61,7 @@ _STATE_JS = """() => {
     const running = status !== null && /running|stop/i.test(status.innerText || '');
     const stale = document.querySelector('[data-stale="true"]') !== null;
     return {tile: value, grid: grid ? grid.textContent : null, idle: !running && !stale};
-}""" % EE_D
+}""" % EE_D  # noqa: UP031 (JavaScript braces would need escaping in an f-string)
 
 
 @dataclass
@@ -109,7 +109,7 @@ def set_slider(page, runs: ui.RunWatcher, name: str, target: str) -> None:
         else:
             key = "ArrowRight" if now == "all" or float(now) < float(target) else "ArrowLeft"
             key = "ArrowLeft" if now == "all" else key
-        runs.act(lambda: slider.press(key), timeout=120)
+        runs.act(lambda key=key: slider.press(key), timeout=120)
     raise RuntimeError(f"{name} did not reach {target} (at {slider.get_attribute('aria-valuetext')})")
 
 

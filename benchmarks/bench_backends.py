@@ -10,8 +10,8 @@ import argparse
 import time
 
 from fairrag_core import load_collection
-from fairrag_core.rag.generation import build_prompt
 from fairrag_core.models.catalog import load_language_model
+from fairrag_core.rag.generation import build_prompt
 
 
 def main() -> None:

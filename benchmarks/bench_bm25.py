@@ -6,6 +6,7 @@ Prints figures; asserts nothing about time. Run: python benchmarks/bench_bm25.py
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 
 import numpy as np
@@ -22,7 +23,7 @@ def synthetic_corpus(n_docs: int, vocab: int, rng: np.random.Generator) -> list[
     lengths = rng.integers(20, 121, size=n_docs)
     flat = words[rng.choice(vocab, size=lengths.sum(), p=probs)]
     bounds = np.concatenate([[0], np.cumsum(lengths)])
-    return [flat[a:z].tolist() for a, z in zip(bounds[:-1], bounds[1:])]
+    return [flat[a:z].tolist() for a, z in itertools.pairwise(bounds)]
 
 
 def main() -> None:

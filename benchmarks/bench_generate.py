@@ -11,9 +11,9 @@ import argparse
 import time
 
 from fairrag_core import BM25Retriever, load_collection
-from fairrag_core.rag.generation import Generator, build_prompt
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.rag.attribution import load_attributor
+from fairrag_core.rag.generation import Generator, build_prompt
 from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag
 
 

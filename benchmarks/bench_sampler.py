@@ -44,8 +44,8 @@ def main() -> None:
     naive_n = 10 if args.quick else n_samples
     print(f"\nsingle query: n = {n:,}, N = {n_samples}, k = {k}")
     for alpha in (0.0, 2.0, 8.0):
-        ours = best_of(lambda: sample_rankings(scores, alpha=alpha, n_samples=n_samples, k=k, seed=1), 3)
-        naive = best_of(lambda: naive_sample(scores, alpha, naive_n, k, np.random.default_rng(1)), 1)
+        ours = best_of(lambda alpha=alpha: sample_rankings(scores, alpha=alpha, n_samples=n_samples, k=k, seed=1), 3)
+        naive = best_of(lambda alpha=alpha: naive_sample(scores, alpha, naive_n, k, np.random.default_rng(1)), 1)
         naive *= n_samples / naive_n
         print(f"  α = {alpha:>3}: ours {ours * 1e3:8.1f} ms   naive full argsort {naive * 1e3:9.1f} ms"
               f"   speed-up {naive / ours:6.1f}×")
@@ -54,7 +54,8 @@ def main() -> None:
     batch_scores = rng.random((q, n2))
     print(f"\nbatched: {q} queries × {n2} candidates, N = {n_samples}, k = {k}, α = 2")
     batched = best_of(lambda: sample_rankings_batch(batch_scores, alpha=2.0, n_samples=n_samples, k=k, seed=1), 2)
-    loop = best_of(lambda: [sample_rankings(row, alpha=2.0, n_samples=n_samples, k=k, seed=1) for row in batch_scores], 1)
+    loop = best_of(lambda: [sample_rankings(row, alpha=2.0, n_samples=n_samples, k=k, seed=1)
+                            for row in batch_scores], 1)
     naive_q = 20 if args.quick else 100
     naive = best_of(lambda: [naive_sample(row, 2.0, n_samples, k, np.random.default_rng(1))
                              for row in batch_scores[:naive_q]], 1) * q / naive_q

@@ -37,15 +37,14 @@ from pathlib import Path
 import numpy as np
 
 from fairrag_core import BM25Retriever, load_collection
-from fairrag_core.rag.attribution import _JUDGE_OPTIONS, LLMJudgeAttributor
-from fairrag_core.rag.generation import Generator, build_prompt
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.models.llama_cpp import LlamaCppModel
 from fairrag_core.models.llm import TokenUsage, common_prefix
-from fairrag_core.rag.attribution import load_attributor
+from fairrag_core.rag.attribution import _JUDGE_OPTIONS, LLMJudgeAttributor, load_attributor
+from fairrag_core.rag.generation import Generator, build_prompt
 from fairrag_core.rag.pipeline import oracle_rankings
-from fairrag_core.ranking import RankingConfig, run_ranking
 from fairrag_core.rag.sweep import RagSweep, RagSweepConfig
+from fairrag_core.ranking import RankingConfig, run_ranking
 
 
 class DryModel(LlamaCppModel):
@@ -122,12 +121,14 @@ def run_naive(sweep: RagSweep, generator: Generator, judge: LLMJudgeAttributor, 
         for row in ranking.rankings:
             shown = [docs[p] for p in row]
             answer = _timed(timer, "generate", generator.model.generate,
-                            [build_prompt(query.text, shown, generator.style)], max_new_tokens=generator.max_new_tokens)[0]
+                            [build_prompt(query.text, shown, generator.style)],
+                            max_new_tokens=generator.max_new_tokens)[0]
             for doc in shown:
                 _timed(timer, "judge", judge.model.option_probabilities,
                        judge.prompt(doc.full_text, answer, query.text), _JUDGE_OPTIONS)
         if config.oracle and ranking.labels is not None and ranking.labels.any():
-            oracle = oracle_rankings(ranking.labels, config.n_samples, config.k, np.random.default_rng(task.oracle_seed))
+            oracle = oracle_rankings(ranking.labels, config.n_samples, config.k,
+                                     np.random.default_rng(task.oracle_seed))
             for row in oracle:
                 _timed(timer, "generate", generator.model.generate,
                        [build_prompt(query.text, [docs[p] for p in row], generator.style)],
@@ -227,7 +228,8 @@ def main() -> None:
         print(f"  {method:5}: {describe(counts[method])}")
     for role in ("generate", "judge"):
         n, s = counts["naive"][role], counts["sweep"][role]
-        print(f"  {role}: {n.calls / s.calls:.2f}× fewer calls, {n.prompt_tokens / s.prompt_tokens:.2f}× fewer prompt tokens")
+        print(f"  {role}: {n.calls / s.calls:.2f}× fewer calls, "
+              f"{n.prompt_tokens / s.prompt_tokens:.2f}× fewer prompt tokens")
 
     # Calibrate on real calls: the naive loop of a small configuration, timed call by call.
     gen = Generator(gen_real)

@@ -18,8 +18,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from fairrag_core import BM25Retriever, load_collection, sample_rankings
-from fairrag_core.retrieval import top_candidates
 from fairrag_core.ranking.sampling import policy_logits
+from fairrag_core.retrieval import top_candidates
 
 
 def log_probability(logits: np.ndarray, rows: np.ndarray) -> np.ndarray:

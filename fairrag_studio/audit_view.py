@@ -5,7 +5,7 @@ Pure functions (no Streamlit), so the report a page offers is the report the tes
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -108,7 +108,8 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
     sections.append(ReportSection("EE-D by α", figure=charts.ee_d_by_alpha(table)))
     if generated:
         sections.append(ReportSection("Answer utility against exposure disparity",
-                                      figure=charts.metric_vs_disparity(table, "eu_normalised", label="EU, normalised")))
+                                      figure=charts.metric_vs_disparity(table, "eu_normalised",
+                                                                        label="EU, normalised")))
     for alpha in alphas:
         for by in groupings(collection):
             ledger = ledger_for(documents, collection, alpha, by)
@@ -123,5 +124,5 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
         caveats = "This audit was stopped before all runs finished. " + caveats
     sections.append(ReportSection("Caveats", caveats))
     sections.append(ReportSection("All runs", table=table))
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return audit_report_html(title=title, summary=summary, sections=sections, generated_at=stamp)

@@ -11,7 +11,7 @@ from html import escape
 
 import numpy as np
 
-from .charts import _text_colour_on, provider_colours
+from .charts import provider_colours, text_colour_on
 
 __all__ = ["rankings_grid_html"]
 
@@ -41,7 +41,7 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
     def cell(position: int) -> str:
         colour = colours[str(providers[position])]
         tip = escape(f"{titles[position] or doc_ids[position]} — {providers[position]}", quote=True)
-        return (f'<td title="{tip}" style="{_CELL};background:{colour};color:{_text_colour_on(colour)}">'
+        return (f'<td title="{tip}" style="{_CELL};background:{colour};color:{text_colour_on(colour)}">'
                 f"{escape(str(doc_ids[position]))}</td>")
 
     head = "".join(f'<th style="font:600 12px sans-serif;padding:2px 4px">{r}</th>'

@@ -13,7 +13,7 @@ import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -100,7 +100,7 @@ def audit_report_html(
     Everything user-provided is HTML-escaped. There are no external resources: plotly.js is inlined once,
     with the first figure, and later figures reuse it. ``generated_at`` defaults to the current UTC time.
     """
-    stamp = generated_at if generated_at is not None else datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = generated_at if generated_at is not None else datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "<!doctype html>",
         '<html lang="en">',

@@ -16,12 +16,11 @@ import numpy as np
 import streamlit as st
 
 from fairrag_core import Collection, load_collection
-from fairrag_core.rag.attribution import Attributor
-from fairrag_core.rag.generation import Generator
-from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
-from fairrag_core.rag.attribution import load_attributor
-from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
 from fairrag_core.audit.store import RunStore
+from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
+from fairrag_core.rag.attribution import Attributor, load_attributor
+from fairrag_core.rag.generation import Generator
+from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
 
 from .state import Settings
 

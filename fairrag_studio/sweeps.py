@@ -16,8 +16,8 @@ import streamlit as st
 from fairrag_core import FairRAGError, InvalidParameterError
 from fairrag_core.checks import parse_alphas as parse_grid
 from fairrag_core.rag.sweep import RagSweep, RagSweepConfig, Usefulness
-from fairrag_core.record import SweepRun
 from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
+from fairrag_core.record import SweepRun
 
 from . import resources
 from .state import Settings

@@ -8,8 +8,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/exact.py
 
-from fairrag_core import load_collection  # noqa: E402
-from fairrag_core.retrieval import BM25Retriever  # noqa: E402
+from fairrag_core import load_collection
+from fairrag_core.retrieval import BM25Retriever
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,8 @@ import re
 
 import numpy as np
 
-from fairrag_core.rag.attribution import Attributor
 from fairrag_core.models.llm import ChatPrompt, LanguageModel
+from fairrag_core.rag.attribution import Attributor
 
 
 class FirstDocumentModel(LanguageModel):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from fairrag_core.rag.attribution import LLMJudgeAttributor
 from fairrag_core.models.llm import ChatPrompt, LanguageModel
+from fairrag_core.rag.attribution import LLMJudgeAttributor
 
 
 class RecordingModel(LanguageModel):

@@ -1,8 +1,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from fakes import FirstDocumentModel, SubstringAttributor
+
 from fairrag_core import InvalidParameterError, load_collection
 from fairrag_core.audit import LEDGER_COLUMNS, exposure_ledger, recommend_alpha
 from fairrag_core.rag.generation import Generator

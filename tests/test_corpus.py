@@ -73,7 +73,8 @@ def test_collection_folder(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('{"doc_id": "a", "text": "x"}\n{"doc_id": "a", "text": "y"}\n', r"line 2: duplicate doc_id 'a' \(first seen on line 1\)"),
+        ('{"doc_id": "a", "text": "x"}\n{"doc_id": "a", "text": "y"}\n',
+         r"line 2: duplicate doc_id 'a' \(first seen on line 1\)"),
         ('{"doc_id": "a", "text": "   "}\n', "line 1: field 'text' is empty"),
         ('{"doc_id": "a"}\n', "line 1: missing field 'text'"),
         ('{"doc_id": "a", "text": "x"\n', "line 1: invalid JSON"),

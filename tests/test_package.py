@@ -1,5 +1,161 @@
+"""The package's shape: what it exposes, what it imports, and which way its imports point."""
+
+import argparse
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import fairrag_core as fr
+
+PACKAGE = Path(fr.__file__).resolve().parent
+
+#: The public API (``import fairrag_core as fr``). Change it on purpose, never by accident.
+PUBLIC_API = {
+    "AlphaRecommendation", "Aspect", "Attributor", "BM25Retriever", "Collection", "ConfidenceInterval",
+    "CorpusKeywordRefiner", "CrossEncoderAttributor", "DEMO_COLLECTIONS", "DataFormatError", "Document",
+    "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",
+    "LLMJudgeAttributor", "LLMRefiner", "MissingGroupLabelError", "ModelUnavailableError", "Query", "RagConfig",
+    "RagRun", "RagSweep", "RagSweepConfig", "RankingConfig", "RankingRun", "Retriever", "RetrieverKind", "RunStore",
+    "SweepConfig", "TargetKind", "UnknownCollectionError", "UtilityLabelConfig", "UtilityMetric", "awrf",
+    "bootstrap_exposure_ci", "build_prompt", "build_retriever", "default_attributor", "deterministic_ranking",
+    "disparity_quality_table", "ee_disparity", "ee_relevance", "expected_exposure", "exposure_ledger",
+    "exposure_sweep", "fair_qr", "label_utility", "load_collection", "load_corpus", "load_qrels", "load_queries",
+    "load_utility_labels", "ndcg", "normalise_scores", "rag_sweep", "recommend_alpha", "run_rag", "run_ranking",
+    "sample_rankings", "sample_rankings_batch", "summarise_exposure", "summarise_sweep", "target_distribution",
+    "target_exposure", "utility", "utility_by_disparity_table",
+}
+
+#: Every command and its flags (``python -m fairrag_core …``): scripts and the README depend on them.
+CLI = {
+    "collections": ["--json"],
+    "rank": ["--alpha", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model", "--query",
+             "--retriever", "--samples", "--seed", "--show", "-N", "-k"],
+    "exposure-sweep": ["--alphas", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model",
+                       "--output", "--queries", "--retriever", "--samples", "--seed", "-N", "-k"],
+    "rag": ["--alpha", "--candidates", "--collection", "--device", "--generator", "--json", "--metric", "--min-rel",
+            "--model", "--nli", "--prompt-order", "--query", "--retriever", "--samples", "--seed", "-N", "-k"],
+    "label-utility": ["--candidates", "--collection", "--depth", "--device", "--generator", "--json", "--metric",
+                      "--min-rel", "--model", "--out-dir", "--prompt-order", "--queries", "--retriever", "--samples",
+                      "--seed", "-N", "-k"],
+    "sweep": ["--alphas", "--candidates", "--collection", "--device", "--generator", "--json", "--labels", "--metric",
+              "--min-rel", "--model", "--nli", "--no-oracle", "--no-store", "--output", "--prompt-order", "--queries",
+              "--retriever", "--samples", "--seed", "--store", "-N", "-k"],
+    "fair-qr": ["--background", "--category", "--collection", "--json", "--max-iterations", "--query", "--refiner",
+                "--target", "--top-k"],
+    "fair-qr-eval": ["--background", "--categories", "--collection", "--dense", "--json", "--max-iterations",
+                     "--output", "--queries", "--refiner", "--top-k"],
+    "runs": ["--json", "--store", "action", "run_ids"],
+}
+
+#: Layers, bottom first. A module may import its own layer or lower ones, never a higher one
+#: (data flows one way: data → retrieval → ranking → rag → audit → cli).
+LAYERS = [
+    {"errors", "checks", "text", "seeds", "settings", "record"},
+    {"data", "models"},
+    {"metrics", "retrieval"},
+    {"ranking"},
+    {"rag", "fairqr"},
+    {"audit"},
+    {"cli", "__main__", "__init__"},
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every fairrag_core module ``path`` imports, at any depth (function-level imports count too)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("fairrag_core"):
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in modules else target)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("fairrag_core")}
+    return found - {name}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_public_api_is_pinned():
+    assert set(fr.__all__) == PUBLIC_API
+    assert len(fr.__all__) == len(set(fr.__all__))
+    assert all(hasattr(fr, name) for name in fr.__all__)
+
+
+def test_cli_commands_and_flags_are_pinned():
+    from fairrag_core.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    found = {name: sorted(f for a in p._actions if not isinstance(a, argparse._HelpAction) and a.dest != "handler"
+                          for f in (a.option_strings or [a.dest]))
+             for name, p in sub.choices.items()}
+    assert found == CLI
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # __init__ re-exports pull in whole subpackages; a cycle is a module reachable from itself through the others
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == "fairrag_core" or nxt not in graph:
+                continue  # the package root re-exports everything; modules never import it
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_modules_never_import_the_package_root():
+    offenders = [m for m, deps in _graph().items() if "fairrag_core" in deps and m != "fairrag_core"]
+    assert not offenders, f"import the submodule instead of fairrag_core: {offenders}"
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    return next(i for i, layer in enumerate(LAYERS) if top in layer)
+
+
+def test_imports_point_down_the_layers():
+    upward = [(m, d) for m, deps in _graph().items() for d in deps
+              if d != "fairrag_core" and _layer(d) > _layer(m)]
+    assert not upward, f"imports against the data flow: {upward}"
+
+
+def test_source_files_stay_small_or_say_why():
+    for path in [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "fairrag_studio").rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > 420:
+            head = text[:1500].lower()
+            assert "long because" in head, f"{path.name} has {lines} lines; split it or say at its top why not"
 
 
 def test_core_imports_without_streamlit_torch_or_llama_cpp():
@@ -7,3 +163,9 @@ def test_core_imports_without_streamlit_torch_or_llama_cpp():
             "print(sorted(m for m in ('torch', 'streamlit', 'llama_cpp', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_subpackage_says_what_it_implements():
+    for init in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 80, f"{init} needs a docstring that says what it implements and cites its source"

@@ -5,8 +5,8 @@ import pytest
 from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query
-from fairrag_core.rag.generation import Generator
 from fairrag_core.metrics.utility import rouge
+from fairrag_core.rag.generation import Generator
 from fairrag_core.rag.pipeline import AnswerStream, RagConfig, oracle_rankings, run_rag
 from fairrag_core.retrieval import BM25Retriever
 
@@ -83,7 +83,7 @@ def test_oracle_rankings_put_useful_first():
 def test_retrieval_prompt_order_shares_generations_between_permutations(toy):
     collection, retriever = toy
     sampled, ordered = FirstDocumentModel(), FirstDocumentModel()
-    config = dict(alpha=0.0, n_samples=300, k=3, seed=5, oracle=False)
+    config = {"alpha": 0.0, "n_samples": 300, "k": 3, "seed": 5, "oracle": False}
     a = run_rag(collection, retriever, Generator(sampled), SubstringAttributor(), "marathon shoe",
                 RagConfig(**config), n_boot=10)
     b = run_rag(collection, retriever, Generator(ordered), SubstringAttributor(), "marathon shoe",

@@ -18,7 +18,6 @@ from fairrag_core.ranking.rerank import (
     tfidf_cosine,
 )
 
-
 # -- MMR -----------------------------------------------------------------------------------------------
 # Candidate 1 duplicates candidate 0 (similarity 1), candidate 2 is a little like both, candidate 3 like none.
 SCORES = np.array([3.0, 2.9, 2.5, 1.0])  # min-max → rel = [1, 0.95, 0.75, 0]

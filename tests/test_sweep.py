@@ -6,8 +6,8 @@ from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core import InvalidParameterError, SweepConfig, exposure_sweep, load_collection, summarise_sweep
 from fairrag_core.rag.generation import Generator
-from fairrag_core.retrieval import BM25Retriever
 from fairrag_core.rag.sweep import RagSweepConfig, rag_sweep
+from fairrag_core.retrieval import BM25Retriever
 
 
 def test_sweep_table_and_paper_picture(shoes, shoes_bm25):

@@ -24,7 +24,8 @@ def test_table1_slope_and_auc_golden():
 
 
 def test_table2_differences_and_welch_test():
-    rows = [["q1", "deterministic", np.inf, True, 1.0, 0.6, 0.40], ["q2", "deterministic", np.inf, True, 1.0, 0.6, 0.50]]
+    rows = [["q1", "deterministic", np.inf, True, 1.0, 0.6, 0.40],
+            ["q2", "deterministic", np.inf, True, 1.0, 0.6, 0.50]]
     low = [0.20, 0.25, 0.30]
     rows += [[f"q{i}", "stochastic", 0.0, True, 0.1, 0.3, u] for i, u in enumerate(low)]
     rows += [["q1", "stochastic", 8.0, True, 0.95, 0.6, 0.44]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -78,7 +78,7 @@ class RunStore:
         try:
             self._con.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [run_id, datetime.now(timezone.utc).replace(tzinfo=None), record.kind.value, record.collection,
+                [run_id, datetime.now(UTC).replace(tzinfo=None), record.kind.value, record.collection,
                  label, json.dumps(record.to_dict()), len(records)],
             )
             if records:
@@ -121,7 +121,8 @@ class RunStore:
     def load_record(self, run_id: str) -> RunRecord:
         found = self._con.execute("SELECT config, kind FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if found is None:
-            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; list runs with `python -m fairrag_core runs`")
+            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; "
+                                        "list runs with `python -m fairrag_core runs`")
         return RunRecord.from_dict(json.loads(found[0]), kind=found[1])
 
     def delete(self, run_id: str) -> None:

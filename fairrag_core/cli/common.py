@@ -55,7 +55,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="first-stage scorer (default: bm25); dense uses the offline MiniLM unless --model")
     parser.add_argument("--model", default=None, help="dense model: short name (minilm), HF id or local folder")
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps (dense retriever only)")
-    parser.add_argument("-k", type=positive_arg, default=5, help="documents per ranking passed to the generator (default 5)")
+    parser.add_argument("-k", type=positive_arg, default=5,
+                        help="documents per ranking passed to the generator (default 5)")
     parser.add_argument("--samples", "-N", type=positive_arg, default=100, help="sampled rankings N (default 100)")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, printed so you can rerun)")
     parser.add_argument("--candidates", type=positive_arg, default=None,
@@ -70,7 +71,8 @@ def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> N
     from ..rag.pipeline import PromptOrder
 
     parser.add_argument("--generator", default=DEFAULTS["generator"],
-                        help=f"generator: {', '.join(GENERATORS)}, any HF id or folder (default {DEFAULTS['generator']})")
+                        help=f"generator: {', '.join(GENERATORS)}, any HF id or folder "
+                             f"(default {DEFAULTS['generator']})")
     if attributor:
         parser.add_argument("--nli", default=DEFAULTS["attributor"],
                             help="NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder")
@@ -89,7 +91,7 @@ def load_inputs(args) -> tuple[Collection, Retriever]:
 
 
 def bar(value: float, scale: float, width: int = 24) -> str:
-    filled = 0 if scale <= 0 else int(round(width * min(value / scale, 1.0)))
+    filled = 0 if scale <= 0 else round(width * min(value / scale, 1.0))
     return "█" * filled + "·" * (width - filled)
 
 

@@ -3,6 +3,7 @@ query set). Chen & Fang, FAIR-QR."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 

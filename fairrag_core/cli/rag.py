@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..ranking import DEFAULT_ALPHAS
 from ..rag.sweep import Usefulness
+from ..ranking import DEFAULT_ALPHAS
 from .common import add_common, add_models, alpha_arg, alphas_arg, fmt, id_list, load_inputs, positive_arg
 from .ranking import rank_payload
 
@@ -36,7 +36,8 @@ def register(sub) -> None:
     )
     add_common(p)
     add_models(p, attributor=False)
-    p.add_argument("--depth", type=positive_arg, default=20, help="first-stage candidates labelled per query (default 20)")
+    p.add_argument("--depth", type=positive_arg, default=20,
+                   help="first-stage candidates labelled per query (default 20)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
     p.add_argument("--out-dir", default=None, help="folder for the qrels (default: the collection's folder)")
     p.set_defaults(handler=_cmd_label_utility)
@@ -49,7 +50,8 @@ def register(sub) -> None:
     )
     add_common(p)
     add_models(p)
-    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
+    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS,
+                   help="comma-separated α grid (default 0,1,2,4,8)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
     p.add_argument("--labels", choices=[u.value for u in Usefulness], default="utility",
                    help="usefulness labels for EE-R and the oracle (default: utility labels of the generator)")
@@ -125,7 +127,13 @@ def _cmd_rag(args, out) -> int:
 
 
 def _cmd_label_utility(args, out) -> int:
-    from ..rag.labels import UtilityLabelConfig, label_utility, summarise_labels, utility_qrels_path, write_utility_labels
+    from ..rag.labels import (
+        UtilityLabelConfig,
+        label_utility,
+        summarise_labels,
+        utility_qrels_path,
+        write_utility_labels,
+    )
 
     collection, retriever = load_inputs(args)
     generator = _generator(args)

@@ -9,7 +9,15 @@ import numpy as np
 import pandas as pd
 
 from ..data import DEMO_COLLECTIONS, load_collection
-from ..ranking import DEFAULT_ALPHAS, RankingConfig, RankingRun, SweepConfig, exposure_sweep, run_ranking, summarise_sweep
+from ..ranking import (
+    DEFAULT_ALPHAS,
+    RankingConfig,
+    RankingRun,
+    SweepConfig,
+    exposure_sweep,
+    run_ranking,
+    summarise_sweep,
+)
 from .common import add_common, alpha_arg, alphas_arg, bar, fmt_ci, id_list, load_inputs
 
 __all__ = ["register", "rank_payload"]
@@ -41,7 +49,8 @@ def register(sub) -> None:
                     "(the retrieval half of the paper's Figures 3 and 4).",
     )
     add_common(p)
-    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS, help="comma-separated α grid (default 0,1,2,4,8)")
+    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS,
+                   help="comma-separated α grid (default 0,1,2,4,8)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
     p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
 
@@ -69,7 +78,8 @@ def rank_payload(run: RankingRun) -> dict:
         "ee_d_unbiased": run.summary.ee_d_unbiased,
         "ee_r": None if run.summary.ee_r is None else vars(run.summary.ee_r),
         "deterministic_ee_d": run.deterministic_summary.ee_d.estimate,
-        "deterministic_ee_r": None if run.deterministic_summary.ee_r is None else run.deterministic_summary.ee_r.estimate,
+        "deterministic_ee_r": (None if run.deterministic_summary.ee_r is None
+                               else run.deterministic_summary.ee_r.estimate),
         "providers_reached": int((providers["exposure"] > 0).sum()),
         "providers_total": int(providers.shape[0]),
         "documents": json.loads(docs.to_json(orient="records")),

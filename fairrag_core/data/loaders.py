@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import DataFormatError, UnknownCollectionError
-from .collection import Collection, Document, Query, Aspect
+from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
 
 __all__ = ["load_corpus", "load_queries", "load_qrels", "load_collection", "read_text", "json_lines"]

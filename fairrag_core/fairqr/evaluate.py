@@ -147,13 +147,12 @@ def paired_tests(results: pd.DataFrame, *, system: str = FAIRQR, level: float = 
                 continue
             for metric, table in wide.items():
                 diff = table[system] - table[other]
-                if np.allclose(diff, 0):
-                    p = 1.0
-                else:
-                    p = float(stats.ttest_rel(table[system], table[other]).pvalue)
+                same = np.allclose(diff, 0)
+                p = 1.0 if same else float(stats.ttest_rel(table[system], table[other]).pvalue)
                 rows.append({"category": category, "baseline": other, "metric": metric,
                              "mean_difference": float(diff.mean()), "p_value": p,
-                             "better": bool(diff.mean() > 0 and p < level), "worse": bool(diff.mean() < 0 and p < level)})
+                             "better": bool(diff.mean() > 0 and p < level),
+                             "worse": bool(diff.mean() < 0 and p < level)})
     return pd.DataFrame(rows)
 
 

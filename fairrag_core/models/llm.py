@@ -3,9 +3,11 @@
 This module holds the interface (:class:`LanguageModel`), the prompt type and the token accounting; the
 backends live beside it:
 
-* :class:`~fairrag_core.models.llama_cpp.LlamaCppModel` — llama-cpp-python on a GGUF file (the offline SmolLM2 and Qwen models:
+* :class:`~fairrag_core.models.llama_cpp.LlamaCppModel` — llama-cpp-python on a GGUF file (the offline SmolLM2 and
+  Qwen models:
   0.15–1.4 s to load, 25+ tokens/s on 2 CPU cores; layers offloaded to the GPU when CUDA is there);
-* :class:`~fairrag_core.models.transformers_lm.TransformersModel` — any Hugging Face id or folder, causal or seq2seq (Flan-T5 of the paper),
+* :class:`~fairrag_core.models.transformers_lm.TransformersModel` — any Hugging Face id or folder, causal or
+  seq2seq (Flan-T5 of the paper),
   GGUF through ``gguf_file`` (dequantised), batched, fp16 on CUDA, greedy or beam search.
 
 Decoding is deterministic (greedy unless ``num_beams > 1``): in Fair RAG the only randomness is the

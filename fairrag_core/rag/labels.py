@@ -98,7 +98,8 @@ def write_utility_labels(table: pd.DataFrame, path: Path, *, header: Sequence[st
     table.to_csv(path.with_suffix(".tsv"), sep="\t", index=False)
 
 
-def load_utility_labels(collection: Collection, generator: str, *, folder: Path | None = None) -> dict[str, dict[str, int]]:
+def load_utility_labels(collection: Collection, generator: str, *,
+                        folder: Path | None = None) -> dict[str, dict[str, int]]:
     """Utility qrels for ``generator``, checked against the collection's documents.
 
     Raises:
@@ -112,7 +113,7 @@ def load_utility_labels(collection: Collection, generator: str, *, folder: Path 
             "or use relevance labels (--labels relevance)"
         )
     qrels = load_qrels(path)
-    for qid, judged in qrels.items():
+    for judged in qrels.values():
         for doc_id in judged:
             collection.index_of(doc_id)
     return qrels

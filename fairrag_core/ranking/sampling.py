@@ -29,7 +29,6 @@ independent exceedance events) and costs ``O(n)`` once plus ``O(sqrt(k·n))`` pe
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 

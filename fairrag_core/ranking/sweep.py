@@ -7,7 +7,6 @@ sweep is reproducible from ``(collection, retriever, alphas, N, k, seed, candida
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,8 +17,8 @@ from ..checks import check_alpha, check_k
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
-from ..retrieval import Retriever, top_candidates
 from ..record import RunKind, RunRecord, SweepRun
+from ..retrieval import Retriever, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
 from .sampling import sample_rankings_batch
@@ -78,13 +77,15 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
     check_k(config.k, n_cand)
     cands = [top_candidates(row, n_cand) for row in scores]
     cand_scores = np.stack([c.scores for c in cands])
-    useful = np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices] for q, c in zip(queries, cands)])
+    useful = np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices]
+                       for q, c in zip(queries, cands)])
     providers = collection.providers
     doc_ids = np.array(collection.doc_ids, dtype=object)
     rows, documents = [], []
     for a_index, alpha in enumerate(alphas):
         rankings = sample_rankings_batch(
-            cand_scores, alpha=alpha, n_samples=config.n_samples, k=config.k, seed=np.random.default_rng([seed, a_index])
+            cand_scores, alpha=alpha, n_samples=config.n_samples, k=config.k,
+            seed=np.random.default_rng([seed, a_index]),
         )
         for q_index, query in enumerate(queries):
             eps = expected_exposure(rankings[q_index], n_cand)

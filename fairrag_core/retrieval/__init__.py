@@ -1,4 +1,11 @@
-"""Retrievers behind one interface (:class:`Retriever`): BM25 and dense."""
+"""Retrieval: the first-stage scorers behind one interface (:class:`Retriever`: ``score``, ``score_batch``,
+``retrieve``), whose scores feed the Plackett-Luce sampler (Kim & Diaz 2025, §3.2).
+
+* :mod:`.bm25` — Okapi BM25 (Robertson & Zaragoza 2009) on a term-major sparse index; scores equal
+  ``rank_bm25.BM25Okapi`` on the same tokens;
+* :mod:`.dense` — sentence-transformers bi-encoders (offline all-MiniLM-L6-v2; the paper's Contriever by hub id);
+* :mod:`.base` — the interface, query checks and the top-K candidate cut-off.
+"""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from fairrag_core.record import RunKind, RunRecord, SweepRun
 
 
 def _record(**overrides) -> RunRecord:
-    fields = dict(kind=RunKind.RAG_SWEEP, collection="running-shoes", retriever="bm25",
-                  config=RagSweepConfig(alphas=(0.0, 2.0), k=5, seed=7), seed=7, generator="smollm2-135m",
-                  attributor="judge:qwen2.5-1.5b", query_ids=("q1", "q2"))
+    fields = {"kind": RunKind.RAG_SWEEP, "collection": "running-shoes", "retriever": "bm25",
+              "config": RagSweepConfig(alphas=(0.0, 2.0), k=5, seed=7), "seed": 7, "generator": "smollm2-135m",
+              "attributor": "judge:qwen2.5-1.5b", "query_ids": ("q1", "q2")}
     fields.update(overrides)
     return RunRecord(**fields)
 
@@ -49,7 +49,8 @@ def test_details_round_trip_and_infinite_alpha(tmp_path):
         assert back.record.kind is RunKind.AUDIT
         assert back.documents["doc_id"].tolist() == ["d1", "d2"]
         assert back.documents["alpha"].tolist() == [float("inf")] * 2
-        assert pd.isna(back.documents.loc[0, "attributed_exposure"]) and back.documents.loc[1, "attributed_exposure"] == 0.5
+        attributed = back.documents["attributed_exposure"]
+        assert pd.isna(attributed[0]) and attributed[1] == 0.5
         assert back.table["alpha"].tolist() == [float("inf")]
 
 

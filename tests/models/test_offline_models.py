@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairrag_core.rag.attribution import NLI_CLASSES, default_attributor
-from fairrag_core.rag.generation import Generator
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.models.llm import ChatPrompt
+from fairrag_core.rag.attribution import NLI_CLASSES, default_attributor
+from fairrag_core.rag.generation import Generator
 
 pytestmark = pytest.mark.model
 
@@ -56,8 +56,8 @@ def test_token_usage_counts_the_kv_prefix_llama_cpp_reuses():
 
 @pytest.mark.slow
 def test_kept_document_states_give_the_judgements_of_a_fresh_evaluation():
-    from fairrag_core.rag.attribution import LLMJudgeAttributor
     from fairrag_core.models.llama_cpp import LlamaCppModel
+    from fairrag_core.rag.attribution import LLMJudgeAttributor
 
     model = default_attributor().model
     pairs = [(p["premise"], p["hypothesis"], p["question"]) for p in PAIRS[:2] + PAIRS[10:12]]

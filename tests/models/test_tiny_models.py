@@ -15,9 +15,9 @@ from transformers import (
 )
 
 from fairrag_core import InvalidParameterError
-from fairrag_core.rag.attribution import CrossEncoderAttributor
 from fairrag_core.models.llm import ChatPrompt
 from fairrag_core.models.transformers_lm import TransformersModel
+from fairrag_core.rag.attribution import CrossEncoderAttributor
 
 WORDS = ("the a shoe shoes marathon runner cushioned neutral trainer rain paris fell monday it rained sunny dry "
          "yes no entailment neutral contradiction question answer document claim brand price miles").split()

@@ -28,7 +28,7 @@ def test_dense_retriever_scores(shoes, minilm):
     r = DenseRetriever(shoes.texts, model=minilm)
     q = shoes.find_query("best shoes for a first marathon")
     scores = r.score(q.text)
-    assert scores.shape == (len(shoes),) and np.all((-1 <= scores) & (scores <= 1))
+    assert scores.shape == (len(shoes),) and np.all((scores >= -1) & (scores <= 1))
     top = np.argsort(-scores)[:5]
     assert shoes.useful(q.query_id)[top].mean() >= 0.6
     batch = r.score_batch([q.text, "waterproof trail shoe"])

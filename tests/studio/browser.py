@@ -9,6 +9,7 @@ is not needed and may not be possible offline).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -97,17 +98,13 @@ class AppServer:
     def stop(self) -> None:
         """Terminate the app and everything in its process group (SIGTERM, then SIGKILL after 10 s)."""
         if self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 self.process.wait(timeout=10)
         if self._tmp is not None:
             self._log = self.log_text()
@@ -139,7 +136,7 @@ def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, 
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
-    log = open(log_path, "w")  # noqa: SIM115 - the child owns it; closed below
+    log = open(log_path, "w")  # noqa: SIM115 (the server writes to it for its lifetime; closed in stop())
     try:
         process = subprocess.Popen(command, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
@@ -232,7 +229,7 @@ class RunWatcher:
             return
         try:
             msg = self._forward_msg.FromString(payload)
-        except Exception as err:  # noqa: BLE001 - a frame we cannot decode is only noted
+        except Exception as err:
             self.errors.append(repr(err))
             return
         kind = msg.WhichOneof("type")

@@ -113,7 +113,7 @@ def test_models_panel_names_each_role_and_the_offline_defaults():
 
 
 def test_generate_shows_answers_with_citations(fake_models):
-    model, attributor = fake_models
+    model, _ = fake_models
     at = start()
     at.sidebar.slider(key="k").set_value(3).run()
     at.slider(key="alpha").set_value(0.0).run()
@@ -193,7 +193,6 @@ def test_audit_runs_saves_reopens_and_compares():
     at.radio(key="ledger_by").set_value("provider").run()
     at.text_input(key="audit_alphas").set_value("1").run()
     at.button(key="audit_run").click().run()
-    stored = at.dataframe[-1].value if False else None  # noqa: F841  (the stored tab is rendered below)
     run_ids = at.multiselect(key="stored_pick").options
     assert len(run_ids) == 2
     at.multiselect(key="stored_pick").set_value([run_ids[0]]).run()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser as ui  # noqa: E402  (tests/studio/browser.py)
+import browser as ui
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
@@ -131,7 +131,7 @@ def test_newcomer_path(app, page, tmp_path):
             value = int(float(k.get_attribute("aria-valuetext")))
             if value == 3:
                 break
-            runs.act(lambda: k.press("ArrowLeft" if value > 3 else "ArrowRight"))
+            runs.act(lambda value=value: k.press("ArrowLeft" if value > 3 else "ArrowRight"))
         expect(k).to_have_attribute("aria-valuetext", "3")
         switch = page.get_by_role("switch", name="Deterministic")
         runs.act(lambda: switch.press("Space"))
@@ -166,7 +166,8 @@ def test_newcomer_path(app, page, tmp_path):
     with step("d. disparity curves", app, page):
         runs.act(lambda: page.get_by_role("link", name="Disparity curves").click())
         expect(page.get_by_role("heading", name="Disparity curves", level=1)).to_be_visible()
-        expect(page.get_by_role("radiogroup", name="Measure").get_by_role("radio", name="Exposure only")).to_be_checked()
+        measure = page.get_by_role("radiogroup", name="Measure")
+        expect(measure.get_by_role("radio", name="Exposure only")).to_be_checked()
         runs.act(lambda: page.get_by_role("button", name="Run the sweep").click(), timeout=120)
         expect(page.get_by_role("heading", name="EE-D by α (Figure 3)")).to_be_visible()
         expect(page.locator("[data-testid='stPlotlyChart']").first).to_be_visible()

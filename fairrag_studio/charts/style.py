@@ -1,0 +1,149 @@
+"""The look shared by every chart: template, fonts for a projector, the colour-blind-safe palette, text colour
+for contrast, column checks, and export to PNG (through Chromium) and self-contained HTML."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.colors as pc
+import plotly.graph_objects as go
+import plotly.io as pio
+
+__all__ = [
+    "TEMPLATE", "FONT_SIZE", "TITLE_SIZE", "EE_D_TITLE", "ALPHA_TITLE", "STOCHASTIC_COLOUR", "DETERMINISTIC_COLOUR",
+    "TARGET_COLOUR", "ATTRIBUTED_COLOUR", "MEAN_COLOUR", "hex_colour", "provider_colours", "text_colour_on",
+    "require_columns", "numeric", "has_values", "style", "alpha_label", "deterministic_mask", "figure_png",
+    "figure_html",
+]
+
+TEMPLATE = "plotly_white"
+FONT_SIZE = 16
+TITLE_SIZE = 22
+EE_D_TITLE = "EE-D (expected exposure disparity; lower = fairer)"
+ALPHA_TITLE = "α (0 = uniform sampling; larger = closer to the deterministic ranking)"
+
+# Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
+STOCHASTIC_COLOUR = "#0072B2"
+DETERMINISTIC_COLOUR = "#E69F00"
+TARGET_COLOUR = "#009E73"
+ATTRIBUTED_COLOUR = "#CC79A7"
+MEAN_COLOUR = "#222222"
+
+_CHROMIUM = "/usr/bin/chromium"
+_PNG_HINT = "PNG export needs Chromium (Debian package `chromium`): run `make install` or `apt-get install chromium`"
+
+
+def hex_colour(colour: str) -> str:
+    if colour.startswith("#"):
+        return colour.upper()
+    red, green, blue = pc.unlabel_rgb(colour)
+    return f"#{int(red):02X}{int(green):02X}{int(blue):02X}"
+
+
+# Safe (colour-blind friendly, 11 colours) first; Dark24 only extends it for larger provider sets.
+_PROVIDER_PALETTE: tuple[str, ...] = tuple(
+    dict.fromkeys(hex_colour(c) for c in (*pc.qualitative.Safe, *pc.qualitative.Dark24))
+)
+
+
+def provider_colours(names: Sequence[str]) -> dict[str, str]:
+    """Map each distinct provider (or group) name to a hex colour, deterministically.
+
+    Names are de-duplicated and sorted, then take the colours of ``plotly.colors.qualitative.Safe`` in order,
+    followed by ``Dark24`` (35 distinct colours; beyond that the palette repeats). The same set of names
+    therefore gives every provider the same colour in every chart.
+
+    >>> provider_colours(["b", "a", "b"])
+    {'a': '#88CCEE', 'b': '#CC6677'}
+    """
+    unique = sorted({str(name) for name in names})
+    return {name: _PROVIDER_PALETTE[i % len(_PROVIDER_PALETTE)] for i, name in enumerate(unique)}
+
+
+def text_colour_on(background: str) -> str:
+    red, green, blue = (int(background[i : i + 2], 16) for i in (1, 3, 5))
+    return "#000000" if 0.299 * red + 0.587 * green + 0.114 * blue > 150 else "#FFFFFF"
+
+
+def require_columns(table: pd.DataFrame, columns: Sequence[str], chart: str) -> None:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{chart}: expected a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(
+            f"{chart}: missing column(s) {', '.join(repr(c) for c in missing)}; "
+            f"the table has {[str(c) for c in table.columns]}"
+        )
+    if table.empty:
+        raise ValueError(f"{chart}: the table has no rows to plot")
+
+
+def numeric(table: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(table[column], errors="coerce").astype(float)
+
+
+def has_values(values: pd.Series) -> bool:
+    return bool(values.notna().any())
+
+
+def style(
+    fig: go.Figure,
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    height: int,
+    subtitle: str | None = None,
+    legend_title: str | None = None,
+) -> go.Figure:
+    title_spec: dict[str, object] = {"text": title, "font": {"size": TITLE_SIZE}, "x": 0.01, "xanchor": "left"}
+    if subtitle:
+        title_spec["subtitle"] = {"text": subtitle, "font": {"size": FONT_SIZE - 1}}
+    fig.update_layout(
+        template=TEMPLATE,
+        height=height,
+        font={"size": FONT_SIZE},
+        title=title_spec,
+        legend={"title": {"text": legend_title or ""}, "font": {"size": FONT_SIZE - 1}},
+        hoverlabel={"font": {"size": FONT_SIZE - 1}},
+        margin={"t": 110 if subtitle else 80, "l": 80, "r": 30, "b": 70},
+    )
+    fig.update_xaxes(title_text=x_title, title_font={"size": FONT_SIZE + 1}, tickfont={"size": FONT_SIZE - 1})
+    fig.update_yaxes(title_text=y_title, title_font={"size": FONT_SIZE + 1}, tickfont={"size": FONT_SIZE - 1})
+    return fig
+
+
+def alpha_label(alpha: float) -> str:
+    return "∞" if math.isinf(alpha) else f"{alpha:g}"
+
+
+def deterministic_mask(table: pd.DataFrame, alpha: pd.Series) -> pd.Series:
+    """Rows of the deterministic retriever: ``system == "deterministic"`` or ``alpha == inf``."""
+    mask = pd.Series(np.isinf(alpha.to_numpy(dtype=float, na_value=np.nan)), index=table.index)
+    if "system" in table.columns:
+        mask |= table["system"].astype(str).str.lower().eq("deterministic")
+    return mask
+
+
+def figure_png(fig: go.Figure, *, width: int = 1000, height: int | None = None, scale: float = 2) -> bytes:
+    """Render ``fig`` to PNG bytes with kaleido (which drives a headless Chromium).
+
+    Uses ``/usr/bin/chromium`` when ``BROWSER_PATH`` is unset; any failure becomes a ``RuntimeError``
+    that says how to install Chromium. ``height`` defaults to the figure's own height.
+    """
+    if not os.environ.get("BROWSER_PATH") and Path(_CHROMIUM).exists():
+        os.environ["BROWSER_PATH"] = _CHROMIUM
+    try:
+        return pio.to_image(fig, format="png", width=width, height=height, scale=scale)
+    except Exception as exc:  # kaleido raises many types (missing browser, timeouts, choreographer errors)
+        raise RuntimeError(f"{_PNG_HINT}. Export failed with {type(exc).__name__}: {exc}") from exc
+
+
+def figure_html(fig: go.Figure, *, include_plotlyjs: bool | str = True) -> str:
+    """A complete HTML page for ``fig``; by default plotly.js is inlined, so it works offline (no CDN)."""
+    return fig.to_html(full_html=True, include_plotlyjs=include_plotlyjs)
