@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
+from ..checks import check_non_negative
 from ..errors import InvalidParameterError
 
 __all__ = ["AlphaRecommendation", "recommend_alpha"]
@@ -44,8 +44,7 @@ def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: b
     >>> recommend_alpha(t, tolerance=0.05).alpha
     2.0
     """
-    if not np.isfinite(tolerance) or tolerance < 0:
-        raise InvalidParameterError(f"tolerance must be a finite number ≥ 0, got {tolerance!r}")
+    tolerance = check_non_negative(tolerance, "tolerance", hint="0.05 = lose at most 5 %")
     missing = {"system", "alpha", "ee_d", metric} - set(table.columns)
     if missing:
         raise InvalidParameterError(f"the sweep table lacks {sorted(missing)}; run a sweep with generation")

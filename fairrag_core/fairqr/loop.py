@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..checks import check_non_negative, check_positive_int
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.group_fairness import group_distribution, kl_divergence, most_under_represented
@@ -103,10 +104,12 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
     text = check_query(query)
     if not config.categories:
         raise InvalidParameterError("give at least one fairness category, e.g. gender")
-    if isinstance(config.top_k, bool) or config.top_k < 1 or config.top_k > len(collection):
-        raise InvalidParameterError(f"top_k must be between 1 and the {len(collection)} documents, got {config.top_k}")
-    if config.max_iterations < 0:
-        raise InvalidParameterError(f"max_iterations must be ≥ 0, got {config.max_iterations}")
+    top_k = check_positive_int(config.top_k, "top_k", hint="documents per retrieval, e.g. 20")
+    if top_k > len(collection):
+        raise InvalidParameterError(f"top_k must be between 1 and the {len(collection)} documents, got {top_k}")
+    iterations = check_non_negative(config.max_iterations, "max_iterations", hint="the paper uses 5")
+    if iterations != int(iterations):
+        raise InvalidParameterError(f"max_iterations must be a whole number ≥ 0, got {config.max_iterations}")
     labels = groups_for(collection, config.categories)
     matched = collection.find_query(text)
     target = target_distribution(collection, matched.query_id if matched else None, config.categories,

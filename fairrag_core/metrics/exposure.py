@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_binary, check_k
+from ..checks import check_binary, check_k, check_open_unit, check_positive_int
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
 
@@ -85,8 +85,7 @@ def expected_exposure(rankings: np.ndarray, n_items: int) -> np.ndarray:
     >>> expected_exposure(np.array([[0, 1], [0, 2]]), 4).tolist()
     [1.0, 0.5, 0.5, 0.0]
     """
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
-        raise InvalidParameterError(f"n_items must be a positive integer, got {n_items!r}")
+    n_items = check_positive_int(n_items, "n_items", hint="the number of candidates")
     arr = _check_rankings(rankings, int(n_items))
     return np.bincount(arr.ravel(), minlength=int(n_items)) / arr.shape[0]
 
@@ -208,10 +207,8 @@ def bootstrap_exposure_ci(
     ``n_boot × N × (distinct items)`` whatever the corpus size.
     """
     arr = _check_rankings(rankings, n_items)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise InvalidParameterError(f"n_boot must be a positive integer, got {n_boot!r}")
-    if not (0.0 < level < 1.0):
-        raise InvalidParameterError(f"level must be in (0, 1), e.g. 0.95; got {level!r}")
+    n_boot = check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    level = check_open_unit(level, "level", hint="e.g. 0.95")
     n_samples, k = arr.shape
     k = check_k(k, n_items)
     items, compact = np.unique(arr, return_inverse=True)

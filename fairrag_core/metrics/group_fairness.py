@@ -21,7 +21,6 @@ sum to 1, so counts work as well as shares.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -29,6 +28,7 @@ import pandas as pd
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy
 
+from ..checks import check_non_negative, check_positive_int
 from ..errors import InvalidParameterError
 
 __all__ = [
@@ -47,14 +47,8 @@ Distribution = Mapping[str, float] | pd.Series
 
 
 # -- validation helpers ------------------------------------------------------------------------------
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidParameterError(f"{name} must be a positive integer (≥ 1), got {value!r}")
-    return int(value)
-
-
 def _check_cutoff(cutoff: object) -> int | None:
-    return None if cutoff is None else _check_positive_int(cutoff, "cutoff")
+    return None if cutoff is None else check_positive_int(cutoff, "cutoff", hint="ranks to evaluate, e.g. 20")
 
 
 def _check_labels(groups: Sequence[str], what: str) -> np.ndarray:
@@ -133,7 +127,7 @@ def attention(n: int) -> np.ndarray:
     >>> attention(4).round(4).tolist()
     [1.0, 1.0, 0.6309, 0.5]
     """
-    n = _check_positive_int(n, "n")
+    n = check_positive_int(n, "n", hint="ranks")
     return 1.0 / np.log2(np.maximum(np.arange(1, n + 1, dtype=np.float64), 2.0))
 
 
@@ -273,10 +267,7 @@ def kl_divergence(target: Distribution, current: Distribution, *, smoothing: flo
     >>> round(kl_divergence({"female": 0.5, "male": 0.5}, {"male": 1.0}), 4)
     2.7622
     """
-    if isinstance(smoothing, bool) or not isinstance(smoothing, numbers.Real) or not (
-        math.isfinite(smoothing) and smoothing >= 0
-    ):
-        raise InvalidParameterError(f"smoothing must be a finite number ≥ 0 (default 1e-3), got {smoothing!r}")
+    smoothing = check_non_negative(smoothing, "smoothing", hint="default 1e-3")
     t, c, _ = _aligned(target, current, ("target", "current"))
     t = (t + smoothing) / (1 + t.size * smoothing)
     c = (c + smoothing) / (1 + c.size * smoothing)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameterError, ModelUnavailableError
+from ..checks import check_positive_int
+from ..errors import ModelUnavailableError
 from .catalog import ModelSpec, offline_alternatives, resolve_embedder
 from .device import resolve_device
 
@@ -21,8 +22,7 @@ class Embedder:
     """
 
     def __init__(self, model: str | None = None, *, device: str | None = None, batch_size: int = 64) -> None:
-        if batch_size < 1:
-            raise InvalidParameterError(f"batch_size must be ≥ 1, got {batch_size}")
+        batch_size = check_positive_int(batch_size, "batch_size", hint="texts encoded per forward pass")
         self.spec: ModelSpec = resolve_embedder(model)
         self.requested_device = device
         self.batch_size = int(batch_size)

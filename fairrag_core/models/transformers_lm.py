@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameterError, ModelUnavailableError
+from ..checks import check_positive_int
+from ..errors import ModelUnavailableError
 from .device import resolve_device
 from .hub import hub_load_kwargs
 from .llm import ChatPrompt, LanguageModel, check_options, softmax_options
@@ -27,8 +28,8 @@ class TransformersModel(LanguageModel):
     def __init__(self, source: str, *, name: str | None = None, gguf_file: str | None = None,
                  device: str | None = None, batch_size: int = 8, num_beams: int = 1,
                  max_input_tokens: int = 2048) -> None:
-        if batch_size < 1 or num_beams < 1:
-            raise InvalidParameterError("batch_size and num_beams must be ≥ 1")
+        batch_size = check_positive_int(batch_size, "batch_size", hint="prompts per forward pass")
+        num_beams = check_positive_int(num_beams, "num_beams", hint="1 = greedy decoding")
         self.source = source
         self.name = name or source
         self.gguf_file = gguf_file

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..checks import check_positive_int
 from ..data import Collection, demo_folder, load_qrels
 from ..errors import InvalidParameterError
 from ..metrics.utility import UtilityMetric, utility
@@ -54,8 +55,7 @@ def label_utility(collection: Collection, generator: Generator, retriever: Retri
         raise InvalidParameterError(
             f"queries {missing[:5]} have no gold answer; utility labels need an \"answer\" for every query"
         )
-    if config.depth < 1:
-        raise InvalidParameterError("depth must be ≥ 1 (how many first-stage candidates to label per query)")
+    check_positive_int(config.depth, "depth", hint="how many first-stage candidates to label per query")
     rows = []
     for done, query in enumerate(queries, 1):
         cand = top_candidates(retriever.score(query.text), config.depth).indices.tolist()

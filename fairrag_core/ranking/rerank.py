@@ -35,7 +35,7 @@ import numpy as np
 from scipy import sparse
 from scipy.stats import binom
 
-from ..checks import check_binary, check_k
+from ..checks import check_binary, check_k, check_open_unit
 from ..errors import InvalidParameterError
 from ..text import DEFAULT_TOKENIZER
 
@@ -62,12 +62,6 @@ def _check_scores(scores: object) -> np.ndarray:
     return arr
 
 
-
-
-def _check_open_unit(value: object, name: str, hint: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (0.0 < value < 1.0):
-        raise InvalidParameterError(f"{name} must be strictly between 0 and 1 ({hint}), got {value!r}")
-    return float(value)
 
 
 # -- MMR -----------------------------------------------------------------------------------------------
@@ -214,11 +208,10 @@ def _fail_probability(mtable: np.ndarray, p: float, compat: bool) -> float:
 
 
 def _check_fair_parameters(k: object, p: object, alpha: object) -> tuple[int, float, float]:
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
-    p = _check_open_unit(p, "p", "the minimum share of protected candidates, e.g. 0.3")
-    alpha = _check_open_unit(alpha, "alpha", "FA*IR's significance level, e.g. 0.1")
-    return int(k), p, alpha
+    k = check_k(k)
+    p = check_open_unit(p, "p", hint="the minimum share of protected candidates, e.g. 0.3")
+    alpha = check_open_unit(alpha, "alpha", hint="FA*IR's significance level, e.g. 0.1")
+    return k, p, alpha
 
 
 def fair_fail_probability(mtable: Sequence[int], p: float, *, compat: bool = False) -> float:
@@ -238,7 +231,7 @@ def fair_fail_probability(mtable: Sequence[int], p: float, *, compat: bool = Fal
         raise InvalidParameterError(
             "mtable must be non-decreasing with 0 ≤ mtable[i−1] ≤ i; build it with fair_mtable(k, p, alpha)"
         )
-    p = _check_open_unit(p, "p", "the minimum share of protected candidates, e.g. 0.3")
+    p = check_open_unit(p, "p", hint="the minimum share of protected candidates, e.g. 0.3")
     return _fail_probability(table.astype(np.int64), p, bool(compat))
 
 

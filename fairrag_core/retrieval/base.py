@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checks import check_positive_int
 from ..errors import InvalidParameterError
 
 __all__ = ["Retriever", "RetrieverKind", "Candidates", "top_candidates", "check_query"]
@@ -50,9 +51,7 @@ def top_candidates(scores: np.ndarray, k: int) -> Candidates:
     """The ``k`` best-scoring indices (ties in index order), in O(n + k log k)."""
     scores = np.asarray(scores, dtype=np.float64)
     n = scores.size
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InvalidParameterError(f"the number of candidates must be a positive integer, got {k!r}")
-    k = min(int(k), n)
+    k = min(check_positive_int(k, "candidates", hint="how many top documents to keep"), n)
     if k < n:
         part = np.argpartition(-scores, k - 1)[:k]
         # keep all items tied with the k-th score out of the partition's arbitrary choice: stable by index
