@@ -1,12 +1,7 @@
-from dataclasses import replace
-
 import numpy as np
 import pytest
-from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core import InvalidParameterError, SweepConfig, exposure_sweep, load_collection, summarise_sweep
-from fairrag_core.rag.generation import Generator
-from fairrag_core.rag.sweep import RagSweepConfig, rag_sweep
 from fairrag_core.retrieval import BM25Retriever
 
 
@@ -50,20 +45,3 @@ def test_sweep_needs_qrels(tmp_path):
     c = load_collection(tmp_path)
     with pytest.raises(InvalidParameterError, match="no queries with relevance labels"):
         exposure_sweep(c, BM25Retriever(c.texts), SweepConfig(k=1))
-
-
-def test_sweep_without_the_oracle_makes_no_oracle_generations(shoes, shoes_bm25):
-    config = RagSweepConfig(alphas=(0.0, 4.0), n_samples=8, k=3, seed=11, candidates=10, usefulness="relevance",
-                            query_ids=("rs-q01", "rs-q02"))
-    calls = {}
-    for oracle in (True, False):
-        generator = Generator(FirstDocumentModel())
-        run = rag_sweep(shoes, shoes_bm25, generator, SubstringAttributor(), replace(config, oracle=oracle))
-        table = run.table
-        calls[oracle] = run.record.generator_calls
-        assert run.record.config.oracle is oracle
-        assert table["oracle_eu"].notna().all() == oracle and table["oracle_eu"].isna().all() != oracle
-        assert table["eu_normalised"].between(0, 1).all()
-    # without the oracle, generations are exactly the distinct sampled lists (the deterministic list recurs at α = 4)
-    assert calls[False] < calls[True]
-    assert calls[False] <= table["distinct_lists"].sum()
