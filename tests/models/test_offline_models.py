@@ -102,7 +102,7 @@ def test_rag_pipeline_with_the_offline_models(shoes, shoes_bm25):
     assert all(metrics[m] is not None and 0 <= metrics[m] <= 1 for m in ("ee_d", "ee_r", "eu", "ear", "eae_d"))
     assert run.eae_d <= run.ee_d + 1e-12
     table = run.answers_table()
-    assert table["samples"].sum() == 6 and len(table) == len(run.groups) <= 6
+    assert table["samples"].sum() == 6 and len(table) == len(run.answers) <= 6
     for ranking, cited in zip(table["ranking"], table["citations"]):
         assert set(cited) <= set(ranking)
-    assert generator.cache.misses == len(run.groups)
+    assert generator.cache.misses == len(run.answers)
