@@ -43,8 +43,8 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
         documents: one row per (query, α, candidate) with ``doc_id``, ``exposure`` and optionally
             ``attributed_exposure`` and ``target_exposure`` (as produced by the sweeps). Rows are summed
             over queries, so pass one α at a time to read a single system.
-        collection: where the documents' providers and group labels come from. Documents without a
-            label in the category fall in the group ``"Unknown"``.
+        collection: where the documents' providers and groups come from. Documents without a
+            group in the category fall in the group ``"Unknown"``.
         by: ``"provider"`` or one of ``collection.categories()``.
 
     Returns:
@@ -61,9 +61,9 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     if "doc_id" not in documents or "exposure" not in documents:
         raise InvalidParameterError("the documents table needs the columns doc_id and exposure")
     if by == "provider":
-        labels = collection.providers
+        owner = collection.providers
     elif by in collection.categories():
-        labels = collection.group_of(by, fill=UNKNOWN_GROUP)
+        owner = collection.group_of(by, fill=UNKNOWN_GROUP)
     else:
         raise InvalidParameterError(
             f"unknown grouping {by!r}; use 'provider' or one of {collection.categories() or 'no categories'}"
@@ -72,7 +72,7 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     if unknown_ids:
         raise InvalidParameterError(f"{len(unknown_ids)} doc_id(s) are not in {collection.name!r}, e.g. "
                                     f"{sorted(unknown_ids)[:3]}; audit with the collection the run used")
-    group_of = dict(zip(collection.doc_ids, labels))
+    group_of = dict(zip(collection.doc_ids, owner))
     frame = documents.assign(group=documents["doc_id"].map(group_of))
     for column in ("attributed_exposure", "target_exposure"):
         if column not in frame:

@@ -96,7 +96,7 @@ def compare_systems(collection: Collection, bm25: Retriever, trace: FairQRResult
     nDCG needs the query's qrels and is NaN for a free query.
     """
     query = trace.original_query
-    labels = groups_for(collection, trace.categories)
+    groups = groups_for(collection, trace.categories)
     target = pd.Series(trace.target)
     relevance = collection.relevance(trace.query_id).astype(float) if trace.query_id in collection.qrels else None
     texts = collection.texts
@@ -107,10 +107,10 @@ def compare_systems(collection: Collection, bm25: Retriever, trace: FairQRResult
         systems["Dense"] = top_candidates(dense.score(query), config.cutoff).indices
     similarity = tfidf_cosine([texts[i] for i in pool])
     systems["MMR"] = pool[mmr(scores[pool], similarity, config.cutoff, lambda_=config.mmr_lambda)]
-    bm25_dist = group_distribution(labels[pool[: config.cutoff]], support=list(target.index))
+    bm25_dist = group_distribution(groups[pool[: config.cutoff]], support=list(target.index))
     protected = most_under_represented(target, bm25_dist)
     share = float(np.clip(target[protected], 0.02, 0.98))
-    systems["FA*IR"] = pool[fair_topk(scores[pool], protected_group_mask(labels[pool], protected), config.cutoff,
+    systems["FA*IR"] = pool[fair_topk(scores[pool], protected_group_mask(groups[pool], protected), config.cutoff,
                                       p=share, alpha=config.fair_alpha)]
     systems[FAIRQR_NO_RERANK] = np.array([collection.index_of(d) for d in trace.without_rerank])
     systems[FAIRQR] = np.array([collection.index_of(d) for d in trace.reranked])
@@ -118,7 +118,7 @@ def compare_systems(collection: Collection, bm25: Retriever, trace: FairQRResult
     for system, ranking in systems.items():
         top = ranking[: config.cutoff]
         n = ndcg(relevance[top], relevance[relevance > 0], cutoff=config.cutoff) if relevance is not None else np.nan
-        a = awrf(labels[top], target, cutoff=config.cutoff)
+        a = awrf(groups[top], target, cutoff=config.cutoff)
         rows.append({"system": system, "ndcg": n, "awrf": a, "ndcg_x_awrf": n * a,
                      "refinements": trace.refinements if system.startswith("FAIR-QR") else np.nan})
     return pd.DataFrame(rows)

@@ -93,7 +93,7 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
     """Run FAIR-QR for one query and return the full trace.
 
     Args:
-        collection: documents with group labels (missing labels count as the group "Unknown").
+        collection: documents with groups (a missing group counts as the group "Unknown").
         retriever: the first-stage retriever the refined queries go to (BM25 in the paper).
         refiner: :class:`LLMRefiner` (the paper), :class:`CorpusKeywordRefiner`, or any :class:`Refiner`.
         query: the user's query. If it is one of the collection's queries, its qrels give the relevant-
@@ -110,7 +110,7 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
     iterations = check_non_negative(config.max_iterations, "max_iterations", hint="the paper uses 5")
     if iterations != int(iterations):
         raise InvalidParameterError(f"max_iterations must be a whole number ≥ 0, got {config.max_iterations}")
-    labels = groups_for(collection, config.categories)
+    groups = groups_for(collection, config.categories)
     matched = collection.find_query(text)
     target = target_distribution(collection, matched.query_id if matched else None, config.categories,
                                  kind=config.target, background_weight=config.background_weight,
@@ -123,7 +123,7 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
         return top_candidates(retriever.score(q), config.top_k).indices
 
     def measure(top: np.ndarray) -> tuple[pd.Series, float, str]:
-        current = group_distribution(labels[top], support=support)
+        current = group_distribution(groups[top], support=support)
         return current, kl_divergence(target, current, smoothing=config.smoothing), most_under_represented(target,
                                                                                                           current)
 

@@ -141,7 +141,7 @@ class CorpusKeywordRefiner(Refiner):
                  n_keywords: int = 3, pool_size: int = 60, prior_strength: float = 0.1) -> None:
         self.name = "corpus-keywords"
         self.collection = collection
-        self.labels = groups_for(collection, categories)
+        self.groups = groups_for(collection, categories)
         self.retriever = retriever
         self.n_keywords = n_keywords
         self.pool_size = pool_size
@@ -172,12 +172,12 @@ class CorpusKeywordRefiner(Refiner):
     def refine(self, request: RefinementRequest) -> Refinement:
         scores = self.retriever.score(request.current_query)
         pool = top_candidates(scores, min(self.pool_size, len(scores))).indices
-        inside = [int(i) for i in pool if self.labels[i] == request.group]
-        outside = [int(i) for i in pool if self.labels[i] != request.group]
+        inside = [int(i) for i in pool if self.groups[i] == request.group]
+        outside = [int(i) for i in pool if self.groups[i] != request.group]
         note = ""
         if not inside:
-            inside = [i for i, g in enumerate(self.labels) if g == request.group]
-            outside = [i for i, g in enumerate(self.labels) if g != request.group]
+            inside = [i for i, g in enumerate(self.groups) if g == request.group]
+            outside = [i for i, g in enumerate(self.groups) if g != request.group]
             note = f"no {request.group} document on this topic; keywords come from the whole corpus"
         ranked = self._log_odds(inside, outside)
         query_stems = set(DEFAULT_TOKENIZER(request.current_query))

@@ -4,7 +4,7 @@ These are the measures of FAIR-QR (Chen & Fang, "FAIR-QR: Enhancing Fairness-awa
 through Query Refinement"), which evaluates with the TREC Fair Ranking 2022 metric code
 (fair-trec/trec2022-fair-public, ``wptrec/metrics/awrf.py`` and ``common.py``):
 
-* every document carries one label per fairness category (gender, region, ...); ``"Unknown"`` is a group;
+* every document belongs to one group per fairness category (gender, region, ...); ``"Unknown"`` is a group;
 * the *current* distribution ε_L is the share of each group in the top-K list (optionally weighted by the
   position discount, which gives the attention-weighted ε_L^att of AWRF);
 * the *target* ε* is the group distribution of the query's relevant documents (optionally mixed with a
@@ -13,7 +13,7 @@ through Query Refinement"), which evaluates with the TREC Fair Ranking 2022 metr
   the most under-represented group (:func:`most_under_represented`);
 * evaluation reports nDCG@20, AWRF@20 = 1 − JSD(ε_L^att, ε*) and their product.
 
-Distributions are ``pandas.Series`` indexed by group label. Functions that compare two distributions align
+Distributions are ``pandas.Series`` indexed by group. Functions that compare two distributions align
 them over the union of their groups (a group missing on one side has share 0 there) and normalise each to
 sum to 1, so counts work as well as shares.
 """
@@ -42,7 +42,7 @@ __all__ = [
     "most_under_represented",
 ]
 
-#: A distribution over groups: a mapping or Series from group label to a non-negative weight.
+#: A distribution over groups: a mapping or Series from group to a non-negative weight.
 Distribution = Mapping[str, float] | pd.Series
 
 
@@ -51,18 +51,18 @@ def _check_cutoff(cutoff: object) -> int | None:
     return None if cutoff is None else check_positive_int(cutoff, "cutoff", hint="ranks to evaluate, e.g. 20")
 
 
-def _check_labels(groups: Sequence[str], what: str) -> np.ndarray:
-    labels = np.asarray(list(groups), dtype=object)
-    if labels.ndim != 1:
-        raise InvalidParameterError(f"{what} must be a flat sequence of group labels, got shape {labels.shape}")
-    if labels.size == 0:
-        raise InvalidParameterError(f"{what} is empty; pass at least one document's group label")
-    bad = [g for g in labels if not isinstance(g, str)]
+def _check_groups(groups: Sequence[str], what: str) -> np.ndarray:
+    found = np.asarray(list(groups), dtype=object)
+    if found.ndim != 1:
+        raise InvalidParameterError(f"{what} must be a flat sequence of groups (one per document), got {found.shape}")
+    if found.size == 0:
+        raise InvalidParameterError(f"{what} is empty; pass at least one document's group")
+    bad = [g for g in found if not isinstance(g, str)]
     if bad:
         raise InvalidParameterError(
-            f"group labels must be strings, got {bad[0]!r}; use Collection.group_of(category, fill='Unknown')"
+            f"groups must be strings, got {bad[0]!r}; use Collection.group_of(category, fill='Unknown')"
         )
-    return labels
+    return found
 
 
 def _check_weights(values: object, name: str, *, allow_all_zero: bool = False) -> np.ndarray:
@@ -79,14 +79,14 @@ def _check_weights(values: object, name: str, *, allow_all_zero: bool = False) -
 
 
 def as_distribution(dist: Distribution, name: str) -> pd.Series:
-    """Validate a group → weight mapping and normalise it to sum to 1 (index = group labels as given)."""
+    """Validate a group → weight mapping and normalise it to sum to 1 (index = groups as given)."""
     if isinstance(dist, pd.Series):
         series = dist.copy()
     elif isinstance(dist, Mapping):
         series = pd.Series(dict(dist), dtype=np.float64)
     else:
         raise InvalidParameterError(
-            f"{name} must map group labels to shares (a dict or a pandas Series), got {type(dist).__name__}"
+            f"{name} must map groups to shares (a dict or a pandas Series), got {type(dist).__name__}"
         )
     if series.empty:
         raise InvalidParameterError(f"{name} is empty; give a share for at least one group")
@@ -143,29 +143,29 @@ def group_distribution(
     :func:`attention` this is the attention-weighted distribution ε_L^att of AWRF (Sapiezynski et al. 2019).
 
     Args:
-        groups: group label of each document (e.g. ``collection.group_of("gender", fill="Unknown")``).
+        groups: group of each document (e.g. ``collection.group_of("gender", fill="Unknown")``).
         weights: one non-negative weight per document (not all zero).
         support: the groups to report, in this order; groups of ``support`` that do not occur get 0. A label
             outside ``support`` is an error (it would silently drop mass).
 
     Returns:
-        Series indexed by group label (sorted, unless ``support`` gives the order), summing to 1.
+        Series indexed by group (sorted, unless ``support`` gives the order), summing to 1.
 
     >>> group_distribution(["female", "male", "male", "Unknown"]).to_dict()
     {'Unknown': 0.25, 'female': 0.25, 'male': 0.5}
     >>> group_distribution(["male", "male"], support=["female", "male"]).to_dict()
     {'female': 0.0, 'male': 1.0}
     """
-    labels = _check_labels(groups, "groups")
+    found = _check_groups(groups, "groups")
     if weights is None:
-        w = np.ones(labels.size)
+        w = np.ones(found.size)
     else:
         w = _check_weights(weights, "weights")
-        if w.size != labels.size:
+        if w.size != found.size:
             raise InvalidParameterError(
-                f"weights must have one entry per document: got {w.size} weights for {labels.size} labels"
+                f"weights must have one entry per document: got {w.size} weights for {found.size} groups"
             )
-    names, inverse = np.unique(labels.astype(str), return_inverse=True)
+    names, inverse = np.unique(found.astype(str), return_inverse=True)
     mass = np.bincount(inverse, weights=w, minlength=names.size)
     share = pd.Series(mass / mass.sum(), index=pd.Index(names.tolist(), name="group"), name="share")
     if support is None:
@@ -197,7 +197,7 @@ def awrf(groups_in_rank_order: Sequence[str], target: Distribution, cutoff: int 
     (``"Unknown"`` is a group), so none is dropped.
 
     Args:
-        groups_in_rank_order: group label of each ranked document, best first.
+        groups_in_rank_order: group of each ranked document, best first.
         target: target share per group (normalised here; need not sum to 1).
         cutoff: evaluate the top ``cutoff`` only; ``None`` (or a cutoff beyond the ranking) uses it all.
 
@@ -205,10 +205,10 @@ def awrf(groups_in_rank_order: Sequence[str], target: Distribution, cutoff: int 
     0.9901
     """
     cutoff = _check_cutoff(cutoff)
-    labels = _check_labels(groups_in_rank_order, "the ranking")
+    ranked = _check_groups(groups_in_rank_order, "the ranking")
     if cutoff is not None:
-        labels = labels[:cutoff]
-    current = group_distribution(labels, weights=attention(labels.size))
+        ranked = ranked[:cutoff]
+    current = group_distribution(ranked, weights=attention(ranked.size))
     p, q, _ = _aligned(current, target, ("ranking distribution", "target"))
     return 1.0 - _js_divergence(p, q)
 
@@ -291,7 +291,7 @@ def most_under_represented(target: Distribution, current: Distribution) -> str:
     """The group whose share falls furthest below its target: ``argmax_g (t_g − c_g)``.
 
     This is FAIR-QR's ĝ, the group the refined query should bring in. Ties go to the group with the larger
-    target share, then to the alphabetically first label, so the choice is deterministic. When the ranking
+    target share, then to the alphabetically first group, so the choice is deterministic. When the ranking
     matches the target exactly, every deficit is 0 and the rule still returns a group (the tie-break winner).
 
     >>> most_under_represented({"female": 0.5, "male": 0.5}, {"female": 0.2, "male": 0.8})

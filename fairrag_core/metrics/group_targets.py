@@ -21,7 +21,7 @@ from .group_fairness import as_distribution, group_distribution
 
 __all__ = ["INTERSECTION_SEPARATOR", "TargetKind", "groups_for", "target_distribution"]
 
-#: Joins the labels of several categories into one intersectional group label, e.g. ``"female × Europe"``.
+#: Joins a document's groups in several categories into one intersectional group, e.g. ``"female × Europe"``.
 INTERSECTION_SEPARATOR = " × "
 
 
@@ -44,7 +44,7 @@ def _category_list(collection: Collection, categories: str | Sequence[str]) -> l
     if unknown:
         raise InvalidParameterError(
             f"unknown fairness categor{'y' if len(unknown) == 1 else 'ies'} {unknown} in collection "
-            f"{collection.name!r}; known categories: {known or 'none (the corpus has no group labels)'}"
+            f"{collection.name!r}; known categories: {known or 'none (the corpus has no groups)'}"
         )
     return cats
 
@@ -52,15 +52,15 @@ def _category_list(collection: Collection, categories: str | Sequence[str]) -> l
 def groups_for(
     collection: Collection, categories: str | Sequence[str], *, fill: str | None = UNKNOWN_GROUP
 ) -> np.ndarray:
-    """Group label of every document for one category, or intersectional labels for several.
+    """The group of every document in one category, or its intersectional group for several.
 
-    With several categories the labels are joined by :data:`INTERSECTION_SEPARATOR`, e.g.
+    With several categories the groups are joined by :data:`INTERSECTION_SEPARATOR`, e.g.
     ``"female × Europe"``; an unlabelled part stays ``"Unknown"`` on its own (``"female × Unknown"``), so
     partially unknown documents remain distinguishable from fully unknown ones.
 
     Raises:
         InvalidParameterError: a category the collection does not have (the message lists the known ones).
-        MissingGroupLabelError: some documents lack a label and ``fill`` is None.
+        MissingGroupLabelError: some documents have no group in a category and ``fill`` is None.
 
     >>> from fairrag_core import load_collection
     >>> groups_for(load_collection("people"), ["gender", "region"])[0]
@@ -70,7 +70,7 @@ def groups_for(
     parts = [collection.group_of(c, fill=fill) for c in cats]
     if len(parts) == 1:
         return parts[0]
-    return np.array([INTERSECTION_SEPARATOR.join(labels) for labels in zip(*parts)], dtype=object)
+    return np.array([INTERSECTION_SEPARATOR.join(each) for each in zip(*parts)], dtype=object)
 
 
 def target_distribution(
@@ -124,8 +124,8 @@ def target_distribution(
         raise InvalidParameterError(f"custom shares are used with kind='custom' only, not kind={kind.value!r}")
 
     cats = _category_list(collection, categories)
-    labels = groups_for(collection, cats)
-    support = sorted(set(labels.tolist()))
+    groups = groups_for(collection, cats)
+    support = sorted(set(groups.tolist()))
     index_name = INTERSECTION_SEPARATOR.join(cats)
 
     if kind is TargetKind.UNIFORM:
@@ -155,9 +155,9 @@ def target_distribution(
                 f"query {query_id!r} has no relevant document (grade ≥ 1) in its qrels, so the relevant target is "
                 "undefined; use kind='uniform' or kind='custom'"
             )
-        shares = group_distribution(labels[relevant], support=support)
+        shares = group_distribution(groups[relevant], support=support)
         if background_weight:
-            background = group_distribution(labels, support=support)
+            background = group_distribution(groups, support=support)
             shares = (1.0 - background_weight) * shares + background_weight * background
     shares = shares / shares.sum()
     shares.index = pd.Index(support, name=index_name)

@@ -165,24 +165,24 @@ def tfidf_cosine(texts: Sequence[str]) -> np.ndarray:
 
 
 # -- FA*IR -----------------------------------------------------------------------------------------------
-def protected_group_mask(labels: Sequence[str], group: str) -> np.ndarray:
+def protected_group_mask(groups: Sequence[str], group: str) -> np.ndarray:
     """Boolean mask of the candidates in ``group``: FA*IR protects one group against all the rest.
 
     FA*IR is defined for a binary attribute, so a category with several groups (gender: male, female,
     non-binary, Unknown) is reduced to "this group vs the rest". For the FAIR-QR comparison the protected group
     is the target's most under-represented group in the initial ranking
     (:func:`fairrag_core.metrics.group_fairness.most_under_represented`), the group FAIR-QR itself targets.
-    A group absent from ``labels`` gives an all-False mask, and :func:`fair_topk` then keeps the score order.
+    A group absent from ``groups`` gives an all-False mask, and :func:`fair_topk` then keeps the score order.
 
     >>> protected_group_mask(["male", "female", "Unknown"], "female").tolist()
     [False, True, False]
     """
     if not isinstance(group, str) or not group:
-        raise InvalidParameterError(f"group must be a non-empty group label (e.g. 'female'), got {group!r}")
-    arr = np.asarray(list(labels), dtype=object)
+        raise InvalidParameterError(f"group must be a non-empty group name (e.g. 'female'), got {group!r}")
+    arr = np.asarray(list(groups), dtype=object)
     if arr.ndim != 1 or arr.size == 0:
-        raise InvalidParameterError("labels must be a non-empty sequence with one group label per candidate")
-    return np.array([label == group for label in arr], dtype=bool)
+        raise InvalidParameterError("groups must be a non-empty sequence with one group per candidate")
+    return np.array([each == group for each in arr], dtype=bool)
 
 
 def _mtable(k: int, p: float, alpha: float) -> np.ndarray:

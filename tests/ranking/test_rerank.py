@@ -275,7 +275,7 @@ def test_protected_group_mask():
     labels = np.array(["male", "female", "non-binary", "female", "Unknown"], dtype=object)
     assert protected_group_mask(labels, "female").tolist() == [False, True, False, True, False]
     assert not protected_group_mask(labels, "absent").any()
-    with pytest.raises(InvalidParameterError, match="non-empty group label"):
+    with pytest.raises(InvalidParameterError, match="non-empty group name"):
         protected_group_mask(labels, "")
     with pytest.raises(InvalidParameterError, match="non-empty sequence"):
         protected_group_mask([], "female")
