@@ -55,7 +55,7 @@ LAYERS = [
     {"data", "models"},
     {"metrics", "retrieval"},
     {"ranking"},
-    {"rag", "fairqr"},
+    {"rag", "fairqr", "richrag"},
     {"audit"},
     {"cli", "__main__", "__init__"},
 ]

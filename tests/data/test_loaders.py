@@ -231,5 +231,5 @@ def test_people_has_gender_region_and_unknown(demos):
 
 def test_multi_faceted_queries_have_aspects(demos):
     c = demos["multi-faceted"]
-    assert c.queries and all(2 <= len(q.aspects) <= 5 for q in c.queries)
+    assert len(c.queries) >= 60 and all(3 <= len(q.aspects) <= 5 for q in c.queries)
     assert all(a.answer for q in c.queries for a in q.aspects)
