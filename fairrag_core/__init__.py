@@ -14,7 +14,7 @@ and data flows one way — data → retrieval → ranking → rag → audit → 
 * :mod:`.audit` — the exposure ledger, the α recommender and the run store; :mod:`.cli` — ``python -m fairrag_core``.
 
 Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mod:`.settings`, :mod:`.record`,
-:mod:`.text`. RichRAG (Wang et al.) will live in ``richrag/``.
+:mod:`.text`. RichRAG (Wang et al.) lives in :mod:`.richrag` (coverage φ, the greedy silver list, NCOM).
 
 >>> import numpy as np
 >>> import fairrag_core as fr
@@ -90,6 +90,7 @@ from .ranking import (
     summarise_sweep,
 )
 from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
+from .richrag import greedy_coverage, ncom
 
 __all__ = [
     "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",
@@ -109,5 +110,5 @@ __all__ = [
     "disparity_quality_table", "utility_by_disparity_table", "RunStore",
     "RagSweep", "exposure_ledger", "recommend_alpha", "AlphaRecommendation",
     "awrf", "ndcg", "TargetKind", "target_distribution", "fair_qr", "FairQRConfig", "FairQRResult",
-    "CorpusKeywordRefiner", "LLMRefiner",
+    "CorpusKeywordRefiner", "LLMRefiner", "greedy_coverage", "ncom",
 ]

@@ -20,10 +20,10 @@ PUBLIC_API = {
     "SweepConfig", "TargetKind", "UnknownCollectionError", "UtilityLabelConfig", "UtilityMetric", "awrf",
     "bootstrap_exposure_ci", "build_prompt", "build_retriever", "default_attributor", "deterministic_ranking",
     "disparity_quality_table", "ee_disparity", "ee_relevance", "expected_exposure", "exposure_ledger",
-    "exposure_sweep", "fair_qr", "label_utility", "load_collection", "load_corpus", "load_qrels", "load_queries",
-    "load_utility_labels", "ndcg", "normalise_scores", "rag_sweep", "recommend_alpha", "run_rag", "run_ranking",
-    "sample_rankings", "sample_rankings_batch", "summarise_exposure", "summarise_sweep", "target_distribution",
-    "target_exposure", "utility", "utility_by_disparity_table",
+    "exposure_sweep", "fair_qr", "greedy_coverage", "label_utility", "load_collection", "load_corpus", "load_qrels",
+    "load_queries", "load_utility_labels", "ncom", "ndcg", "normalise_scores", "rag_sweep", "recommend_alpha",
+    "run_rag", "run_ranking", "sample_rankings", "sample_rankings_batch", "summarise_exposure", "summarise_sweep",
+    "target_distribution", "target_exposure", "utility", "utility_by_disparity_table",
 }
 
 #: Every command and its flags (``python -m fairrag_core …``): scripts and the README depend on them.

@@ -6,9 +6,12 @@ pool (the multi-faceted retriever), ranks the pool for coverage with a generativ
 a long answer that covers the aspects. Measured by NCOM (normalised comprehensiveness of a list, App. C) and
 Com-ROUGE (coverage of the sub-answers by the response, Eq. 11).
 
-Modules: :mod:`.coverage` — the greedy silver list, COM and NCOM on a documents × aspects coverage matrix.
+Modules: :mod:`.rouge` — ROUGE recall as the released code computes it (``rouge==1.0.1``) or with Google's
+``rouge-score``; :mod:`.coverage` — φ, the greedy silver list, COM, NCOM and Com-ROUGE.
 """
 
-from .coverage import com, greedy_coverage, ncom
+from .coverage import ComRouge, com, com_rouge, coverage_matrix, coverage_text, gains, greedy_coverage, ncom
+from .rouge import RougeVariant, rouge_recall
 
-__all__ = ["com", "greedy_coverage", "ncom"]
+__all__ = ["ComRouge", "RougeVariant", "com", "com_rouge", "coverage_matrix", "coverage_text", "gains",
+           "greedy_coverage", "ncom", "rouge_recall"]
