@@ -7,11 +7,15 @@ a long answer that covers the aspects. Measured by NCOM (normalised comprehensiv
 Com-ROUGE (coverage of the sub-answers by the response, Eq. 11).
 
 Modules: :mod:`.rouge` — ROUGE recall as the released code computes it (``rouge==1.0.1``) or with Google's
-``rouge-score``; :mod:`.coverage` — φ, the greedy silver list, COM, NCOM and Com-ROUGE.
+``rouge-score``; :mod:`.coverage` — φ, the greedy silver list, COM, NCOM and Com-ROUGE; :mod:`.pool` — the
+multi-faceted retriever (top N per ``q ∘ s_i``, merged into a pool of capacity M that remembers s(d)).
 """
 
 from .coverage import ComRouge, com, com_rouge, coverage_matrix, coverage_text, gains, greedy_coverage, ncom
+from .pool import Pool, PoolSettings, build_pool
 from .rouge import RougeVariant, rouge_recall
 
-__all__ = ["ComRouge", "RougeVariant", "com", "com_rouge", "coverage_matrix", "coverage_text", "gains",
-           "greedy_coverage", "ncom", "rouge_recall"]
+__all__ = [
+    "ComRouge", "Pool", "PoolSettings", "RougeVariant", "build_pool", "com", "com_rouge", "coverage_matrix",
+    "coverage_text", "gains", "greedy_coverage", "ncom", "rouge_recall",
+]
