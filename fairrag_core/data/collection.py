@@ -12,6 +12,10 @@ Conventions (written down once, used everywhere):
 * Relevance judgements come from TREC qrels (``qid 0 doc_id rel``); unjudged documents count as ``rel = 0``.
   A document is *useful* for a query when its grade reaches a threshold (``min_rel``); these boolean
   usefulness **labels** are what EE-R and the oracle need (utility labels of Algorithm 1 are the other source).
+* Aspect judgements (RichRAG) say which documents cover which aspect of a query:
+  ``aspect_qrels[query_id][aspect_index] = (doc_id, ...)``, ``aspect_index`` 0-based into ``Query.aspects``
+  (file format: :func:`~fairrag_core.data.loaders.load_aspect_qrels`); :meth:`Collection.aspect_coverage`
+  returns a query's aspects with their covering documents.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError, MissingGroupLabelError
 
-__all__ = ["Aspect", "Document", "Query", "Collection", "UNKNOWN_GROUP"]
+__all__ = ["Aspect", "AspectCoverage", "Document", "Query", "Collection", "UNKNOWN_GROUP"]
 
 UNKNOWN_GROUP = "Unknown"
 
@@ -60,6 +64,16 @@ class Aspect:
 
 
 @dataclass(frozen=True)
+class AspectCoverage:
+    """One aspect of a query with the documents judged to cover it (``index`` is 0-based in ``Query.aspects``)."""
+
+    index: int
+    aspect: str
+    answer: str
+    doc_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Query:
     """A user request with an optional gold answer and optional aspects."""
 
@@ -77,6 +91,7 @@ class Collection:
     documents: tuple[Document, ...]
     queries: tuple[Query, ...] = ()
     qrels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    aspect_qrels: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.documents:
@@ -97,6 +112,20 @@ class Collection:
                 raise InvalidParameterError(
                     f"qrels for query {qid!r} name unknown doc ids {unknown[:5]}; fix the ids or add the documents"
                 )
+        by_id = {q.query_id: q for q in self.queries}
+        for qid, per_aspect in self.aspect_qrels.items():
+            if qid not in by_id:
+                raise InvalidParameterError(f"aspect judgements name unknown query {qid!r}; add the query or drop them")
+            for index, doc_ids in per_aspect.items():
+                if not 0 <= index < len(by_id[qid].aspects):
+                    raise InvalidParameterError(
+                        f"aspect judgements of query {qid!r} name aspect {index}, but it has "
+                        f"{len(by_id[qid].aspects)} aspect(s); aspect indices start at 0"
+                    )
+                unknown = [d for d in doc_ids if d not in seen]
+                if unknown:
+                    raise InvalidParameterError(f"aspect judgements of query {qid!r} name unknown doc ids "
+                                                f"{unknown[:5]}; fix the ids or add the documents")
 
     # -- lookups -------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -158,6 +187,32 @@ class Collection:
         """Boolean usefulness labels for ``query_id``: ``relevance >= min_rel``."""
         return self.relevance(query_id) >= min_rel
 
+    def aspect_coverage(self, query_id: str) -> tuple[AspectCoverage, ...]:
+        """The aspects of ``query_id`` with the documents judged to cover each (none judged → empty ``doc_ids``).
+
+        >>> q = Query("q", "?", aspects=(Aspect("a", "x"), Aspect("b", "y")))
+        >>> c = Collection("c", (Document("d1", "x"), Document("d2", "y")), (q,), aspect_qrels={"q": {1: ("d2",)}})
+        >>> [(a.aspect, a.doc_ids) for a in c.aspect_coverage("q")]
+        [('a', ()), ('b', ('d2',))]
+        """
+        query = self.query(query_id)
+        judged = self.aspect_qrels.get(query_id, {})
+        return tuple(AspectCoverage(i, a.aspect, a.answer, tuple(judged.get(i, ())))
+                     for i, a in enumerate(query.aspects))
+
+    def aspect_labels(self, query_id: str, indices: Iterable[int] | None = None) -> np.ndarray:
+        """Booleans ``(n_documents, n_aspects)``: document j covers aspect i (rows: ``indices``, default all)."""
+        rows = list(range(len(self.documents))) if indices is None else [int(i) for i in indices]
+        coverage = self.aspect_coverage(query_id)
+        out = np.zeros((len(rows), len(coverage)), dtype=bool)
+        position = {doc_index: r for r, doc_index in enumerate(rows)}
+        for a in coverage:
+            for doc_id in a.doc_ids:
+                r = position.get(self._index[doc_id])
+                if r is not None:
+                    out[r, a.index] = True
+        return out
+
     def categories(self) -> list[str]:
         """Fairness categories that appear on at least one document, sorted."""
         return sorted({c for d in self.documents for c in d.groups})
@@ -188,4 +243,6 @@ class Collection:
         docs = tuple(self.documents[int(i)] for i in indices)
         keep = {d.doc_id for d in docs}
         qrels = {q: {d: r for d, r in j.items() if d in keep} for q, j in self.qrels.items()}
-        return Collection(self.name, docs, self.queries, qrels)
+        aspect_qrels = {q: {i: tuple(d for d in ds if d in keep) for i, ds in per.items()}
+                        for q, per in self.aspect_qrels.items()}
+        return Collection(self.name, docs, self.queries, qrels, aspect_qrels)

@@ -13,8 +13,12 @@ queries
     ``aspects: [{"aspect": ..., "answer": ...}]``.
 qrels
     TREC format, whitespace separated: ``query_id 0 doc_id relevance`` (integer relevance).
+aspect qrels (RichRAG)
+    TSV with the header ``query_id<TAB>aspect_index<TAB>doc_id``: document ``doc_id`` covers aspect
+    ``aspect_index`` (0-based, in the order of the query's ``aspects`` in queries.jsonl); one line per pair.
 collection folder
-    ``corpus.jsonl`` or ``corpus.csv``, optional ``queries.jsonl``, optional ``qrels.txt``.
+    ``corpus.jsonl`` or ``corpus.csv``, optional ``queries.jsonl``, optional ``qrels.txt``, optional
+    ``aspect_qrels.tsv``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from ..errors import DataFormatError, UnknownCollectionError
 from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
 
-__all__ = ["load_corpus", "load_queries", "load_qrels", "load_collection", "read_text", "json_lines"]
+__all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_text",
+           "json_lines"]
 
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
 _QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
@@ -274,6 +279,66 @@ def load_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     return qrels
 
 
+_ASPECT_HEADER = ["query_id", "aspect_index", "doc_id"]
+
+
+def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | None = None,
+                      doc_ids: Iterable[str] | None = None) -> dict[str, dict[int, tuple[str, ...]]]:
+    """Read RichRAG aspect judgements (TSV ``query_id, aspect_index, doc_id``) into
+    ``{query_id: {aspect_index: (doc_id, ...)}}``, documents in file order.
+
+    With ``queries`` and ``doc_ids`` every line is checked against them (unknown query, aspect index beyond the
+    query's aspects, unknown document).
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix.
+    """
+    path = Path(path)
+    by_id = {q.query_id: q for q in queries} if queries is not None else None
+    known_docs = set(doc_ids) if doc_ids is not None else None
+    found: dict[str, dict[int, list[str]]] = {}
+    header_seen = False
+    for line, raw in enumerate(read_text(path).splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in raw.split("\t")]
+        if not header_seen:
+            header_seen = True
+            if cells != _ASPECT_HEADER:
+                raise DataFormatError("the first line must be the header query_id<TAB>aspect_index<TAB>doc_id "
+                                      f"(found {raw.strip()[:60]!r}); separate cells with tabs",
+                                      path=path, line=line)
+            continue
+        if len(cells) != 3 or not all(cells):
+            raise DataFormatError(f"expected 3 tab-separated cells 'query_id, aspect_index, doc_id', found "
+                                  f"{len([c for c in cells if c])}; separate cells with one tab", path=path, line=line)
+        qid, index_text, doc_id = cells
+        if not index_text.isdigit():
+            raise DataFormatError(f"aspect_index {index_text!r} is not a whole number ≥ 0; aspect indices start at 0",
+                                  path=path, line=line)
+        index = int(index_text)
+        if by_id is not None:
+            if qid not in by_id:
+                raise DataFormatError(f"unknown query_id {qid!r}; every judged query must be in queries.jsonl",
+                                      path=path, line=line)
+            n_aspects = len(by_id[qid].aspects)
+            if index >= n_aspects:
+                raise DataFormatError(f"query {qid!r} has {n_aspects} aspect(s) (indices 0–{n_aspects - 1}), "
+                                      f"not {index}; fix the index or add the aspect in queries.jsonl",
+                                      path=path, line=line)
+        if known_docs is not None and doc_id not in known_docs:
+            raise DataFormatError(f"unknown doc_id {doc_id!r}; every judged document must be in the corpus",
+                                  path=path, line=line)
+        docs = found.setdefault(qid, {}).setdefault(index, [])
+        if doc_id in docs:
+            raise DataFormatError(f"duplicate judgement ({qid}, {index}, {doc_id}); keep one line per pair",
+                                  path=path, line=line)
+        docs.append(doc_id)
+    if not header_seen:
+        raise DataFormatError("empty file; expected the header query_id<TAB>aspect_index<TAB>doc_id", path=path)
+    return {q: {i: tuple(ds) for i, ds in per.items()} for q, per in found.items()}
+
+
 def _find(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
     for suffix in suffixes:
         candidate = folder / f"{stem}{suffix}"
@@ -284,7 +349,8 @@ def _find(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
 
 def load_collection(name_or_path: str | os.PathLike) -> Collection:
     """Load a demo collection by name (see :data:`DEMO_COLLECTIONS`) or a folder holding
-    ``corpus.jsonl|corpus.csv``, optional ``queries.jsonl`` and optional ``qrels.txt``.
+    ``corpus.jsonl|corpus.csv``, optional ``queries.jsonl``, optional ``qrels.txt`` and optional
+    ``aspect_qrels.tsv`` (RichRAG).
 
     Qrels are checked against the corpus and the queries: unknown ids raise with the line number.
     """
@@ -304,7 +370,10 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
     qrels = load_qrels(qrels_path) if qrels_path else {}
     if qrels_path:
         _check_qrels(qrels, qrels_path, {d.doc_id for d in docs}, {q.query_id for q in queries})
-    return Collection(folder.name, tuple(docs), tuple(queries), qrels)
+    aspects_path = _find(folder, "aspect_qrels", (".tsv",))
+    aspect_qrels = (load_aspect_qrels(aspects_path, queries=queries, doc_ids=[d.doc_id for d in docs])
+                    if aspects_path else {})
+    return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels)
 
 
 def _check_qrels(qrels: Mapping[str, Mapping[str, int]], path: Path, doc_ids: set[str], query_ids: set[str]) -> None:
