@@ -11,7 +11,8 @@ and data flows one way — data → retrieval → ranking → rag → audit → 
 * :mod:`.rag` — generation, NLI attribution, utility labels (Algorithm 1), the one-query pipeline, the α sweep and
   the paper's tables;
 * :mod:`.fairqr` — FAIR-QR's query-refinement loop, refiners and evaluation (Chen & Fang);
-* :mod:`.audit` — the exposure ledger, the α recommender and the run store; :mod:`.cli` — ``python -m fairrag_core``.
+* :mod:`.audit` — the exposure ledger, the α recommender, the run store and the audit of served RAG logs;
+  :mod:`.cli` — ``python -m fairrag_core``.
 
 Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mod:`.settings`, :mod:`.record`,
 :mod:`.text`. RichRAG (Wang et al.) lives in :mod:`.richrag` (coverage φ, the greedy silver list, NCOM).
@@ -24,7 +25,7 @@ Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mo
 2.0
 """
 
-from .audit import AlphaRecommendation, RunStore, exposure_ledger, recommend_alpha
+from .audit import AlphaRecommendation, LogAuditConfig, RunStore, audit_rag_log, exposure_ledger, recommend_alpha
 from .data import (
     DEMO_COLLECTIONS,
     Aspect,
@@ -35,6 +36,7 @@ from .data import (
     load_corpus,
     load_qrels,
     load_queries,
+    load_rag_log,
 )
 from .errors import (
     DataFormatError,
@@ -111,4 +113,5 @@ __all__ = [
     "RagSweep", "exposure_ledger", "recommend_alpha", "AlphaRecommendation",
     "awrf", "ndcg", "TargetKind", "target_distribution", "fair_qr", "FairQRConfig", "FairQRResult",
     "CorpusKeywordRefiner", "LLMRefiner", "greedy_coverage", "ncom",
+    "load_rag_log", "audit_rag_log", "LogAuditConfig",
 ]

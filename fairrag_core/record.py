@@ -24,12 +24,13 @@ __all__ = ["RunKind", "RunRecord", "SweepRun"]
 
 
 class RunKind(str, enum.Enum):
-    """What a stored run is: an exposure-only sweep, a sweep with answers, or an audit (either, saved from the
-    Audit page with its per-document details)."""
+    """What a stored run is: an exposure-only sweep, a sweep with answers, an audit (either, saved from the
+    Audit page with its per-document details), or the audit of a served RAG log (``audit-log``)."""
 
     EXPOSURE_SWEEP = "exposure-sweep"
     RAG_SWEEP = "rag-sweep"
     AUDIT = "audit"
+    AUDIT_LOG = "audit-log"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +81,8 @@ class RunRecord:
     def command(self) -> str:
         """The ``python -m fairrag_core …`` command that reproduces this run's table."""
         config = self.config
+        if self.kind is RunKind.AUDIT_LOG:
+            return self._audit_log_command()
         words = ["python", "-m", "fairrag_core", "sweep" if self.answers else "exposure-sweep",
                  "--collection", self.collection]
         kind, _, model = self.retriever.partition(":")
@@ -103,6 +106,26 @@ class RunRecord:
                     words += [flag, value.value if isinstance(value, enum.Enum) else str(value)]
             if getattr(config, "oracle", True) is False:
                 words.append("--no-oracle")
+        return shlex.join(words)
+
+    def _audit_log_command(self) -> str:
+        """``audit-log LOG --collection …``: the log audit's settings (``config`` is a ``LogAuditConfig``)."""
+        config = self.config
+        attribution = getattr(config, "attribution", "auto")
+        attribution = attribution.value if isinstance(attribution, enum.Enum) else str(attribution)
+        words = ["python", "-m", "fairrag_core", "audit-log", str(getattr(config, "log", "")),
+                 "--collection", self.collection, "--attribution", attribution]
+        if self.attributor is not None:
+            words += ["--nli", _attributor_name(self.attributor)]
+        if getattr(config, "k", None) is not None:
+            words += ["-k", str(config.k)]
+        if getattr(config, "min_rel", 1) != 1:
+            words += ["--min-rel", str(config.min_rel)]
+        if getattr(config, "n_boot", 1000) != 1000:
+            words += ["--boot", str(config.n_boot)]
+        if getattr(config, "level", 0.95) != 0.95:
+            words += ["--level", f"{config.level:g}"]
+        words += ["--seed", str(self.seed)]
         return shlex.join(words)
 
 

@@ -12,7 +12,8 @@ PACKAGE = Path(fr.__file__).resolve().parent
 
 #: The public API (``import fairrag_core as fr``). Change it on purpose, never by accident.
 PUBLIC_API = {
-    "AlphaRecommendation", "Aspect", "Attributor", "BM25Retriever", "Collection", "ConfidenceInterval",
+    "AlphaRecommendation", "Aspect", "Attributor", "LogAuditConfig", "audit_rag_log", "load_rag_log",
+    "BM25Retriever", "Collection", "ConfidenceInterval",
     "CorpusKeywordRefiner", "CrossEncoderAttributor", "DEMO_COLLECTIONS", "DataFormatError", "Document",
     "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",
     "LLMJudgeAttributor", "LLMRefiner", "MissingGroupLabelError", "ModelUnavailableError", "Query", "RagConfig",
@@ -46,6 +47,8 @@ CLI = {
     "fair-qr-eval": ["--background", "--categories", "--collection", "--dense", "--json", "--max-iterations",
                      "--output", "--queries", "--refiner", "--top-k"],
     "runs": ["--json", "--store", "action", "run_ids"],
+    "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
+                  "--nli", "--no-store", "--output", "--seed", "--store", "-k", "log"],
 }
 
 #: Layers, bottom first. A module may import its own layer or lower ones, never a higher one

@@ -3,12 +3,17 @@
 * :mod:`.ledger` — the exposure ledger per provider or fairness group: retrieval exposure (Kim & Diaz 2025,
   Eq. 5), attributed exposure (§3.4) and the fair target (Eq. 6), as totals and shares, with the gap;
 * :mod:`.recommend` — the α recommender (the paper's Table 2 trade-off as a decision rule);
-* :mod:`.store` — the DuckDB run store: save, list, reopen, compare and reproduce runs.
+* :mod:`.store` — the DuckDB run store: save, list, reopen, compare and reproduce runs;
+* :mod:`.rag_log` — the audit of a served RAG log: exposure of what was retrieved, attribution of what was
+  answered (logged citations and/or an NLI judge), EAR, EAE-D, the ledger and the gap to the fair target;
+* :mod:`.query_bootstrap` — percentile bootstrap intervals over queries for headline means and ledger shares.
 """
 
 from .ledger import LEDGER_COLUMNS, exposure_ledger
+from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_log, log_ledger, log_summary
 from .recommend import AlphaRecommendation, recommend_alpha
 from .store import RunStore, default_store_path
 
 __all__ = ["LEDGER_COLUMNS", "exposure_ledger", "AlphaRecommendation", "recommend_alpha", "RunStore",
-           "default_store_path"]
+           "default_store_path", "AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "log_ledger",
+           "log_summary"]

@@ -104,8 +104,8 @@ class RunStore:
         runs["generator"] = [r.generator for r in records]
         runs["retriever"] = [r.retriever for r in records]
         runs["alphas"] = [list(getattr(r.config, "alphas", ())) for r in records]
-        runs["n_samples"] = [r.config.n_samples for r in records]
-        runs["k"] = [r.config.k for r in records]
+        runs["n_samples"] = [getattr(r.config, "n_samples", None) for r in records]  # a log audit has no N
+        runs["k"] = [getattr(r.config, "k", None) for r in records]
         runs["seed"] = [r.seed for r in records]
         return runs
 

@@ -6,15 +6,17 @@ groups per category (Kim & Diaz 2025 §3.3; Chen & Fang §2.1) and usefulness la
 Loaders read JSONL/CSV corpora, JSONL queries and TREC qrels and stop at the first problem with the file, the
 line and the fix. The four demo collections ship in ``assets/collections/`` (provenance in ``assets/README.md``).
 
-Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry).
+Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry),
+:mod:`.rag_log` (JSONL logs of what a deployed RAG system served).
 """
 
 from .collection import UNKNOWN_GROUP, Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, assets_dir, demo_folder
 from .loaders import load_collection, load_corpus, load_qrels, load_queries
+from .rag_log import LogEntry, RagLog, load_rag_log
 
 __all__ = [
     "Aspect", "Collection", "Document", "Query", "UNKNOWN_GROUP",
     "DEMO_COLLECTIONS", "assets_dir", "demo_folder",
-    "load_collection", "load_corpus", "load_qrels", "load_queries",
+    "load_collection", "load_corpus", "load_qrels", "load_queries", "LogEntry", "RagLog", "load_rag_log",
 ]

@@ -1,0 +1,152 @@
+"""Intervals for audit headlines and ledgers: a percentile bootstrap over queries around the plug-in value.
+
+An audit's headline numbers are means over queries of per-query metrics (EE-D, EE-R, EAR, EAE-D of what was
+served), and a ledger's shares are ratios of sums over queries. The unit that varies from one audit to the next
+is the query, so the interval resamples queries with replacement (B resamples) and reports the 2.5% and 97.5%
+quantiles of the resampled statistic: the *percentile* interval of the *plug-in* estimate (Efron & Tibshirani
+1993, ch. 13). The estimate printed beside it is the plug-in on the observed queries, which the percentile
+interval contains (the resampled means centre on it); in the degenerate case where every resample falls on one
+side (e.g. a single query), the interval is widened to the estimate, so it always contains the printed value.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..checks import check_open_unit, check_positive_int
+from ..data import UNKNOWN_GROUP, Collection
+from ..errors import InvalidParameterError
+from ..metrics.exposure import ConfidenceInterval
+from ..seeds import SeedLike, as_generator
+
+__all__ = ["ESTIMATE_NOTE", "mean_interval", "ratio_interval", "ledger_intervals"]
+
+#: What every interval of this module is, in words a reader can check.
+ESTIMATE_NOTE = "plug-in value on the audited queries; {level:.0%} percentile bootstrap interval over queries"
+
+
+def _weights(n_units: int, n_boot: int, seed: SeedLike) -> np.ndarray:
+    """``(n_boot, n_units)`` resampling counts (each row sums to ``n_units``)."""
+    rng = as_generator(seed)
+    return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(np.float64)
+
+
+def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:
+    tail = (1.0 - level) / 2.0
+    draws = draws[np.isfinite(draws)]
+    if draws.size == 0:
+        return ConfidenceInterval(estimate, estimate, estimate, level)
+    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    return ConfidenceInterval(float(estimate), float(min(low, estimate)), float(max(high, estimate)), level)
+
+
+def _check(n_boot: int, level: float) -> tuple[int, float]:
+    return (check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000"),
+            check_open_unit(level, "level", hint="e.g. 0.95"))
+
+
+def mean_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
+                  seed: SeedLike = None) -> ConfidenceInterval | None:
+    """The mean of the finite ``values`` (one per query) with a percentile bootstrap interval over them.
+
+    NaN values (queries where the metric is undefined) are left out; None when none is left.
+
+    >>> ci = mean_interval([0.2, 0.4, 0.6, 0.8], seed=0)
+    >>> round(ci.estimate, 3), ci.low <= ci.estimate <= ci.high
+    (0.5, True)
+    """
+    n_boot, level = _check(n_boot, level)
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return None
+    weights = _weights(arr.size, n_boot, seed)
+    return _interval(float(arr.mean()), weights @ arr / arr.size, level)
+
+
+def ratio_interval(numerators: Sequence[float] | np.ndarray, denominators: Sequence[float] | np.ndarray, *,
+                   n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None) -> ConfidenceInterval | None:
+    """Σ numerators / Σ denominators (pooled over queries) with a percentile bootstrap interval over queries.
+
+    None when the denominators sum to 0.
+
+    >>> ci = ratio_interval([1, 2, 0], [2, 2, 1], seed=0)
+    >>> round(ci.estimate, 3), ci.low <= ci.estimate <= ci.high
+    (0.6, True)
+    """
+    n_boot, level = _check(n_boot, level)
+    num, den = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
+    if num.shape != den.shape or num.ndim != 1:
+        raise InvalidParameterError("numerators and denominators need one value per query each")
+    if den.sum() <= 0:
+        return None
+    weights = _weights(num.size, n_boot, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = (weights @ num) / (weights @ den)
+    return _interval(float(num.sum() / den.sum()), draws, level)
+
+
+def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str = "provider",
+                     n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None) -> pd.DataFrame:
+    """Percentile bootstrap intervals over queries for the shares of an exposure ledger and its gap.
+
+    ``documents`` is what :func:`~fairrag_core.audit.ledger.exposure_ledger` reads (one system), with a
+    ``query_id`` column. Returns one row per group with ``retrieval_share_low/high``,
+    ``attributed_share_low/high``, ``target_share_low/high`` and ``share_gap_low/high`` (NaN where the column
+    is absent), each containing the ledger's plug-in share.
+    """
+    n_boot, level = _check(n_boot, level)
+    if "query_id" not in documents or "doc_id" not in documents:
+        raise InvalidParameterError("the documents table needs the columns query_id and doc_id")
+    owner = (collection.providers if by == "provider" else collection.group_of(by, fill=UNKNOWN_GROUP))
+    group_of = dict(zip(collection.doc_ids, owner))
+    groups = documents["doc_id"].map(group_of)
+    if groups.isna().any():
+        raise InvalidParameterError("some doc_ids are not in the collection; audit with the collection the run used")
+    group_codes, group_names = pd.factorize(groups, sort=True)
+    query_codes, _ = pd.factorize(documents["query_id"])
+    n_q, n_g = int(query_codes.max()) + 1, len(group_names)
+    weights = _weights(n_q, n_boot, seed)
+    tail = (1.0 - level) / 2.0
+    out = pd.DataFrame({"group": list(group_names)})
+
+    def per_query(column: str) -> np.ndarray | None:
+        if column not in documents or not documents[column].notna().any():
+            return None
+        matrix = np.zeros((n_q, n_g))
+        np.add.at(matrix, (query_codes, group_codes), documents[column].fillna(0.0).to_numpy(dtype=np.float64))
+        return matrix
+
+    def shares(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        totals = matrix.sum(axis=0)
+        point = totals / totals.sum() if totals.sum() > 0 else np.full(n_g, np.nan)
+        boot = weights @ matrix
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return point, boot / boot.sum(axis=1, keepdims=True)
+
+    def bounds(point: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with warnings.catch_warnings():  # a group with no finite resample (never seen) stays NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+        return np.fmin(low, point), np.fmax(high, point)
+
+    resampled = {}
+    for name, column in (("retrieval_share", "exposure"), ("attributed_share", "attributed_exposure"),
+                         ("target_share", "target_exposure")):
+        matrix = per_query(column)
+        if matrix is None or matrix.sum() <= 0:
+            out[f"{name}_low"] = out[f"{name}_high"] = np.nan
+            continue
+        point, draws = shares(matrix)
+        resampled[name] = (point, draws)
+        out[f"{name}_low"], out[f"{name}_high"] = bounds(point, draws)
+    if "retrieval_share" in resampled and "target_share" in resampled:
+        (p_r, d_r), (p_t, d_t) = resampled["retrieval_share"], resampled["target_share"]
+        out["share_gap_low"], out["share_gap_high"] = bounds(p_r - p_t, d_r - d_t)
+    else:
+        out["share_gap_low"] = out["share_gap_high"] = np.nan
+    return out

@@ -1,0 +1,140 @@
+"""``audit-log``: audit a deployed system's RAG log — exposure of what it retrieved, attribution of what it answered.
+
+Kim & Diaz (2025) on served rankings: EE-D and EE-R per query (step model 1[i ≤ k]), EAR and EAE-D from the
+logged citations and/or an NLI judge, the exposure ledger per provider and group with the gap to the fair
+target, every headline with a percentile bootstrap interval over queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .common import positive_arg
+
+__all__ = ["register"]
+
+_SOURCES = ("auto", "none", "logged", "judge", "both")
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a level between 0 and 1, e.g. 0.95, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a level between 0 and 1, e.g. 0.95, got {text!r}")
+    return value
+
+
+def register(sub) -> None:
+    """Add ``audit-log`` to the command parser ``sub``."""
+    p = sub.add_parser(
+        "audit-log", help="audit a RAG log (JSONL, one served answer per line): exposure, attribution, ledger",
+        description="Audit what a deployed RAG system served. LOG is JSONL with query_id, ranking (doc ids in the "
+                    "order given to the generator) and optional query, answer, citations, session, timestamp. "
+                    "Lines with the same query_id are that query's served rankings. Attribution comes from the "
+                    "logged citations (cited by the system), the NLI judge (entailed per the judge; slow: one "
+                    "call per new document-answer pair) or both side by side.",
+    )
+    p.add_argument("log", help="the RAG log (.jsonl)")
+    p.add_argument("--collection", default="running-shoes",
+                   help="the collection the system retrieved from: a demo name or a folder with corpus.jsonl|csv, "
+                        "queries.jsonl, qrels.txt (qrels give EE-R and the fair target)")
+    p.add_argument("--attribution", default="auto", choices=_SOURCES,
+                   help="auto (default: logged citations if the log has them, else none), none, logged, judge (NLI), "
+                        "or both side by side")
+    p.add_argument("--nli", default=None, help="NLI attributor for judge/both (default: the offline qwen-judge)")
+    p.add_argument("--device", default=None, help="device of the NLI attributor: auto (default), cpu, cuda")
+    p.add_argument("-k", "--k", type=positive_arg, default=None, dest="k",
+                   help="documents the generator read (default: the longest ranking); set it when the log's "
+                        "rankings are longer than what the generator saw")
+    p.add_argument("--min-rel", type=int, default=1, help="qrels grade from which a document is useful (default 1)")
+    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fresh, printed so you can rerun)")
+    p.add_argument("--boot", type=positive_arg, default=1000, help="bootstrap resamples over queries (default 1000)")
+    p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
+    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--no-store", action="store_true", help="do not save the audit in the run store")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.set_defaults(handler=_cmd_audit_log)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records", default_handler=str))
+
+
+def _progress(done: int, total: int) -> None:
+    step = max(1, total // 10)
+    if done == total or done % step < 8:
+        print(f"  judged {done}/{total} document-answer pairs", file=sys.stderr, flush=True)
+
+
+def _cmd_audit_log(args, out) -> int:
+    from ..audit.rag_log import LogAuditConfig, audit_rag_log, default_ledger_scope, log_ledger, log_summary
+    from ..audit.store import RunStore
+    from ..data import load_collection, load_rag_log
+
+    collection = load_collection(args.collection)
+    log = load_rag_log(args.log, collection=collection)
+    config = LogAuditConfig(log=str(args.log), k=args.k, attribution=args.attribution, min_rel=args.min_rel,
+                            n_boot=args.boot, level=args.level, seed=args.seed)
+    attributor = None
+    if args.attribution in ("judge", "both"):
+        from ..rag.attribution import load_attributor
+
+        attributor = load_attributor(args.nli, device=args.device)
+    run = audit_rag_log(log, collection, config, attributor=attributor, progress=_progress,
+                        collection_source=args.collection)
+    record = run.record
+    summary = log_summary(run)
+    labelled_only = default_ledger_scope(run)
+    groupings = ["provider", *collection.categories()]
+    ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
+    run_id = None
+    if not args.no_store:
+        with RunStore(args.store) as store:
+            run_id = store.save(run, label=f"log {Path(args.log).name} · {len(log)} lines")
+    if args.output:
+        path = Path(args.output)
+        (run.table.to_parquet if path.suffix == ".parquet" else run.table.to_csv)(path, index=False)
+    if args.json:
+        print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),
+                          "estimate": summary.attrs["note"], "summary": _records(summary),
+                          "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
+                          "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
+                          "notes": record.extra["notes"]}, indent=2, default=str), file=out)
+        return 0
+    print(f"RAG log {args.log}: {len(log)} lines, {len(run.table)} queries, k = {record.extra['k_used']}, "
+          f"attribution: {record.config.attribution.value}"
+          + (f" ({record.attributor}, {record.extra['judged_pairs']} pairs)" if record.attributor else ""), file=out)
+    for note in record.extra["notes"]:
+        print(f"note: {note}", file=out)
+    print(f"\nHeadline ({summary.attrs['note']}):", file=out)
+    for row in summary.itertuples():
+        print(f"  {row.label:<48} {row.estimate:.3f}  [{row.low:.3f}, {row.high:.3f}]  "
+              f"over {row.queries} {row.over} · {row.direction}", file=out)
+    scope = "the queries with relevance labels" if labelled_only else "every query"
+    for by, ledger in ledgers.items():
+        shown = ledger[["group", "retrieval_share", "retrieval_share_low", "retrieval_share_high", "attributed_share",
+                        "target_share", "share_gap"]].rename(columns={"retrieval_share_low": "low",
+                                                                      "retrieval_share_high": "high"})
+        shown = shown.dropna(axis=1, how="all")
+        print(f"\nExposure ledger by {by} over {scope} (shares; gap = retrieval − target):", file=out)
+        print(shown.round(3).to_string(index=False), file=out)
+    print("\nPer query:", file=out)
+    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_r", "providers_reached",
+                           "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed") if c in run.table]
+    per_query = run.table[columns].dropna(axis=1, how="all")
+    print(per_query.round(3).to_string(index=False), file=out)
+    if run_id:
+        print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
+    wall = record.wall_seconds
+    print(f"Audited in {wall:.2f} s." if wall is not None and math.isfinite(wall) else "", file=out)
+    print(f"Reproduce with: {record.command()}", file=out)
+    return 0

@@ -1,0 +1,215 @@
+"""RAG logs: what a deployed system served, one answer per line, as typed entries.
+
+A RAG log is JSONL, one served answer per line::
+
+    {"query_id": "rs-q01", "query": "best shoes for a first marathon?", "ranking": ["rs-012", "rs-040", ...],
+     "answer": "A cushioned daily trainer ...", "citations": ["rs-012"], "session": "s07",
+     "timestamp": "2026-03-02T10:15:00Z"}
+
+* ``query_id`` (string or integer, required) — the information need; lines with the same id are the repeated
+  (or stochastic) rankings of one query, like the N samples of Kim & Diaz (2025);
+* ``ranking`` (required) — doc ids in the order the generator was given them (distinct, non-empty);
+* ``query`` — the text the user typed (kept per line: paraphrases of one need share a ``query_id``);
+* ``answer`` — the generated answer (what NLI attribution judges);
+* ``citations`` — doc ids the system showed as sources. A missing field means "not logged"; ``[]`` means the
+  system showed none;
+* ``timestamp``, ``session`` — kept as metadata; any other field goes inside ``"metadata": {...}``.
+
+:func:`load_rag_log` stops at the first problem with the file, the line and the fix, and returns nothing
+half-loaded. :meth:`RagLog.check_against` reports doc ids that a collection does not know, with the lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import DataFormatError
+from .collection import Collection
+from .loaders import json_lines
+
+__all__ = ["LogEntry", "RagLog", "load_rag_log", "LOG_FIELDS"]
+
+#: The fields a log line may have (anything else goes inside ``metadata``).
+LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown)."""
+
+    line: int
+    query_id: str
+    ranking: tuple[str, ...]
+    query: str | None = None
+    answer: str | None = None
+    citations: tuple[str, ...] | None = None
+    session: str | None = None
+    timestamp: str | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+
+
+@dataclass(frozen=True)
+class RagLog:
+    """The entries of a RAG log, in file order, with where they came from and the file's sha256."""
+
+    source: str
+    entries: tuple[LogEntry, ...]
+    sha256: str = ""
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @cached_property
+    def query_ids(self) -> tuple[str, ...]:
+        """Distinct query ids in order of first appearance."""
+        return tuple(dict.fromkeys(e.query_id for e in self.entries))
+
+    @property
+    def has_answers(self) -> bool:
+        return any(e.answer for e in self.entries)
+
+    @property
+    def has_citations(self) -> bool:
+        return any(e.citations is not None for e in self.entries)
+
+    @property
+    def ranking_lengths(self) -> tuple[int, int]:
+        """Shortest and longest ranking."""
+        lengths = [len(e.ranking) for e in self.entries]
+        return min(lengths), max(lengths)
+
+    def check_against(self, collection: Collection) -> None:
+        """Raise :class:`DataFormatError` when a ranking or a citation names a doc id ``collection`` lacks.
+
+        The message gives how many ids are unknown, the first one with its line, and the fix.
+        """
+        known = set(collection.doc_ids)
+        unknown: dict[str, tuple[int, str]] = {}
+        for entry in self.entries:
+            for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ())):
+                for doc_id in ids:
+                    if doc_id not in known and doc_id not in unknown:
+                        unknown[doc_id] = (entry.line, where)
+        if unknown:
+            first, (line, where) = next(iter(unknown.items()))
+            examples = ", ".join(repr(d) for d in list(unknown)[:5])
+            raise DataFormatError(
+                f"{len(unknown)} doc id(s) are not in collection {collection.name!r} (first: {first!r} in "
+                f"{where}; all: {examples}{', …' if len(unknown) > 5 else ''}); audit the log with the collection "
+                "the system retrieved from (--collection), or fix the ids in the log",
+                path=self.source, line=line)
+
+
+def _id(value: object, name: str, path: Path, line: int, *, fix: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
+        raise DataFormatError(f"{name} must be a string (or an integer), got {type(value).__name__}; {fix}",
+                              path=path, line=line)
+    text = str(value).strip()
+    if not text:
+        raise DataFormatError(f"{name} is empty; {fix}", path=path, line=line)
+    return text
+
+
+def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool) -> tuple[str, ...]:
+    value = obj[key]
+    if not isinstance(value, list):
+        raise DataFormatError(f'field "{key}" must be a list of doc ids, e.g. ["d1", "d2"], '
+                              f"got {type(value).__name__}", path=path, line=line)
+    if not value and not allow_empty:
+        raise DataFormatError(f'field "{key}" is empty; list the doc ids the generator was given, best first',
+                              path=path, line=line)
+    ids = tuple(_id(v, f'a doc id in "{key}"', path, line, fix="use the doc ids of the collection")
+                for v in value)
+    seen: set[str] = set()
+    for doc_id in ids:
+        if doc_id in seen:
+            raise DataFormatError(f'field "{key}" lists {doc_id!r} twice; each doc id may appear once',
+                                  path=path, line=line)
+        seen.add(doc_id)
+    return ids
+
+
+def _text(obj: Mapping, key: str, path: Path, line: int) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataFormatError(f'field "{key}" must be a string (or null), got {type(value).__name__}',
+                              path=path, line=line)
+    return value.strip()
+
+
+def _scalar(obj: Mapping, key: str, path: Path, line: int) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+        raise DataFormatError(f'field "{key}" must be a string or a number, got {type(value).__name__}',
+                              path=path, line=line)
+    return str(value)
+
+
+def _entry(obj: dict, path: Path, line: int) -> LogEntry:
+    unknown = sorted(set(obj) - set(LOG_FIELDS))
+    if unknown:
+        raise DataFormatError(f"unknown field(s) {unknown}; allowed: {list(LOG_FIELDS)} (put other fields inside "
+                              '"metadata": {...})', path=path, line=line)
+    if "query_id" not in obj:
+        raise DataFormatError('missing field "query_id"; every line needs the id of the query it answered',
+                              path=path, line=line)
+    if "ranking" not in obj:
+        raise DataFormatError('missing field "ranking"; list the doc ids the generator was given, best first',
+                              path=path, line=line)
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise DataFormatError('field "metadata" must be a JSON object', path=path, line=line)
+    citations = None if obj.get("citations") is None else _ids(obj, "citations", path, line, allow_empty=True)
+    return LogEntry(
+        line=line,
+        query_id=_id(obj["query_id"], '"query_id"', path, line, fix="every line needs the id of the query it answered"),
+        ranking=_ids(obj, "ranking", path, line, allow_empty=False),
+        query=_text(obj, "query", path, line) or None,
+        answer=_text(obj, "answer", path, line),
+        citations=citations,
+        session=_scalar(obj, "session", path, line),
+        timestamp=_scalar(obj, "timestamp", path, line),
+        metadata=metadata,
+    )
+
+
+def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = None) -> RagLog:
+    """Read a JSONL RAG log (format in the module docstring); check its doc ids against ``collection`` if given.
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix (bad JSON, missing or mistyped fields, repeated
+            doc ids in a ranking, unknown fields, an empty file, doc ids the collection lacks).
+
+    >>> import json, tempfile
+    >>> line = {"query_id": "q1", "ranking": ["d2", "d1"], "answer": "yes", "citations": ["d2"], "session": 7}
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write(json.dumps(line) + "\\n")
+    >>> log = load_rag_log(f.name)
+    >>> log.entries[0].ranking, log.entries[0].citations, log.entries[0].session
+    (('d2', 'd1'), ('d2',), '7')
+    >>> os.remove(f.name)
+    """
+    path = Path(path)
+    if path.is_file() and path.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
+        raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl)", path=path)
+    entries = tuple(_entry(obj, path, line) for line, obj in json_lines(path))
+    if not entries:
+        raise DataFormatError("no log lines found; the file is empty (one JSON object per served answer)", path=path)
+    log = RagLog(str(path), entries, hashlib.sha256(path.read_bytes()).hexdigest())
+    if collection is not None:
+        log.check_against(collection)
+    return log

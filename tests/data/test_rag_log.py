@@ -1,0 +1,85 @@
+"""RAG log loader: typed entries, and every bad line refused with the file, the line and the fix."""
+
+import json
+
+import pytest
+
+from fairrag_core import DataFormatError, load_collection
+from fairrag_core.data import load_rag_log
+
+
+def _log(tmp_path, rows, name="log.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD = {"query_id": "q1", "ranking": ["a", "b"], "answer": "yes", "citations": ["a"], "session": "s1",
+        "timestamp": "2026-01-01T10:00:00Z", "query": " hello ", "metadata": {"latency_ms": 120}}
+
+
+def test_entries_are_typed_and_keep_metadata(tmp_path):
+    log = load_rag_log(_log(tmp_path, [GOOD, {"query_id": 7, "ranking": ["c"]}, "", {"query_id": "q1",
+                                                                                    "ranking": ["b"],
+                                                                                    "citations": []}]))
+    first, second, third = log.entries
+    assert (first.line, first.query_id, first.ranking, first.citations) == (1, "q1", ("a", "b"), ("a",))
+    assert first.query == "hello" and first.session == "s1" and first.metadata == {"latency_ms": 120}
+    assert second.query_id == "7" and second.citations is None and second.answer is None  # not logged
+    assert third.line == 4 and third.citations == ()  # logged, none shown
+    assert log.query_ids == ("q1", "7") and len(log) == 3 and log.ranking_lengths == (1, 2)
+    assert log.has_answers and log.has_citations and len(log.sha256) == 64
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("{not json", r"line 2: invalid JSON .*each line must be one JSON object"),
+    ("[1, 2]", r"line 2: expected a JSON object on each line"),
+    ({"ranking": ["a"]}, r'line 2: missing field "query_id"; every line needs the id of the query'),
+    ({"query_id": "q"}, r'line 2: missing field "ranking"; list the doc ids the generator was given'),
+    ({"query_id": "q", "ranking": []}, r'line 2: field "ranking" is empty; list the doc ids'),
+    ({"query_id": "q", "ranking": "a b"}, r'line 2: field "ranking" must be a list of doc ids, e\.g\.'),
+    ({"query_id": "q", "ranking": ["a", "a"]}, r"line 2: field \"ranking\" lists 'a' twice; each doc id may appear"),
+    ({"query_id": "q", "ranking": ["a", 3.5]}, r'line 2: a doc id in "ranking" must be a string .*use the doc ids'),
+    ({"query_id": "", "ranking": ["a"]}, r'line 2: "query_id" is empty'),
+    ({"query_id": True, "ranking": ["a"]}, r'line 2: "query_id" must be a string \(or an integer\), got bool'),
+    ({"query_id": "q", "ranking": ["a"], "citations": "a"}, r'line 2: field "citations" must be a list of doc ids'),
+    ({"query_id": "q", "ranking": ["a"], "answer": 3}, r'line 2: field "answer" must be a string \(or null\)'),
+    ({"query_id": "q", "ranking": ["a"], "session": ["s"]}, r'line 2: field "session" must be a string or a number'),
+    ({"query_id": "q", "ranking": ["a"], "latency": 3},
+     r"line 2: unknown field\(s\) \['latency'\]; allowed: .* \(put other fields inside \"metadata\""),
+    ({"query_id": "q", "ranking": ["a"], "metadata": [1]}, r'line 2: field "metadata" must be a JSON object'),
+])
+def test_bad_lines_name_the_file_the_line_and_the_fix(tmp_path, row, message):
+    path = _log(tmp_path, [GOOD, row])
+    with pytest.raises(DataFormatError, match=message) as info:
+        load_rag_log(path)
+    assert str(info.value).startswith(str(path)) and info.value.line == 2
+
+
+def test_empty_missing_and_wrong_files(tmp_path):
+    with pytest.raises(DataFormatError, match="no log lines found; the file is empty"):
+        load_rag_log(_log(tmp_path, [""]))
+    with pytest.raises(DataFormatError, match="file not found; check the path"):
+        load_rag_log(tmp_path / "nope.jsonl")
+    csv = tmp_path / "log.csv"
+    csv.write_text("query_id,ranking\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"a RAG log must be JSONL"):
+        load_rag_log(csv)
+    bad = tmp_path / "latin.jsonl"
+    bad.write_bytes(json.dumps(GOOD).encode() + b"\n" + '{"query_id": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(DataFormatError, match=r"line 2: not valid UTF-8 .*re-save the file as UTF-8"):
+        load_rag_log(bad)
+
+
+def test_unknown_doc_ids_against_a_collection_are_reported_with_the_fix(tmp_path):
+    shoes = load_collection("running-shoes")
+    ok = shoes.doc_ids[:3]
+    rows = [{"query_id": "rs-q01", "ranking": ok},
+            {"query_id": "rs-q01", "ranking": ok, "citations": ["rs-999"]},
+            {"query_id": "rs-q02", "ranking": [ok[0], "nike-1"]}]
+    path = _log(tmp_path, rows)
+    message = (r"line 2: 2 doc id\(s\) are not in collection 'running-shoes' \(first: 'rs-999' in citations; all: "
+               r"'rs-999', 'nike-1'\); audit the log with the collection the system retrieved from \(--collection\)")
+    with pytest.raises(DataFormatError, match=message):
+        load_rag_log(path, collection=shoes)
+    assert len(load_rag_log(path)) == 3  # without a collection the ids are not checked
