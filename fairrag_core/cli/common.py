@@ -96,7 +96,9 @@ def bar(value: float, scale: float, width: int = 24) -> str:
 
 
 def fmt_ci(ci) -> str:
-    return f"{ci.estimate:.3f}  (95% CI of the exact value {ci.low:.3f}–{ci.high:.3f})"
+    """``point (95% CI low–high; what they are)``: the estimate printed is always the one inside the interval
+    (the bias-corrected estimate for EE-D, the plug-in for EE-R; see ``ConfidenceInterval``)."""
+    return ci.describe()
 
 
 def fmt(value) -> str:

@@ -127,8 +127,11 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     uniform = k / n
     print(f"EE-D (disparity, lower is fairer): {fmt_ci(run.summary.ee_d)}   "
           f"[deterministic 1.000, uniform {uniform:.3f}]", file=out)
+    plug_in = (f"     plug-in over these N={run.config.n_samples} samples {run.summary.ee_d.estimate:.3f} "
+               "(biased upward by the finite N)")
     if run.summary.ee_d_unbiased is not None:
-        print(f"     unbiased EE-D estimate (plug-in minus finite-N bias): {run.summary.ee_d_unbiased:.3f}", file=out)
+        plug_in += f"; unbiased estimate {run.summary.ee_d_unbiased:.3f}"
+    print(plug_in, file=out)
     if run.summary.ee_r is not None:
         print(f"EE-R (exposure on useful docs):    {fmt_ci(run.summary.ee_r)}   "
               f"[deterministic {run.deterministic_summary.ee_r.estimate:.3f}]", file=out)

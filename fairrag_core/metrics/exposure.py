@@ -28,6 +28,7 @@ import numpy as np
 from ..checks import check_binary, check_k, check_open_unit, check_positive_int
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
+from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
 
 __all__ = [
     "expected_exposure",
@@ -165,16 +166,6 @@ def unbiased_ee_disparity(rankings: np.ndarray, n_items: int) -> float:
 
 
 @dataclass(frozen=True)
-class ConfidenceInterval:
-    """A point estimate (the paper's plug-in) and a bootstrap interval for the policy's exact value."""
-
-    estimate: float
-    low: float
-    high: float
-    level: float
-
-
-@dataclass(frozen=True)
 class ExposureSummary:
     """Exposure of every item and the EE metrics (EE-R is None when no labels were given)."""
 
@@ -198,11 +189,17 @@ def bootstrap_exposure_ci(
 ) -> tuple[ConfidenceInterval, ConfidenceInterval | None]:
     """Bootstrap intervals for EE-D and EE-R, resampling the N rankings with replacement.
 
-    They show how much of a difference between two α values is Monte-Carlo noise from a finite N.
-    The interval is the *basic* (pivotal) bootstrap ``[2θ̂ − q_hi, 2θ̂ − q_lo]``, clipped to [0, 1]:
-    it targets the exact metric of the sampling policy and so corrects the upward bias of the
-    plug-in EE-D (see :func:`unbiased_ee_disparity`). With small N the plug-in EE-D can therefore sit
-    above its interval; that gap is the bias, not an error. EE-R is linear in ε and unbiased.
+    They show how much of a difference between two α values is Monte-Carlo noise from a finite N. Each
+    interval contains the estimate it comes with (:class:`~fairrag_core.metrics.intervals.ConfidenceInterval`;
+    print ``ci.point`` beside ``[ci.low, ci.high]``):
+
+    * EE-D is quadratic in ε, so its plug-in ``‖ε̂‖²/k`` is biased upward by ``Σ_d ε_d(1 − ε_d)/(N·k)``
+      (see :func:`unbiased_ee_disparity`) and the bootstrap distribution is shifted by the same amount: a
+      percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate
+      ``2θ̂ − median(θ*)`` with the *basic* interval ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value,
+      both clipped to [0, 1] (``method="bias-corrected"``); ``estimate`` keeps the plug-in the paper reports.
+    * EE-R is linear in ε and unbiased: the plug-in with its percentile interval (``method="percentile"``).
+
     Vectorised: only items that appear in some ranking carry exposure, so the work is
     ``n_boot × N × (distinct items)`` whatever the corpus size.
     """
@@ -219,20 +216,14 @@ def bootstrap_exposure_ci(
     weights = rng.multinomial(n_samples, np.full(n_samples, 1.0 / n_samples), size=n_boot) / n_samples
     boot_eps = weights @ member  # (n_boot, distinct items)
     point_eps = member.mean(axis=0)
-    tail = (1.0 - level) / 2.0
-
-    def interval(point: float, draws: np.ndarray) -> ConfidenceInterval:
-        q_low, q_high = np.quantile(draws, [tail, 1.0 - tail])
-        low, high = np.clip([2 * point - q_high, 2 * point - q_low], 0.0, 1.0)
-        return ConfidenceInterval(float(point), float(low), float(high), level)
-
-    ee_d = interval(float(point_eps @ point_eps / k), np.einsum("bi,bi->b", boot_eps, boot_eps) / k)
+    ee_d = bias_corrected_interval(float(point_eps @ point_eps / k), np.einsum("bi,bi->b", boot_eps, boot_eps) / k,
+                                   level=level, bounds=(0.0, 1.0))
     ee_r = None
     if labels is not None:
         lab = _check_labels(labels, n_items)
         target = target_exposure(lab, k, compat=compat)[items]
         norm = _relevance_normaliser(int(lab.sum()), lab.size, k)
-        ee_r = interval(float(point_eps @ target / norm), boot_eps @ target / norm)
+        ee_r = percentile_interval(float(point_eps @ target / norm), boot_eps @ target / norm, level=level)
     return ee_d, ee_r
 
 
