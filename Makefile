@@ -69,6 +69,7 @@ bench: install-dev
 	$(PY) benchmarks/bench_bm25.py
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_app_latency.py
+	$(PY) benchmarks/bench_rag_log.py
 
 # Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
 labels: install
