@@ -25,18 +25,34 @@ Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mo
 2.0
 """
 
-from .audit import AlphaRecommendation, LogAuditConfig, RunStore, audit_rag_log, exposure_ledger, recommend_alpha
+from .audit import (
+    AlphaRecommendation,
+    LogAuditConfig,
+    RunStore,
+    audit_rag_log,
+    bootstrap_run,
+    compare_runs,
+    evaluate_run,
+    evaluate_run_awrf,
+    exposure_ledger,
+    recommend_alpha,
+    summarise_run,
+)
 from .data import (
     DEMO_COLLECTIONS,
     Aspect,
     Collection,
     Document,
+    Judgments,
     Query,
+    ServedRankings,
     load_collection,
     load_corpus,
+    load_judgments,
     load_qrels,
     load_queries,
     load_rag_log,
+    load_run,
 )
 from .errors import (
     DataFormatError,
@@ -114,4 +130,6 @@ __all__ = [
     "awrf", "ndcg", "TargetKind", "target_distribution", "fair_qr", "FairQRConfig", "FairQRResult",
     "CorpusKeywordRefiner", "LLMRefiner", "greedy_coverage", "ncom",
     "load_rag_log", "audit_rag_log", "LogAuditConfig",
+    "ServedRankings", "Judgments", "load_run", "load_judgments", "evaluate_run", "evaluate_run_awrf",
+    "bootstrap_run", "summarise_run", "compare_runs",
 ]

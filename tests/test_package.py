@@ -13,6 +13,8 @@ PACKAGE = Path(fr.__file__).resolve().parent
 #: The public API (``import fairrag_core as fr``). Change it on purpose, never by accident.
 PUBLIC_API = {
     "AlphaRecommendation", "Aspect", "Attributor", "LogAuditConfig", "audit_rag_log", "load_rag_log",
+    "ServedRankings", "Judgments", "load_run", "load_judgments", "evaluate_run", "evaluate_run_awrf",
+    "bootstrap_run", "summarise_run", "compare_runs",
     "BM25Retriever", "Collection", "ConfidenceInterval",
     "CorpusKeywordRefiner", "CrossEncoderAttributor", "DEMO_COLLECTIONS", "DataFormatError", "Document",
     "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",
@@ -47,6 +49,12 @@ CLI = {
     "fair-qr-eval": ["--background", "--categories", "--collection", "--dense", "--json", "--max-iterations",
                      "--output", "--queries", "--refiner", "--top-k"],
     "runs": ["--json", "--store", "action", "run_ids"],
+    "evaluate-run": ["--awrf", "--binarize", "--bounds", "--ci", "--complete", "--format", "--group-by", "--groups",
+                     "--json", "--level", "--n-boot", "--patience", "--seed", "--unnormalized", "--user-model",
+                     "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run"],
+    "compare-runs": ["--binarize", "--bounds", "--complete", "--format", "--group-by", "--groups", "--json", "--level",
+                     "--n-boot", "--n-permutations", "--patience", "--seed", "--unnormalized", "--user-model",
+                     "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run_a", "run_b"],
     "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
                   "--nli", "--no-store", "--output", "--seed", "--store", "-k", "log"],
 }

@@ -7,6 +7,7 @@ One module per command group, each registering its commands with a handler:
 * :mod:`.fairqr` — ``fair-qr``, ``fair-qr-eval``;
 * :mod:`.runs` — ``runs``;
 * :mod:`.audit_log` — ``audit-log`` (a served RAG log: exposure, attribution, ledger);
+* :mod:`.audit` — ``evaluate-run``, ``compare-runs`` (served rankings with expeval's metrics; paired comparison);
 * :mod:`.common` — the shared options, argument types and renderers.
 
 Errors of the :class:`~fairrag_core.errors.FairRAGError` family end with exit code 2 and their message, which
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import FairRAGError
-from . import audit_log, fairqr, rag, ranking, runs
+from . import audit, audit_log, fairqr, rag, ranking, runs
 
 __all__ = ["main", "build_parser"]
 
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fairrag_core", description=_DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    for group in (ranking, rag, fairqr, runs, audit_log):
+    for group in (ranking, rag, fairqr, runs, audit_log, audit):
         group.register(sub)
     return parser
 

@@ -7,16 +7,20 @@ Loaders read JSONL/CSV corpora, JSONL queries and TREC qrels and stop at the fir
 line and the fix. The four demo collections ship in ``assets/collections/`` (provenance in ``assets/README.md``).
 
 Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry),
-:mod:`.rag_log` (JSONL logs of what a deployed RAG system served).
+:mod:`.rag_log` (JSONL logs of what a deployed RAG system served), :mod:`.served` (served stochastic runs in
+expeval's and TREC Fair 2022's formats), :mod:`.judgments` (qrels with group ids, as expeval reads them).
 """
 
 from .collection import UNKNOWN_GROUP, Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, assets_dir, demo_folder
+from .judgments import Judgments, judgments_from_collection, load_judgments
 from .loaders import load_collection, load_corpus, load_qrels, load_queries
 from .rag_log import LogEntry, RagLog, load_rag_log
+from .served import ServedRankings, load_run
 
 __all__ = [
     "Aspect", "Collection", "Document", "Query", "UNKNOWN_GROUP",
     "DEMO_COLLECTIONS", "assets_dir", "demo_folder",
     "load_collection", "load_corpus", "load_qrels", "load_queries", "LogEntry", "RagLog", "load_rag_log",
+    "ServedRankings", "Judgments", "load_run", "load_judgments", "judgments_from_collection",
 ]

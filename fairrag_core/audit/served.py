@@ -1,0 +1,357 @@
+"""Audit what a deployed system served: expeval-compatible expected exposure per query, TREC Fair 2022
+nDCG/AWRF, and intervals a reviewer can trust (bootstrap over samples and over queries, paired comparisons).
+
+:func:`evaluate_run` reproduces expeval (Diaz et al., CIKM 2020; github.com/diazf/expeval) per query — the same
+queries (those of the qrels with at least one judged document), the same values for ``gerr`` and ``rbp``,
+normalised or not, graded or binarised, complete or incomplete, individual or group — and adds the step model
+of Fair RAG (Kim & Diaz 2025). The formulas, and where expeval is odd, are in
+:mod:`fairrag_core.metrics.expeval`. Runs and qrels come as paths, loaded objects (:mod:`fairrag_core.data.served`)
+or a :class:`~fairrag_core.data.Collection` (its qrels, groups by provider or one category).
+
+Statistics (:mod:`fairrag_core.metrics.intervals`): :func:`bootstrap_run` gives each query's values with an
+interval over its N samples (relevance: plug-in + percentile; disparity and difference: bias-corrected +
+basic, since their plug-in is biased upward by a finite N); :func:`summarise_run` the mean over queries with a
+percentile bootstrap over queries; :func:`compare_runs` the paired difference of two runs with its interval and
+the p-value of a paired randomization test.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..checks import check_positive_int
+from ..data import Collection, load_collection
+from ..data.demo import DEMO_COLLECTIONS
+from ..data.judgments import Judgments, judgments_from_collection, load_judgments
+from ..data.served import ServedRankings, load_run
+from ..errors import InvalidParameterError
+from ..metrics.expeval import (
+    METRICS,
+    ExposureSettings,
+    MetricBounds,
+    bounds,
+    exposure_matrix,
+    group_bounds,
+    judged_grades,
+    missing_values,
+    raw_values,
+    resampled_values,
+    target_exposure_graded,
+)
+from ..metrics.intervals import (
+    PairedComparison,
+    bias_corrected_interval,
+    bootstrap_mean,
+    paired_comparison,
+    percentile_interval,
+)
+from ..metrics.trec_fair import awrf_samples, measure_names, ndcg_samples
+from ..seeds import SeedLike, as_generator
+
+__all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "as_run",
+           "as_judgments", "unjudged_queries", "DIRECTION"]
+
+#: Which way is better, per metric.
+DIRECTION = {"disparity": "lower is fairer", "relevance": "higher is better", "difference": "lower is better"}
+
+RunLike = ServedRankings | str | os.PathLike | Mapping
+QrelsLike = Judgments | Collection | str | os.PathLike
+
+
+def as_run(run: RunLike, *, run_format: str = "auto") -> ServedRankings:
+    """A loaded run from a path, a :class:`ServedRankings`, or ``{query_id: [[doc, …] per sample]}``."""
+    if isinstance(run, ServedRankings):
+        return run
+    if isinstance(run, Mapping):
+        return ServedRankings.from_lists(run)
+    if isinstance(run, str | os.PathLike):
+        return load_run(run, format=run_format)
+    raise InvalidParameterError(f"run must be a path, a ServedRankings or a dict of rankings, got {type(run).__name__}")
+
+
+def as_judgments(qrels: QrelsLike, *, groups_by: str = "provider") -> Judgments:
+    """Judgments from a qrels path, a :class:`Judgments`, a :class:`Collection`, or a collection's name/folder
+    (then every document's group is its provider or its group in the category ``groups_by``)."""
+    if isinstance(qrels, Judgments):
+        return qrels
+    if isinstance(qrels, Collection):
+        return judgments_from_collection(qrels, groups_by=groups_by)
+    if isinstance(qrels, str | os.PathLike):
+        if str(qrels) in DEMO_COLLECTIONS or Path(qrels).is_dir():
+            return judgments_from_collection(load_collection(qrels), groups_by=groups_by)
+        return load_judgments(qrels)
+    raise InvalidParameterError(f"qrels must be a path, Judgments or a Collection, got {type(qrels).__name__}")
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One query prepared for evaluation: judged documents, target, bounds and (if ranked) per-sample exposure."""
+
+    query_id: str
+    n_judged: int
+    n_relevant: int
+    n_levels: int
+    n_groups: int | None
+    target: np.ndarray            # individual: over the V documents; groups: over the K groups
+    bounds: dict[str, MetricBounds]
+    matrix: object | None         # N × V per-sample exposure (N × K in group mode); None: not in the run
+
+    @property
+    def n_samples(self) -> int:
+        return 0 if self.matrix is None else self.matrix.shape[0]
+
+    def exposure(self) -> np.ndarray:
+        return np.asarray(self.matrix.mean(axis=0)).ravel()
+
+    def raw(self, settings: ExposureSettings) -> dict[str, float]:
+        quirk = settings.groups and not settings.corrected
+        return raw_values(self.exposure(), self.target, zero_disparity_is_inf=quirk)
+
+
+def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettings) -> list[_Query]:
+    prepared = []
+    for qid, judged in judgments.relevance.items():
+        docs = list(judged)
+        grades = judged_grades(np.fromiter(judged.values(), dtype=np.float64, count=len(docs)), settings)
+        keep = ~np.isnan(grades)
+        if not keep.any():
+            continue  # expeval: a query without judged documents is not evaluated
+        docs, grades = [d for d, k in zip(docs, keep) if k], grades[keep]
+        target = target_exposure_graded(grades, settings)
+        n_levels = int(np.unique(grades).size)
+        n_relevant = int((grades > 0).sum())
+        ranked = run.queries.get(qid)
+        vocab = {d: i for i, d in enumerate(ranked.doc_ids)} if ranked is not None else {}
+        for d in docs:
+            vocab.setdefault(d, len(vocab))
+        where = np.fromiter((vocab[d] for d in docs), dtype=np.int64, count=len(docs))
+        matrix = None
+        if ranked is not None:
+            relevant = np.zeros(len(vocab), dtype=bool)
+            relevant[where] = grades > 0
+            matrix = exposure_matrix(ranked.positions, relevant, settings)
+        if settings.groups:
+            names: dict[str, int] = {}
+            pairs = [(i, names.setdefault(g, len(names))) for i, d in enumerate(docs)
+                     for g in judgments.groups[qid][d]]
+            member = np.zeros((len(docs), len(names)))
+            for i, g in pairs:
+                member[i, g] = 1.0
+            full = np.zeros((len(vocab), len(names)))
+            full[where] = member
+            group_target = target @ member
+            prepared.append(_Query(qid, len(docs), n_relevant, n_levels, len(names), group_target,
+                                   group_bounds(group_target, n_relevant, settings),
+                                   None if matrix is None else np.asarray(matrix @ full)))
+        else:
+            full_target = np.zeros(len(vocab))
+            full_target[where] = target
+            prepared.append(_Query(qid, len(docs), n_relevant, n_levels, None, full_target,
+                                   bounds(target, n_levels, settings), matrix))
+    return prepared
+
+
+def _settings(**kwargs) -> ExposureSettings:
+    try:
+        return ExposureSettings(**kwargs)
+    except TypeError:
+        known = ", ".join(ExposureSettings.__dataclass_fields__)
+        unknown = sorted(set(kwargs) - set(ExposureSettings.__dataclass_fields__))
+        raise InvalidParameterError(f"unknown option(s) {unknown}; the user model takes: {known}") from None
+
+
+def _values(query: _Query, settings: ExposureSettings) -> dict[str, float]:
+    raw = query.raw(settings) if query.matrix is not None else missing_values(query.bounds, query.target, settings)
+    if not settings.normalize:
+        return raw
+    return {m: float(query.bounds[m].normalise(raw[m])) for m in METRICS}
+
+
+def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", patience: float = 0.5,
+                 utility: float = 0.5, binarize: bool = False, complete: bool = False, normalize: bool = True,
+                 groups: bool = False, k: int | None = None, bounds: str = "expeval", run_format: str = "auto",
+                 groups_by: str = "provider") -> pd.DataFrame:
+    """Expected-exposure metrics of a served run, per query, as expeval computes them.
+
+    Args:
+        run: path to a run (expeval/TREC with a sample column, or TREC Fair 2022), a loaded
+            :class:`~fairrag_core.data.served.ServedRankings`, or ``{query_id: [[doc, …], …]}``.
+        qrels: path to qrels (``qid gid[|gid…] docno rel``), :class:`~fairrag_core.data.served.Judgments`, or a
+            :class:`~fairrag_core.data.Collection` / collection name (groups from ``groups_by``).
+        user_model: ``gerr`` (default), ``rbp`` or ``step`` (Fair RAG's machine user; needs ``k``).
+        patience, utility: the models' p and u (expeval ``-p``, ``-r``).
+        binarize, complete, normalize, groups: expeval's ``-B``, ``-C``, not ``-U``, ``-G``.
+        bounds: ``"expeval"`` (reproduce it) or ``"corrected"`` (see :mod:`fairrag_core.metrics.expeval`).
+
+    Returns:
+        DataFrame indexed by ``query_id`` (qrels order) with ``disparity``, ``relevance``, ``difference`` and
+        ``n_samples``, ``n_judged`` (judged documents as read), ``n_relevant``, ``relevance_levels`` (1 with
+        expeval bounds ⇒ normalised relevance is the constant 1), ``in_run`` (False ⇒ expeval's default values for
+        a query the run lacks), and ``n_groups`` in group mode. Queries of the run without judged documents are
+        left out, as expeval does (:func:`unjudged_queries` lists them).
+
+    >>> from fairrag_core.data.judgments import parse_judgments
+    >>> qrels = parse_judgments("q1 0 a 1\\nq1 0 b 1\\nq1 0 c 0\\n")
+    >>> table = evaluate_run({"q1": [["a", "b", "c"], ["b", "a", "c"]]}, qrels, user_model="rbp", normalize=False)
+    >>> table.loc["q1", ["disparity", "relevance", "difference"]].round(4).tolist()
+    [1.1875, 1.125, 0.0625]
+    """
+    settings = _settings(user_model=user_model, patience=patience, utility=utility, k=k, binarize=binarize,
+                         complete=complete, normalize=normalize, groups=groups, bounds=bounds)
+    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    rows = []
+    for query in _prepare(loaded, judged, settings):
+        row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
+               "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
+               "in_run": query.matrix is not None}
+        if settings.groups:
+            row["n_groups"] = query.n_groups
+        rows.append(row)
+    columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run"]
+    return pd.DataFrame(rows, columns=columns + (["n_groups"] if settings.groups else [])).set_index("query_id")
+
+
+def unjudged_queries(run: RunLike, qrels: QrelsLike, *, binarize: bool = False, complete: bool = False,
+                     groups_by: str = "provider") -> list[str]:
+    """Queries of the run that expeval skips: not in the qrels, or without a judged document there."""
+    settings = ExposureSettings(binarize=binarize, complete=complete)
+    loaded, judged = as_run(run), as_judgments(qrels, groups_by=groups_by)
+    kept = set()
+    for qid, grades in judged.relevance.items():
+        if np.any(~np.isnan(judged_grades(np.array(list(grades.values()), dtype=float), settings))):
+            kept.add(qid)
+    return [q for q in loaded.query_ids if q not in kept]
+
+
+def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None,
+                  run_format: str = "auto", groups_by: str = "provider", **model) -> pd.DataFrame:
+    """Each query's metrics with an interval over its N sampled rankings (resampled with replacement).
+
+    ``model``: the keyword arguments of :func:`evaluate_run` (``user_model``, ``patience``, …). Returns one row per
+    (``query_id``, ``metric``): ``plug_in`` (the :func:`evaluate_run` value), ``estimate`` (the value printed
+    with the interval, inside it), ``low``, ``high``, ``level``, ``method``. Relevance is linear in ε: plug-in
+    with a percentile interval. Disparity and difference are quadratic: their plug-in is biased upward by
+    ``Σ_d Var(ε̂_d)``, so they come bias-corrected (``2θ̂ − median θ*``) with the basic interval, floored at the
+    metric's least possible value. A query with one sample, or absent from the run, has a zero-width interval.
+    """
+    n_boot = check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    settings = _settings(**model)
+    rng = as_generator(seed)
+    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    rows = []
+    for query in _prepare(loaded, judged, settings):
+        point = _values(query, settings)
+        if query.matrix is None or query.n_samples == 1:
+            draws = {m: np.full(1, point[m]) for m in METRICS}
+        else:
+            n = query.n_samples
+            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n
+            draws = resampled_values(query.matrix, query.target, weights)
+            if settings.normalize:
+                draws = {m: query.bounds[m].normalise(draws[m]) for m in METRICS}
+        for metric in METRICS:
+            if metric == "relevance":
+                ci = percentile_interval(point[metric], draws[metric], level=level)
+            else:
+                floor = float(query.bounds[metric].normalise(0.0)) if settings.normalize else 0.0
+                ci = bias_corrected_interval(point[metric], draws[metric], level=level, bounds=(floor, np.inf))
+            rows.append({"query_id": query.query_id, "metric": metric, "plug_in": ci.estimate, "estimate": ci.point,
+                         "low": ci.low, "high": ci.high, "level": ci.level, "method": ci.method_text,
+                         "n_samples": query.n_samples})
+    return pd.DataFrame(rows).set_index(["query_id", "metric"])
+
+
+def summarise_run(table: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.95,
+                  seed: SeedLike = None) -> pd.DataFrame:
+    """Mean of each metric over the queries of an :func:`evaluate_run` table, with a percentile bootstrap
+    interval over queries: ``estimate`` (the plug-in mean, inside ``[low, high]``), ``low``, ``high``,
+    ``level``, ``method``, ``n_queries``, ``direction``."""
+    rng = as_generator(seed)
+    rows = []
+    for metric in METRICS:
+        if metric not in table.columns:
+            raise InvalidParameterError(f"table has no {metric!r} column; pass the output of evaluate_run")
+        ci = bootstrap_mean(table[metric].to_numpy(dtype=float), n_boot=n_boot, level=level, seed=rng)
+        rows.append({"metric": metric, "estimate": ci.point, "low": ci.low, "high": ci.high, "level": ci.level,
+                     "method": "mean over queries; percentile bootstrap over queries", "n_queries": len(table),
+                     "direction": DIRECTION[metric]})
+    return pd.DataFrame(rows).set_index("metric")
+
+
+def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: int = 1000,
+                 n_permutations: int = 10000, level: float = 0.95, seed: SeedLike = None, run_format: str = "auto",
+                 groups_by: str = "provider", **model) -> pd.DataFrame:
+    """Did the change help? Per metric, run A − run B over the queries both are judged on (the qrels' queries;
+    a query a run lacks gets expeval's defaults, as in :func:`evaluate_run`).
+
+    Returns one row per metric: ``mean_a``, ``mean_b``, ``difference`` (mean of A − B, plug-in), ``low``,
+    ``high`` (percentile bootstrap over queries), ``p_value`` (paired randomization test, two-sided; exact
+    enumeration up to 16 queries), ``p_value_t`` (paired t-test), ``n_queries``, ``test``, ``direction``.
+    """
+    judged = as_judgments(qrels, groups_by=groups_by)
+    table_a = evaluate_run(as_run(run_a, run_format=run_format), judged, **model)
+    table_b = evaluate_run(as_run(run_b, run_format=run_format), judged, **model)
+    rng = as_generator(seed)
+    rows = []
+    for metric in METRICS:
+        result: PairedComparison = paired_comparison(table_a[metric].to_numpy(float), table_b[metric].to_numpy(float),
+                                                     n_boot=n_boot, n_permutations=n_permutations, level=level,
+                                                     seed=rng)
+        rows.append({"metric": metric, "mean_a": result.mean_a, "mean_b": result.mean_b,
+                     "difference": result.difference.point, "low": result.difference.low,
+                     "high": result.difference.high, "level": level, "p_value": result.p_value,
+                     "p_value_t": result.p_value_t, "n_queries": result.n_queries,
+                     "method": "mean of A − B; percentile bootstrap over queries", "test": result.test,
+                     "direction": DIRECTION[metric]})
+    return pd.DataFrame(rows).set_index("metric")
+
+
+def evaluate_run_awrf(run: RunLike, qrels: QrelsLike, *, cutoff: int = 20, run_format: str = "auto",
+                      groups_by: str = "provider") -> pd.DataFrame:
+    """nDCG@K and AWRF@K (TREC Fair 2022) of a served run, averaged over each query's samples.
+
+    Per query with at least one relevant (grade > 0) judged document: the target is the group distribution of
+    its relevant documents (each split equally among its groups); a ranked document's groups come from the
+    query's qrels line, else ``Judgments.doc_groups`` (a collection's labels), else ``Unknown``. Unjudged and
+    −1 documents gain 0. Columns ``nDCG@K``, ``AWRF@K``, ``nDCG*AWRF@K`` (expected over the samples),
+    ``n_samples``, ``in_run``; a query the run lacks scores 0 nDCG and NaN AWRF.
+
+    >>> from fairrag_core.data.judgments import parse_judgments
+    >>> qrels = parse_judgments("q1 f a 1\\nq1 m b 1\\nq1 m c 0\\n")
+    >>> evaluate_run_awrf({"q1": [["a", "b"]]}, qrels, cutoff=2).loc["q1", ["nDCG@2", "AWRF@2"]].tolist()
+    [1.0, 1.0]
+    """
+    ndcg_name, awrf_name, score_name = measure_names(cutoff)
+    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    rows = []
+    for qid, grades in judged.relevance.items():
+        relevant = [d for d, g in grades.items() if g > 0]
+        if not relevant:
+            continue
+        ranked = loaded.queries.get(qid)
+        if ranked is None:
+            rows.append({"query_id": qid, ndcg_name: 0.0, awrf_name: np.nan, score_name: 0.0, "n_samples": 0,
+                         "in_run": False})
+            continue
+        docs = list(ranked.doc_ids) + [d for d in relevant if d not in set(ranked.doc_ids)]
+        labels = [judged.group_of(qid, d) for d in docs]
+        names = {g: i for i, g in enumerate(dict.fromkeys(g for gs in labels for g in gs))}
+        member = np.zeros((len(docs), len(names)))
+        for i, gs in enumerate(labels):
+            member[i, [names[g] for g in gs]] = 1.0 / len(gs)
+        index = {d: i for i, d in enumerate(docs)}
+        target = member[[index[d] for d in relevant]].sum(axis=0)
+        gains = np.array([max(grades.get(d, 0), 0) for d in docs], dtype=np.float64)
+        judged_gains = np.array([max(g, 0) for g in grades.values()], dtype=np.float64)
+        ndcg = ndcg_samples(ranked.positions, gains, judged_gains, cutoff)
+        awrf = awrf_samples(ranked.positions, member, target, cutoff)
+        rows.append({"query_id": qid, ndcg_name: float(ndcg.mean()), awrf_name: float(awrf.mean()),
+                     score_name: float((ndcg * awrf).mean()), "n_samples": ranked.n_samples, "in_run": True})
+    columns = ["query_id", ndcg_name, awrf_name, score_name, "n_samples", "in_run"]
+    return pd.DataFrame(rows, columns=columns).set_index("query_id")

@@ -1,0 +1,151 @@
+"""Judgments to audit served rankings with: graded qrels with group ids, as expeval reads them.
+
+expeval's qrels (Diaz et al., CIKM 2020; github.com/diazf/expeval, ``data.read_qrels``): ``qid gid[|gid…] docno
+rel`` or ``qid docno rel`` (then the group is ``-1``, expeval's "no group label"), whitespace-separated. ``rel`` is
+an integer grade; ``-1`` marks an unjudged document. The group ids are separated by ``|`` (expeval's README says
+``,`` but its code splits on ``|``; we refuse ``,`` so that a file cannot mean two things). Our TREC qrels
+``qid 0 docno rel`` are the same format with group ``0``. :func:`judgments_from_collection` takes the qrels of a
+:class:`~fairrag_core.data.Collection` and the group of every document from its ``provider`` or one fairness
+category. Like every loader, these stop at the first problem with the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataFormatError, InvalidParameterError
+from .collection import UNKNOWN_GROUP, Collection
+from .served import decode, read_file, record_lines
+
+__all__ = ["NO_GROUP", "Judgments", "load_judgments", "parse_judgments", "judgments_from_collection"]
+
+NO_GROUP = "-1"  # expeval's group id for a document without a group label
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """Graded relevance and group ids per (query, document), in file order.
+
+    ``relevance[qid][doc]`` is the grade (``-1`` = unjudged); ``groups[qid][doc]`` the document's group ids for
+    that query. ``doc_groups`` gives groups for documents a query's lines do not label (filled from a collection
+    for every document), used by AWRF; expeval's group mode only uses ``groups``.
+    """
+
+    relevance: Mapping[str, Mapping[str, int]]
+    groups: Mapping[str, Mapping[str, tuple[str, ...]]]
+    source: str = ""
+    doc_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.relevance:
+            raise InvalidParameterError("judgments need at least one judged (query, document) pair")
+        for qid, judged in self.relevance.items():
+            labelled = self.groups.get(qid, {})
+            for doc, grade in judged.items():
+                if isinstance(grade, bool) or not isinstance(grade, int | np.integer) or grade < -1:
+                    raise InvalidParameterError(f"grade of ({qid}, {doc}) must be an integer ≥ -1 (-1 = unjudged), "
+                                                f"got {grade!r}")
+                if doc not in labelled:
+                    raise InvalidParameterError(f"({qid}, {doc}) has no group ids; use ('{NO_GROUP}',) for none")
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.relevance)
+
+    def group_of(self, query_id: str, doc_id: str) -> tuple[str, ...]:
+        """The groups of ``doc_id`` for ``query_id``: the query's label, else ``doc_groups``, else Unknown."""
+        found = self.groups.get(query_id, {}).get(doc_id) or self.doc_groups.get(doc_id)
+        return found or (UNKNOWN_GROUP,)
+
+    def to_expeval(self) -> str:
+        """The judgments in expeval's qrels format ``qid gid[|gid…] docno rel``."""
+        return "".join(f"{q} {'|'.join(self.groups[q][d])} {d} {g}\n"
+                       for q, judged in self.relevance.items() for d, g in judged.items())
+
+
+def load_judgments(path: str | os.PathLike) -> Judgments:
+    """Read expeval qrels (``qid gid[|gid…] docno rel`` or ``qid docno rel``) or TREC qrels (``qid 0 docno rel``).
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix.
+    """
+    path = Path(path)
+    return parse_judgments(read_file(path), source=path)
+
+
+def parse_judgments(text: str | bytes, *, source: object = "<qrels>") -> Judgments:
+    """Parse judgments from their text; ``source`` names them in error messages.
+
+    >>> j = parse_judgments("q1 1|2 d1 2\\nq1 d2 0\\nq1 0 d3 -1\\n")
+    >>> dict(j.relevance["q1"]), dict(j.groups["q1"])
+    ({'d1': 2, 'd2': 0, 'd3': -1}, {'d1': ('1', '2'), 'd2': ('-1',), 'd3': ('0',)})
+    """
+    if isinstance(text, bytes):
+        text = decode(gzip.decompress(text) if text[:2] == b"\x1f\x8b" else text, source)
+    relevance: dict[str, dict[str, int]] = {}
+    groups: dict[str, dict[str, tuple[str, ...]]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for lineno, raw in record_lines(text, source):
+        fields = raw.split()
+        if len(fields) == 4:
+            qid, gid_text, doc, rel = fields
+        elif len(fields) == 3:
+            (qid, doc, rel), gid_text = fields, NO_GROUP
+        else:
+            hint = ("; this looks like a run, pass the qrels first and the run second" if len(fields) == 6 else "")
+            raise DataFormatError(f"expected 4 fields 'qid group docno rel' (or 3: 'qid docno rel'), found "
+                                  f"{len(fields)}{hint}", path=source, line=lineno)
+        try:
+            grade = int(rel)
+        except ValueError:
+            raise DataFormatError(f"relevance {rel!r} is not a whole number; use a grade ≥ 0, or -1 for unjudged",
+                                  path=source, line=lineno) from None
+        if grade < -1:
+            raise DataFormatError(f"relevance {grade} is below -1; use a grade ≥ 0, or -1 for unjudged",
+                                  path=source, line=lineno)
+        if "," in gid_text:
+            raise DataFormatError(f"group field {gid_text!r} uses ','; separate group ids with '|' (expeval's code "
+                                  "splits on '|')", path=source, line=lineno)
+        gids = tuple(gid_text.split("|"))
+        if any(not g for g in gids):
+            raise DataFormatError(f"group field {gid_text!r} has an empty group id; write ids like 1|2",
+                                  path=source, line=lineno)
+        if (qid, doc) in lines:
+            raise DataFormatError(f"duplicate judgment for ({qid}, {doc}) (first on line {lines[qid, doc]}); keep "
+                                  "one line per pair", path=source, line=lineno)
+        lines[qid, doc] = lineno
+        relevance.setdefault(qid, {})[doc] = grade
+        groups.setdefault(qid, {})[doc] = tuple(dict.fromkeys(gids))
+    if not relevance:
+        raise DataFormatError("no judgments found; the file is empty", path=source)
+    return Judgments(relevance, groups, str(source))
+
+
+def judgments_from_collection(collection: Collection, *, groups_by: str = "provider") -> Judgments:
+    """Judgments from a collection's qrels, each document's group being its ``provider`` or its group in one
+    fairness category (``groups_by="region"``; documents without one are ``Unknown``).
+
+    >>> from fairrag_core.data import load_collection
+    >>> j = judgments_from_collection(load_collection("running-shoes"))
+    >>> len(j.query_ids) > 0 and len(j.doc_groups) == 92
+    True
+    """
+    if not collection.qrels:
+        raise InvalidParameterError(f"collection {collection.name!r} has no qrels; add qrels.txt to judge a run")
+    if groups_by == "provider":
+        labels = collection.providers
+    elif groups_by in collection.categories():
+        labels = collection.group_of(groups_by, fill=UNKNOWN_GROUP)
+    else:
+        raise InvalidParameterError(f"groups_by={groups_by!r}: use 'provider' or one of the collection's categories "
+                                    f"({', '.join(collection.categories()) or 'none'})")
+    doc_groups = {d.doc_id: (str(g),) for d, g in zip(collection.documents, labels)}
+    relevance = {q: dict(j) for q, j in collection.qrels.items()}
+    groups = {q: {d: doc_groups[d] for d in j} for q, j in collection.qrels.items()}
+    return Judgments(relevance, groups, f"collection {collection.name} (groups: {groups_by})", doc_groups)

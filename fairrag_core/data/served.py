@@ -1,0 +1,358 @@
+"""What a deployed system served: stochastic (or plain) runs in expeval's and TREC Fair 2022's formats.
+
+Every loader stops at the first problem with the file, the line and the fix; nothing is half-loaded. Parsers
+take text (``parse_run``, ``parse_judgments``) so an upload is checked exactly like a file on disk.
+
+Run formats (:class:`RunFormat`)
+--------------------------------
+``trec`` — the run format of expeval (Diaz et al., "Evaluating Stochastic Rankings with Expected Exposure",
+    CIKM 2020; github.com/diazf/expeval, ``data.read_topfile``): six whitespace-separated fields per line,
+    ``qid sample docno rank score run_id``. The second column names the *sample* (one sampled ranking of the
+    query), so a plain TREC run with ``Q0`` there is a run with one sample per query. Ranks are 1-based, distinct
+    and without gaps within a sample; the order of lines does not matter; the score must be a number but is
+    ignored (as in expeval: ties in score are broken by the rank column). We also refuse what expeval lets
+    through or crashes on: a document twice in one sample, more than one run id per file, ragged or blank lines.
+``trec-fair-2022`` — TREC Fair Ranking 2022 (fair-trec/trec2022-fair-public, ``wptrec/trecdata.scan_runs``):
+    tab-separated ``id seq_no page_id`` (Task 2, repeated rankings) or ``id page_id`` (Task 1, one ranking), an
+    optional header row, rank = order of the lines within a sequence (so a sequence's lines must be consecutive).
+    The run id is the file name without its extensions (TREC names runs after their files).
+
+Files ending in ``.gz`` are decompressed. :meth:`ServedRankings.from_lists` builds a run from Python lists (e.g.
+the rankings of a RAG log).
+
+Judgments (qrels with group ids) are read by :mod:`fairrag_core.data.judgments`.
+"""
+
+from __future__ import annotations
+
+import enum
+import gzip
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from ..errors import DataFormatError, InvalidParameterError
+
+__all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "read_file", "decode",
+           "record_lines"]
+
+_FAIR_HEADERS = (("id", "seq_no", "page_id"), ("id", "page_id"))
+_TREC_FIELDS = "'qid sample docno rank score run_id'"
+
+
+class RunFormat(str, enum.Enum):
+    """How a run file is laid out (see the module docstring)."""
+
+    AUTO = "auto"
+    TREC = "trec"
+    TREC_FAIR_2022 = "trec-fair-2022"
+    LISTS = "lists"  # built in memory with ServedRankings.from_lists
+
+
+@dataclass(frozen=True)
+class QueryRankings:
+    """The sampled rankings a system served for one query.
+
+    ``positions[s, i]`` is the index in ``doc_ids`` of the document at rank ``i + 1`` of sample ``s``; a sample
+    shorter than the longest is padded with ``-1``. ``doc_ids`` lists the distinct documents in order of first
+    appearance.
+    """
+
+    query_id: str
+    sample_ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    positions: np.ndarray
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.sample_ids)
+
+    @property
+    def depth(self) -> int:
+        """Length of the longest sample."""
+        return int(self.positions.shape[1])
+
+    def samples(self) -> list[list[str]]:
+        """Each sample as a list of doc ids in rank order."""
+        return [[self.doc_ids[i] for i in row if i >= 0] for row in self.positions]
+
+
+@dataclass(frozen=True)
+class ServedRankings:
+    """A run: per query, the N sampled rankings a system served (N = 1 for a deterministic TREC run)."""
+
+    run_id: str
+    format: RunFormat
+    queries: Mapping[str, QueryRankings]
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.queries:
+            raise InvalidParameterError("a run needs at least one query with a ranking")
+        object.__setattr__(self, "queries", MappingProxyType(dict(self.queries)))
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __getitem__(self, query_id: str) -> QueryRankings:
+        return self.queries[query_id]
+
+    @property
+    def query_ids(self) -> list[str]:
+        return list(self.queries)
+
+    @property
+    def n_lines(self) -> int:
+        """Ranked documents over all samples and queries (the lines of a TREC run)."""
+        return int(sum((q.positions >= 0).sum() for q in self.queries.values()))
+
+    @classmethod
+    def from_lists(cls, rankings: Mapping[str, Sequence[Sequence[str]]], *, run_id: str = "run") -> ServedRankings:
+        """A run from ``{query_id: [[doc, …] per sample]}``; samples are named ``1, 2, …``.
+
+        >>> run = ServedRankings.from_lists({"q1": [["a", "b"], ["b", "a"], ["c"]]})
+        >>> run["q1"].n_samples, run["q1"].doc_ids, run["q1"].samples()[2]
+        (3, ('a', 'b', 'c'), ['c'])
+        """
+        if not isinstance(rankings, Mapping) or not rankings:
+            raise InvalidParameterError("rankings must map each query id to a non-empty list of rankings")
+        queries = {}
+        for qid, samples in rankings.items():
+            if isinstance(samples, str) or not samples:
+                raise InvalidParameterError(f"query {qid!r}: give a list of rankings (lists of doc ids), "
+                                            f"got {samples!r}")
+            lists = []
+            for s, sample in enumerate(samples, start=1):
+                if isinstance(sample, str) or not sample:
+                    raise InvalidParameterError(f"query {qid!r}, ranking {s}: give a non-empty list of doc ids")
+                ids = [str(d) for d in sample]
+                if len(set(ids)) != len(ids):
+                    twice = next(d for d in ids if ids.count(d) > 1)
+                    raise InvalidParameterError(f"query {qid!r}, ranking {s} lists {twice!r} twice; a ranking "
+                                                "shows each document once")
+                lists.append(ids)
+            queries[str(qid)] = _query_rankings(str(qid), [str(s) for s in range(1, len(lists) + 1)], lists)
+        return cls(run_id=run_id, format=RunFormat.LISTS, queries=queries, source="<lists>")
+
+    def to_trec(self) -> str:
+        """The run in expeval's format (``qid sample docno rank score run_id``; score = depth − rank + 1)."""
+        out = []
+        for qid, q in self.queries.items():
+            for sample, row in zip(q.sample_ids, q.samples()):
+                out.extend(f"{qid} {sample} {doc} {r} {len(row) - r + 1} {self.run_id}" for r, doc in enumerate(row, 1))
+        return "\n".join(out) + "\n"
+
+
+def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> QueryRankings:
+    vocab: dict[str, int] = {}
+    depth = max(len(r) for r in lists)
+    positions = np.full((len(lists), depth), -1, dtype=np.int64)
+    for s, row in enumerate(lists):
+        positions[s, : len(row)] = [vocab.setdefault(d, len(vocab)) for d in row]
+    return QueryRankings(qid, tuple(sample_ids), tuple(vocab), positions)
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+def read_file(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DataFormatError("file not found; check the path", path=path) from None
+    except IsADirectoryError:
+        raise DataFormatError("is a folder, expected a file", path=path) from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError):
+            raise DataFormatError("looks gzipped but cannot be decompressed; re-compress it or save it as plain "
+                                  "text", path=path) from None
+    return decode(raw, path)
+
+
+def decode(raw: bytes, where: object) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset {err.start}); re-save the "
+                              "file as UTF-8", path=where, line=raw[: err.start].count(b"\n") + 1) from None
+
+
+def record_lines(text: str, where: object) -> Iterable[tuple[int, str]]:
+    """Non-blank lines with their numbers. Blank lines are refused unless only blank lines follow them."""
+    lines = text.splitlines()
+    last = len(lines)
+    while last and not lines[last - 1].strip():
+        last -= 1
+    for lineno, raw in enumerate(lines[:last], start=1):
+        if not raw.strip():
+            raise DataFormatError("blank line; delete it (one record per line, expeval stops at blank lines too)",
+                                  path=where, line=lineno)
+        yield lineno, raw
+
+
+def load_run(path: str | os.PathLike, *, format: RunFormat | str = RunFormat.AUTO,
+             run_id: str | None = None) -> ServedRankings:
+    """Read a run file (``trec`` with a sample column, or ``trec-fair-2022``; ``auto`` tells them apart).
+
+    ``run_id`` names a run whose format has no run id column (TREC Fair 2022); by default it is the file name
+    without its extensions, as TREC names runs.
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix (wrong field count, non-numeric rank or score,
+            a rank repeated or skipped in a sample, a document twice in a sample, several run ids, …).
+    """
+    path = Path(path)
+    return parse_run(read_file(path), source=path, format=format, run_id=run_id or path.name.split(".")[0])
+
+
+def parse_run(text: str | bytes, *, source: object = "<run>", format: RunFormat | str = RunFormat.AUTO,
+              run_id: str | None = None) -> ServedRankings:
+    """Parse a run from its text (the content of an upload); ``source`` names it in error messages and
+    ``run_id`` names a TREC Fair 2022 run (the TREC format carries its own run id).
+
+    >>> run = parse_run("q1 s1 d1 1 2.0 sys\\nq1 s1 d2 2 1.0 sys\\nq1 s2 d2 1 5 sys\\n")
+    >>> run.run_id, run.format.value, run["q1"].samples()
+    ('sys', 'trec', [['d1', 'd2'], ['d2']])
+    """
+    if isinstance(text, bytes):
+        text = decode(gzip.decompress(text) if text[:2] == b"\x1f\x8b" else text, source)
+    try:
+        fmt = RunFormat(format)
+    except ValueError:
+        raise InvalidParameterError(f"run format {format!r} is not one of: auto, trec, trec-fair-2022") from None
+    records = list(record_lines(text, source))
+    if not records:
+        raise DataFormatError("no rankings found; the file is empty", path=source)
+    if fmt is RunFormat.AUTO:
+        fmt = _detect(records[0], source)
+    if fmt is RunFormat.TREC:
+        return _parse_trec(records, source)
+    if fmt is RunFormat.TREC_FAIR_2022:
+        return _parse_fair(records, source, run_id or "run")
+    raise InvalidParameterError("format 'lists' is for ServedRankings.from_lists, not for files")
+
+
+def _detect(first: tuple[int, str], source: object) -> RunFormat:
+    lineno, raw = first
+    tabbed = [f.strip() for f in raw.strip().split("\t")]
+    if tuple(tabbed) in _FAIR_HEADERS or (len(tabbed) in (2, 3) and len(raw.split()) == len(tabbed)):
+        return RunFormat.TREC_FAIR_2022
+    n = len(raw.split())
+    if n == 6:
+        return RunFormat.TREC
+    if n == 4:
+        raise DataFormatError("4 fields: this looks like qrels ('qid group docno rel'), not a run; pass the qrels "
+                              "first and the run second", path=source, line=lineno)
+    raise DataFormatError(f"cannot tell the run format from {n} field(s); use 6 whitespace-separated fields "
+                          f"{_TREC_FIELDS} (expeval) or tab-separated 'id seq_no page_id' (TREC Fair 2022)",
+                          path=source, line=lineno)
+
+
+def _parse_trec(records: list[tuple[int, str]], source: object) -> ServedRankings:
+    run_id, run_line = None, 0
+    ranks: dict[tuple[str, str], dict[int, str]] = {}  # (qid, sample) → rank → doc
+    where: dict[tuple[str, str], dict[int, int]] = {}  # (qid, sample) → rank → line
+    docs: dict[tuple[str, str], dict[str, int]] = {}   # (qid, sample) → doc → line
+    for lineno, raw in records:
+        fields = raw.split()
+        if len(fields) != 6:
+            hint = "; this looks like qrels, pass the qrels first and the run second" if len(fields) == 4 else ""
+            raise DataFormatError(f"expected 6 fields {_TREC_FIELDS}, found {len(fields)}{hint}",
+                                  path=source, line=lineno)
+        qid, sample, doc, rank_text, score_text, rid = fields
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            raise DataFormatError(f"rank {rank_text!r} is not a whole number; the 4th field is the rank (1, 2, …)",
+                                  path=source, line=lineno) from None
+        if rank < 1:
+            raise DataFormatError(f"rank {rank} is below 1; ranks start at 1 (add 1 to every rank of a run that "
+                                  "counts from 0)", path=source, line=lineno)
+        try:
+            float(score_text)
+        except ValueError:
+            raise DataFormatError(f"score {score_text!r} is not a number; the 5th field is the score (ignored, but "
+                                  "it must be numeric)", path=source, line=lineno) from None
+        if run_id is None:
+            run_id, run_line = rid, lineno
+        elif rid != run_id:
+            raise DataFormatError(f"run id {rid!r} differs from {run_id!r} (line {run_line}); put one run per file",
+                                  path=source, line=lineno)
+        key = (qid, sample)
+        at = ranks.setdefault(key, {})
+        if rank in at:
+            raise DataFormatError(f"rank {rank} appears twice in sample {sample!r} of query {qid!r} (first on line "
+                                  f"{where[key][rank]}); break the tie: each rank holds one document",
+                                  path=source, line=lineno)
+        seen = docs.setdefault(key, {})
+        if doc in seen:
+            raise DataFormatError(f"document {doc!r} appears twice in sample {sample!r} of query {qid!r} (first on "
+                                  f"line {seen[doc]}); a ranking shows each document once", path=source, line=lineno)
+        at[rank] = doc
+        where.setdefault(key, {})[rank] = lineno
+        seen[doc] = lineno
+    by_query: dict[str, tuple[list[str], list[list[str]]]] = {}
+    for (qid, sample), at in ranks.items():
+        if max(at) != len(at):
+            missing = next(r for r in range(1, len(at) + 1) if r not in at)
+            raise DataFormatError(f"sample {sample!r} of query {qid!r} skips rank {missing} (it goes up to "
+                                  f"{max(at)}); number the ranks 1, 2, 3, … without gaps",
+                                  path=source, line=where[(qid, sample)][max(at)])
+        ids, lists = by_query.setdefault(qid, ([], []))
+        ids.append(sample)
+        lists.append([at[r] for r in range(1, len(at) + 1)])
+    queries = {qid: _query_rankings(qid, ids, lists) for qid, (ids, lists) in by_query.items()}
+    return ServedRankings(run_id=str(run_id), format=RunFormat.TREC, queries=queries, source=str(source))
+
+
+def _parse_fair(records: list[tuple[int, str]], source: object, run_id: str) -> ServedRankings:
+    header = tuple(f.strip() for f in records[0][1].strip().split("\t"))
+    if header in _FAIR_HEADERS:
+        width, records = len(header), records[1:]
+    else:
+        width = len(header)
+    if not records:
+        raise DataFormatError("only a header; add one line per ranked document", path=source)
+    finished: dict[tuple[str, str], int] = {}
+    current: tuple[str, str] | None = None
+    lists: dict[tuple[str, str], list[str]] = {}
+    started: dict[tuple[str, str], int] = {}
+    seen: dict[str, int] = {}
+    what = "'id seq_no page_id'" if width == 3 else "'id page_id'"
+    for lineno, raw in records:
+        fields = [f.strip() for f in raw.strip().split("\t")]
+        if len(fields) != width:
+            if len(fields) == 1 and len(raw.split()) > 1:
+                raise DataFormatError(f"fields are not tab-separated; the TREC Fair 2022 format is {what} with a "
+                                      "tab between fields", path=source, line=lineno)
+            raise DataFormatError(f"expected {width} tab-separated fields {what} like the lines above, found "
+                                  f"{len(fields)}", path=source, line=lineno)
+        if any(not f for f in fields):
+            raise DataFormatError(f"empty field; each line is {what}", path=source, line=lineno)
+        qid, doc = fields[0], fields[-1]
+        key = (qid, fields[1] if width == 3 else "1")
+        if key != current:
+            if key in finished or key in lists:
+                raise DataFormatError(f"sequence {key[1]!r} of query {qid!r} resumes here after other lines (it "
+                                      f"started on line {started[key]}); the lines of one sequence must be "
+                                      "consecutive, since their order is the ranking", path=source, line=lineno)
+            if current is not None:
+                finished[current] = lineno
+            current, seen = key, {}
+            lists[key], started[key] = [], lineno
+        if doc in seen:
+            raise DataFormatError(f"page {doc!r} appears twice in sequence {key[1]!r} of query {qid!r} (first on "
+                                  f"line {seen[doc]}); a ranking shows each page once", path=source, line=lineno)
+        seen[doc] = lineno
+        lists[key].append(doc)
+    by_query: dict[str, tuple[list[str], list[list[str]]]] = {}
+    for (qid, seq), docs in lists.items():
+        ids, rows = by_query.setdefault(qid, ([], []))
+        ids.append(seq)
+        rows.append(docs)
+    queries = {qid: _query_rankings(qid, ids, rows) for qid, (ids, rows) in by_query.items()}
+    return ServedRankings(run_id=run_id, format=RunFormat.TREC_FAIR_2022, queries=queries, source=str(source))
