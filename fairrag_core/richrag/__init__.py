@@ -8,7 +8,9 @@ Com-ROUGE (coverage of the sub-answers by the response, Eq. 11).
 
 Modules: :mod:`.rouge` — ROUGE recall as the released code computes it (``rouge==1.0.1``) or with Google's
 ``rouge-score``; :mod:`.coverage` — φ, the greedy silver list, COM, NCOM and Com-ROUGE; :mod:`.pool` — the
-multi-faceted retriever (top N per ``q ∘ s_i``, merged into a pool of capacity M that remembers s(d)).
+multi-faceted retriever (top N per ``q ∘ s_i``, merged into a pool of capacity M that remembers s(d));
+:mod:`.aspects` — the sub-aspect explorer (an LLM's ``[s1] … [sn]`` parsed robustly, with fallbacks);
+:mod:`.prompts` — every prompt RichRAG sends to a language model.
 """
 
 from .coverage import ComRouge, com, com_rouge, coverage_matrix, coverage_text, gains, greedy_coverage, ncom
