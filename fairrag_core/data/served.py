@@ -239,14 +239,14 @@ def parse_run(text: str | bytes, *, source: object = "<run>", format: RunFormat 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:
     lineno, raw = first
     tabbed = [f.strip() for f in raw.strip().split("\t")]
-    if tuple(tabbed) in _FAIR_HEADERS or (len(tabbed) in (2, 3) and len(raw.split()) == len(tabbed)):
+    if tuple(tabbed) in _FAIR_HEADERS or ("\t" in raw.strip() and len(tabbed) in (2, 3)):
         return RunFormat.TREC_FAIR_2022
     n = len(raw.split())
     if n == 6:
         return RunFormat.TREC
-    if n == 4:
-        raise DataFormatError("4 fields: this looks like qrels ('qid group docno rel'), not a run; pass the qrels "
-                              "first and the run second", path=source, line=lineno)
+    if n in (3, 4):
+        raise DataFormatError(f"{n} fields: this looks like qrels ('qid group docno rel' or 'qid docno rel'), not a "
+                              "run; pass the qrels first and the run second", path=source, line=lineno)
     raise DataFormatError(f"cannot tell the run format from {n} field(s); use 6 whitespace-separated fields "
                           f"{_TREC_FIELDS} (expeval) or tab-separated 'id seq_no page_id' (TREC Fair 2022)",
                           path=source, line=lineno)

@@ -1,0 +1,214 @@
+"""evaluate_run against expeval's own output (tests/data/expeval/reference.json, made by make_reference.py)."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairrag_core import (
+    InvalidParameterError,
+    ServedRankings,
+    awrf,
+    bootstrap_run,
+    compare_runs,
+    ee_disparity,
+    ee_relevance,
+    evaluate_run,
+    evaluate_run_awrf,
+    expected_exposure,
+    load_collection,
+    load_judgments,
+    load_run,
+    ndcg,
+    sample_rankings,
+    summarise_run,
+)
+from fairrag_core.audit.served import unjudged_queries
+from fairrag_core.data.judgments import parse_judgments
+
+EXPEVAL = Path(__file__).resolve().parents[1] / "data" / "expeval"
+REFERENCE = json.loads((EXPEVAL / "reference.json").read_text(encoding="utf-8"))
+METRICS = ("disparity", "relevance", "difference")
+
+
+def _kwargs(flags: list[str]) -> dict:
+    options, words = {}, iter(flags)
+    for flag in words:
+        if flag in ("-u", "-p", "-r"):
+            name, value = {"-u": ("user_model", str), "-p": ("patience", float), "-r": ("utility", float)}[flag]
+            options[name] = value(next(words))
+        else:
+            options[{"-U": "normalize", "-B": "binarize", "-C": "complete", "-G": "groups"}[flag]] = flag != "-U"
+    return options
+
+
+def _parse(stdout: str) -> dict[tuple[str, str], float]:
+    return {(qid, metric): float(value) for metric, qid, value in (line.split("\t") for line in stdout.splitlines())}
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return ({name: load_run(EXPEVAL / name) for name in ("run_a.txt", "run_b.txt", "run_plain.txt")},
+            {name: load_judgments(EXPEVAL / name) for name in ("qrels_graded.txt", "qrels_binary.txt")})
+
+
+def _case_id(case):
+    return f"{case['run']}-{case['qrels']}-{''.join(case['flags'])}"
+
+
+@pytest.mark.parametrize("case", REFERENCE["cases"], ids=_case_id)
+def test_agrees_with_expeval_per_query(case, inputs):
+    runs, qrels = inputs
+    table = evaluate_run(runs[case["run"]], qrels[case["qrels"]], **_kwargs(case["flags"]))
+    full, printed = _parse(case["stdout_full"]), _parse(case["stdout"])
+    ours = {(qid, m): table.loc[qid, m] for qid in table.index for m in METRICS}
+    assert list(dict.fromkeys(q for q, _ in full)) == list(table.index)  # same queries, same order
+    for key, expected in full.items():
+        if math.isinf(expected):
+            assert ours[key] == expected, key
+        else:
+            assert ours[key] == pytest.approx(expected, abs=1e-9), key  # expeval at full precision
+            assert abs(ours[key] - printed[key]) <= 1e-6, key  # expeval's printed (%f) output
+
+
+def test_reference_covers_what_the_issue_asks():
+    flags = [set(c["flags"]) for c in REFERENCE["cases"]]
+    for model in ("gerr", "rbp"):
+        for extra in ({"-U"}, {"-B"}, {"-C"}, {"-G"}, set()):
+            assert any({model, *extra} <= f for f in flags)
+    assert REFERENCE["expeval_commit"].startswith("69ab070")
+
+
+def test_missing_and_unjudged_queries(inputs):
+    runs, qrels = inputs
+    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"])
+    assert table.index.tolist() == ["q1", "q2", "q3", "q5", "q6"]  # q4: no relevant document; q7: not judged
+    assert not table.loc["q5", "in_run"] and table.loc["q5", "n_samples"] == 0
+    assert table.loc["q5", "relevance"] == 1.0 and table.loc["q5", "difference"] == 0.0  # expeval's defaults
+    assert sorted(unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"])) == ["q4", "q7"]
+    assert unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"], complete=True) == ["q7"]
+    corrected = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], bounds="corrected")
+    assert corrected.loc["q5", "difference"] > 0  # showing nothing is not a perfect difference
+    assert corrected.loc["q2", "relevance"] < 1  # single level: no longer the constant 1
+    assert table.loc["q2", "relevance_levels"] == 1
+
+
+def test_inputs_as_paths_objects_dicts_and_collections(inputs):
+    runs, qrels = inputs
+    by_path = evaluate_run(EXPEVAL / "run_plain.txt", str(EXPEVAL / "qrels_graded.txt"), user_model="rbp")
+    by_object = evaluate_run(runs["run_plain.txt"], qrels["qrels_graded.txt"], user_model="rbp")
+    lists = {q: runs["run_plain.txt"][q].samples() for q in runs["run_plain.txt"].query_ids}
+    by_dict = evaluate_run(lists, qrels["qrels_graded.txt"], user_model="rbp")
+    pd.testing.assert_frame_equal(by_path, by_object)
+    pd.testing.assert_frame_equal(by_path, by_dict)
+    shoes = load_collection("running-shoes")
+    qid = next(iter(shoes.qrels))
+    docs = list(shoes.qrels[qid])
+    from_collection = evaluate_run({qid: [docs[:5], docs[1:6]]}, shoes, groups=True)
+    from_name = evaluate_run({qid: [docs[:5], docs[1:6]]}, "running-shoes", groups=True)
+    pd.testing.assert_frame_equal(from_collection, from_name)
+    assert from_collection.loc[qid, "n_groups"] >= 1
+
+
+@pytest.mark.parametrize("threshold", [0.6, 0.8])  # m = 4 > k and m = 2 ≤ k
+def test_step_model_matches_fair_rag_metrics(threshold):
+    scores = np.linspace(0, 1, 10)
+    labels = (scores > threshold).astype(int)
+    rankings = sample_rankings(scores, alpha=2, n_samples=50, k=3, seed=0)
+    names = [f"d{i}" for i in range(10)]
+    qrels = parse_judgments("".join(f"q 0 d{i} {g}\n" for i, g in enumerate(labels)))
+    run = ServedRankings.from_lists({"q": [[names[i] for i in row] for row in rankings]})
+    eps = expected_exposure(rankings, 10)
+    raw = evaluate_run(run, qrels, user_model="step", k=3, complete=True, normalize=False)
+    m, n, k = labels.sum(), 10, 3
+    assert raw.loc["q", "disparity"] / k == pytest.approx(ee_disparity(eps, k))
+    normaliser = k * k / m if m > k else m + (k - m) ** 2 / (n - m)  # ‖ε*‖², Kim & Diaz 2025, App. C
+    assert raw.loc["q", "relevance"] / normaliser == pytest.approx(ee_relevance(eps, labels, k))
+    normalised = evaluate_run(run, qrels, user_model="step", k=3)  # incomplete: lower bound 0, upper k
+    assert normalised.loc["q", "disparity"] == pytest.approx(ee_disparity(eps, k))
+
+
+def test_bootstrap_run_intervals_contain_their_estimates(inputs):
+    runs, qrels = inputs
+    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="rbp")
+    boot = bootstrap_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="rbp", n_boot=300, seed=0)
+    assert set(boot.index.get_level_values("metric")) == set(METRICS)
+    assert np.all(boot["low"] <= boot["estimate"] + 1e-12) and np.all(boot["estimate"] <= boot["high"] + 1e-12)
+    for qid in table.index:
+        for metric in METRICS:
+            assert boot.loc[(qid, metric), "plug_in"] == pytest.approx(table.loc[qid, metric])
+    assert (boot.loc[("q5", "disparity"), "low"] == boot.loc[("q5", "disparity"), "high"])  # not in the run
+    assert "bias-corrected" in boot.loc[("q1", "disparity"), "method"]
+    assert "percentile" in boot.loc[("q1", "relevance"), "method"]
+    plain = bootstrap_run(runs["run_plain.txt"], qrels["qrels_graded.txt"], n_boot=50, seed=0)
+    assert np.all(plain["low"] == plain["high"])  # one sample: nothing to resample
+
+
+def test_bootstrap_over_samples_covers_the_policy_value():
+    # uniform policy over 30 documents, rbp: the exact ε_d = (Σ_{i<5} p^i)/30 for every d
+    docs = [f"d{i}" for i in range(30)]
+    qrels = parse_judgments("".join(f"q 0 {d} {int(i < 3)}\n" for i, d in enumerate(docs)))
+    exact = 30 * ((1 - 0.5 ** 5) / 0.5 / 30) ** 2
+    hits = 0
+    for seed in range(40):
+        order = np.random.default_rng(seed).permuted(np.tile(np.arange(30), (40, 1)), axis=1)[:, :5]
+        run = ServedRankings.from_lists({"q": [[docs[i] for i in row] for row in order]})
+        boot = bootstrap_run(run, qrels, user_model="rbp", normalize=False, n_boot=300, seed=seed)
+        row = boot.loc[("q", "disparity")]
+        hits += row.low <= exact <= row.high
+        assert row.plug_in > exact  # the plug-in is biased upward …
+    assert hits >= 32  # … while the bias-corrected basic interval covers the exact value (nominal 95%)
+
+
+def test_summary_and_paired_comparison(inputs):
+    runs, qrels = inputs
+    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], normalize=False)
+    summary = summarise_run(table, n_boot=500, seed=0)
+    assert summary.loc["disparity", "estimate"] == pytest.approx(table["disparity"].mean())
+    assert np.all(summary["low"] <= summary["estimate"]) and np.all(summary["estimate"] <= summary["high"])
+    same = compare_runs(runs["run_a.txt"], runs["run_a.txt"], qrels["qrels_graded.txt"], seed=0)
+    assert np.all(same["difference"] == 0) and np.all(same["p_value"] == 1.0)
+    diff = compare_runs(runs["run_a.txt"], runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, seed=0)
+    b = evaluate_run(runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False)
+    assert diff.loc["disparity", "difference"] == pytest.approx((table["disparity"] - b["disparity"]).mean())
+    assert diff.loc["disparity", "mean_a"] > diff.loc["disparity", "mean_b"]  # A is sharper (less fair) than B
+    assert np.all(diff["low"] <= diff["difference"]) and np.all(diff["difference"] <= diff["high"])
+    assert diff["n_queries"].iloc[0] == 5 and "randomization" in diff["test"].iloc[0]
+
+
+def test_awrf_and_ndcg_match_the_single_ranking_functions(inputs):
+    runs, qrels = inputs
+    run, judged = runs["run_a.txt"], qrels["qrels_graded.txt"]
+    table = evaluate_run_awrf(run, judged, cutoff=5)
+    assert list(table.columns[:3]) == ["nDCG@5", "AWRF@5", "nDCG*AWRF@5"]
+    for qid in ("q2", "q3"):  # one group per document: compare with group_fairness.awrf / ndcg sample by sample
+        grades = judged.relevance[qid]
+        target = {}
+        for d, g in grades.items():
+            if g > 0:
+                target[judged.groups[qid][d][0]] = target.get(judged.groups[qid][d][0], 0) + 1
+        ours_awrf, ours_ndcg = [], []
+        for sample in run[qid].samples():
+            ours_awrf.append(awrf([judged.group_of(qid, d)[0] for d in sample], target, cutoff=5))
+            ours_ndcg.append(ndcg([max(grades.get(d, 0), 0) for d in sample],
+                                  [max(g, 0) for g in grades.values()], cutoff=5))
+        assert table.loc[qid, "AWRF@5"] == pytest.approx(np.mean(ours_awrf))
+        assert table.loc[qid, "nDCG@5"] == pytest.approx(np.mean(ours_ndcg))
+    assert np.isnan(table.loc["q5", "AWRF@5"]) and table.loc["q5", "nDCG@5"] == 0.0
+
+
+def test_bad_arguments():
+    qrels = parse_judgments("q 0 a 1\n")
+    with pytest.raises(InvalidParameterError, match="needs k"):
+        evaluate_run({"q": [["a"]]}, qrels, user_model="step")
+    with pytest.raises(InvalidParameterError, match=r"unknown option\(s\) \['alpha'\]"):
+        bootstrap_run({"q": [["a"]]}, qrels, alpha=2)
+    with pytest.raises(InvalidParameterError, match="run must be a path"):
+        evaluate_run(42, qrels)
+    with pytest.raises(InvalidParameterError, match="qrels must be a path"):
+        evaluate_run({"q": [["a"]]}, 42)
+    with pytest.raises(InvalidParameterError, match="bounds='loose' is not one of"):
+        evaluate_run({"q": [["a"]]}, qrels, bounds="loose")
