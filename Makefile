@@ -70,6 +70,7 @@ bench: install-dev
 	$(PY) benchmarks/bench_sweep.py
 	$(PY) benchmarks/bench_app_latency.py
 	$(PY) benchmarks/bench_rag_log.py
+	$(PY) benchmarks/bench_served.py
 
 # Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
 labels: install
