@@ -39,7 +39,7 @@ import numpy as np
 from fairrag_core import BM25Retriever, load_collection
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.models.llama_cpp import LlamaCppModel
-from fairrag_core.models.llm import TokenUsage, common_prefix
+from fairrag_core.models.llm import Completion, TokenUsage, common_prefix
 from fairrag_core.rag.attribution import _JUDGE_OPTIONS, LLMJudgeAttributor, load_attributor
 from fairrag_core.rag.generation import Generator, build_prompt
 from fairrag_core.rag.pipeline import oracle_rankings
@@ -81,8 +81,8 @@ class DryModel(LlamaCppModel):
         self._llm.input_ids[: len(tokens)] = tokens
         self._llm.n_tokens = len(tokens)
 
-    def generate(self, prompts, *, max_new_tokens: int = 64):
-        llm, out = self._load(), [""] * len(prompts)
+    def complete(self, prompts, decoding=None):
+        llm, out = self._load(), [Completion("")] * len(prompts)
         for i in self.prefix_order(prompts):
             tokens = llm.tokenize(self._render(prompts[i]).encode("utf-8"), add_bos=False, special=True)
             reused = common_prefix(llm.input_ids[: llm.n_tokens], tokens)
@@ -91,7 +91,7 @@ class DryModel(LlamaCppModel):
             llm.n_tokens = reused
             self._eval(tokens[reused:] + llm.tokenize(answer.encode("utf-8"), add_bos=False))
             self.usage.add(len(tokens) - reused, reused, self.answer_tokens)
-            out[i] = answer.strip()
+            out[i] = Completion(answer.strip(), "stop", self.answer_tokens)
         return out
 
 

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from fairrag_core.models.llm import ChatPrompt, LanguageModel
+from fairrag_core.models.llm import ChatPrompt, Completion, LanguageModel
 from fairrag_core.rag.attribution import Attributor
 
 
@@ -24,13 +24,13 @@ class FirstDocumentModel(LanguageModel):
     def device(self) -> str:
         return "cpu"
 
-    def generate(self, prompts, *, max_new_tokens: int = 64):
+    def complete(self, prompts, decoding=None):
         self.calls += 1
         self.prompts_seen += len(prompts)
         out = []
         for p in prompts:
             found = re.search(r"^\[1\] (.*?):", p.user, flags=re.M)
-            out.append(found.group(1) if found else "no idea")
+            out.append(Completion(found.group(1) if found else "no idea", "stop"))
         return out
 
     def option_probabilities(self, prompt: ChatPrompt, options, *, keep_prefix: str = ""):

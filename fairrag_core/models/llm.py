@@ -25,7 +25,8 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 
-__all__ = ["ChatPrompt", "LanguageModel", "TokenUsage", "common_prefix", "softmax_options", "check_options"]
+__all__ = ["ChatPrompt", "Decoding", "Completion", "LanguageModel", "TokenUsage", "common_prefix", "softmax_options",
+           "check_options"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,26 @@ class ChatPrompt:
     def messages(self) -> list[dict[str, str]]:
         out = [{"role": "system", "content": self.system}] if self.system else []
         return out + [{"role": "user", "content": self.user}]
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How a completion is decoded: greedy, at most ``max_new_tokens``, cut at the first of ``stop``, with a
+    ``repeat_penalty`` on tokens already in the context (1.0 = none; > 1 discourages repetition loops)."""
+
+    max_new_tokens: int = 48
+    stop: tuple[str, ...] = ("\n",)
+    repeat_penalty: float = 1.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A generated text and why it ended: ``"stop"`` (end of turn or a stop string), ``"length"`` (it ran into
+    ``max_new_tokens``: the text may be cut mid-sentence) or ``"unknown"`` (the backend does not say)."""
+
+    text: str
+    finish_reason: str = "unknown"
+    tokens: int | None = None
 
 
 @dataclass
@@ -110,8 +131,13 @@ class LanguageModel(ABC):
         """Where the weights run (``cpu``, ``cuda``, ...)."""
 
     @abstractmethod
+    def complete(self, prompts: Sequence[ChatPrompt], decoding: Decoding | None = None) -> list[Completion]:
+        """Deterministic completions, one per prompt, stripped of surrounding whitespace, with their finish reason
+        (``decoding`` None: :class:`Decoding`'s defaults)."""
+
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
-        """Deterministic completions, one per prompt, stripped of surrounding whitespace."""
+        """The texts of :meth:`complete` with the default decoding (stop at the first line break)."""
+        return [c.text for c in self.complete(prompts, Decoding(max_new_tokens=max_new_tokens))]
 
     @abstractmethod
     def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:

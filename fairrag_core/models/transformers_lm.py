@@ -15,7 +15,7 @@ from ..checks import check_positive_int
 from ..errors import ModelUnavailableError
 from .device import resolve_device
 from .hub import hub_load_kwargs
-from .llm import ChatPrompt, LanguageModel, check_options, softmax_options
+from .llm import ChatPrompt, Completion, Decoding, LanguageModel, check_options, softmax_options
 
 __all__ = ["TransformersModel"]
 
@@ -87,26 +87,32 @@ class TransformersModel(LanguageModel):
                     for p in prompts]
         return [p.as_text() for p in prompts]
 
-    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
+    def complete(self, prompts: Sequence[ChatPrompt], decoding: Decoding | None = None) -> list[Completion]:
         import torch
 
+        decoding = decoding or Decoding()
         with self._lock:
             model, tokenizer = self._load()
             texts = self._texts(prompts)
             order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths per batch
-            out: list[str] = [""] * len(texts)
+            out: list[Completion] = [Completion("")] * len(texts)
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
                 batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True,
                                   max_length=self.max_input_tokens, add_special_tokens=model.config.is_encoder_decoder)
                 batch = {k: v.to(model.device) for k, v in batch.items()}
                 with torch.no_grad():
-                    generated = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False,
-                                               num_beams=self.num_beams, pad_token_id=tokenizer.pad_token_id)
+                    generated = model.generate(**batch, max_new_tokens=decoding.max_new_tokens, do_sample=False,
+                                               num_beams=self.num_beams, pad_token_id=tokenizer.pad_token_id,
+                                               repetition_penalty=decoding.repeat_penalty)
                 if not model.config.is_encoder_decoder:
                     generated = generated[:, batch["input_ids"].shape[1]:]
                 for i, seq in zip(idx, generated):
-                    out[i] = tokenizer.decode(seq, skip_special_tokens=True).strip()
+                    text = tokenizer.decode(seq, skip_special_tokens=True)
+                    cut = [text.find(s) for s in decoding.stop if s and s in text]
+                    ended = bool((seq == tokenizer.eos_token_id).any()) if tokenizer.eos_token_id is not None else False
+                    reason = "stop" if cut or ended else ("length" if len(seq) >= decoding.max_new_tokens else "stop")
+                    out[i] = Completion((text[: min(cut)] if cut else text).strip(), reason, len(seq))
             return out
 
     def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:

@@ -4,7 +4,7 @@ import pytest
 from fairrag_core import load_collection
 from fairrag_core.fairqr import CorpusKeywordRefiner, LLMRefiner, Refiner
 from fairrag_core.fairqr.refiners import Refinement, RefinementRequest, refinement_prompt, sanitise_keywords
-from fairrag_core.models.llm import LanguageModel
+from fairrag_core.models.llm import Completion, LanguageModel
 from fairrag_core.retrieval import BM25Retriever
 
 
@@ -68,9 +68,9 @@ class CannedModel(LanguageModel):
     def device(self):
         return "cpu"
 
-    def generate(self, prompts, *, max_new_tokens=64):
+    def complete(self, prompts, decoding=None):
         self.prompts += prompts
-        return [self.reply for _ in prompts]
+        return [Completion(self.reply, "stop") for _ in prompts]
 
     def option_probabilities(self, prompt, options, *, keep_prefix: str = ""):
         return np.full(len(options), 1 / len(options))

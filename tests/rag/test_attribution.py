@@ -19,7 +19,7 @@ class RecordingModel(LanguageModel):
     def device(self) -> str:
         return "cpu"
 
-    def generate(self, prompts, *, max_new_tokens: int = 64):
+    def complete(self, prompts, decoding=None):
         raise AssertionError("the judge never generates")
 
     def option_probabilities(self, prompt, options, *, keep_prefix: str = ""):
