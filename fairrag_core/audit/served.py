@@ -147,7 +147,7 @@ def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettin
             full[where] = member
             group_target = target @ member
             prepared.append(_Query(qid, len(docs), n_relevant, n_levels, len(names), group_target,
-                                   group_bounds(group_target, n_relevant, settings),
+                                   group_bounds(group_target, n_relevant, settings, n_judged=len(docs)),
                                    None if matrix is None else np.asarray(matrix @ full)))
         else:
             full_target = np.zeros(len(vocab))

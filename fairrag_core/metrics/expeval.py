@@ -41,9 +41,13 @@ counts fully in each) and uses expeval's group bounds (:func:`group_bounds`).
    relevance's upper bound — 0 (a perfect score) when item 1 zeroed it. *Corrected*: ``‖ε*‖²`` (nothing shown).
 5. group relevance: the upper bound accumulates ``v * ub`` from 0 (a typo for ``v * v``), so it is 0 and
    normalised group relevance is the constant 1. *Corrected*: ``hi = ‖ε*_G‖²``.
-6. group disparity: the lower bound ("all groups get equal exposure") is coded ``K·S²`` instead of ``S²/K`` for
-   K groups and total exposure S, which equals the upper bound ``K·S_p²`` under rbp (normalised group disparity
-   is the constant 0) and exceeds reachable values under gerr (negative normalised values). *Corrected*: ``S²/K``.
+6. group disparity: the lower bound ("all groups get equal exposure") is coded ``K·S²`` (not ``S²/K``) for K
+   groups and total exposure S, which equals the upper bound ``K·S_p²`` under rbp and step (normalised group
+   disparity is the constant 0) and exceeds reachable values under gerr (negative normalised values, even for a
+   run that matches the target). Even ``S²/K`` is not a bound: a run can put less than S on the judged documents.
+   *Corrected*: ``lo = 0`` (no exposure on the judged documents, as the individual metric's incomplete-judgment
+   bound) and ``hi = K·S_p(n)²`` over the n judged documents (every group gets all the exposure they can get), so
+   every run lands in [0, 1].
 7. group disparity of a run that exposes none of the query's judged documents is +inf (``util.l2`` returns inf
    for a vector without mass), normalised +inf too unless the bounds coincide. *Corrected*: 0, the true ``‖0‖²``.
 
@@ -293,11 +297,13 @@ def bounds(target: np.ndarray, n_levels: int, settings: ExposureSettings) -> dic
             "difference": MetricBounds(0.0, difference_high, 0.0)}
 
 
-def group_bounds(group_target: np.ndarray, n_relevant: int, settings: ExposureSettings) -> dict[str, MetricBounds]:
+def group_bounds(group_target: np.ndarray, n_relevant: int, settings: ExposureSettings, *,
+                 n_judged: int | None = None) -> dict[str, MetricBounds]:
     """Bounds in group mode (expeval ``metrics.Group*``), for K = ``group_target.size`` groups and r relevant
     judged documents, with ``S_p(r) = Σ_{i<r} p^i`` (``min(k, r)`` for step) and S(r) in the bounds' decay:
 
-    * disparity: hi = ``S_p(r)²·K``, lo = ``K·S(r)²`` (expeval) or ``S(r)²/K`` (corrected); both 0 when K = 1;
+    * disparity: hi = ``S_p(r)²·K``, lo = ``K·S(r)²``; both 0 when K = 1. Corrected: lo = 0, hi = ``K·S_p(n)²``
+      with n = ``n_judged`` (default r), so that every run lands in [0, 1] (module docstring, item 6);
     * relevance: lo = 0, hi = 0 (expeval; item 5) or ``‖ε*_G‖²`` (corrected);
     * difference: lo = 0, hi = ``max(‖ε*_G‖², Σ_g (S_p(r) − ε*_g)²)``.
 
@@ -306,13 +312,19 @@ def group_bounds(group_target: np.ndarray, n_relevant: int, settings: ExposureSe
     (True, 0.0)
     """
     k_groups, r = group_target.size, n_relevant
-    mass = float(min(settings.k, r)) if settings.user_model is UserModel.STEP else _series(settings.patience, r)
+
+    def reach(n: int) -> float:  # the most exposure n documents can get
+        return float(min(settings.k, n)) if settings.user_model is UserModel.STEP else _series(settings.patience, n)
+
+    mass = reach(r)
     if k_groups == 1:
         disparity = MetricBounds(0.0, 0.0, 0.0)
+    elif settings.corrected:
+        most = reach(r if n_judged is None else n_judged)
+        disparity = MetricBounds(0.0, most * most * k_groups, 0.0)
     else:
         spread = _bound_series(settings, r)
-        low = spread * spread / k_groups if settings.corrected else k_groups * spread * spread
-        disparity = MetricBounds(low, mass * mass * k_groups, 0.0)
+        disparity = MetricBounds(k_groups * spread * spread, mass * mass * k_groups, 0.0)
     relevance_high = float(np.dot(group_target, group_target)) if settings.corrected else 0.0
     difference_high = max(float(np.dot(group_target, group_target)), float(np.sum((mass - group_target) ** 2)))
     return {"disparity": disparity, "relevance": MetricBounds(0.0, relevance_high, 1.0),

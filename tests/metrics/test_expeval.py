@@ -101,8 +101,8 @@ def test_group_bounds_expeval_and_corrected():
     assert expeval["disparity"].low == expeval["disparity"].high  # rbp: normalised group disparity is always 0
     assert expeval["relevance"].high == 0.0  # the `v * ub` typo: normalised group relevance is always 1
     assert expeval["difference"].high == pytest.approx(max(0.81 + 0.36, 0.36 + 0.81))  # S_p(2) = 1.5
-    fixed = group_bounds(target, 2, ExposureSettings(user_model="rbp", bounds="corrected"))
-    assert (fixed["disparity"].low, fixed["disparity"].high) == pytest.approx((1.125, 4.5))  # S²/K, K·S²
+    fixed = group_bounds(target, 2, ExposureSettings(user_model="rbp", bounds="corrected"), n_judged=3)
+    assert (fixed["disparity"].low, fixed["disparity"].high) == pytest.approx((0.0, 2 * 1.75 ** 2))  # 0, K·S_p(3)²
     assert fixed["relevance"].high == pytest.approx(1.17)
     gerr = group_bounds(target, 2, GERR)
     # expeval's gerr "lower" bound K·S² exceeds what disjoint groups can reach: the target itself scores negative
