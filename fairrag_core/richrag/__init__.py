@@ -10,7 +10,8 @@ Modules: :mod:`.rouge` — ROUGE recall as the released code computes it (``roug
 ``rouge-score``; :mod:`.coverage` — φ, the greedy silver list, COM, NCOM and Com-ROUGE; :mod:`.pool` — the
 multi-faceted retriever (top N per ``q ∘ s_i``, merged into a pool of capacity M that remembers s(d));
 :mod:`.aspects` — the sub-aspect explorer (an LLM's ``[s1] … [sn]`` parsed robustly, with fallbacks);
-:mod:`.prompts` — every prompt RichRAG sends to a language model.
+:mod:`.prompts` — every prompt RichRAG sends to a language model; :mod:`.answer` — rich answers cited per
+sentence; :mod:`.baselines` — relevance, MMR, per-aspect round robin and the greedy oracle on a pool.
 """
 
 from .coverage import ComRouge, com, com_rouge, coverage_matrix, coverage_text, gains, greedy_coverage, ncom
