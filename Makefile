@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # Run from the checkout: the package and the bundled assets live side by side.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: app test test-fast bench labels install install-dev browser clean
+.PHONY: app app-dev test test-fast bench labels install install-dev browser clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ app: install
 	@$(MAKE) --no-print-directory browser || echo "(the app runs without Chromium; only PNG downloads need it)"
 	@echo "FairRAG Studio on http://$(ADDRESS):$(PORT)  (Ctrl+C stops it)"
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
+
+# For people editing the code: reload on save, watching the checkout but not the virtual environment.
+app-dev: install
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) \
+		--server.fileWatcherType auto --server.runOnSave true
 
 # Fast tests first (unit, property, tiny-model and quick real-model tests), then the slow real-model ones.
 test: install-dev browser

@@ -83,7 +83,8 @@ def _rag_payload(run) -> dict:
         metrics=run.metrics(), u_max=run.u_max, oracle_eu=run.oracle_eu, timings=run.timings,
         answers=[
             {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
-             "attribution_rate": g.attribution_rate,
+             "attribution_rate": g.attribution_rate, "finish_reason": g.finish_reason,
+             "flags": [f.value for f in g.flags],
              "citations": [{"doc_id": ids[p], "provider": docs[cand[p]].provider, "p_entail": round(pr, 4)}
                            for p, e, pr in zip(g.positions, g.entails, g.entail_probability) if e],
              "not_entailing": [ids[p] for p, e in zip(g.positions, g.entails) if not e]}
@@ -116,12 +117,14 @@ def _cmd_rag(args, out) -> int:
           f"(instead of {args.samples})\n", file=out)
     for a in payload["answers"][:8]:
         cites = ", ".join(f"{c['doc_id']} ({c['provider']})" for c in a["citations"]) or "none"
-        print(f"  ×{a['samples']:<3} {a['answer']!r}", file=out)
+        flagged = f"  [degenerate: {', '.join(a['flags'])}]" if a["flags"] else ""
+        print(f"  ×{a['samples']:<3} {a['answer']!r}{flagged}", file=out)
         print(f"        utility {fmt(a['utility'])}  cited: {cites}  not entailing: "
               f"{', '.join(a['not_entailing']) or 'none'}", file=out)
     m = run.metrics()
     print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU {fmt(m['eu'])}  normalised EU "
-          f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}", file=out)
+          f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}  "
+          f"degenerate answers {m['degenerate_share']:.0%} of samples", file=out)
     print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in run.timings.items()), file=out)
     return 0
 

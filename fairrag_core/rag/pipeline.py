@@ -32,6 +32,7 @@ from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
 from ..settings import Settings
 from .attribution import Attributor
+from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator
 
 __all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
@@ -57,13 +58,16 @@ class AnswerSettings(Settings):
     ``metric``: utility against the gold answer. ``oracle``: also answer the stochastic oracle's lists, so that
     normalised EU divides by the best answer the collection allows (needs usefulness labels); without it,
     u_max is the run's own best answer. ``question_in_hypothesis``: give the NLI judge the question as context
-    (short answers are often not claims on their own).
+    (short answers are often not claims on their own). ``exclude_degenerate``: leave degenerate answers
+    (:mod:`fairrag_core.rag.degenerate`: empty, prompt echo, repetition loop, cut mid-sentence) out of EU and EAR;
+    either way their share is reported as ``degenerate_share``.
     """
 
     metric: UtilityMetric = UtilityMetric.ROUGEL
     prompt_order: PromptOrder = PromptOrder.SAMPLED
     oracle: bool = True
     question_in_hypothesis: bool = True
+    exclude_degenerate: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,10 +92,16 @@ class ListAnswer:
     entails: tuple[bool, ...]
     entail_probability: tuple[float, ...]
     utility: float | None
+    finish_reason: str = "unknown"
+    flags: tuple[AnswerFlag, ...] = ()
 
     @property
     def attribution_rate(self) -> float:
         return float(np.mean(self.entails))
+
+    @property
+    def degenerate(self) -> bool:
+        return bool(self.flags)
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ class RagRun:
     ear: float
     attributed_exposure: np.ndarray  # (n_candidates,)
     eae_d: float
+    degenerate_share: float = 0.0  # share of the N samples whose answer is degenerate
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -123,14 +134,14 @@ class RagRun:
 
     def metrics(self) -> dict[str, float | None]:
         return {"ee_d": self.ee_d, "ee_r": self.ee_r, "eu": self.eu, "eu_normalised": self.eu_normalised,
-                "ear": self.ear, "eae_d": self.eae_d}
+                "ear": self.ear, "eae_d": self.eae_d, "degenerate_share": self.degenerate_share}
 
     def answers_table(self) -> pd.DataFrame:
         """One row per distinct list: samples, answer, utility, AR, cited (entailing) documents."""
         ids = self.ranking.doc_ids
         return pd.DataFrame([
             {"samples": a.count, "ranking": [ids[p] for p in a.positions], "answer": a.answer, "utility": a.utility,
-             "attribution_rate": a.attribution_rate,
+             "attribution_rate": a.attribution_rate, "flags": [f.value for f in a.flags],
              "citations": [ids[p] for p, e in zip(a.positions, a.entails) if e]}
             for a in self.answers
         ]).sort_values("samples", ascending=False, kind="stable").reset_index(drop=True)
@@ -251,7 +262,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     for first, stop in stream.sizes(len(lists)):
         part = lists[first:stop]
         start = time.perf_counter()
-        texts = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
+        completions = generator.complete_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
+        texts = [c.text for c in completions]
         timings["generate"] += time.perf_counter() - start
         if stream.progress is not None:
             stream.progress("generate", stop, len(lists))
@@ -265,6 +277,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
                 entails=tuple(bool(row.argmax() == 0) for row in block),
                 entail_probability=tuple(float(row[0]) for row in block),
                 utility=None if not gold else utility(texts[g], gold, config.metric),
+                finish_reason=completions[g].finish_reason,
+                flags=answer_flags(texts[g], question=ranking.query_text, finish_reason=completions[g].finish_reason),
             )
             answers.append(answer)
             if stream.on_answer is not None:
@@ -276,11 +290,15 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     positions = np.array([a.positions for a in answers], dtype=np.int64)
     weights = np.array([a.count for a in answers], dtype=np.int64)
     attributed = attributed_exposure(positions, entails, ranking.candidate_indices.size, counts=weights)
-    ear = expected_attribution_rate(entails, counts=weights)
+    degenerate = np.array([a.degenerate for a in answers])
+    degenerate_share = float(weights @ degenerate / weights.sum())
+    # EAR and EU over the kept answers (all of them unless degenerate ones are excluded and some remain)
+    kept = ~degenerate if config.exclude_degenerate and not degenerate.all() else np.ones_like(degenerate)
+    ear = expected_attribution_rate(entails[kept], counts=weights[kept])
 
     eu = eu_norm = u_max = oracle_eu = None
     if gold:
-        utils = np.array([answers[w].utility for w in which])
+        utils = np.array([answers[w].utility for w in which if kept[w]])
         eu, u_max = float(utils.mean()), float(utils.max())
         if config.oracle and ranking.labels is not None and ranking.labels.any():
             start = time.perf_counter()
@@ -292,4 +310,4 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=config.metric,
                   answers=tuple(answers), answer_of_sample=which, eu=eu, eu_normalised=eu_norm, u_max=u_max,
                   oracle_eu=oracle_eu, ear=ear, attributed_exposure=attributed,
-                  eae_d=eae_disparity(attributed, config.k), timings=timings)
+                  eae_d=eae_disparity(attributed, config.k), degenerate_share=degenerate_share, timings=timings)

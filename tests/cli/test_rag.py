@@ -30,8 +30,9 @@ def test_rag_json_has_all_six_metrics_and_citations(fake_models):
                       "--alpha", "2", "--samples", "20", "-k", "5", "--seed", "3", "--json"])
     assert code == 0
     payload = json.loads(text)
-    assert set(payload["metrics"]) == {"ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"}
+    assert set(payload["metrics"]) == {"ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d", "degenerate_share"}
     assert all(v is not None for v in payload["metrics"].values())
+    assert payload["metrics"]["degenerate_share"] == 0.0 and all(a["flags"] == [] for a in payload["answers"])
     assert sum(a["samples"] for a in payload["answers"]) == 20
     for answer in payload["answers"]:
         cited = {c["doc_id"] for c in answer["citations"]}

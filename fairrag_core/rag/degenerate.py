@@ -1,0 +1,84 @@
+"""Degenerate answers: the outputs a reader would not call an answer at all, caught before they are averaged in.
+
+Small generators fail in a few recognisable ways (seen on the demo collections with SmolLM2-135M):
+
+* ``EMPTY`` — nothing but punctuation or scaffolding ("The answer is:", "Answer:");
+* ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
+  answer is in the question), or the prompt's own scaffolding ("Question: …", "Documents:", "[1] …");
+* ``LOOP`` — a repetition loop: a run of four or more words said twice ("designed to help runners with flat
+  feet, and it's designed to help runners with flat feet");
+* ``CUT`` — the generator ran into its token limit mid-sentence (finish reason ``length`` and no final
+  punctuation).
+
+The checks are deliberately conservative (a short correct answer such as "Kestrel Rovers" is never flagged):
+each flag names a failure a reader would agree with. Flagged answers are shown with their flags, counted in the
+metrics (``degenerate_share``) and can be left out of EU and EAR.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+
+__all__ = ["AnswerFlag", "answer_flags", "is_degenerate"]
+
+_WORD = re.compile(r"[0-9a-zà-ÿ]+(?:['’][a-z]+)?")
+_SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.IGNORECASE)
+_EMPTY_PHRASES = re.compile(r"^\s*(?:the\s+)?(?:short\s+)?answer(?:\s+is)?\s*:?\s*$", re.IGNORECASE)
+_FUNCTION_WORDS = frozenset(
+    """a an the is are was were be been being of in on at to for from by with and or but as that this these those
+    it its what which who whom whose how why when where do does did can could should would will shall may might
+    i you he she we they my your his her our their me him us them about into over than then so not no yes""".split()
+)
+
+
+class AnswerFlag(str, enum.Enum):
+    """Why an answer is degenerate."""
+
+    EMPTY = "empty"
+    ECHO = "echo"
+    LOOP = "loop"
+    CUT = "cut"
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _repeats(words: list[str], n: int = 4) -> bool:
+    grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+    return any(count > 1 for count in grams.values())
+
+
+def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown") -> tuple[AnswerFlag, ...]:
+    """The degenerate-answer flags of ``answer`` to ``question`` (empty tuple: a real answer).
+
+    >>> answer_flags("The answer is:")
+    (<AnswerFlag.EMPTY: 'empty'>,)
+    >>> [f.value for f in answer_flags("It is designed to help runners with flat feet and it is designed to help "
+    ...                                "runners with flat feet", question="Which shoe for flat feet?")]
+    ['loop']
+    >>> answer_flags("Which shoe suits flat feet", question="Which shoe suits flat feet?")[0].value
+    'echo'
+    >>> answer_flags("Kestrel Rovers", question="Who won the cup final?")
+    ()
+    """
+    words = _words(answer)
+    if not words or _EMPTY_PHRASES.match(answer):
+        return (AnswerFlag.EMPTY,)
+    flags: list[AnswerFlag] = []
+    content = [w for w in words if w not in _FUNCTION_WORDS]
+    asked = set(_words(question))
+    if _SCAFFOLD.match(answer) or (question and content and set(content) <= asked and len(words) >= 3):
+        flags.append(AnswerFlag.ECHO)
+    if _repeats(words):
+        flags.append(AnswerFlag.LOOP)
+    if finish_reason == "length" and not re.search(r"[.!?…)\]\"”']\s*$", answer):
+        flags.append(AnswerFlag.CUT)
+    return tuple(flags)
+
+
+def is_degenerate(answer: str, *, question: str = "", finish_reason: str = "unknown") -> bool:
+    """Whether :func:`answer_flags` finds anything."""
+    return bool(answer_flags(answer, question=question, finish_reason=finish_reason))

@@ -1,0 +1,79 @@
+"""Degenerate answers are caught (empty, prompt echo, repetition loop, cut) and real short answers are not."""
+
+import numpy as np
+import pytest
+from fakes import SubstringAttributor
+
+from fairrag_core import Collection, Document, Query
+from fairrag_core.models.llm import Completion, LanguageModel
+from fairrag_core.rag.degenerate import AnswerFlag, answer_flags
+from fairrag_core.rag.generation import Generator
+from fairrag_core.rag.pipeline import RagConfig, run_rag
+from fairrag_core.retrieval import BM25Retriever
+
+Q = "Which shoe suits runners with flat feet?"
+
+
+@pytest.mark.parametrize("answer, flags", [
+    ("", {AnswerFlag.EMPTY}),
+    ("   …  ", {AnswerFlag.EMPTY}),
+    ("The answer is:", {AnswerFlag.EMPTY}),
+    ("Answer:", {AnswerFlag.EMPTY}),
+    ("Which shoe suits runners with flat feet", {AnswerFlag.ECHO}),
+    ("Question: Which shoe suits runners", {AnswerFlag.ECHO}),
+    ("[1] Stride Pro: a shoe for flat feet", {AnswerFlag.ECHO}),
+    ("This shoe is designed to help runners with flat feet, and it's designed to help runners with flat feet",
+     {AnswerFlag.LOOP}),
+])
+def test_each_failure_is_named(answer, flags):
+    assert set(answer_flags(answer, question=Q)) == flags
+
+
+def test_a_cut_answer_needs_the_length_finish_reason():
+    text = "The Northmark Glide is a stable shoe with a firm medial post that"
+    assert answer_flags(text, question=Q, finish_reason="length") == (AnswerFlag.CUT,)
+    assert answer_flags(text, question=Q, finish_reason="stop") == ()
+    assert answer_flags(text + " helps.", question=Q, finish_reason="length") == ()
+
+
+@pytest.mark.parametrize("answer", ["Kestrel Rovers", "The Northmark Glide.", "Yes", "42 km",
+                                    "The Stride Pro, a stability shoe with a medial post [2].",
+                                    "Runners with flat feet should pick the Northmark Glide, a stability shoe."])
+def test_real_answers_are_not_flagged(answer):
+    assert answer_flags(answer, question=Q) == ()
+
+
+class ScriptModel(LanguageModel):
+    """Answers 'The answer is:' when document [1] is d0, else the title of document [1]."""
+
+    backend, name = "fake", "script"
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def complete(self, prompts, decoding=None):
+        out = []
+        for p in prompts:
+            first = p.user.split("[1] ", 1)[1].split(":", 1)[0]
+            out.append(Completion("The answer is:" if first == "Brand0" else first, "stop"))
+        return out
+
+    def option_probabilities(self, prompt, options, *, keep_prefix=""):
+        return np.full(len(options), 1 / len(options))
+
+
+def test_degenerate_answers_are_counted_and_can_be_left_out():
+    docs = tuple(Document(f"d{i}", f"shoe review {'flat feet ' * (6 - i)}", title=f"Brand{i}") for i in range(6))
+    collection = Collection("toy", docs, (Query("q", "flat feet shoe", answer="Brand1"),), {"q": {"d0": 1, "d1": 1}})
+    retriever = BM25Retriever(collection.texts)
+    config = RagConfig(alpha=1.0, n_samples=60, k=2, seed=4, oracle=False)
+    run = run_rag(collection, retriever, Generator(ScriptModel()), SubstringAttributor(), "flat feet shoe", config)
+    share = sum(a.count for a in run.answers if a.degenerate) / 60
+    assert run.degenerate_share == pytest.approx(share) and 0 < share < 1
+    assert all(a.flags == (AnswerFlag.EMPTY,) for a in run.answers if a.answer == "The answer is:")
+    kept = run_rag(collection, retriever, Generator(ScriptModel()), SubstringAttributor(), "flat feet shoe",
+                   RagConfig(alpha=1.0, n_samples=60, k=2, seed=4, oracle=False, exclude_degenerate=True))
+    good = [a for a in run.answers if not a.degenerate]
+    assert kept.eu == pytest.approx(sum(a.count * a.utility for a in good) / sum(a.count for a in good))
+    assert kept.eu > run.eu and kept.degenerate_share == run.degenerate_share
