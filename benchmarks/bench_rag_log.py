@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from fairrag_core import BM25Retriever, load_collection, sample_rankings
-from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log, log_ledger, log_summary
+from fairrag_core.audit.log_report import log_ledger, log_summary
+from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.data import load_rag_log
 
 

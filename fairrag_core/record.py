@@ -121,6 +121,12 @@ class RunRecord:
             words += ["-k", str(config.k)]
         if getattr(config, "min_rel", 1) != 1:
             words += ["--min-rel", str(config.min_rel)]
+        model = getattr(config, "user_model", None)
+        model = model.value if isinstance(model, enum.Enum) else model
+        if model not in (None, "step"):
+            words += ["--user-model", model, "--patience", f"{config.patience:g}"]
+            if model == "gerr":
+                words += ["--utility", f"{config.utility:g}"]
         if getattr(config, "n_boot", 1000) != 1000:
             words += ["--boot", str(config.n_boot)]
         if getattr(config, "level", 0.95) != 0.95:

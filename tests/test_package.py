@@ -56,7 +56,8 @@ CLI = {
                      "--n-boot", "--n-permutations", "--patience", "--seed", "--unnormalized", "--user-model",
                      "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run_a", "run_b"],
     "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
-                  "--nli", "--no-store", "--output", "--seed", "--store", "-k", "log"],
+                  "--nli", "--no-store", "--output", "--patience", "--seed", "--store", "--user-model", "--utility",
+                  "-k", "log"],
 }
 
 #: Layers, bottom first. A module may import its own layer or lower ones, never a higher one

@@ -5,18 +5,21 @@
 * :mod:`.recommend` — the α recommender (the paper's Table 2 trade-off as a decision rule);
 * :mod:`.store` — the DuckDB run store: save, list, reopen, compare and reproduce runs;
 * :mod:`.rag_log` — the audit of a served RAG log: exposure of what was retrieved, attribution of what was
-  answered (logged citations and/or an NLI judge), EAR, EAE-D, the ledger and the gap to the fair target;
+  answered (logged citations and/or an NLI judge), EAR, EAE-D and the fair target; :mod:`.log_report` — its
+  headline numbers and ledgers with intervals;
 * :mod:`.query_bootstrap` — percentile bootstrap intervals over queries for headline means and ledger shares;
 * :mod:`.served` — served stochastic runs judged with expeval's expected exposure (gerr, rbp, step), TREC Fair
   2022 nDCG/AWRF, intervals over samples and queries, and the paired comparison of two runs.
 """
 
 from .ledger import LEDGER_COLUMNS, exposure_ledger
-from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_log, log_ledger, log_summary
+from .log_report import default_ledger_scope, log_ledger, log_summary
+from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_log
 from .recommend import AlphaRecommendation, recommend_alpha
 from .served import bootstrap_run, compare_runs, evaluate_run, evaluate_run_awrf, summarise_run
 from .store import RunStore, default_store_path
 
 __all__ = ["LEDGER_COLUMNS", "exposure_ledger", "AlphaRecommendation", "recommend_alpha", "RunStore",
            "default_store_path", "AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "log_ledger",
-           "log_summary", "evaluate_run", "evaluate_run_awrf", "bootstrap_run", "summarise_run", "compare_runs"]
+           "log_summary", "default_ledger_scope", "evaluate_run", "evaluate_run_awrf", "bootstrap_run", "summarise_run",
+           "compare_runs"]

@@ -2,11 +2,13 @@
 
 An audit's headline numbers are means over queries of per-query metrics (EE-D, EE-R, EAR, EAE-D of what was
 served), and a ledger's shares are ratios of sums over queries. The unit that varies from one audit to the next
-is the query, so the interval resamples queries with replacement (B resamples) and reports the 2.5% and 97.5%
-quantiles of the resampled statistic: the *percentile* interval of the *plug-in* estimate (Efron & Tibshirani
-1993, ch. 13). The estimate printed beside it is the plug-in on the observed queries, which the percentile
-interval contains (the resampled means centre on it); in the degenerate case where every resample falls on one
-side (e.g. a single query), the interval is widened to the estimate, so it always contains the printed value.
+is the query, so the interval resamples queries with replacement (B resamples) and reports the quantiles of the
+resampled statistic: the *percentile* interval of the *plug-in* estimate (Efron & Tibshirani 1993, ch. 13),
+built by :func:`fairrag_core.metrics.intervals.percentile_interval`, which contains the estimate printed beside
+it (widened to reach it in the degenerate case where every resample falls on one side, e.g. a single query).
+Means and ratios of sums are (close to) linear in the per-query values, so the percentile recipe applies; the
+per-query EE-D of a log is the exposure the log *delivered*, not an estimate of a sampling policy, so it needs no
+bias correction here (``ee_d_unbiased`` in the per-query table estimates the serving policy's EE-D).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pandas as pd
 from ..checks import check_open_unit, check_positive_int
 from ..data import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
-from ..metrics.exposure import ConfidenceInterval
+from ..metrics.intervals import ConfidenceInterval, percentile_interval
 from ..seeds import SeedLike, as_generator
 
 __all__ = ["ESTIMATE_NOTE", "mean_interval", "ratio_interval", "ledger_intervals"]
@@ -36,12 +38,10 @@ def _weights(n_units: int, n_boot: int, seed: SeedLike) -> np.ndarray:
 
 
 def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:
-    tail = (1.0 - level) / 2.0
     draws = draws[np.isfinite(draws)]
     if draws.size == 0:
-        return ConfidenceInterval(estimate, estimate, estimate, level)
-    low, high = np.quantile(draws, [tail, 1.0 - tail])
-    return ConfidenceInterval(float(estimate), float(min(low, estimate)), float(max(high, estimate)), level)
+        return percentile_interval(estimate, [estimate], level=level)
+    return percentile_interval(estimate, draws, level=level)
 
 
 def _check(n_boot: int, level: float) -> tuple[int, float]:

@@ -14,8 +14,8 @@ of that query, so the metrics of Kim & Diaz (2025) apply to what was *served* in
   system logged ("cited by the system"), from an NLI judge ("entailed per the judge": the document, premise,
   entails the answer, hypothesis, with the query as context), or both side by side. Lines without citations
   (logged source) or without an answer (judge) are left out of that source's attribution;
-* the exposure ledger per provider and per group (:func:`~fairrag_core.audit.ledger.exposure_ledger`) with
-  percentile bootstrap intervals over queries, and the gap to the fair target.
+* the exposure ledger per provider and per group with percentile bootstrap intervals over queries, and the gap
+  to the fair target, and the headline numbers with their intervals (:mod:`fairrag_core.audit.log_report`).
 
 Judging is the only slow step: it calls the attributor once per distinct (document, answer, query), reports
 progress through a callback, and the attributor caches every pair. Everything else is vectorised per query:
@@ -36,18 +36,18 @@ import pandas as pd
 from ..checks import check_k, check_open_unit, check_positive_int
 from ..data import Collection
 from ..data.rag_log import RagLog, load_rag_log
+from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
 from ..rag.attribution import Attributor
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import new_seed
 from ..settings import Settings
-from .ledger import exposure_ledger
-from .query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval, ratio_interval
+from .served import evaluate_run
 
-__all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "log_summary", "log_ledger",
-           "default_ledger_scope", "SOURCE_LABELS"]
+__all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "SOURCE_LABELS", "EXPEVAL_COLUMNS"]
 
 
 class AttributionSource(str, enum.Enum):
@@ -68,12 +68,19 @@ SOURCE_LABELS = {"cited": "cited by the system", "entailed": "entailed per the j
 @dataclass(frozen=True, kw_only=True)
 class LogAuditConfig(Settings):
     """How a RAG log is audited: the log's path, k (None: the longest ranking), the attribution source, the
-    relevance grade from which a document is useful, and the bootstrap (resamples, level, seed)."""
+    relevance grade from which a document is useful, the bootstrap (resamples, level, seed), and an optional
+    second user model for the served rankings: ``gerr`` or ``rbp`` with ``patience`` (and ``utility`` for
+    gerr) add expeval's normalised disparity, relevance and difference per labelled query
+    (:func:`~fairrag_core.audit.served.evaluate_run` on the whole rankings); ``step`` (default) adds nothing
+    beyond the paper's EE-D and EE-R."""
 
     log: str = ""
     k: int | None = None
     attribution: AttributionSource = AttributionSource.AUTO
     min_rel: int = 1
+    user_model: UserModel = UserModel.STEP
+    patience: float = 0.5
+    utility: float = 0.5
     n_boot: int = 1000
     level: float = 0.95
     seed: int | None = None
@@ -278,6 +285,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
 
     lines_table = _lines_table(log, slots, doc_ids, cited, entailed, cited_outside)
     table = pd.DataFrame(rows)
+    if config.user_model is not UserModel.STEP:
+        table = _with_user_model(table, log, collection, config)
     documents = pd.concat(doc_parts, ignore_index=True)
     resolved = replace(config, log=config.log or log.source, k=k if config.k is not None else None,
                        attribution=source, seed=seed)
@@ -288,6 +297,25 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                        extra={"log_sha256": log.sha256, "lines": n_lines, "k_used": k, "notes": notes,
                               "judged_pairs": judged_pairs})
     return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)
+
+
+#: Columns added by a second user model (expeval's normalised metrics).
+EXPEVAL_COLUMNS = {"disparity": "expeval_disparity", "relevance": "expeval_relevance",
+                   "difference": "expeval_difference"}
+
+
+def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, config: LogAuditConfig) -> pd.DataFrame:
+    """Add expeval's normalised metrics under ``config.user_model`` for the queries the collection judges."""
+    labelled = {q: r for q, r in log.rankings().items() if q in collection.qrels}
+    extra = pd.DataFrame(columns=list(EXPEVAL_COLUMNS.values()))
+    if labelled:
+        kwargs = {"patience": config.patience}
+        if config.user_model is UserModel.GERR:
+            kwargs["utility"] = config.utility
+        values = evaluate_run(ServedRankings.from_lists(labelled, run_id="log"), collection,
+                              user_model=config.user_model.value, **kwargs)
+        extra = values[list(EXPEVAL_COLUMNS)].rename(columns=EXPEVAL_COLUMNS)
+    return table.merge(extra, left_on="query_id", right_index=True, how="left")
 
 
 def _lines_table(log: RagLog, slots: np.ndarray, doc_ids: np.ndarray, cited: np.ndarray | None,
@@ -306,81 +334,3 @@ def _lines_table(log: RagLog, slots: np.ndarray, doc_ids: np.ndarray, cited: np.
         "entailed": [picked(entailed, i) if log.entries[i].answer else None for i in range(len(log))],
         "cited_outside": cited_outside,
     })
-
-
-def log_summary(run: SweepRun) -> pd.DataFrame:
-    """The headline numbers of a log audit, each with its interval (:data:`ESTIMATE_NOTE` says which).
-
-    One row per metric: ``metric, label, estimate, low, high, queries, over, direction``. Means over queries:
-    EE-D over every query, EE-R over the queries with relevance labels (m ≥ 1), EAR and EAE-D per source over
-    the queries with attributed lines; when both sources ran, the pooled shares "cited and entailed / cited" and
-    "cited and entailed / entailed".
-    """
-    table, config = run.table, run.record.config
-    boot = {"n_boot": config.n_boot, "level": config.level, "seed": run.record.seed}
-    specs = [("ee_d", "EE-D", "every query", "lower = fairer"),
-             ("ee_r", "EE-R", "queries with relevance labels", "higher = better")]
-    for source, label in SOURCE_LABELS.items():
-        specs += [(f"ear_{source}", f"EAR ({label})", f"queries with {source} lines", "share of shown documents "
-                   "the answers rest on"),
-                  (f"eae_d_{source}", f"EAE-D ({label})", f"queries with {source} lines", "lower = fairer")]
-    rows = []
-    for column, label, over, direction in specs:
-        if column not in table or not table[column].notna().any():
-            continue
-        ci = mean_interval(table[column].to_numpy(dtype=float), **boot)
-        rows.append({"metric": column, "label": label, "estimate": ci.estimate, "low": ci.low, "high": ci.high,
-                     "queries": int(table[column].notna().sum()), "over": over, "direction": direction})
-    if "agreed_slots" in table:
-        for name, label, den in (("cited_entailed", "citations the judge supports", "cited_slots"),
-                                 ("entailed_cited", "entailing documents the system cited", "entailed_slots")):
-            ci = ratio_interval(table["agreed_slots"], table[den], **boot)
-            if ci is not None:
-                rows.append({"metric": name, "label": label, "estimate": ci.estimate, "low": ci.low,
-                             "high": ci.high, "queries": int((table[den] > 0).sum()), "over": "pooled slots",
-                             "direction": "agreement of the two sources"})
-    out = pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "queries", "over", "direction"])
-    out.attrs["note"] = ESTIMATE_NOTE.format(level=config.level)
-    return out
-
-
-def _labelled_queries(table: pd.DataFrame) -> pd.Series:
-    return table.loc[table["labelled"].astype(bool) & (table["m"].fillna(0) > 0), "query_id"]
-
-
-def default_ledger_scope(run: SweepRun) -> bool:
-    """Whether the ledger should keep only the queries with relevance labels: yes when some but not all have
-    them (then the retrieval share and the fair target cover the same queries and the gap means something)."""
-    labelled = len(_labelled_queries(run.table))
-    return 0 < labelled < len(run.table)
-
-
-def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", source: str | None = None,
-               labelled_only: bool = False, intervals: bool = True) -> pd.DataFrame:
-    """The exposure ledger of a log audit, with percentile bootstrap intervals over queries.
-
-    ``source`` (``"cited"`` or ``"entailed"``; default: the first measured) fills the attributed column.
-    ``labelled_only`` keeps the queries with relevance labels, so that the retrieval share and the fair target
-    cover the same queries (the gap is only computed then, or when every query is labelled).
-    """
-    documents = run.documents
-    measured = [s for s in SOURCE_LABELS if f"{s}_exposure" in documents and documents[f"{s}_exposure"].notna().any()]
-    if source is not None and source not in measured:
-        raise InvalidParameterError(f"attribution source {source!r} was not measured in this audit; "
-                                    f"measured: {measured or 'none'}")
-    source = source or (measured[0] if measured else None)
-    labelled = _labelled_queries(run.table)
-    every_query_labelled = len(labelled) == len(run.table)
-    rows = documents[documents["query_id"].isin(set(labelled))] if labelled_only else documents
-    rows = rows.drop(columns=[c for c in ("attributed_exposure",) if c in rows])
-    rows = rows.assign(attributed_exposure=rows[f"{source}_exposure"] if source else np.nan)
-    if not (labelled_only or every_query_labelled):
-        rows = rows.assign(target_exposure=np.nan)
-    ledger = exposure_ledger(rows, collection, by=by)
-    if intervals and not rows.empty:
-        config = run.record.config
-        bounds = ledger_intervals(rows, collection, by=by, n_boot=config.n_boot, level=config.level,
-                                  seed=run.record.seed)
-        ledger = ledger.merge(bounds, on="group", how="left")
-    ledger.attrs["source"] = source
-    return ledger

@@ -55,6 +55,11 @@ def register(sub) -> None:
                    help="documents the generator read (default: the longest ranking); set it when the log's "
                         "rankings are longer than what the generator saw")
     p.add_argument("--min-rel", type=int, default=1, help="qrels grade from which a document is useful (default 1)")
+    p.add_argument("--user-model", default="step", choices=["step", "gerr", "rbp"],
+                   help="step (default: the paper's 1[i ≤ k], EE-D and EE-R) or also expeval's gerr/rbp on the whole "
+                        "rankings (normalised disparity, relevance, difference per labelled query)")
+    p.add_argument("--patience", type=float, default=0.5, help="gerr/rbp patience p (default 0.5)")
+    p.add_argument("--utility", type=float, default=0.5, help="gerr utility u (default 0.5)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fresh, printed so you can rerun)")
     p.add_argument("--boot", type=positive_arg, default=1000, help="bootstrap resamples over queries (default 1000)")
     p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
@@ -76,14 +81,16 @@ def _progress(done: int, total: int) -> None:
 
 
 def _cmd_audit_log(args, out) -> int:
-    from ..audit.rag_log import LogAuditConfig, audit_rag_log, default_ledger_scope, log_ledger, log_summary
+    from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
+    from ..audit.rag_log import LogAuditConfig, audit_rag_log
     from ..audit.store import RunStore
     from ..data import load_collection, load_rag_log
 
     collection = load_collection(args.collection)
     log = load_rag_log(args.log, collection=collection)
     config = LogAuditConfig(log=str(args.log), k=args.k, attribution=args.attribution, min_rel=args.min_rel,
-                            n_boot=args.boot, level=args.level, seed=args.seed)
+                            n_boot=args.boot, level=args.level, seed=args.seed, user_model=args.user_model,
+                            patience=args.patience, utility=args.utility)
     attributor = None
     if args.attribution in ("judge", "both"):
         from ..rag.attribution import load_attributor
@@ -129,7 +136,8 @@ def _cmd_audit_log(args, out) -> int:
         print(shown.round(3).to_string(index=False), file=out)
     print("\nPer query:", file=out)
     columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_r", "providers_reached",
-                           "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed") if c in run.table]
+                           "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed", "expeval_disparity",
+                           "expeval_relevance", "expeval_difference") if c in run.table]
     per_query = run.table[columns].dropna(axis=1, how="all")
     print(per_query.round(3).to_string(index=False), file=out)
     if run_id:

@@ -25,7 +25,7 @@ import hashlib
 import numbers
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -33,6 +33,7 @@ from types import MappingProxyType
 from ..errors import DataFormatError
 from .collection import Collection
 from .loaders import json_lines
+from .served import ServedRankings
 
 __all__ = ["LogEntry", "RagLog", "load_rag_log", "LOG_FIELDS"]
 
@@ -87,6 +88,27 @@ class RagLog:
         """Shortest and longest ranking."""
         lengths = [len(e.ranking) for e in self.entries]
         return min(lengths), max(lengths)
+
+    @classmethod
+    def from_served(cls, run: ServedRankings) -> RagLog:
+        """A served run (expeval/TREC with samples, TREC Fair 2022) as a log without answers: one entry per sample,
+        so a run audits like a log (exposure, ledger, fair target). ``line`` numbers the samples in order.
+
+        >>> log = RagLog.from_served(ServedRankings.from_lists({"q1": [["a", "b"], ["b", "c"]]}))
+        >>> [(e.query_id, e.ranking) for e in log.entries]
+        [('q1', ('a', 'b')), ('q1', ('b', 'c'))]
+        """
+        entries = [LogEntry(line=0, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id})
+                   for qid, ranked in run.queries.items() for sample_id, sample in zip(ranked.sample_ids,
+                                                                                       ranked.samples())]
+        return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)))
+
+    def rankings(self) -> dict[str, list[list[str]]]:
+        """``{query_id: [ranking per line]}`` (e.g. for :meth:`ServedRankings.from_lists`)."""
+        out: dict[str, list[list[str]]] = {}
+        for entry in self.entries:
+            out.setdefault(entry.query_id, []).append(list(entry.ranking))
+        return out
 
     def check_against(self, collection: Collection) -> None:
         """Raise :class:`DataFormatError` when a ranking or a citation names a doc id ``collection`` lacks.

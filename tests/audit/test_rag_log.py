@@ -7,13 +7,8 @@ import pytest
 from fakes import SubstringAttributor
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query, RunStore
-from fairrag_core.audit.rag_log import (
-    LogAuditConfig,
-    audit_rag_log,
-    default_ledger_scope,
-    log_ledger,
-    log_summary,
-)
+from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
+from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.data import load_rag_log
 from fairrag_core.record import RunKind, RunRecord
 
@@ -169,3 +164,28 @@ def test_record_reproduces_and_the_store_keeps_it(tiny, log_path, tmp_path):
     assert again.record == record and listed.loc[0, "kind"] == "audit-log" and listed.loc[0, "n_samples"] is None
     assert again.table["ee_d"].tolist() == pytest.approx(run.table["ee_d"].tolist())
     assert log_summary(again).equals(log_summary(run))  # the headline is rebuilt from the stored table and seed
+
+
+def test_a_second_user_model_adds_expeval_values_for_labelled_queries(tiny, log_path):
+    from fairrag_core.audit.served import evaluate_run
+
+    run = audit_rag_log(log_path, tiny, LogAuditConfig(seed=0, user_model="rbp", patience=0.8))
+    expected = evaluate_run({"q1": [r["ranking"] for r in LOG if r["query_id"] == "q1"]}, tiny, user_model="rbp",
+                            patience=0.8)
+    q1 = _row(run, "q1")
+    assert q1["expeval_disparity"] == pytest.approx(expected.loc["q1", "disparity"])
+    assert q1["expeval_relevance"] == pytest.approx(expected.loc["q1", "relevance"])
+    assert np.isnan(_row(run, "q2")["expeval_disparity"])  # no labels
+    labels = log_summary(run).set_index("metric")["label"]
+    assert labels["expeval_disparity"] == "disparity (rbp, patience 0.8; expeval-normalised)"
+    assert "--user-model rbp --patience 0.8" in run.record.command()
+    assert "expeval_disparity" not in audit_rag_log(log_path, tiny, LogAuditConfig(seed=0)).table
+
+
+def test_a_served_run_audits_like_a_log(tiny):
+    from fairrag_core.data import RagLog
+    from fairrag_core.data.served import ServedRankings
+
+    served = ServedRankings.from_lists({"q1": [["d1", "d2"], ["d1", "d3"], ["d3", "d1"], ["d1", "d2"]]})
+    run = audit_rag_log(RagLog.from_served(served), tiny, LogAuditConfig(seed=0))
+    assert _row(run, "q1")["ee_d"] == pytest.approx(0.75) and run.record.config.attribution.value == "none"
