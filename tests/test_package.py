@@ -32,6 +32,9 @@ PUBLIC_API = {
 #: Every command and its flags (``python -m fairrag_core …``): scripts and the README depend on them.
 CLI = {
     "collections": ["--json"],
+    "aspects": ["--aspects", "--collection", "--explorer", "--json", "--max-aspects", "--query"],
+    "rich-rank": ["--aspects", "--capacity", "--collection", "--device", "--explorer", "--json", "--max-aspects",
+                  "--model", "--per-aspect", "--query", "--ranker", "--retriever", "-M", "-N", "-k"],
     "rank": ["--alpha", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model", "--query",
              "--retriever", "--samples", "--seed", "--show", "-N", "-k"],
     "exposure-sweep": ["--alphas", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model",
@@ -56,8 +59,7 @@ CLI = {
                      "--n-boot", "--n-permutations", "--patience", "--seed", "--unnormalized", "--user-model",
                      "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run_a", "run_b"],
     "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
-                  "--nli", "--no-store", "--output", "--patience", "--seed", "--store", "--user-model", "--utility",
-                  "-k", "log"],
+                  "--nli", "--no-store", "--output", "--seed", "--store", "-k", "log"],
 }
 
 #: Layers, bottom first. A module may import its own layer or lower ones, never a higher one
