@@ -1,6 +1,8 @@
 """The audit's tables and its stakeholder report, built from a sweep table and its per-document exposure.
 
-Pure functions (no Streamlit), so the report a page offers is the report the tests check.
+Pure functions (no Streamlit), so the report a page offers is the report the tests check. Every headline mean
+comes with a percentile bootstrap interval over queries (:mod:`fairrag_core.audit.query_bootstrap`), which
+contains the mean printed beside it; ledgers carry the same kind of interval for their shares and gap.
 """
 
 from __future__ import annotations
@@ -11,13 +13,20 @@ import numpy as np
 import pandas as pd
 
 from fairrag_core import Collection, exposure_ledger
+from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval
 from fairrag_core.record import SweepRun
 
 from . import charts, explain
+from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
-__all__ = ["system_label", "summary_by_system", "ledger_for", "groupings", "build_report", "compare_runs",
-           "display_summary", "display_ledger"]
+__all__ = ["system_label", "summary_by_system", "summary_with_intervals", "ledger_for", "groupings", "build_report",
+           "compare_runs", "display_summary", "display_ledger", "with_interval", "default_system_index",
+           "INTERVAL_NOTE"]
+
+#: What the bracketed intervals of the audit's tables are (the estimate is the mean printed beside them).
+INTERVAL_NOTE = ("Each number is the " + ESTIMATE_NOTE.format(level=0.95)
+                 + " in brackets; the interval contains the number.")
 
 #: Column headers for readers (tables shown in the app and the report).
 DISPLAY_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "EU (normalised)", "ear": "EAR",
@@ -44,25 +53,75 @@ def summary_by_system(table: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("alpha").reset_index(drop=True)
 
 
+def summary_with_intervals(table: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """:func:`summary_by_system` plus ``<metric>_low`` and ``<metric>_high``: a 95% percentile bootstrap interval
+    over the queries of each system's mean (the same queries as the mean: those with a fairness question)."""
+    kept = table[table["fairness_question"]] if table["fairness_question"].any() else table
+    out = summary_by_system(table)
+    for metric in [c for c in METRIC_COLUMNS if c in out]:
+        lows, highs = [], []
+        for alpha in out["alpha"]:
+            values = kept.loc[np.isclose(kept["alpha"].astype(float), alpha), metric].to_numpy(dtype=float)
+            ci = mean_interval(values, n_boot=n_boot, seed=seed)
+            lows.append(np.nan if ci is None else ci.low)
+            highs.append(np.nan if ci is None else ci.high)
+        out[f"{metric}_low"], out[f"{metric}_high"] = lows, highs
+    return out
+
+
+def with_interval(value: float, low: float, high: float, digits: int = 3) -> str:
+    """``0.432 [0.401, 0.466]`` (or the value alone when there is no interval, "—" when there is no value).
+
+    >>> with_interval(0.5, 0.4, 0.6)
+    '0.500 [0.400, 0.600]'
+    """
+    if value is None or pd.isna(value):
+        return "—"
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _merge_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns ``x``, ``x_low``, ``x_high`` → one text column ``x`` reading ``value [low, high]``."""
+    out = frame.copy()
+    for column in [c for c in frame.columns if f"{c}_low" in frame and f"{c}_high" in frame]:
+        out[column] = [with_interval(v, lo, hi) for v, lo, hi in
+                       zip(frame[column], frame[f"{column}_low"], frame[f"{column}_high"])]
+        out = out.drop(columns=[f"{column}_low", f"{column}_high"])
+    return out
+
+
+def default_system_index(alphas: list[float]) -> int:
+    """Where a system picker opens: the deterministic system (α = ∞) that the tour discusses, else the first."""
+    return next((i for i, a in enumerate(alphas) if np.isinf(a)), 0)
+
+
 def display_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """The per-system table for readers: no raw α column (∞ reads badly), metric names as in the paper."""
-    return summary.drop(columns=["alpha"]).rename(columns=DISPLAY_NAMES)
+    return _merge_intervals(summary.drop(columns=["alpha"])).rename(columns=DISPLAY_NAMES)
 
 
 def display_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The ledger for readers: columns without values (no answers, no labels) dropped, readable headers."""
+    """The ledger for readers: columns without values (no answers, no labels) dropped, intervals in brackets
+    beside their share, readable headers."""
     empty = [c for c in ledger.columns if ledger[c].isna().all()]
-    return ledger.drop(columns=empty).rename(columns=DISPLAY_NAMES)
+    return _merge_intervals(ledger.drop(columns=empty)).rename(columns=DISPLAY_NAMES)
 
 
 def groupings(collection: Collection) -> list[str]:
     return ["provider", *collection.categories()]
 
 
-def ledger_for(documents: pd.DataFrame, collection: Collection, alpha: float, by: str) -> pd.DataFrame:
-    """The exposure ledger of one system (α) of an audit."""
+def ledger_for(documents: pd.DataFrame, collection: Collection, alpha: float, by: str, *,
+               intervals: bool = False, seed: int = 0) -> pd.DataFrame:
+    """The exposure ledger of one system (α) of an audit; ``intervals`` adds a percentile bootstrap interval over
+    queries to each share and to the gap (``<column>_low``, ``<column>_high``)."""
     rows = documents[np.isclose(documents["alpha"].astype(float), alpha)]  # isclose(∞, ∞) holds
-    return exposure_ledger(rows, collection, by=by)
+    ledger = exposure_ledger(rows, collection, by=by)
+    if intervals and "query_id" in rows and not rows.empty:
+        ledger = ledger.merge(ledger_intervals(rows, collection, by=by, seed=seed), on="group", how="left")
+    return ledger
 
 
 def compare_runs(first: pd.DataFrame, second: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
@@ -76,10 +135,29 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame, names: tuple[str, st
     return merged.sort_values("alpha").reset_index(drop=True)
 
 
-def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairness audit") -> str:
-    """A self-contained HTML report: what was run, metrics per system, the ledgers with charts, the caveats."""
+def _per_query_details(table: pd.DataFrame) -> tuple[ReportSection, ...]:
+    """One collapsible table per query: its metrics under every system."""
+    present = [c for c in METRIC_COLUMNS if c in table and table[c].notna().any()]
+    extra = [c for c in ("m", "providers_reached") if c in table]
+    parts = []
+    for qid, rows in table.groupby("query_id", sort=True):
+        shown = rows.sort_values("alpha").assign(system=lambda t: t["alpha"].map(system_label))
+        note = "" if rows["fairness_question"].any() else "Fewer than two useful documents: left out of the means."
+        parts.append(ReportSection(f"{qid}", note, table=shown[["system", *extra, *present]].rename(
+            columns=DISPLAY_NAMES)))
+    return tuple(parts)
+
+
+def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairness audit", figures: str = "static",
+                 renderer=None) -> str:
+    """A self-contained HTML report: what was run, metrics per system with intervals, the ledgers with charts
+    (deterministic system first), the methodology, per-query drill-down, the reproduce command and the caveats.
+
+    ``figures``: ``"static"`` (SVG images, a few hundred kB in all) or ``"interactive"`` (plotly.js inlined,
+    ~4.9 MB); ``renderer`` replaces the SVG renderer (tests).
+    """
     table, documents, record = run.table, run.documents, run.record
-    alphas = sorted(float(a) for a in table["alpha"].unique())
+    alphas = sorted((float(a) for a in table["alpha"].unique()), key=lambda a: (not np.isinf(a), a))
     generated = "eu" in table and table["eu"].notna().any()
     summary = {
         "collection": record.collection or collection.name,
@@ -102,8 +180,8 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
                       "goes to useful documents (higher is better). EU is answer utility against gold answers, EAR the "
                       "share of shown documents the answers rest on (checked by an NLI model), and EAE-D the "
                       "disparity of those citations. Metrics follow Kim & Diaz (2025).\n\n" + explain.LEDGER),
-        ReportSection("Metrics per system", "Means over the queries with at least two useful documents.",
-                      table=display_summary(summary_by_system(table))),
+        ReportSection("Metrics per system", "Means over the queries with at least two useful documents. "
+                      + INTERVAL_NOTE, table=display_summary(summary_with_intervals(table, seed=record.seed))),
     ]
     sections.append(ReportSection("EE-D by α", figure=charts.ee_d_by_alpha(table)))
     if generated:
@@ -112,17 +190,27 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
                                                                         label="EU, normalised")))
     for alpha in alphas:
         for by in groupings(collection):
-            ledger = ledger_for(documents, collection, alpha, by)
+            ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=record.seed)
             sections.append(ReportSection(
                 f"Exposure ledger by {by} — {system_label(alpha)}",
-                "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target.",
+                "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target, each "
+                "with its 95% percentile bootstrap interval over queries.",
                 table=display_ledger(ledger), figure=charts.exposure_ledger_chart(ledger)))
+    names = ["EE-D", "EE-R", *(["EU", "EU (normalised)", "EAR", "EAE-D"] if generated else []), "retrieval share",
+             *(["attributed share"] if generated else []), "target share", "gap (retrieval − target)"]
+    sections += methodology_sections(record, collection, metrics=names,
+                                     attribution=(f"An answer is attributed to a shown document when the NLI judge "
+                                                  f"({record.attributor}) finds that the document entails it."
+                                                  if generated else None))
+    sections.append(ReportSection("Per query", "Each query's metrics under every system (open one).",
+                                  details=_per_query_details(table)))
     caveats = ("Limits: results hold for this query set, these models and these settings. With few queries or "
-               "samples the differences are noisy; bootstrap intervals and Table 2 p-values are in the app. "
-               "Attribution is judged by an NLI model, which makes mistakes.")
+               "samples the differences are noisy: read the intervals. Attribution is judged by an NLI model, "
+               "which makes mistakes.")
     if not record.complete:
         caveats = "This audit was stopped before all runs finished. " + caveats
     sections.append(ReportSection("Caveats", caveats))
     sections.append(ReportSection("All runs", table=table))
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return audit_report_html(title=title, summary=summary, sections=sections, generated_at=stamp)
+    return audit_report_html(title=title, summary=summary, sections=sections, generated_at=stamp, figures=figures,
+                             renderer=renderer)

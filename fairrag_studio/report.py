@@ -1,24 +1,36 @@
 """Self-contained HTML audit report for FairRAG Studio (pure: no Streamlit, no network).
 
-One HTML file holds the summary, the explanatory text, the tables and the interactive Plotly figures
-(plotly.js inlined once), so a report can be mailed, archived or opened offline in a classroom. The
-figures are those of :mod:`fairrag_studio.charts` (Kim & Diaz 2025, Figs. 3–5).
+One HTML file holds the summary, the explanatory text, the tables, collapsible per-query drill-downs, the
+reproduce command and the figures, so a report can be mailed, archived or opened offline in a classroom. The
+figures are those of :mod:`fairrag_studio.charts` (Kim & Diaz 2025, Figs. 3–5), either **static** — SVG drawn by
+kaleido (one headless Chromium for all figures) and embedded as ``<img>`` data, a few kB each — or
+**interactive** — Plotly figures with plotly.js (~4.6 MB) inlined once. An exposure-only audit of the demo
+collection weighs 4.9 MB interactive and about 0.2 MB static (``tests/studio/test_report.py`` bounds it).
+Everything user-provided is HTML-escaped, and :func:`table_csv` defuses spreadsheet formulas.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import html
 import math
 import numbers
+import os
 import re
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 
-__all__ = ["ReportSection", "audit_report_html", "table_csv"]
+__all__ = ["ReportSection", "audit_report_html", "table_csv", "render_svgs", "FIGURE_MODES"]
+
+#: How figures enter the report: static SVG images (small) or interactive Plotly (plotly.js inlined).
+FIGURE_MODES = ("static", "interactive")
 
 FOOTER = (
     "Made with FairRAG Studio. Metrics: Kim &amp; Diaz (2025) Towards Fair RAG; exposure after Diaz et al. (2020) "
@@ -39,6 +51,11 @@ table.table { border-collapse: collapse; margin: 1rem 0; font-size: .95rem; }
 table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .6rem; text-align: left; }
 table.table thead th { background: #f0f4f8; }
 .figure { margin: 1rem 0; }
+.figure img { max-width: 100%; height: auto; }
+pre.command { background: #f0f4f8; padding: .6rem .8rem; overflow-x: auto; white-space: pre-wrap; }
+details { margin: .4rem 0; }
+details > summary { cursor: pointer; font-weight: 600; }
+p.note { color: #52606d; font-size: .95rem; }
 footer { margin-top: 3rem; padding-top: .8rem; border-top: 1px solid #d0d7de; color: #52606d; font-size: .9rem; }
 @media print {
   body { max-width: none; margin: 0; }
@@ -56,6 +73,8 @@ class ReportSection:
     text: str = ""
     table: pd.DataFrame | None = None
     figure: go.Figure | None = None
+    code: str = ""  # a command, shown verbatim (e.g. the one that reproduces the run)
+    details: tuple[ReportSection, ...] = ()  # collapsible parts (per-query drill-down): heading, text, table
 
 
 def _format_value(value: object) -> str:
@@ -86,21 +105,88 @@ def _table_html(table: pd.DataFrame) -> str:
     )
 
 
+def render_svgs(figures: Sequence[go.Figure], *, width: int = 1000) -> list[bytes]:
+    """SVG bytes of each figure, drawn by kaleido in one headless Chromium (``/usr/bin/chromium`` unless
+    ``BROWSER_PATH`` says otherwise; MathJax off, so nothing is fetched). Raises ``RuntimeError`` when no
+    browser can draw them. About 2 s to start the browser, then ~0.15 s per figure on 2 cores."""
+    if not figures:
+        return []
+    import kaleido
+
+    if not os.environ.get("BROWSER_PATH") and Path("/usr/bin/chromium").exists():
+        os.environ["BROWSER_PATH"] = "/usr/bin/chromium"
+    specs = [(fig.to_plotly_json(), {"format": "svg", "width": width, "height": fig.layout.height or 480})
+             for fig in figures]
+    result: dict[str, object] = {}
+
+    async def draw() -> list[bytes]:
+        async with kaleido.Kaleido(n=1, mathjax=False) as browser:
+            return [await browser.calc_fig(fig, opts=opts) for fig, opts in specs]
+
+    def run() -> None:  # its own thread and event loop: callers (Streamlit) may already run one
+        try:
+            result["svgs"] = asyncio.run(draw())
+        except Exception as exc:  # kaleido raises many types (no browser, timeouts, choreographer errors)
+            result["error"] = exc
+
+    worker = threading.Thread(target=run, name="report-svg")
+    worker.start()
+    worker.join()
+    if "error" in result:
+        exc = result["error"]
+        raise RuntimeError(f"static figures need Chromium (Debian package `chromium`); "
+                           f"drawing failed with {type(exc).__name__}: {exc}") from exc
+    return list(result["svgs"])
+
+
+def _svg_img(svg: bytes, alt: str) -> str:
+    """An SVG as an ``<img>`` data URI: self-contained, and scripts inside an image never run."""
+    data = base64.b64encode(svg).decode("ascii")
+    return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}">'
+
+
+def _details_html(part: ReportSection) -> str:
+    inner = [f"<details><summary>{html.escape(part.heading)}</summary>"]
+    if part.text:
+        inner.append(_paragraphs(part.text))
+    if part.table is not None:
+        inner.append(_table_html(part.table))
+    inner.append("</details>")
+    return "\n".join(inner)
+
+
 def audit_report_html(
     *,
     title: str,
     summary: Mapping[str, object],
     sections: Sequence[ReportSection],
     generated_at: str | None = None,
+    figures: str = "interactive",
+    renderer: Callable[[Sequence[go.Figure]], list[bytes]] | None = None,
 ) -> str:
     """A complete, self-contained HTML audit report.
 
     Layout: header (title, generation time), a "Summary" definition list, one ``<section>`` per
-    :class:`ReportSection` (heading, paragraphs, interactive figure, table) and a footer citing the metrics.
-    Everything user-provided is HTML-escaped. There are no external resources: plotly.js is inlined once,
-    with the first figure, and later figures reuse it. ``generated_at`` defaults to the current UTC time.
+    :class:`ReportSection` (heading, paragraphs, figure, table, command, collapsible details) and a footer
+    citing the metrics. Everything user-provided is HTML-escaped. There are no external resources.
+
+    ``figures="interactive"`` inlines plotly.js once, with the first figure, and later figures reuse it.
+    ``figures="static"`` draws every figure to SVG with ``renderer`` (default :func:`render_svgs`) and embeds
+    them as images; when drawing fails (no Chromium), the report falls back to interactive figures and says so.
+    ``generated_at`` defaults to the current UTC time.
     """
+    if figures not in FIGURE_MODES:
+        raise ValueError(f"figures={figures!r}; use one of {FIGURE_MODES}")
     stamp = generated_at if generated_at is not None else datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    drawn: dict[int, bytes] = {}
+    fallback = ""
+    if figures == "static":
+        with_figures = [i for i, section in enumerate(sections) if section.figure is not None]
+        try:
+            svgs = (renderer or render_svgs)([sections[i].figure for i in with_figures])
+            drawn = dict(zip(with_figures, svgs))
+        except RuntimeError as err:
+            fallback = f"Figures are interactive because static drawing failed: {err}"
     parts = [
         "<!doctype html>",
         '<html lang="en">',
@@ -114,8 +200,10 @@ def audit_report_html(
         "<header>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="generated">Generated {html.escape(stamp)}</p>',
-        "</header>",
     ]
+    if fallback:
+        parts.append(f'<p class="note">{html.escape(fallback)}</p>')
+    parts.append("</header>")
     if summary:
         parts.append('<section class="summary">')
         parts.append("<h2>Summary</h2>")
@@ -126,13 +214,15 @@ def audit_report_html(
         parts.append("</section>")
 
     plotlyjs_inlined = False
-    for section in sections:
+    for index, section in enumerate(sections):
         parts.append("<section>")
         parts.append(f"<h2>{html.escape(section.heading)}</h2>")
         if section.text:
             parts.append(_paragraphs(section.text))
-        if section.figure is not None:
-            # Only the first figure carries the ~4.8 MB plotly.js bundle; the others use the global Plotly.
+        if index in drawn:
+            parts.append(f'<div class="figure">{_svg_img(drawn[index], section.heading)}</div>')
+        elif section.figure is not None:
+            # Only the first figure carries the ~4.6 MB plotly.js bundle; the others use the global Plotly.
             figure_div = section.figure.to_html(
                 full_html=False, include_plotlyjs=not plotlyjs_inlined, config={"displaylogo": False}
             )
@@ -140,12 +230,42 @@ def audit_report_html(
             parts.append(f'<div class="figure">{figure_div}</div>')
         if section.table is not None:
             parts.append(_table_html(section.table))
+        if section.code:
+            parts.append(f'<pre class="command"><code>{html.escape(section.code)}</code></pre>')
+        parts.extend(_details_html(part) for part in section.details)
         parts.append("</section>")
 
     parts += [f"<footer><p>{FOOTER}</p></footer>", "</body>", "</html>"]
     return "\n".join(parts) + "\n"
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _defused(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR first), with a
+    leading apostrophe (OWASP, "CSV injection"); numbers and other text are left alone."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        try:
+            float(value)
+            return value  # a negative number written as text is data, not a formula
+        except ValueError:
+            return "'" + value
+    return value
+
+
 def table_csv(table: pd.DataFrame) -> bytes:
-    """``table`` as UTF-8 CSV bytes without the index (for a download button)."""
-    return table.to_csv(index=False).encode("utf-8")
+    """``table`` as UTF-8 CSV bytes without the index (for a download button), formulas defused.
+
+    Text cells starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return get a leading apostrophe,
+    so a spreadsheet shows them instead of running them (user text: queries, answers, group names, headers).
+
+    >>> table_csv(pd.DataFrame({"q": ["=HYPERLINK(1)", "-0.5", "ok"], "x": [-1, 2, 3]})).decode().splitlines()
+    ['q,x', "'=HYPERLINK(1),-1", '-0.5,2', 'ok,3']
+    """
+    safe = table.copy()
+    safe.columns = [_defused(str(c)) for c in safe.columns]
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(_defused)
+    return safe.to_csv(index=False).encode("utf-8")

@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -59,16 +60,48 @@ def test_ledger_for_selects_one_system(people_audit):
     assert ledger_for(documents, people, 1.0, "provider")["retrieval_exposure"].sum() == pytest.approx(15.0)
 
 
+def _fake_svgs(figures):
+    return [b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>' for _ in figures]
+
+
 def test_report_is_self_contained_and_has_a_ledger_per_system_and_grouping(people_audit):
     people, run = people_audit
-    html = build_report(run, people, title="Audit <people>")
+    html = build_report(run, people, title="Audit <people>", figures="interactive")
     assert html.startswith("<!doctype html>") or html.lower().startswith("<!doctype html>")
     assert "Audit &lt;people&gt;" in html and "<script src=" not in html
     for by in ("provider", *people.categories()):
         for system in ("α = 1", "deterministic"):
             assert f"Exposure ledger by {by} — {system}" in html
+    assert html.index("— deterministic") < html.index("— α = 1")  # the system the tour discusses comes first
     assert html.count("plotly.js v") == 1
     assert "python -m fairrag_core exposure-sweep --collection people" in html  # the reproduce command
+
+
+def test_static_report_is_small_and_has_methodology_drill_down_and_intervals(people_audit):
+    people, run = people_audit
+    html = build_report(run, people, renderer=_fake_svgs)
+    assert "plotly.js v" not in html and html.count('<img src="data:image/svg+xml;base64,') == 1 + 2 * 3
+    assert len(html.encode()) < 300_000
+    for heading in ("Methodology", "Models", "What the metrics mean", "Reproduce", "Per query"):
+        assert f"<h2>{heading}</h2>" in html
+    assert "step model MU(i) = 1[i ≤ k]" in html and "N = 20 rankings per query and system" in html
+    assert '<pre class="command"><code>python -m fairrag_core exposure-sweep --collection people' in html
+    assert html.count("<details><summary>ppl-q0") == 3
+    assert "percentile bootstrap interval over queries" in html
+    for cell in re.findall(r"<td>(\d\.\d{3}) \[(\d\.\d{3}), (\d\.\d{3})\]</td>", html):
+        value, low, high = map(float, cell)
+        assert low <= value <= high
+
+
+def test_summary_intervals_contain_the_means(people_audit):
+    from fairrag_studio.audit_view import default_system_index, summary_with_intervals
+
+    _, run = people_audit
+    out = summary_with_intervals(run.table)
+    for metric in ("ee_d", "ee_r"):
+        assert (out[f"{metric}_low"] <= out[metric] + 1e-12).all()
+        assert (out[metric] <= out[f"{metric}_high"] + 1e-12).all()
+    assert default_system_index([0.0, 2.0, math.inf]) == 2 and default_system_index([1.0]) == 0
 
 
 def test_uploads_go_through_the_core_loaders(tmp_path, monkeypatch):

@@ -94,3 +94,40 @@ def test_report_section_is_frozen():
 def test_table_csv_utf8():
     data = table_csv(pd.DataFrame({"provider": ["Über", "b"], "ee_d": [0.5, 1.0]}))
     assert data == "provider,ee_d\nÜber,0.5\nb,1.0\n".encode()
+
+
+def test_csv_defuses_spreadsheet_formulas():
+    table = pd.DataFrame({"=cmd": ["=1+1", "+SUM(A1)", "-2+3", "@x", "-0.25", "plain", EVIL], "n": range(7)})
+    text = table_csv(table).decode("utf-8").splitlines()
+    assert text[0] == "'=cmd,n"
+    assert [line.rsplit(",", 1)[0] for line in text[1:]] == ["'=1+1", "'+SUM(A1)", "'-2+3", "'@x", "-0.25", "plain",
+                                                             EVIL]
+
+
+def test_static_figures_are_images_and_fall_back_when_drawing_fails():
+    sections = [ReportSection("One", figure=small_figure("a")), ReportSection("Two", text="no figure"),
+                ReportSection("Three", figure=small_figure("b"), code="python -m x <y>",
+                              details=(ReportSection("q1 <b>", "detail", table=pd.DataFrame({"a": [EVIL]})),))]
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+    html = audit_report_html(title="t", summary={}, sections=sections, figures="static",
+                             renderer=lambda figs: [svg] * len(figs))
+    assert html.count('<img src="data:image/svg+xml;base64,') == 2 and "plotly.js v" not in html
+    assert "<script" not in html.lower()  # an SVG inside <img> cannot run scripts
+    assert '<pre class="command"><code>python -m x &lt;y&gt;</code></pre>' in html
+    assert "<details><summary>q1 &lt;b&gt;</summary>" in html and f"<td>{EVIL}</td>" not in html
+
+    def broken(figs):
+        raise RuntimeError("no browser")
+
+    fallback = audit_report_html(title="t", summary={}, sections=sections, figures="static", renderer=broken)
+    assert "Figures are interactive because static drawing failed: no browser" in fallback
+    assert fallback.count("plotly.js v") == 1
+    with pytest.raises(ValueError, match="figures='flat'"):
+        audit_report_html(title="t", summary={}, sections=sections, figures="flat")
+
+
+@pytest.mark.slow
+def test_real_svg_rendering_of_a_report():
+    html = audit_report_html(title="t", summary={}, sections=[ReportSection("One", figure=small_figure("a"))],
+                             figures="static")
+    assert html.count('<img src="data:image/svg+xml;base64,') == 1 and len(html.encode()) < 60_000
