@@ -17,6 +17,7 @@ PAGES = [
     st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon="📈"),
     st.Page("app_pages/audit.py", title="Audit", icon="📋"),
     st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon="🔁", url_path="fair_qr"),
+    st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon="🧩", url_path="multi_faceted"),
 ]
 page = st.navigation(PAGES)
 st.session_state["settings"] = render_sidebar()

@@ -48,6 +48,8 @@ SESSION_DEFAULTS: dict[str, object] = {
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store
     "fqr_runs": {},  # FAIR-QR run key → FairQRResult
+    "rr_explored": {},  # (collection, query) → AspectSet from the explorer LLM (Multi-faceted page)
+    "rr_answers": {},  # (collection, query, aspects, list, generator, attributor) → RichAnswer
     "tolerance": 5.0,
 }
 
