@@ -10,7 +10,10 @@ from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_rag, run_ra
 from fairrag_core.rag.pipeline import AnswerStream
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.grid_html import rankings_grid_html
-from fairrag_studio.widgets import chart_with_downloads, explainer, fmt, metric_with_ci
+from fairrag_studio.widgets import FLAG_WORDS, chart_with_downloads, explainer, fmt, markdown_text, metric_with_ci
+
+#: The α slider's stops (see ranking_and_answers).
+ALPHA_STOPS = [0.0, 1.0, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0]
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
@@ -41,21 +44,27 @@ with top[0]:
 
 
 def answer_card(answer, ranking, collection, n_samples: int, *, container=None) -> None:
-    """One distinct ranking's answer with its citation chips (✓ entails, ✗ seen but not used)."""
+    """One distinct ranking's answer with its citation chips (green ✓ entails, grey struck ✗ seen but not used),
+    each named by the document's provider (the brand or outlet a class recognises)."""
     box = (container or st).container(border=True)
     head = f"**{answer.count} of {n_samples} samples**"
     if answer.utility is not None:
         head += f" · utility {answer.utility:.2f}"
     head += f" · uses {sum(answer.entails)} of {len(answer.positions)} documents"
+    if answer.flags:
+        head += " · :orange-background[degenerate: " + ", ".join(FLAG_WORDS[f.value] for f in answer.flags) + "]"
     box.markdown(head)
-    box.markdown(f"> {answer.answer or '*(empty answer)*'}")
+    box.markdown(f"> {markdown_text(answer.answer) or '*(empty answer)*'}")
     chips = box.columns(len(answer.positions))
     for rank, (position, entails, prob) in enumerate(zip(answer.positions, answer.entails, answer.entail_probability),
                                                      start=1):
         doc = collection.documents[ranking.candidate_indices[position]]
-        label = f"✓ [{rank}] {doc.doc_id}" if entails else f"✗ [{rank}] ~~{doc.doc_id}~~"
+        name = markdown_text(doc.provider)
+        label = (f":green-background[:green[**✓ \\[{rank}\\] {name}**]]" if entails
+                 else f":gray[✗ \\[{rank}\\] ~~{name}~~]")
         with chips[rank - 1].popover(label, width="stretch"):
-            st.markdown(f"**{doc.title or doc.doc_id}** · {doc.provider}")
+            st.markdown(f"**{markdown_text(doc.title or doc.doc_id)}** · {markdown_text(doc.provider)} · "
+                        f"`{doc.doc_id}`")
             st.caption("Entails the answer: entailment is the NLI model's most likely class "
                        f"(P = {prob:.2f})" if entails else
                        "Does not entail the answer: the NLI model finds neutral or contradiction more "
@@ -72,8 +81,12 @@ def ranking_and_answers() -> None:
         deterministic = st.toggle("Deterministic", key="deterministic",
                                   help="The classic retriever: always the top k by score (α → ∞).")
     with knob[0]:
-        alpha = st.slider("α — fairness knob (0 = uniform over candidates, large = deterministic)", 0.0, 16.0,
-                          step=0.25, key="alpha", disabled=deterministic)
+        # Stops where every step moves EE-D by about 0.05 on the demo collections: with scores min-maxed to
+        # [1, 2], α below 1 is nearly uniform and α above 8 nearly deterministic, so a linear 0–16 slider was
+        # flat over most of its length. Streamlit sends the value on release; the arrow keys step one stop.
+        alpha = st.select_slider("α — fairness knob (0 = uniform over candidates, large = deterministic)",
+                                 options=ALPHA_STOPS, format_func=lambda a: f"{a:g}", key="alpha",
+                                 disabled=deterministic)
     alpha_used = math.inf if deterministic else float(alpha)
 
     config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
@@ -88,15 +101,23 @@ def ranking_and_answers() -> None:
     summary = ranking.summary
     docs = [collection.documents[i] for i in ranking.candidate_indices]
     distinct = len({tuple(r) for r in ranking.rankings.tolist()})
+    distinct_sets = len({frozenset(r) for r in ranking.rankings.tolist()})
     providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
+    in_pool = len({d.provider for d in docs})
     tiles = st.columns(4)
     metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k")
     metric_with_ci(tiles[1], "EE-R (higher = better)", summary.ee_r,
                    help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)")
-    tiles[2].metric("Providers reached", f"{providers_reached} of {len({d.provider for d in docs})}",
-                    help="Providers with at least one document in some sampled top k")
+    tiles[2].metric(f"Providers reached (top {len(docs)})", f"{providers_reached} of {in_pool}",
+                    help=f"Providers with at least one document in some sampled top k, out of the {in_pool} "
+                         f"providers among the {len(docs)} candidates sampled from (the collection has "
+                         f"{len(set(collection.providers))}; raise K in the sidebar to sample from more)")
     tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
                     help="Generation runs once per distinct ranking")
+    if distinct > 1 and distinct_sets == 1:
+        st.caption(f"The {distinct} distinct rankings are orders of the same {settings.k} documents: the "
+                   "generator reads the whole top k, so exposure — and EE-D — counts which documents are "
+                   "shown, not their order.")
     if summary.ee_r is None:
         st.caption("EE-R needs relevance labels: pick one of the collection's example queries to see it.")
     explainer(explain.METRICS)

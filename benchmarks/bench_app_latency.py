@@ -184,7 +184,7 @@ def script_baseline(configs: list[tuple[str, int]], moves: int) -> dict[tuple[st
             at.run()
             times = []
             for i in range(moves + 2):
-                widget("slider", "alpha").set_value(16.0 if i % 2 == 0 else 0.0)
+                widget("select_slider", "alpha").set_value(8.0 if i % 2 == 0 else 0.0)
                 started = time.perf_counter()
                 at.run()
                 if i >= 2:

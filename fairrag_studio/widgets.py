@@ -9,7 +9,21 @@ import streamlit as st
 from .charts import figure_html, figure_png
 from .report import table_csv
 
-__all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt"]
+__all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt", "markdown_text", "FLAG_WORDS"]
+
+#: How the page names a degenerate answer's flags (fairrag_core.rag.degenerate.AnswerFlag values).
+FLAG_WORDS = {"empty": "empty", "echo": "repeats the prompt", "loop": "repetition loop", "cut": "cut mid-sentence"}
+
+_MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_{}[]<>()#+-.!|~:$"})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown literally inside Streamlit Markdown (user and model text never becomes markup or HTML).
+
+    >>> markdown_text("Crumb & Crust [1] *best*")
+    'Crumb & Crust \\\\[1\\\\] \\\\*best\\\\*'
+    """
+    return text.translate(_MARKDOWN_SPECIALS)
 
 
 def explainer(text: str) -> None:

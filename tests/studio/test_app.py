@@ -70,9 +70,11 @@ def test_playground_opens_on_the_first_example_query():
 
 def test_alpha_and_deterministic_toggle_drive_the_metrics():
     at = start()
-    at.slider(key="alpha").set_value(0.0).run()
+    assert at.select_slider(key="alpha").options == [f"{a:g}" for a in (0, 1, 1.5, 1.75, 2, 2.25, 2.5, 2.75, 3, 3.5,
+                                                                         4, 5, 6, 8)]
+    at.select_slider(key="alpha").set_value(0.0).run()
     uniform = float(metric(at, "EE-D (lower = fairer)"))
-    at.slider(key="alpha").set_value(16.0).run()
+    at.select_slider(key="alpha").set_value(8.0).run()
     peaked = float(metric(at, "EE-D (lower = fairer)"))
     at.toggle(key="deterministic").set_value(True).run()
     assert not at.exception
@@ -116,7 +118,7 @@ def test_generate_shows_answers_with_citations(fake_models):
     model, _ = fake_models
     at = start()
     at.sidebar.slider(key="k").set_value(3).run()
-    at.slider(key="alpha").set_value(0.0).run()
+    at.select_slider(key="alpha").set_value(0.0).run()
     distinct = int(metric(at, "Distinct rankings").split()[0])
     at.button(key="generate").click().run()
     assert not at.exception
@@ -127,7 +129,7 @@ def test_generate_shows_answers_with_citations(fake_models):
     assert len(chips) == min(distinct, 20)
     assert all("uses 1 of 3 documents" in c for c in chips)
     again = model.prompts_seen
-    at.slider(key="alpha").set_value(0.0).run()  # a rerun with nothing changed generates nothing
+    at.select_slider(key="alpha").set_value(0.0).run()  # a rerun with nothing changed generates nothing
     assert model.prompts_seen == again
 
 
