@@ -140,7 +140,7 @@ for column, name in zip(columns, names):
     if result.phi is not None:
         column.plotly_chart(charts.coverage_heatmap(result.phi[ranking], [result.documents[j].doc_id for j in ranking],
                                                     [f"a{i + 1}" for i in range(len(result.gold_aspects))],
-                                                    title=name, height=120 + 30 * len(ranking)),
+                                                    title=name, height=90 + 30 * len(ranking), compact=True),
                             key=f"rr_list_heat_{name}", config={"displaylogo": False})
 if result.ncom:
     chart_with_downloads(charts.ncom_bars(result.ncom, k=result.k),

@@ -25,9 +25,12 @@ def _colour(name: str) -> str:
 
 
 def coverage_heatmap(phi: np.ndarray, documents: Sequence[str], aspects: Sequence[str], *,
-                     title: str = "Coverage φ(d, aᵢ): ROUGE recall of each sub-answer", height: int | None = None
-                     ) -> go.Figure:
-    """Documents (rows, in the given order) × aspects (columns), coloured by φ ∈ [0, 1], values written in."""
+                     title: str = "Coverage φ(d, aᵢ): ROUGE recall of each sub-answer", height: int | None = None,
+                     compact: bool = False) -> go.Figure:
+    """Documents (rows, in the given order) × aspects (columns), coloured by φ ∈ [0, 1], values written in.
+
+    ``compact``: a small multiple (no colour bar, no axis titles, tight margins) to sit beside a ranked list.
+    """
     phi = np.asarray(phi, dtype=np.float64)
     if phi.shape != (len(documents), len(aspects)):
         raise ValueError(f"coverage_heatmap: phi has shape {phi.shape}, expected ({len(documents)}, {len(aspects)})")
@@ -40,6 +43,11 @@ def coverage_heatmap(phi: np.ndarray, documents: Sequence[str], aspects: Sequenc
     style(fig, title=title, x_title="aspect", y_title="document", height=height or max(260, 90 + 26 * len(documents)))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-20)
+    if compact:
+        fig.update_traces(showscale=False)
+        fig.update_layout(margin={"t": 40, "l": 60, "r": 10, "b": 30}, title={"font": {"size": 15}})
+        fig.update_xaxes(title_text="", tickangle=0)
+        fig.update_yaxes(title_text="")
     return fig
 
 

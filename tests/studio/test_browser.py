@@ -1,8 +1,9 @@
 """End to end in a real browser: the newcomer's path through FairRAG Studio.
 
 Starts ``streamlit run app.py`` on a free port, drives it with headless Debian Chromium (Playwright) and walks
-Playground → answers with citations → Disparity curves → Audit, asserting real content at every step and saving
-the screenshots in docs/screenshots/. Generation runs the real offline models (about a minute on a 2-core CPU).
+Playground → answers with citations → Disparity curves → Audit → FAIR-QR → Multi-faceted (RichRAG) → upload,
+asserting real content at every step and saving the screenshots in docs/screenshots/. Generation runs the real
+offline models (about a minute on a 2-core CPU).
 
 After every action the test waits for Streamlit to be idle (see ``browser.RunWatcher``): the script run that the
 action caused has finished (decoded from the app's websocket), none is in progress, and no element of the page is
@@ -204,6 +205,23 @@ def test_newcomer_path(app, page, tmp_path):
         expect(page.locator(".st-key-fqr_dist_chart [data-testid='stPlotlyChart']")).to_be_visible()
         expect(page.get_by_role("heading", name="Against the baselines (this query)")).to_be_visible()
         ui.full_page_screenshot(page, SCREENSHOTS / "fair_qr.png")
+
+    # f2. Multi-faceted (RichRAG): the collection's aspects, the pool, four ranked lists with NCOM, the heatmap.
+    #     BM25 pool and ROUGE coverage only (no model): about 5 s.
+    with step("f2. multi-faceted (RichRAG)", app, page):
+        page.locator(".st-key-collection_choice").click()
+        runs.act(lambda: page.get_by_role("option", name="multi-faceted", exact=True).click())
+        runs.act(lambda: page.get_by_role("link", name="Multi-faceted (RichRAG)").click())
+        expect(page.get_by_role("heading", name="Multi-faceted (RichRAG)", level=1)).to_be_visible()
+        expect(page.get_by_role("textbox", name="Aspects (one per line; edit freely)")).to_contain_text(
+            "what can go in the bin")
+        expect(page.get_by_role("heading", name=re.compile(r"^The pool: \d+ documents"))).to_be_visible()
+        ncom_tiles = page.locator("[data-testid='stMetric']").filter(has_text="NCOM@5")
+        expect(ncom_tiles.first).to_be_visible()
+        assert ncom_tiles.count() >= 4, f"expected NCOM for four lists at least, got {ncom_tiles.count()}"
+        expect(page.locator(".st-key-rr_heatmap_chart [data-testid='stPlotlyChart']")).to_be_visible()
+        expect(page.locator(".st-key-rr_ncom_chart [data-testid='stPlotlyChart']")).to_be_visible()
+        ui.full_page_screenshot(page, SCREENSHOTS / "multi_faceted.png")
 
     # g. Upload: a corpus with a duplicate id is refused with the loader's message; a good one loads.
     with step("g. upload a collection", app, page):

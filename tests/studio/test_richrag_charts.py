@@ -27,3 +27,8 @@ def test_aspect_bars_show_rouge2_and_rougel_with_the_weights():
     fig = aspect_coverage_bars(["bins", "smells"], [(0.5, 0.2, 0.4), (0.1, 0.0, 0.1)], [0.25, 0.75])
     assert [t.name for t in fig.data] == ["ROUGE-2 recall", "ROUGE-L recall"]
     assert list(fig.data[1].y) == [0.4, 0.1] and "δ=0.75" in fig.data[0].x[1]
+
+
+def test_compact_heatmap_drops_the_colour_bar_and_axis_titles():
+    fig = coverage_heatmap(np.eye(2), ["d1", "d2"], ["a", "b"], title="oracle", compact=True)
+    assert fig.data[0].showscale is False and fig.layout.xaxis.title.text == ""
