@@ -9,15 +9,16 @@ import streamlit as st
 from fairrag_studio.sidebar import render_sidebar
 from fairrag_studio.state import init_session
 
-st.set_page_config(page_title="FairRAG Studio", page_icon="⚖️", layout="wide")
+# Material icons ship with Streamlit: no emoji font needed on a classroom machine or a projector PC.
+st.set_page_config(page_title="FairRAG Studio", page_icon=":material/balance:", layout="wide")
 init_session(st.session_state)
 
 PAGES = [
-    st.Page("app_pages/playground.py", title="Playground", icon="🎲", default=True),
-    st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon="📈"),
-    st.Page("app_pages/audit.py", title="Audit", icon="📋"),
-    st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon="🔁", url_path="fair_qr"),
-    st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon="🧩", url_path="multi_faceted"),
+    st.Page("app_pages/playground.py", title="Playground", icon=":material/casino:", default=True),
+    st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon=":material/show_chart:"),
+    st.Page("app_pages/audit.py", title="Audit", icon=":material/fact_check:"),
+    st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon=":material/autorenew:", url_path="fair_qr"),
+    st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon=":material/view_module:", url_path="multi_faceted"),
 ]
 page = st.navigation(PAGES)
 st.session_state["settings"] = render_sidebar()

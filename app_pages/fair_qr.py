@@ -12,6 +12,9 @@ from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
+#: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
+SHOWCASE = {"people": "award-winning film directors"}
+
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
 
@@ -28,12 +31,19 @@ if not categories:
     st.stop()
 
 examples = [q.text for q in collection.queries]
+# Start where the lever shows: on `people`, BM25's top 20 for this query over-represents two regions, and four
+# refinements bring Δ from 0.57 to 0.07 (corpus-keyword refiner); elsewhere, the collection's first query.
+showcase = SHOWCASE.get(collection.name, examples[0] if examples else "")
 top = st.columns([3, 2])
-# keys per collection: switching collections starts from that collection's first query and category
-query = top[0].text_input("Query", value=examples[0] if examples else "", key=f"fqr_query:{collection.name}",
-                          max_chars=2000)
+# keys per collection: switching collections starts from that collection's showcase query and category
+query = top[0].text_input("Query", value=showcase, key=f"fqr_query:{collection.name}", max_chars=2000)
+default_category = ["region"] if "region" in categories else categories[:1]
 chosen_categories = top[1].multiselect("Fairness category (two or more = intersectional groups)", categories,
-                                       default=categories[:1], key=f"fqr_categories:{collection.name}")
+                                       default=default_category, key=f"fqr_categories:{collection.name}",
+                                       help="One category, or several for intersectional groups such as "
+                                            "'female × Europe'.")
+if len(chosen_categories) > 1:
+    st.caption("Intersectional: " + " × ".join(chosen_categories) + " — every combination is a group.")
 row = st.columns(4)
 target_kind = TargetKind(row[0].selectbox("Target", [k.value for k in TargetKind], key="fqr_target",
                                           format_func={"relevant": "Relevant documents' groups",

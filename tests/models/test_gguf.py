@@ -54,6 +54,7 @@ def test_a_missing_package_names_the_install_command():
 @pytest.mark.model
 def test_bundled_weights_verify():
     assert resolve_gguf(gguf.SMOLLM2).stat().st_size == gguf.SMOLLM2.size  # and its sha256
+    assert resolve_gguf(gguf.QWEN_0_5B).stat().st_size == gguf.QWEN_0_5B.size
     qwen = resolve_gguf(gguf.QWEN_1_5B)
     assert qwen.stat().st_size == gguf.QWEN_1_5B.size  # sha256 checked inside resolve_gguf
     assert qwen.read_bytes()[:4] == b"GGUF"
