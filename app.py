@@ -18,7 +18,8 @@ PAGES = [
     st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon=":material/show_chart:"),
     st.Page("app_pages/audit.py", title="Audit", icon=":material/fact_check:"),
     st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon=":material/autorenew:", url_path="fair_qr"),
-    st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon=":material/view_module:", url_path="multi_faceted"),
+    st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon=":material/view_module:",
+            url_path="multi_faceted"),
 ]
 page = st.navigation(PAGES)
 st.session_state["settings"] = render_sidebar()
