@@ -1,4 +1,5 @@
-"""Audit: a batch run over a query set, the exposure ledger, stored runs (reopen, compare) and a report."""
+"""Audit: a batch run over a query set, or a served log/run; the exposure ledger, stored runs (reopen, compare) and
+a report."""
 
 import pandas as pd
 import streamlit as st
@@ -8,16 +9,20 @@ from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.audit_view import (
+    INTERVAL_NOTE,
     build_report,
     compare_runs,
+    default_system_index,
     display_ledger,
     display_summary,
     groupings,
     ledger_for,
     summary_by_system,
+    summary_with_intervals,
     system_label,
 )
 from fairrag_studio.report import table_csv
+from fairrag_studio.served_panel import render_served_tab, show_served
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
@@ -27,9 +32,10 @@ store = resources.run_store()
 
 st.title("Audit")
 st.caption("Who gets exposure — in the rankings the generator reads and in the answers it gives? Run a batch "
-           "over a query set, read the ledger per provider and group, keep runs, compare them, export a report.")
+           "over a query set, or audit what a deployed system served (a RAG log or a run file); read the ledger per "
+           "provider and group, keep runs, compare them, export a report.")
 
-tab_run, tab_stored = st.tabs(["New audit", "Stored runs"])
+tab_run, tab_served, tab_stored = st.tabs(["New audit", "Served log or run", "Stored runs"])
 
 with tab_run:
     labelled = [q for q in collection.queries if q.query_id in collection.qrels]
@@ -78,23 +84,32 @@ with tab_run:
                     st.caption(f"Saved in the run store as **{saved[request]}** ({store.path}).")
                 table, documents = result.table, result.documents
                 st.subheader("Metrics per system")
-                st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
+                st.dataframe(display_summary(summary_with_intervals(table, seed=result.record.seed)),
+                             hide_index=True)
+                st.caption(INTERVAL_NOTE)
                 st.subheader("Exposure ledger")
                 explainer(explain.LEDGER)
                 lcols = st.columns(2)
                 system_alphas = sorted(float(a) for a in table["alpha"].unique())
-                alpha = lcols[0].selectbox("System", system_alphas, format_func=system_label, key="ledger_alpha")
+                alpha = lcols[0].selectbox("System", system_alphas, index=default_system_index(system_alphas),
+                                           format_func=system_label, key="ledger_alpha")
                 by = lcols[1].radio("Group by", groupings(collection), horizontal=True, key="ledger_by")
-                ledger = ledger_for(documents, collection, alpha, by)
+                ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=result.record.seed)
                 chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
                 st.dataframe(display_ledger(ledger), hide_index=True)
                 st.subheader("Report")
-                left, middle, _ = st.columns([1, 1, 2])
-                left.download_button("Report (HTML)", lambda: build_report(result, collection),
+                left, middle, right = st.columns([1, 1, 2])
+                figures = "interactive" if right.toggle("Interactive charts in the report (+4.6 MB)",
+                                                        key="report_interactive") else "static"
+                left.download_button("Report (HTML)", lambda: build_report(result, collection, figures=figures),
                                      file_name="fairness_audit.html", mime="text/html", key="report_html",
                                      type="primary")
                 middle.download_button("Runs (CSV)", table_csv(table), file_name="audit_runs.csv", mime="text/csv",
                                        key="report_csv")
+
+
+with tab_served:
+    render_served_tab(settings, store)
 
 
 def _described(record) -> dict:
@@ -130,12 +145,19 @@ with tab_stored:
             st.markdown(f"**Run {run_id}** · seed {record.seed} · N {record.config.n_samples} · "
                         f"k {record.config.k} · retriever {record.retriever}")
             st.code(record.command(), language="bash")
-            if "fairness_question" in table:
+            if record.kind is RunKind.AUDIT_LOG:
+                stored_collection = _collection_of(record.collection)
+                if stored_collection is None:
+                    st.warning(f"Collection {record.collection!r} is not available here to draw the ledger.")
+                else:
+                    show_served(stored, stored_collection, "stored_served")
+            elif "fairness_question" in table:
                 st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
             run_collection = _collection_of(record.collection)
             if not documents.empty and run_collection is not None and "alpha" in documents:
                 by = st.radio("Group by", groupings(run_collection), horizontal=True, key="stored_by")
-                alpha = st.selectbox("System", sorted(float(a) for a in documents["alpha"].unique()),
+                stored_alphas = sorted(float(a) for a in documents["alpha"].unique())
+                alpha = st.selectbox("System", stored_alphas, index=default_system_index(stored_alphas),
                                      format_func=system_label, key="stored_alpha")
                 ledger = ledger_for(documents, run_collection, alpha, by)
                 st.plotly_chart(charts.exposure_ledger_chart(ledger), key="stored_ledger")

@@ -26,7 +26,7 @@ __all__ = ["system_label", "summary_by_system", "summary_with_intervals", "ledge
 
 #: What the bracketed intervals of the audit's tables are (the estimate is the mean printed beside them).
 INTERVAL_NOTE = ("Each number is the " + ESTIMATE_NOTE.format(level=0.95)
-                 + " in brackets; the interval contains the number.")
+                 + " in the column beside it; the interval contains the number.")
 
 #: Column headers for readers (tables shown in the app and the report).
 DISPLAY_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "EU (normalised)", "ear": "EAR",
@@ -69,26 +69,24 @@ def summary_with_intervals(table: pd.DataFrame, *, n_boot: int = 1000, seed: int
     return out
 
 
-def with_interval(value: float, low: float, high: float, digits: int = 3) -> str:
-    """``0.432 [0.401, 0.466]`` (or the value alone when there is no interval, "—" when there is no value).
+def with_interval(low: float, high: float, digits: int = 3) -> str:
+    """An interval as text, ``[0.401, 0.466]`` ("—" when there is none).
 
-    >>> with_interval(0.5, 0.4, 0.6)
-    '0.500 [0.400, 0.600]'
+    >>> with_interval(0.4, 0.6)
+    '[0.400, 0.600]'
     """
-    if value is None or pd.isna(value):
-        return "—"
     if low is None or high is None or pd.isna(low) or pd.isna(high):
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+        return "—"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def _merge_intervals(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns ``x``, ``x_low``, ``x_high`` → one text column ``x`` reading ``value [low, high]``."""
+    """Columns ``x_low``, ``x_high`` → one text column ``x 95% interval`` right after the number ``x``."""
     out = frame.copy()
     for column in [c for c in frame.columns if f"{c}_low" in frame and f"{c}_high" in frame]:
-        out[column] = [with_interval(v, lo, hi) for v, lo, hi in
-                       zip(frame[column], frame[f"{column}_low"], frame[f"{column}_high"])]
+        text = [with_interval(lo, hi) for lo, hi in zip(frame[f"{column}_low"], frame[f"{column}_high"])]
         out = out.drop(columns=[f"{column}_low", f"{column}_high"])
+        out.insert(out.columns.get_loc(column) + 1, f"{column} 95% interval", text)
     return out
 
 
@@ -99,14 +97,22 @@ def default_system_index(alphas: list[float]) -> int:
 
 def display_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """The per-system table for readers: no raw α column (∞ reads badly), metric names as in the paper."""
-    return _merge_intervals(summary.drop(columns=["alpha"])).rename(columns=DISPLAY_NAMES)
+    return _rename(_merge_intervals(summary.drop(columns=["alpha"])))
+
+
+def _rename(frame: pd.DataFrame) -> pd.DataFrame:
+    """Readable headers, interval columns included (``ee_d 95% interval`` → ``EE-D 95% interval``)."""
+    def name(column: str) -> str:
+        base, _, rest = column.partition(" 95% interval")
+        return DISPLAY_NAMES.get(base, base) + (" 95% interval" if _ or rest else "")
+    return frame.rename(columns={c: name(c) for c in frame.columns})
 
 
 def display_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
     """The ledger for readers: columns without values (no answers, no labels) dropped, intervals in brackets
     beside their share, readable headers."""
     empty = [c for c in ledger.columns if ledger[c].isna().all()]
-    return _merge_intervals(ledger.drop(columns=empty)).rename(columns=DISPLAY_NAMES)
+    return _rename(_merge_intervals(ledger.drop(columns=empty)))
 
 
 def groupings(collection: Collection) -> list[str]:

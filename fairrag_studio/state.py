@@ -47,6 +47,8 @@ SESSION_DEFAULTS: dict[str, object] = {
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store
+    "served_runs": {},  # (log sha256, collection, settings) → LogAuditRun of the Audit page's served tab
+    "served_saved": {},  # the same key → run id in the store
     "fqr_runs": {},  # FAIR-QR run key → FairQRResult
     "rr_explored": {},  # (collection, query) → AspectSet from the explorer LLM (Multi-faceted page)
     "rr_answers": {},  # (collection, query, aspects, list, generator, attributor) → RichAnswer

@@ -1,0 +1,156 @@
+"""The Audit page's "Served log or run" tab: pick a log or run (demo, upload, path), audit it, show the headline
+with intervals, the ledger, the per-query drill-down and the report. Streamlit widgets only; the computing is in
+:mod:`fairrag_core.audit.rag_log` and the tables in :mod:`fairrag_studio.served_view`."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from fairrag_core import FairRAGError
+from fairrag_core.audit.log_report import default_ledger_scope, log_ledger
+from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
+
+from . import charts, explain, resources
+from .audit_view import display_ledger, groupings
+from .report import table_csv
+from .served_view import (
+    DEMO_LOG,
+    LOG_SUFFIXES,
+    RUN_SUFFIXES,
+    build_log_report,
+    headline_table,
+    lines_table,
+    queries_table,
+    read_served,
+    save_served_upload,
+    served_label,
+)
+from .state import Settings
+from .widgets import chart_with_downloads, explainer
+
+__all__ = ["render_served_tab", "show_served"]
+
+
+def _served_source(settings: Settings):
+    """The log or run the user picked (demo, upload or path) and the collection to check it against."""
+    choice = st.radio("Source", ["Demo log", "Upload", "Path"], horizontal=True, key="served_source",
+                      help="A RAG log is JSONL, one served answer per line (query_id, ranking, optional query, "
+                           "answer, citations, session, timestamp). A run file is expeval/TREC with a sample column "
+                           "or TREC Fair 2022; each sample counts as one served ranking.")
+    if choice == "Demo log":
+        st.caption("200 answers served by a deterministic BM25 + SmolLM2 help bot over running-shoes "
+                   "(assets/logs; provenance in assets/README.md).")
+        return (DEMO_LOG if DEMO_LOG.exists() else None), "running-shoes"
+    if choice == "Upload":
+        upload = st.file_uploader("Log (.jsonl) or run file", type=[s.lstrip(".") for s in LOG_SUFFIXES + RUN_SUFFIXES],
+                                  key="served_upload")
+        path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT) if upload else None
+        return path, settings.collection
+    typed = st.text_input("Path of a log or run file on this machine", key="served_path").strip()
+    return (typed or None), settings.collection
+
+
+def _served_audit(settings: Settings, store, path, source_collection):
+    """Audit the chosen log with the chosen settings (cached per file content and settings); show its errors."""
+    coll = resources.collection(source_collection)
+    st.caption(f"Doc ids are checked against **{coll.name}** ({len(coll)} documents); its relevance labels give "
+               "EE-R and the fair target.")
+    cols = st.columns(4)
+    attribution = cols[0].selectbox("Attribution", ["auto", "none", "logged", "judge", "both"], key="served_attr",
+                                    help="logged: the citations the system showed; judge: the sidebar's NLI "
+                                         "attributor checks every shown document against the answer (slow); both: "
+                                         "side by side; auto: logged if the log has citations.")
+    k = int(cols[1].number_input("k (0 = whole ranking)", 0, 100, 0, key="served_k",
+                                 help="How many documents the generator read, when rankings are longer."))
+    user_model = cols[2].selectbox("Second user model", ["step", "gerr", "rbp"], key="served_model",
+                                   help="step: the paper's EE-D/EE-R only; gerr/rbp add expeval's normalised metrics.")
+    patience = cols[3].number_input("patience", 0.05, 0.95, 0.5, 0.05, key="served_patience",
+                                    disabled=user_model == "step")
+    pressed = st.button("Audit the served rankings", type="primary", key="served_run")
+    if path is None:
+        st.info("Pick a log or a run file.")
+        return None, coll
+    try:
+        log, kind = read_served(path, coll)
+        config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
+                                patience=float(patience), seed=settings.seed)
+    except FairRAGError as err:
+        st.error(f"That {'log' if str(path).endswith(LOG_SUFFIXES) else 'file'} was not audited: {err}")
+        return None, coll
+    key = (log.sha256 or str(path), coll.name, kind, config.to_dict().__repr__(), settings.attributor)
+    runs, saved = st.session_state["served_runs"], st.session_state["served_saved"]
+    if pressed and key not in runs:
+        judge = attribution in ("judge", "both")
+        bar = st.progress(0.0, "Judging answers…") if judge else None
+
+        def progress(done, total):
+            bar.progress(done / max(total, 1), f"Judged {done} of {total} document-answer pairs")
+
+        try:
+            run = audit_rag_log(log, coll, config, progress=progress if judge else None,
+                                attributor=resources.attributor(settings.attributor, settings.device) if judge
+                                else None, collection_source=source_collection)
+        except FairRAGError as err:
+            st.error(str(err))
+            return None, coll
+        runs[key] = run
+        saved[key] = store.save(run, label=f"{kind} · {served_label(run)}")
+    if key not in runs:
+        st.info(f"{kind.capitalize()} read: {len(log)} served rankings over {len(log.query_ids)} queries. Press "
+                "**Audit the served rankings**.")
+        return None, coll
+    st.caption(f"Saved in the run store as **{saved[key]}**.")
+    return runs[key].saved_as(saved[key]), coll
+
+
+def show_served(run, coll, key: str) -> None:
+    """Headline, ledger, per-query drill-down and report of a log audit (fresh or reopened)."""
+    for note in run.record.extra.get("notes", []):
+        st.warning(note)
+    headline = headline_table(run)
+    st.subheader("Headline")
+    st.dataframe(headline, hide_index=True)
+    st.caption(f"Each value is the {headline.attrs['note']}; the interval contains the value.")
+    st.subheader("Exposure ledger")
+    explainer(explain.LEDGER)
+    cols = st.columns(3)
+    by = cols[0].radio("Group by", groupings(coll), horizontal=True, key=f"{key}_by")
+    sources = list(getattr(run, "sources", ()) or [s for s in SOURCE_LABELS if f"{s}_exposure" in run.documents
+                                                   and run.documents[f"{s}_exposure"].notna().any()])
+    source = cols[1].radio("Attribution", sources, format_func=SOURCE_LABELS.get, horizontal=True,
+                           key=f"{key}_attribution") if len(sources) > 1 else (sources[0] if sources else None)
+    default_scope = default_ledger_scope(run)
+    labelled_only = cols[2].toggle("Only queries with relevance labels (for the gap)", value=default_scope,
+                                   key=f"{key}_scope")
+    ledger = log_ledger(run, coll, by=by, source=source, labelled_only=labelled_only)
+    chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"served_ledger_{by}", key=f"{key}_ledger")
+    st.dataframe(display_ledger(ledger), hide_index=True)
+    st.subheader("Per query")
+    st.dataframe(queries_table(run), hide_index=True)
+    qid = st.selectbox("Drill down into a query", run.table["query_id"].tolist(), key=f"{key}_query")
+    lines = lines_table(run, qid)
+    if lines is None:
+        st.caption(f"The served lines stay in the log file ({run.record.config.log}).")
+    else:
+        st.dataframe(lines, hide_index=True)
+    st.subheader("Report")
+    left, middle, right = st.columns([1, 1, 2])
+    figures = "interactive" if right.toggle("Interactive charts in the report (+4.6 MB)",
+                                            key=f"{key}_interactive") else "static"
+    left.download_button("Report (HTML)", lambda: build_log_report(run, coll, figures=figures),
+                         file_name="served_audit.html", mime="text/html", key=f"{key}_report", type="primary")
+    middle.download_button("Per query (CSV)", table_csv(run.table), file_name="served_queries.csv",
+                           mime="text/csv", key=f"{key}_csv")
+    st.code(run.record.command(), language="bash")
+
+
+def render_served_tab(settings: Settings, store) -> None:
+    """The whole tab: source, settings, the audit (saved in ``store``) and its views."""
+    path, source_collection = _served_source(settings)
+    try:
+        run, coll = _served_audit(settings, store, path, source_collection)
+    except FairRAGError as err:
+        st.error(str(err))
+        return
+    if run is not None:
+        show_served(run, coll, "served")

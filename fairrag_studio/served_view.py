@@ -1,0 +1,178 @@
+"""What the Audit page shows for a served log or run: reading an upload or a path, the headline with intervals,
+the per-query table and drill-down, and the HTML report.
+
+Pure functions (no Streamlit): a RAG log (JSONL) or a served run (expeval/TREC with samples, TREC Fair 2022) is
+audited by :func:`fairrag_core.audit.rag_log.audit_rag_log` — a run as a log without answers, one line per
+sample (:meth:`RagLog.from_served`) — so both get the same ledger, drill-down and report as a simulated audit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from fairrag_core import Collection
+from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
+from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
+from fairrag_core.data import RagLog, assets_dir, load_rag_log
+from fairrag_core.data.served import load_run
+from fairrag_core.record import SweepRun
+
+from . import charts
+from .audit_view import display_ledger, groupings, with_interval
+from .methodology import methodology_sections
+from .report import ReportSection, audit_report_html
+
+__all__ = ["DEMO_LOG", "LOG_SUFFIXES", "RUN_SUFFIXES", "save_served_upload", "read_served", "headline_table",
+           "queries_table", "lines_table", "build_log_report", "served_label"]
+
+#: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
+DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
+LOG_SUFFIXES = (".jsonl", ".ndjson")
+RUN_SUFFIXES = (".txt", ".run", ".tsv", ".trec", ".gz")
+
+
+def save_served_upload(name: str, data: bytes, root: Path) -> Path:
+    """Write an uploaded log or run under ``root/served-<content hash>/`` with its own name (its suffix says how
+    to read it); the same content lands in the same place, so a re-upload reuses the cached audit."""
+    folder = root / f"served-{hashlib.sha256(data).hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (Path(name).name or "upload.jsonl")
+    target.write_bytes(data)
+    return target
+
+
+def read_served(path: str | Path, collection: Collection) -> tuple[RagLog, str]:
+    """The log at ``path`` (``.jsonl``: a RAG log; otherwise a served run, converted to a log of its samples),
+    with its doc ids checked against ``collection``, and what it is (``"log"`` or ``"run"``)."""
+    path = Path(path)
+    if path.suffix.lower() in LOG_SUFFIXES or path.suffix.lower() == ".json":
+        return load_rag_log(path, collection=collection), "log"
+    log = RagLog.from_served(load_run(path))
+    log.check_against(collection)
+    return log, "run"
+
+
+def served_label(run: SweepRun) -> str:
+    """A short name for a log audit: the file and its size."""
+    record = run.record
+    return f"{Path(str(record.config.log)).name} · {record.extra.get('lines', '?')} lines · {len(run.table)} queries"
+
+
+def headline_table(run: SweepRun) -> pd.DataFrame:
+    """The headline for readers: one row per metric with its value, its interval ``[low, high]``, what it is
+    averaged over and its direction; ``attrs["note"]`` says which estimate and which interval."""
+    summary = log_summary(run)
+    out = pd.DataFrame({
+        "metric": summary["label"],
+        "value": summary["estimate"].round(3),
+        "95% interval": [with_interval(lo, hi) for lo, hi in zip(summary["low"], summary["high"])],
+        "over": [f"{n} {over}" for n, over in zip(summary["queries"], summary["over"])],
+        "direction": summary["direction"],
+    })
+    out.attrs["note"] = summary.attrs["note"]
+    return out
+
+
+_QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)", "ee_d": "EE-D",
+                  "ee_d_unbiased": "EE-D (bias-corrected)", "ee_r": "EE-R", "providers_reached": "providers",
+                  "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)", "ear_entailed": "EAR (entailed)",
+                  "eae_d_entailed": "EAE-D (entailed)", "expeval_disparity": "disparity (expeval)",
+                  "expeval_relevance": "relevance (expeval)", "expeval_difference": "difference (expeval)"}
+
+
+def queries_table(run: SweepRun) -> pd.DataFrame:
+    """One row per query with its metrics (columns that were not measured dropped), readable headers."""
+    table = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
+    return table.rename(columns=_QUERY_COLUMNS).round(3)
+
+
+def _ids(value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "—"
+    return ", ".join(value) if len(value) else "none"
+
+
+def lines_table(run: LogAuditRun, query_id: str) -> pd.DataFrame | None:
+    """The served lines of one query (the drill-down): when, what was typed, shown, answered, cited, entailed.
+    None when the run was reopened from the store (its lines stay in the log file)."""
+    lines = getattr(run, "lines", None)
+    if lines is None or lines.empty:
+        return None
+    rows = lines[lines["query_id"] == query_id]
+    out = pd.DataFrame({"line": rows["line"], "session": rows["session"], "time": rows["timestamp"],
+                        "typed": rows["query"], "shown (top k)": rows["shown"].map(_ids),
+                        "answer": rows["answer"]})
+    for source, label in (("cited", "cited by the system"), ("entailed", "entailed per the judge")):
+        if rows[source].notna().any():
+            out[label] = rows[source].map(_ids)
+    if rows["cited_outside"].map(len).any():
+        out["cited, not shown"] = rows["cited_outside"].map(_ids)
+    return out.dropna(axis=1, how="all").reset_index(drop=True)
+
+
+def _attribution_text(run: SweepRun) -> str:
+    record = run.record
+    source = record.config.attribution.value
+    words = {"none": "No attribution was measured (exposure only).",
+             "logged": "Attribution comes from the citations the system logged (cited by the system).",
+             "judge": f"Attribution comes from the NLI judge {record.attributor}: a shown document is credited when "
+                      "it entails the logged answer, with the query as context (entailed per the judge).",
+             "both": f"Two sources side by side: the citations the system logged (cited by the system) and the NLI "
+                     f"judge {record.attributor} (entailed per the judge: the shown document entails the answer)."}
+    return words[source] + (" Lines without citations (logged) or without an answer (judge) are left out of "
+                            "that source's EAR and EAE-D." if source != "none" else "")
+
+
+def build_log_report(run: SweepRun, collection: Collection, *, title: str = "Fairness audit of a served log",
+                     figures: str = "static", renderer=None) -> str:
+    """A self-contained HTML report of a log audit: the headline with intervals, the ledgers by provider and group
+    (for every attribution source), the methodology, per-query drill-down (the served lines when the run still
+    holds them), the reproduce command and the caveats."""
+    record = run.record
+    headline = headline_table(run)
+    labelled_only = default_ledger_scope(run)
+    scope = "the queries with relevance labels" if labelled_only else "every query"
+    summary = {"log": record.config.log, "log sha256": record.extra.get("log_sha256", "—"),
+               "lines": record.extra.get("lines"), "queries": len(run.table), "k": record.extra.get("k_used"),
+               "attribution": record.config.attribution.value, "NLI judge": record.attributor or "—",
+               "collection": record.collection, "seed": record.seed, "run id": run.run_id or "not saved",
+               "reproduce": record.command()}
+    notes = "\n\n".join(f"Note: {n}" for n in record.extra.get("notes", []))
+    sections = [ReportSection("Headline", f"{headline.attrs['note'].capitalize()}; the interval contains the value "
+                                          f"beside it.\n\n{notes}", table=headline)]
+    measured = getattr(run, "sources", ()) or (None,)
+    for by in groupings(collection):
+        for source in measured:
+            ledger = log_ledger(run, collection, by=by, source=source, labelled_only=labelled_only)
+            label = f" — attribution {SOURCE_LABELS[source]}" if source else ""
+            sections.append(ReportSection(
+                f"Exposure ledger by {by}{label}",
+                f"Over {scope}: shares of what the generator was shown (retrieval), of what the answers were "
+                "credited to (attributed) and under the fair target, each with a 95% percentile bootstrap interval "
+                "over queries.", table=display_ledger(ledger), figure=charts.exposure_ledger_chart(ledger)))
+    names = ["EE-D", "EE-R", *(["EAR", "EAE-D"] if measured != (None,) else []), "retrieval share",
+             *(["attributed share"] if measured != (None,) else []), "target share", "gap (retrieval − target)"]
+    sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,
+                                     attribution=_attribution_text(run))
+    per_query = queries_table(run)
+    details = []
+    for qid, (_, row) in zip(run.table["query_id"], per_query.iterrows()):
+        metrics = " · ".join(f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}"
+                             for name, value in row.items() if name not in ("query",) and pd.notna(value))
+        lines = lines_table(run, qid)
+        text = metrics + ("" if lines is not None else "\n\nThe served lines are in the log file named above.")
+        details.append(ReportSection(str(qid), text, table=lines))
+    sections.append(ReportSection("Per query", "Every query's metrics; open one for its served lines.",
+                                  table=per_query, details=tuple(details)))
+    sections.append(ReportSection("Caveats", "The log shows what this system served to these users in this period; "
+                                  "the fair target needs relevance labels and only covers the labelled queries. "
+                                  "Citations are what the system displayed, not proof of use; the NLI judge makes "
+                                  "mistakes. With few lines per query, EE-D overstates the policy's disparity: the "
+                                  "per-query table gives the bias-corrected value beside it."))
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return audit_report_html(title=title, summary=summary, sections=sections, generated_at=stamp, figures=figures,
+                             renderer=renderer)

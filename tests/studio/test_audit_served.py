@@ -1,0 +1,158 @@
+"""The Audit page's served tab (AppTest through the path route; AppTest cannot drive file_uploader) and the
+pure helpers behind it: reading uploads, headline, drill-down and the log report."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from fakes import SubstringAttributor
+from streamlit.testing.v1 import AppTest
+
+from fairrag_core import DataFormatError
+from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
+from fairrag_studio.served_view import (
+    DEMO_LOG,
+    build_log_report,
+    headline_table,
+    lines_table,
+    queries_table,
+    read_served,
+    save_served_upload,
+)
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+AUDIT = "app_pages/audit.py"
+
+
+@pytest.fixture(autouse=True)
+def _run_store(tmp_path, monkeypatch):
+    from fairrag_studio import resources
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    resources.run_store.clear()
+    yield
+    resources.run_store.clear()
+
+
+@pytest.fixture()
+def shoe_log(tmp_path, shoes):
+    ids = shoes.doc_ids
+    rows = [{"query_id": "rs-q01", "ranking": ids[:5], "answer": shoes.documents[0].title, "citations": [ids[0]],
+             "session": "s1", "query": "<script>alert(1)</script>"},
+            {"query_id": "rs-q01", "ranking": ids[2:7], "answer": "no idea", "citations": [], "session": "s2"},
+            {"query_id": "rs-q02", "ranking": ids[10:15], "answer": "x", "citations": [ids[11], ids[40]]},
+            {"query_id": "walk-in", "ranking": ids[20:25]}]
+    path = tmp_path / "served.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def frame_with(at: AppTest, column: str):
+    """The first table on the page with ``column`` (the sidebar and the stored-runs tab hold tables too)."""
+    found = [f.value for f in at.dataframe if column in f.value.columns]
+    assert found, f"no table with {column!r}"
+    return found[0]
+
+
+def open_audit() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(AUDIT).run()
+    assert not at.exception
+    return at
+
+
+def test_a_log_path_is_audited_saved_and_drilled_into(shoe_log):
+    at = open_audit()
+    at.radio(key="served_source").set_value("Path").run()
+    at.text_input(key="served_path").set_value(str(shoe_log)).run()
+    assert any("4 served rankings over 3 queries" in i.value for i in at.info)
+    at.button(key="served_run").click().run()
+    assert not at.exception
+    headline = frame_with(at, "95% interval")
+    assert headline["metric"].tolist()[:2] == ["EE-D", "EE-R"]
+    assert "EAR (cited by the system)" in set(headline["metric"])
+    for value, cell in zip(headline["value"], headline["95% interval"]):
+        low, high = (float(x) for x in cell.strip("[]").split(","))
+        assert low <= value <= high
+    assert any("outside the top 5" in w.value for w in at.warning)
+    assert any("Saved in the run store as" in c.value for c in at.caption)
+    assert at.toggle(key="served_scope").value  # walk-in has no labels: the gap covers the labelled queries
+    lines = frame_with(at, "shown (top k)")
+    assert lines["session"].tolist() == ["s1", "s2"] and "cited by the system" in lines
+    at.selectbox(key="served_query").set_value("rs-q02").run()
+    assert frame_with(at, "shown (top k)")["cited, not shown"].tolist() == ["rs-041"]
+    at.radio(key="served_by").set_value("segment").run()
+    assert not at.exception and set(frame_with(at, "group")["group"]) == {"major", "independent", "startup"}
+
+
+def test_a_bad_log_shows_the_loaders_message(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query_id": "q", "ranking": ["nope"]}\n', encoding="utf-8")
+    at = open_audit()
+    at.radio(key="served_source").set_value("Path").run()
+    at.text_input(key="served_path").set_value(str(bad)).run()
+    assert any("not in collection 'running-shoes'" in e.value for e in at.error)
+
+
+def test_the_judge_source_uses_the_sidebar_attributor(shoe_log, monkeypatch):
+    from fairrag_studio import resources
+
+    judge = SubstringAttributor()
+    monkeypatch.setattr(resources, "attributor", lambda name, device: judge)
+    at = open_audit()
+    at.radio(key="served_source").set_value("Path").run()
+    at.text_input(key="served_path").set_value(str(shoe_log)).run()
+    at.selectbox(key="served_attr").set_value("both").run()
+    at.button(key="served_run").click().run()
+    assert not at.exception and judge.scored > 0
+    assert "EAR (entailed per the judge)" in set(frame_with(at, "95% interval")["metric"])
+
+
+@pytest.mark.skipif(not DEMO_LOG.exists(), reason="the demo log is not generated yet")
+def test_the_demo_log_opens_with_its_ledger():
+    at = open_audit()
+    at.button(key="served_run").click().run()
+    assert not at.exception and len(frame_with(at, "group")) == 14  # the ledger by provider
+
+
+def test_the_simulated_ledger_opens_on_the_deterministic_system():
+    at = open_audit()
+    at.text_input(key="audit_alphas").set_value("0, 2").run()
+    at.button(key="audit_run").click().run()
+    assert not at.exception and math.isinf(at.selectbox(key="ledger_alpha").value)
+    assert frame_with(at, "EE-D 95% interval")["EE-D 95% interval"].iloc[0].startswith("[")
+
+
+def test_uploads_are_saved_by_content_and_read_by_suffix(tmp_path, shoe_log, shoes):
+    data = shoe_log.read_bytes()
+    path = save_served_upload("mine.jsonl", data, tmp_path)
+    assert path == save_served_upload("mine.jsonl", data, tmp_path) and path.read_bytes() == data
+    log, kind = read_served(path, shoes)
+    assert kind == "log" and len(log) == 4
+    ids = shoes.doc_ids
+    run_text = "".join(f"rs-q01 {s} {d} {r} {10 - r} sys\n" for s in (1, 2) for r, d in enumerate(ids[s:s + 3], 1))
+    run_path = save_served_upload("system.run", run_text.encode(), tmp_path)
+    served, kind = read_served(run_path, shoes)
+    assert kind == "run" and len(served) == 2 and served.entries[0].ranking == tuple(ids[1:4])
+    unknown = save_served_upload("x.run", b"rs-q01 1 nope 1 1 sys\n", tmp_path)
+    with pytest.raises(DataFormatError, match="'nope'"):
+        read_served(unknown, shoes)
+
+
+def test_log_report_has_headline_methodology_lines_and_escapes(shoe_log, shoes):
+    run = audit_rag_log(shoe_log, shoes, LogAuditConfig(seed=3, attribution="both"), attributor=SubstringAttributor())
+    headline = headline_table(run)
+    assert "percentile bootstrap interval over queries" in headline.attrs["note"]
+    assert list(queries_table(run)["query"]) == ["rs-q01", "rs-q02", "walk-in"]
+    assert lines_table(run, "rs-q01")["entailed per the judge"].tolist()[0] == shoes.doc_ids[0]
+    html = build_log_report(run, shoes, renderer=lambda figs: [b"<svg/>"] * len(figs))
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    for heading in ("Headline", "Methodology", "Models", "What the metrics mean", "Reproduce", "Per query"):
+        assert f"<h2>{heading}</h2>" in html
+    assert "Exposure ledger by segment — attribution entailed per the judge" in html
+    assert "python -m fairrag_core audit-log" in html and "--attribution both --nli fake-substring" in html
+    assert "<details><summary>rs-q01</summary>" in html and "sha256" in html
+    assert len(html.encode()) < 200_000
