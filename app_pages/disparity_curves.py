@@ -5,6 +5,7 @@ import streamlit as st
 from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
+from fairrag_studio.explain import recommendation_context
 from fairrag_studio.report import table_csv
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
@@ -96,7 +97,11 @@ cols = st.columns(2)
 with cols[0]:
     st.markdown("**Table 1** — slope and AUC of EE-R against EE-D")
     try:
-        st.dataframe(disparity_quality_table(table), hide_index=True)
+        table1 = disparity_quality_table(table)
+        st.dataframe(table1.rename(columns={"runs": "stochastic runs fitted"}), hide_index=True)
+        st.caption(f"Fitted on the {int(table1['runs'].iloc[0])} stochastic (query, α) runs of queries with at "
+                   f"least two useful documents, out of {len(table)} runs in the sweep (the deterministic "
+                   "baseline and queries without a fairness question are left out, as in the paper).")
     except FairRAGError as err:
         st.caption(str(err))
 with cols[1]:
@@ -122,6 +127,7 @@ else:
         st.warning(rec.reason)
     else:
         st.success(f"Recommended **α = {rec.alpha:g}**: {rec.reason}.")
+    st.caption(recommendation_context(table, settings.k, metric))
     if not generate:
         st.caption("Without answers the recommender uses EE-R as the quality measure; run with answers to use EU.")
     st.dataframe(rec.per_alpha.rename(columns={"ee_d": "EE-D", "utility": "mean EU" if generate else "mean EE-R",

@@ -58,3 +58,24 @@ FAIRQR = (
     "fairer) compares the attention-weighted group shares with the target; nDCG measures relevance "
     "(Chen & Fang; TREC Fair 2022)."
 )
+
+
+def recommendation_context(table, k: int, metric: str) -> str:
+    """One sentence on why the recommender says what it says: how many queries gain or lose ``metric`` as α
+    falls, compared with the deterministic retriever, and why EE-R moves the way it does."""
+    kept = table[table["fairness_question"]] if table["fairness_question"].any() else table
+    stochastic = kept[kept["system"] == "stochastic"].dropna(subset=[metric])
+    baseline = kept[kept["system"] == "deterministic"].dropna(subset=[metric]).set_index("query_id")[metric]
+    if stochastic.empty or baseline.empty:
+        return ""
+    lowest = stochastic.loc[stochastic.groupby("query_id")["alpha"].idxmin()].set_index("query_id")[metric]
+    lowest, baseline = lowest.align(baseline, join="inner")
+    up, down = int((lowest > baseline + 1e-9).sum()), int((lowest < baseline - 1e-9).sum())
+    name = {"ee_r": "EE-R", "eu": "EU"}.get(metric, metric)
+    text = (f"Over these {len(lowest)} queries, {up} gain {name} at the lowest α and {down} lose it, compared with "
+            "the deterministic retriever; the recommender weighs the whole set, so it follows the majority")
+    if metric == "ee_r":
+        text += (". Lowering α raises EE-R only where the deterministic top k spends exposure on documents that are "
+                 "not useful (as for the Playground's marathon query); elsewhere it moves exposure from useful "
+                 "documents at the top to less useful ones further down")
+    return text + "."

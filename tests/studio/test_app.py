@@ -154,7 +154,8 @@ def test_curves_exposure_sweep_draws_figures_tables_and_a_recommendation():
     assert len(at.get("plotly_chart")) == 2  # EE-D by α and EE-R vs EE-D
     assert "Recommended **α =" in at.success[0].value
     table1 = at.dataframe[0].value
-    assert list(table1.columns) == ["runs", "slope", "auc"]
+    assert list(table1.columns) == ["stochastic runs fitted", "slope", "auc"]
+    assert any("gain EE-R at the lowest α" in c.value for c in at.caption)  # why the recommender says what it says
     at.text_input(key="curves_alphas").set_value("0, x").run()
     assert "α must be a number ≥ 0" in at.error[0].value and "got 'x'" in at.error[0].value
 
