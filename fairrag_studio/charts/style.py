@@ -65,9 +65,22 @@ def provider_colours(names: Sequence[str]) -> dict[str, str]:
     return {name: _PROVIDER_PALETTE[i % len(_PROVIDER_PALETTE)] for i, name in enumerate(unique)}
 
 
+def _relative_luminance(colour: str) -> float:
+    """WCAG 2 relative luminance of a ``#RRGGBB`` colour."""
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
 def text_colour_on(background: str) -> str:
-    red, green, blue = (int(background[i : i + 2], 16) for i in (1, 3, 5))
-    return "#000000" if 0.299 * red + 0.587 * green + 0.114 * blue > 150 else "#FFFFFF"
+    """Black or white, whichever has the higher WCAG contrast ratio on ``background`` (light yellows and mid
+    blues get black text: white on them was unreadable on a projector).
+
+    >>> text_colour_on("#DDCC77"), text_colour_on("#2E91E5"), text_colour_on("#332288")
+    ('#000000', '#000000', '#FFFFFF')
+    """
+    luminance = _relative_luminance(hex_colour(background))
+    return "#000000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#FFFFFF"
 
 
 def require_columns(table: pd.DataFrame, columns: Sequence[str], chart: str) -> None:
