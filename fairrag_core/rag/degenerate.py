@@ -2,7 +2,8 @@
 
 Small generators fail in a few recognisable ways (seen on the demo collections with SmolLM2-135M):
 
-* ``EMPTY`` — nothing but punctuation or scaffolding ("The answer is:", "Answer:");
+* ``EMPTY`` — no content at all: punctuation, numbering ("1. 1. 2. 3."), or an announcement of an answer that
+  never comes ("The answer is:", "The answer to the question … is:");
 * ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
   answer is in the question), or the prompt's own scaffolding ("Question: …", "Documents:", "[1] …");
 * ``LOOP`` — a repetition loop: a run of four or more words said twice ("designed to help runners with flat
@@ -26,10 +27,12 @@ __all__ = ["AnswerFlag", "answer_flags", "is_degenerate"]
 _WORD = re.compile(r"[0-9a-zà-ÿ]+(?:['’][a-z]+)?")
 _SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.IGNORECASE)
 _EMPTY_PHRASES = re.compile(r"^\s*(?:the\s+)?(?:short\s+)?answer(?:\s+is)?\s*:?\s*$", re.IGNORECASE)
+_ANNOUNCEMENT = re.compile(r":\s*$")  # "… is:" with nothing after it
+_YES_NO = re.compile(r"^\s*(?:yes|no)\b", re.IGNORECASE)
 _FUNCTION_WORDS = frozenset(
     """a an the is are was were be been being of in on at to for from by with and or but as that this these those
     it its what which who whom whose how why when where do does did can could should would will shall may might
-    i you he she we they my your his her our their me him us them about into over than then so not no yes""".split()
+    i you he she we they my your his her our their me him us them about into over than then so not""".split()
 )
 
 
@@ -65,12 +68,14 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     ()
     """
     words = _words(answer)
-    if not words or _EMPTY_PHRASES.match(answer):
+    content = [w for w in words if w not in _FUNCTION_WORDS and not w.isdigit()]
+    announced = _ANNOUNCEMENT.search(answer) is not None and len(words) <= 15
+    if not content or _EMPTY_PHRASES.match(answer) or announced:
         return (AnswerFlag.EMPTY,)
     flags: list[AnswerFlag] = []
-    content = [w for w in words if w not in _FUNCTION_WORDS]
     asked = set(_words(question))
-    if _SCAFFOLD.match(answer) or (question and content and set(content) <= asked and len(words) >= 3):
+    restated = set(content) <= asked and len(words) >= 3 and not _YES_NO.match(answer)
+    if _SCAFFOLD.match(answer) or (question and restated):
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
         flags.append(AnswerFlag.LOOP)

@@ -19,6 +19,8 @@ Q = "Which shoe suits runners with flat feet?"
     ("   …  ", {AnswerFlag.EMPTY}),
     ("The answer is:", {AnswerFlag.EMPTY}),
     ("Answer:", {AnswerFlag.EMPTY}),
+    ("1. 1. 2. 3.", {AnswerFlag.EMPTY}),
+    ('The answer to the question "What does heel-to-toe drop mean" is:', {AnswerFlag.EMPTY}),
     ("Which shoe suits runners with flat feet", {AnswerFlag.ECHO}),
     ("Question: Which shoe suits runners", {AnswerFlag.ECHO}),
     ("[1] Stride Pro: a shoe for flat feet", {AnswerFlag.ECHO}),
@@ -37,6 +39,7 @@ def test_a_cut_answer_needs_the_length_finish_reason():
 
 
 @pytest.mark.parametrize("answer", ["Kestrel Rovers", "The Northmark Glide.", "Yes", "42 km",
+                                    "No, shoes that suit runners with flat feet do not exist.",
                                     "The Stride Pro, a stability shoe with a medial post [2].",
                                     "Runners with flat feet should pick the Northmark Glide, a stability shoe."])
 def test_real_answers_are_not_flagged(answer):
