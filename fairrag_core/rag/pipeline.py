@@ -32,6 +32,7 @@ from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
 from ..settings import Settings
 from .attribution import Attributor
+from .citations import CitationPolicy, cited, split_claims
 from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator
 
@@ -60,7 +61,9 @@ class AnswerSettings(Settings):
     u_max is the run's own best answer. ``question_in_hypothesis``: give the NLI judge the question as context
     (short answers are often not claims on their own). ``exclude_degenerate``: leave degenerate answers
     (:mod:`fairrag_core.rag.degenerate`: empty, prompt echo, repetition loop, cut mid-sentence) out of EU and EAR;
-    either way their share is reported as ``degenerate_share``.
+    either way their share is reported as ``degenerate_share``. ``per_claim``, ``entail_threshold`` and
+    ``control_margin`` make the citation rule (:mod:`fairrag_core.rag.citations`); the defaults are the paper's
+    (the whole answer, entailment the most probable class).
     """
 
     metric: UtilityMetric = UtilityMetric.ROUGEL
@@ -68,6 +71,14 @@ class AnswerSettings(Settings):
     oracle: bool = True
     question_in_hypothesis: bool = True
     exclude_degenerate: bool = False
+    per_claim: bool = False
+    entail_threshold: float | None = None
+    control_margin: float | None = None
+
+    @property
+    def citation_policy(self) -> CitationPolicy:
+        return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
+                              control_margin=self.control_margin)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,21 +215,48 @@ def distinct_lists(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndar
     return [keys[i] for i in order], rank_of[which], counts[order]
 
 
+def _control_position(key: tuple[int, ...], n_candidates: int) -> int | None:
+    """The lowest-ranked candidate the list did not show (the control premise of the specificity check)."""
+    shown = set(key)
+    return next((p for p in range(n_candidates - 1, -1, -1) if p not in shown), None)
+
+
 def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
-           context: str | None) -> dict[tuple[int, int], np.ndarray]:
-    """Class probabilities of every (list, slot) of a chunk: one attributor call per document, over every answer
-    of the chunk that saw it (the LLM judge puts the premise before the claim, so each further answer about a
-    document costs only its own tokens)."""
-    readers: dict[int, list[tuple[int, int]]] = {}
+           context: str | None, policy: CitationPolicy) -> dict[tuple[int, int], tuple[bool, float]]:
+    """Whether each (list, slot) of a chunk is cited, with P(entailment) (the largest over the answer's claims).
+
+    One attributor call per document, over every claim of every answer of the chunk that saw it (the LLM judge
+    puts the premise before the claim, so each further claim about a document costs only its own tokens); with
+    a control margin, one more call per control document over the claims it is compared with.
+    """
+    claims = [split_claims(a) if policy.per_claim else [a] for a in answers]
+    readers: dict[int, list[tuple[int, int, int]]] = {}  # document → (list, slot, claim)
     for g, key in enumerate(part):
         for j, p in enumerate(key):
-            readers.setdefault(p, []).append((g, j))
-    probs_of: dict[tuple[int, int], np.ndarray] = {}
-    for p, pairs in readers.items():
-        rows = attributor.class_probabilities([docs[p].full_text] * len(pairs), [answers[g] for g, _ in pairs],
-                                              contexts=None if context is None else [context] * len(pairs))
-        probs_of.update(zip(pairs, rows))
-    return probs_of
+            readers.setdefault(p, []).extend((g, j, c) for c in range(len(claims[g])))
+    controls: dict[int, list[tuple[int, int]]] = {}  # control document → (list, claim)
+    if policy.needs_control:
+        for g, key in enumerate(part):
+            control = _control_position(key, len(docs))
+            if control is not None:
+                controls.setdefault(control, []).extend((g, c) for c in range(len(claims[g])))
+    rows_of: dict[tuple[int, int, int], np.ndarray] = {}
+    for p, items in readers.items():
+        rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, _, c in items],
+                                              contexts=None if context is None else [context] * len(items))
+        rows_of.update(zip(items, rows))
+    control_of: dict[tuple[int, int], float] = {}
+    for p, items in controls.items():
+        rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, c in items],
+                                              contexts=None if context is None else [context] * len(items))
+        control_of.update(zip(items, rows[:, 0]))
+    out: dict[tuple[int, int], tuple[bool, float]] = {}
+    for g, key in enumerate(part):
+        control = np.array([control_of.get((g, c), 0.0) for c in range(len(claims[g]))])
+        for j in range(len(key)):
+            block = np.stack([rows_of[(g, j, c)] for c in range(len(claims[g]))])
+            out[(g, j)] = (cited(block, policy, control), float(block[:, 0].max()))
+    return out
 
 
 def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[Document], gold: str,
@@ -268,14 +306,14 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         if stream.progress is not None:
             stream.progress("generate", stop, len(lists))
         start = time.perf_counter()
-        probs_of = _judge(attributor, docs, part, texts, context)
+        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
-            block = [probs_of[(g, j)] for j in range(len(key))]
+            block = [verdicts[(g, j)] for j in range(len(key))]
             answer = ListAnswer(
                 positions=key, count=int(counts[first + g]), answer=texts[g],
-                entails=tuple(bool(row.argmax() == 0) for row in block),
-                entail_probability=tuple(float(row[0]) for row in block),
+                entails=tuple(is_cited for is_cited, _ in block),
+                entail_probability=tuple(p for _, p in block),
                 utility=None if not gold else utility(texts[g], gold, config.metric),
                 finish_reason=completions[g].finish_reason,
                 flags=answer_flags(texts[g], question=ranking.query_text, finish_reason=completions[g].finish_reason),
