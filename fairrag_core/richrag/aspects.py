@@ -5,9 +5,10 @@ model (the Qwen2.5-1.5B GGUF by default; any catalog model) with the same target
 (:func:`~.prompts.explorer_prompt`), decode greedily, and parse the reply with :func:`parse_aspects`, which also
 reads the formats small models drift into: numbered or bulleted lines, JSON lists or objects, ``[s1] text``
 markers, code fences, HTML. A reply that still yields fewer than ``min_aspects`` usable aspects (a refusal, an
-answer instead of aspects, empty output) is replaced — with a note saying so — by, in this order, the aspects the
-collection ships for this query, or keyword aspects mined from the query's top documents
-(:func:`keyword_aspects`). Aspects the user gives win over everything (``source = "user"``).
+answer instead of aspects, empty output, or a copy of the prompt's example: :func:`echoes_demo`) is replaced —
+with a note saying so — by, in this order, the aspects the collection ships for this query, or keyword aspects
+mined from the query's top documents (:func:`keyword_aspects`). Aspects the user gives win over everything
+(``source = "user"``).
 
 Every :class:`AspectSet` says where its aspects came from (``source``) and why (``note``), so the app and the CLI
 can show it.
@@ -30,10 +31,10 @@ from ..data import Collection
 from ..errors import InvalidParameterError
 from ..retrieval import Retriever, check_query, top_candidates
 from ..text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS, Tokenizer
-from .prompts import explorer_prompt
+from .prompts import EXPLORER_DEMO, explorer_prompt
 
-__all__ = ["AspectSource", "AspectSet", "parse_aspects", "clean_aspect", "keyword_aspects", "AspectExplorer",
-           "user_aspects", "aspect_recall"]
+__all__ = ["AspectSource", "AspectSet", "parse_aspects", "clean_aspect", "echoes_demo", "keyword_aspects",
+           "AspectExplorer", "user_aspects", "aspect_recall"]
 
 
 class AspectSource(str, enum.Enum):
@@ -84,6 +85,21 @@ def _stem(word: str) -> str:
 
 def _key(text: str) -> str:  # what makes two aspects the same: words, case-, punctuation- and "&"-insensitive
     return " ".join(re.findall(r"[0-9a-z]+", text.lower().replace("&", " and ")))
+
+
+def _demo_keys() -> set[str]:
+    return {_key(a) for a in _BRACKET.findall(EXPLORER_DEMO.split("Aspects:", 1)[1])}
+
+
+def echoes_demo(aspects: Sequence[str]) -> bool:
+    """True when two or more aspects are the prompt's demonstration aspects: the model copied the example
+    (small models do) instead of reading the question. One shared aspect ("setting a budget") can be genuine.
+
+    >>> echoes_demo(["setting a budget", "checking the vehicle history", "pests"]), echoes_demo(["setting a budget"])
+    (True, False)
+    """
+    demo = _demo_keys()
+    return sum(_key(a) in demo for a in aspects) >= 2
 
 
 def clean_aspect(text: str, *, query: str = "") -> str:
@@ -283,6 +299,8 @@ class AspectExplorer:
         model_name = getattr(self.model, "name", "") if self.model is not None else ""
         reply = raw if raw is not None else self.ask(query)
         aspects, parse_note = parse_aspects(reply, query=query, max_aspects=self.max_aspects)
+        if echoes_demo(aspects):
+            aspects, parse_note = [], "it copied the prompt's example aspects"
         if len(aspects) >= self.min_aspects:
             return AspectSet(query, tuple(aspects), AspectSource.LLM, reply, parse_note, model_name)
         note = f"the model's reply gave {len(aspects)} usable aspect(s) ({parse_note or 'too few'}); "

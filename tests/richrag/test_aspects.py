@@ -112,6 +112,15 @@ def test_explorer_uses_the_llm_then_falls_back_to_the_collection_then_keywords()
     assert AspectExplorer(None).explore(new_query).aspects == ()
 
 
+def test_a_copy_of_the_prompts_example_falls_back():
+    collection = fr.load_collection("multi-faceted")
+    echo = ReplyModel("1. [setting a budget]\n2. [checking the vehicle history]\n3. [test drive and inspection]")
+    found = AspectExplorer(echo, collection=collection).explore(collection.queries[1].text)
+    assert found.source is AspectSource.COLLECTION and "copied the prompt's example" in found.note
+    own = ReplyModel("[setting a budget] [paying down debt] [tracking spending]")
+    assert AspectExplorer(own).explore("How do I get out of debt?").source is AspectSource.LLM
+
+
 def test_user_aspects_win_and_are_cleaned():
     model = ReplyModel("[never asked]")
     found = AspectExplorer(model).explore("How do I compost?", given="bins\n\n greens ; bins")
@@ -134,3 +143,16 @@ def test_aspect_recall_matches_one_to_one_and_refuses_bad_shapes():
         aspect_recall(np.zeros((0, 2)), 0.5)
     with pytest.raises(InvalidParameterError, match="min_aspects"):
         AspectExplorer(None, min_aspects=5, max_aspects=3)
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_real_offline_explorer_returns_aspects_or_says_why_not():
+    from fairrag_core.models.catalog import load_language_model
+
+    collection = fr.load_collection("multi-faceted")
+    explorer = AspectExplorer(load_language_model("smollm2-135m"), collection=collection,
+                              retriever=fr.BM25Retriever(collection.texts))
+    found = explorer.explore(collection.queries[0].text)
+    assert len(found.aspects) >= 2 and found.raw  # SmolLM2 often copies the example: then the note says so
+    assert found.source is AspectSource.LLM or "used the collection's aspects" in found.note
