@@ -167,6 +167,12 @@ def ranking_and_answers() -> None:
         live = working.container()
         bar = live.progress(0.0, text="Starting…")
         live.button("Stop", key="stop_generation", help="Finished answers are kept: press Generate again to resume.")
+        heartbeat = live.empty()  # a line updated before every model call: Streamlit stops the run at such an update
+        calls = [0]
+
+        def tick() -> None:
+            calls[0] += 1
+            heartbeat.caption(f"Model calls so far: {calls[0]}")
 
         def report(stage: str, done: int, total: int) -> None:
             if stage == "generate":
@@ -186,7 +192,8 @@ def ranking_and_answers() -> None:
                 # normalised by the best answer of this run instead (the sweep pages sample the oracle).
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                           candidates=settings.candidates, oracle=False),
-                scores=scores, n_boot=300, stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show))
+                scores=scores, n_boot=300,
+                stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show, tick=tick))
         except FairRAGError as err:
             st.error(str(err))
             return

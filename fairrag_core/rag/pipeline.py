@@ -27,6 +27,7 @@ from ..checks import check_positive_int
 from ..data import Collection, Document
 from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
 from ..metrics.utility import UtilityMetric, utility
+from ..models.llm import Completion
 from ..ranking.run import RankingConfig, RankingRun, run_ranking
 from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
@@ -34,7 +35,7 @@ from ..settings import Settings
 from .attribution import Attributor
 from .citations import CitationPolicy, cited, split_claims
 from .degenerate import AnswerFlag, answer_flags
-from .generation import Generator
+from .generation import Generator, build_prompt
 
 __all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
            "oracle_rankings", "distinct_lists"]
@@ -168,13 +169,15 @@ class AnswerStream:
     cost less per-call overhead (the llama-cpp judge keeps each document's KV state across chunks, so a
     document's ~3 s of prompt is paid once either way). ``progress(stage, done, total)`` (stage ``"generate"`` or
     ``"attribute"``, counting distinct lists) is called after each step, and ``on_answer(answer)`` as soon as an
-    answer has its citations.
+    answer has its citations. ``tick()`` is called before every model call (each answer, each judged document),
+    so that a page's Stop button takes effect within one call rather than one chunk.
     """
 
     chunk: int | None = None
     growing: bool = False
     progress: Callable[[str, int, int], None] | None = None
     on_answer: Callable[[ListAnswer], None] | None = None
+    tick: Callable[[], None] | None = None
 
     def sizes(self, n_lists: int) -> Iterator[tuple[int, int]]:
         """``(first, stop)`` index ranges of the chunks over ``n_lists`` lists."""
@@ -221,8 +224,23 @@ def _control_position(key: tuple[int, ...], n_candidates: int) -> int | None:
     return next((p for p in range(n_candidates - 1, -1, -1) if p not in shown), None)
 
 
+def _generate(generator: Generator, question: str, rankings: list[list[Document]],
+              stream: AnswerStream) -> list[Completion]:
+    """The chunk's answers, one model call per list when the caller wants to be able to stop in between
+    (``stream.tick``), in prompt order so that llama-cpp still reuses each previous prompt's prefix."""
+    if stream.tick is None:
+        return generator.complete_rankings(question, rankings)
+    prompts = [build_prompt(question, docs, generator.style) for docs in rankings]
+    out: list[Completion | None] = [None] * len(prompts)
+    for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
+        stream.tick()
+        out[i] = generator.complete_prompts([prompts[i]])[0]
+    return out
+
+
 def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
-           context: str | None, policy: CitationPolicy) -> dict[tuple[int, int], tuple[bool, float]]:
+           context: str | None, policy: CitationPolicy,
+           tick: Callable[[], None] | None = None) -> dict[tuple[int, int], tuple[bool, float]]:
     """Whether each (list, slot) of a chunk is cited, with P(entailment) (the largest over the answer's claims).
 
     One attributor call per document, over every claim of every answer of the chunk that saw it (the LLM judge
@@ -242,6 +260,8 @@ def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tupl
                 controls.setdefault(control, []).extend((g, c) for c in range(len(claims[g])))
     rows_of: dict[tuple[int, int, int], np.ndarray] = {}
     for p, items in readers.items():
+        if tick is not None:
+            tick()
         rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, _, c in items],
                                               contexts=None if context is None else [context] * len(items))
         rows_of.update(zip(items, rows))
@@ -300,13 +320,13 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     for first, stop in stream.sizes(len(lists)):
         part = lists[first:stop]
         start = time.perf_counter()
-        completions = generator.complete_rankings(ranking.query_text, [[docs[p] for p in key] for key in part])
+        completions = _generate(generator, ranking.query_text, [[docs[p] for p in key] for key in part], stream)
         texts = [c.text for c in completions]
         timings["generate"] += time.perf_counter() - start
         if stream.progress is not None:
             stream.progress("generate", stop, len(lists))
         start = time.perf_counter()
-        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy)
+        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy, tick=stream.tick)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
             block = [verdicts[(g, j)] for j in range(len(key))]

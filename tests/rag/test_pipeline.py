@@ -134,3 +134,31 @@ def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches
     assert grown.metrics() == whole.metrics()
     with pytest.raises(InvalidParameterError, match="chunk=0; chunk must be a positive integer"):
         run_rag(collection, retriever, generator, attributor, "marathon shoe", config, stream=AnswerStream(chunk=0))
+
+
+def test_ticks_come_before_every_model_call_so_a_stop_is_quick(toy):
+    collection, retriever = toy
+    config = RagConfig(alpha=0.0, n_samples=40, k=3, seed=9, oracle=False)
+    model, attributor = FirstDocumentModel(), SubstringAttributor()
+    ticks = []
+    run = run_rag(collection, retriever, Generator(model), attributor, "marathon shoe", config, n_boot=10,
+                  stream=AnswerStream(chunk=4, tick=lambda: ticks.append(1)))
+    distinct_documents = len({p for a in run.answers for p in a.positions})
+    assert len(ticks) >= len(run.answers) + distinct_documents  # one per answer, at least one per judged document
+
+    class Stop(Exception):
+        pass
+
+    def stop_after(n):
+        def tick():
+            ticks.append(1)
+            if len(ticks) > n:
+                raise Stop
+        return tick
+
+    ticks.clear()
+    fresh = FirstDocumentModel()
+    with pytest.raises(Stop):
+        run_rag(collection, retriever, Generator(fresh), attributor, "marathon shoe", config, n_boot=10,
+                stream=AnswerStream(chunk=8, tick=stop_after(2)))
+    assert fresh.prompts_seen == 2  # stopped after two answers, not after the chunk of eight
