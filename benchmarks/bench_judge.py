@@ -3,7 +3,7 @@
 Reads the labelled (document, generated answer) pairs of ``tests/data/nli_generated.jsonl`` (labelled by
 reading: entails / not), asks the judge for P(entailment) of the whole answer and of each claim (sentence), for
 the pair's document and for a control document (the 20th BM25 candidate of the query, on topic but not shown),
-and caches the probabilities in ``benchmarks/results/judge_probs.jsonl``. Then it picks the citation rule
+and caches the probabilities in ``benchmarks/results/judge_probs.<judge>.jsonl``. Then it picks the citation rule
 (per-claim or not, threshold τ, control margin δ) on a training split of the queries and reports precision and
 recall for "entails" on the held-out queries, next to the paper's rule (the whole answer, argmax).
 
@@ -32,7 +32,12 @@ from fairrag_core.rag.citations import CitationPolicy, cited, split_claims  # no
 from fairrag_core.retrieval import BM25Retriever, top_candidates  # noqa: E402
 
 LABELLED = ROOT / "tests" / "data" / "nli_generated.jsonl"
-CACHE = ROOT / "benchmarks" / "results" / "judge_probs.jsonl"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def cache_path(judge: str) -> Path:
+    """Where one judge's probabilities are cached: ``benchmarks/results/judge_probs.<judge>.jsonl``."""
+    return RESULTS / f"judge_probs.{judge}.jsonl"
 THRESHOLDS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MARGINS = (None, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
@@ -43,8 +48,9 @@ def in_train(query_key: str) -> bool:
 
 
 def judge_all(pairs: list[dict], judge_name: str) -> None:
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    done = {json.loads(line)["pair_id"] for line in CACHE.read_text().splitlines()} if CACHE.exists() else set()
+    cache = cache_path(judge_name)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    done = {json.loads(line)["pair_id"] for line in cache.read_text().splitlines()} if cache.exists() else set()
     todo = [p for p in pairs if p["pair_id"] not in done]
     if not todo:
         return
@@ -71,7 +77,7 @@ def judge_all(pairs: list[dict], judge_name: str) -> None:
                   "per_claim_control": judge.probabilities([control] * len(claims), claims,
                                                            contexts=context * len(claims)).tolist(),
                   "control_doc": coll.documents[control_index].doc_id}
-        with CACHE.open("a", encoding="utf-8") as handle:
+        with cache.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
         print(f"{n}/{len(todo)} {pair['pair_id']} P(whole)={record['whole'][0]:.2f} "
               f"control={record['whole_control']:.2f} ({time.perf_counter() - start:.0f} s)", flush=True)
@@ -99,8 +105,9 @@ def policies():
         yield CitationPolicy(per_claim=per_claim, threshold=threshold, control_margin=margin)
 
 
-def report(pairs: list[dict]) -> dict:
-    cache = {json.loads(line)["pair_id"]: json.loads(line) for line in CACHE.read_text().splitlines()}
+def report(pairs: list[dict], judge_name: str) -> dict:
+    lines = cache_path(judge_name).read_text().splitlines()
+    cache = {json.loads(line)["pair_id"]: json.loads(line) for line in lines}
     rows = [{**p, **cache[p["pair_id"]]} for p in pairs if p["pair_id"] in cache]
     train = [r for r in rows if in_train(f"{r['collection']}:{r['query_id']}")]
     test = [r for r in rows if not in_train(f"{r['collection']}:{r['query_id']}")]
@@ -134,7 +141,7 @@ def main() -> None:
     if not args.report_only:
         judge_all(pairs, args.judge)
     if not args.judge_only:
-        print(json.dumps(report(pairs), indent=2))
+        print(json.dumps(report(pairs, args.judge), indent=2))
 
 
 if __name__ == "__main__":
