@@ -43,7 +43,10 @@ class LlamaCppModel(LanguageModel):
         self.path = Path(path)
         self.name = name or self.path.stem
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
+        # $FAIRRAG_THREADS caps llama-cpp's threads: on a shared machine, several processes with a thread per core
+        # each spend their time waiting for one another.
+        env_threads = int(os.environ.get("FAIRRAG_THREADS", "0") or 0)
+        self.n_threads = n_threads or env_threads or max(1, min(os.cpu_count() or 1, 8))
         self.requested_device = device
         self.seed = seed
         self._llm = None
