@@ -13,6 +13,8 @@ __all__ = [
     "MissingGroupLabelError",
     "UnknownCollectionError",
     "ModelUnavailableError",
+    "StoreError",
+    "StoreBusyError",
 ]
 
 
@@ -49,3 +51,12 @@ class UnknownCollectionError(FairRAGError, LookupError):
 
 class ModelUnavailableError(FairRAGError, RuntimeError):
     """A model id or path cannot be loaded here (e.g. no network); the message lists offline alternatives."""
+
+
+class StoreError(FairRAGError, RuntimeError):
+    """The run store or the answer cache cannot be read or written (a damaged file, a full disk)."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the run store or the answer cache for longer than the wait allowed; the message names
+    the process and the fix."""

@@ -6,7 +6,6 @@ retrieval scores behind ``st.cache_data`` keyed by (retriever, query), so moving
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 from dataclasses import dataclass
@@ -84,11 +83,11 @@ def refiner(source: str, categories: tuple[str, ...], name: str, device: str):
                          retriever(source, "bm25", None, device), device=None if device == "auto" else device)
 
 
-@st.cache_resource(show_spinner=False, on_release=RunStore.close)
+@st.cache_resource(show_spinner=False)
 def run_store() -> RunStore:
-    store = RunStore()
-    atexit.register(store.close)  # close the DuckDB connection before the interpreter tears down its bindings
-    return store
+    """The run store. It holds no connection: each save, list or load opens the file for itself and closes it, so
+    a CLI sweep or another app can save while this app runs."""
+    return RunStore()
 
 
 def save_upload(corpus: tuple[str, bytes], queries: tuple[str, bytes] | None,

@@ -3,22 +3,48 @@
 A run can be listed, reopened, compared and reproduced from its :class:`~fairrag_core.record.RunRecord`. The default
 file is ``$FAIRRAG_RUNS`` or ``~/.cache/fairrag/runs.duckdb``. Rows live in one long table keyed by
 ``run_id``, so runs of different kinds share a schema (missing columns are NULL).
+
+Several processes share one store (the app, a CLI sweep, a second user's app). DuckDB lets one process at a
+time open a file, so every operation opens the file late and closes it early: a connection lives for one save,
+one list or one load (about 50 ms), never for the life of a :class:`RunStore`. An operation that finds the file
+held by another process waits for it with growing pauses (up to ``timeout`` seconds, a log line after the first
+second) and then raises :class:`~fairrag_core.errors.StoreBusyError` naming that process, never DuckDB's raw
+lock error. A save is one transaction that writes the run's rows first and its ``runs`` line last, so a process
+killed mid-save leaves nothing listed (DuckDB drops the uncommitted transaction when the file is next opened).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
+import re
+import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, StoreBusyError, StoreError
 from ..record import RunRecord, SweepRun
 
-__all__ = ["RunStore", "default_store_path"]
+__all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT"]
+
+#: Seconds an operation waits for another process to release the store before it gives up.
+DEFAULT_TIMEOUT = 120.0
+
+_log = logging.getLogger(__name__)
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, "
+    "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER)",
+    "CREATE TABLE IF NOT EXISTS run_rows (run_id VARCHAR, row_index INTEGER, data JSON)",
+    # Optional second table per run (e.g. per-document exposure behind an audit's ledger).
+    "CREATE TABLE IF NOT EXISTS run_details (run_id VARCHAR, row_index INTEGER, data JSON)",
+)
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
 
 
 def default_store_path() -> Path:
@@ -42,25 +68,44 @@ def _records(table: pd.DataFrame) -> list[str]:
     return [json.dumps(row, default=_cell) for row in table.to_dict(orient="records")]
 
 
+def _is_lock_conflict(err: Exception) -> bool:
+    text = str(err)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+def _holder(err: Exception) -> str:
+    """Who holds the file, from DuckDB's message (``PID 123, /usr/bin/python``), or ``another process``."""
+    found = _HOLDER.search(str(err))
+    return f"process {found['pid']} ({found['program']})" if found else "another process"
+
+
+def _insert_rows(con, table: str, run_id: str, records: list[str]) -> None:
+    """Append ``records`` to ``table`` under ``run_id`` (one bulk insert from a registered frame)."""
+    if not records:
+        return
+    frame = pd.DataFrame({"run_id": run_id, "row_index": range(len(records)), "data": records})
+    con.register("_incoming", frame)
+    try:
+        con.execute(f"INSERT INTO {table} SELECT run_id, row_index, data::JSON FROM _incoming")
+    finally:
+        con.unregister("_incoming")
+
+
 class RunStore:
-    """Save, list, load and delete runs in a DuckDB file (created on first use)."""
+    """Save, list, load and delete runs in a DuckDB file (created on first use), safely from several processes.
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
-        import duckdb
+    ``timeout``: seconds an operation waits while another process holds the file (default
+    :data:`DEFAULT_TIMEOUT`). The object holds no connection; :meth:`close` and ``with`` are kept for callers
+    written when it did.
+    """
 
+    def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path = Path(path) if path else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = duckdb.connect(str(self.path))
-        self._con.execute(
-            "CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, "
-            "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER)"
-        )
-        self._con.execute("CREATE TABLE IF NOT EXISTS run_rows (run_id VARCHAR, row_index INTEGER, data JSON)")
-        # Optional second table per run (e.g. per-document exposure behind an audit's ledger).
-        self._con.execute("CREATE TABLE IF NOT EXISTS run_details (run_id VARCHAR, row_index INTEGER, data JSON)")
+        self.timeout = float(timeout)
+        self._schema_ready = False
 
     def close(self) -> None:
-        self._con.close()
+        """Nothing to release: every operation closes its own connection."""
 
     def __enter__(self) -> RunStore:
         return self
@@ -68,36 +113,89 @@ class RunStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    # -- connections ------------------------------------------------------------------------------------------
+    def _open(self):
+        """A fresh connection, waiting (with growing pauses) while another process holds the file."""
+        import duckdb
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"cannot create the folder of the run store {self.path} ({err.strerror}); set "
+                             "$FAIRRAG_RUNS or --store to a writable file") from None
+        deadline = time.monotonic() + self.timeout
+        pause, waited_loudly = 0.02, False
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.Error as err:
+                if not _is_lock_conflict(err):
+                    raise StoreError(f"cannot open the run store {self.path}: {err}. If the file is damaged, move it "
+                                     "aside (the app and the CLI start a new one) or point $FAIRRAG_RUNS / --store "
+                                     "elsewhere") from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StoreBusyError(
+                        f"the run store {self.path} has been in use by {_holder(err)} for more than "
+                        f"{self.timeout:g} s. Wait for that process to finish (a sweep or audit saving its run "
+                        "takes seconds; an old app or Python session holding the file open needs to be closed), "
+                        "or save to another store with --store PATH or $FAIRRAG_RUNS") from None
+                _log.debug("run store %s held by %s; retrying in %.2f s", self.path, _holder(err), pause)
+                if not waited_loudly and self.timeout - left > 1.0:
+                    _log.warning("waiting for the run store %s, held by %s (up to %g s)", self.path, _holder(err),
+                                 self.timeout)
+                    waited_loudly = True
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.5)
+
+    @contextlib.contextmanager
+    def _connection(self, *, write: bool = False) -> Iterator:
+        """One short-lived connection inside one transaction (committed on success, rolled back otherwise)."""
+        import duckdb
+
+        con = self._open()
+        try:
+            if not self._schema_ready:
+                for statement in _SCHEMA:
+                    con.execute(statement)
+                self._schema_ready = True
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except duckdb.Error as err:
+            raise StoreError(f"the run store {self.path} failed to {'write' if write else 'read'}: {err}") from None
+        finally:
+            con.close()
+
+    # -- operations -------------------------------------------------------------------------------------------
     def save(self, run: SweepRun, *, label: str = "") -> str:
-        """Store ``run`` (its record, table and per-document details) in one transaction; return its new id."""
+        """Store ``run`` (its record, table and per-document details) atomically; return its new id.
+
+        The rows go in first and the ``runs`` line last, in one transaction: a reader never lists a run whose
+        rows are not all there, and a process killed mid-save leaves no trace.
+        """
         run_id = uuid.uuid4().hex[:12]
         record = run.record
         records = _records(run.table)
         detail_records = _records(run.documents) if run.documents is not None and len(run.documents) else []
-        self._con.execute("BEGIN")
-        try:
-            self._con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [run_id, datetime.now(UTC).replace(tzinfo=None), record.kind.value, record.collection,
-                 label, json.dumps(record.to_dict()), len(records)],
-            )
-            if records:
-                self._con.executemany("INSERT INTO run_rows VALUES (?, ?, ?)",
-                                      [[run_id, i, r] for i, r in enumerate(records)])
-            if detail_records:
-                self._con.executemany("INSERT INTO run_details VALUES (?, ?, ?)",
-                                      [[run_id, i, r] for i, r in enumerate(detail_records)])
-            self._con.execute("COMMIT")
-        except Exception:
-            self._con.execute("ROLLBACK")
-            raise
+        config = json.dumps(record.to_dict())
+        with self._connection(write=True) as con:
+            _insert_rows(con, "run_rows", run_id, records)
+            _insert_rows(con, "run_details", run_id, detail_records)
+            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, datetime.now(UTC).replace(tzinfo=None), record.kind.value, record.collection,
+                         label, config, len(records)])
         return run_id
 
     def list(self) -> pd.DataFrame:
         """All runs, newest first: run_id, created, kind, collection, label, rows, and the key settings."""
-        runs = self._con.execute(
-            "SELECT run_id, created, kind, collection, label, n_rows AS rows, config FROM runs ORDER BY created DESC"
-        ).df()
+        with self._connection() as con:
+            runs = con.execute("SELECT run_id, created, kind, collection, label, n_rows AS rows, config FROM runs "
+                               "ORDER BY created DESC").df()
         if runs.empty:
             return runs.drop(columns=["config"])
         records = [RunRecord.from_dict(json.loads(c), kind=k) for c, k in zip(runs.pop("config"), runs["kind"])]
@@ -111,21 +209,28 @@ class RunStore:
 
     def load(self, run_id: str) -> SweepRun:
         """The stored run: its record, its table and its per-document details (empty when saved without)."""
-        record = self.load_record(run_id)
-        rows = self._con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
-        details = self._con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
-                                    [run_id]).fetchall()
+        with self._connection() as con:  # one transaction: the record and its rows come from one snapshot
+            record = self._record(con, run_id)
+            rows = con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
+            details = con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
+                                  [run_id]).fetchall()
         return SweepRun(record=record, table=pd.DataFrame([json.loads(r[0]) for r in rows]),
                         documents=pd.DataFrame([json.loads(r[0]) for r in details]), run_id=run_id)
 
     def load_record(self, run_id: str) -> RunRecord:
-        found = self._con.execute("SELECT config, kind FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        with self._connection() as con:
+            return self._record(con, run_id)
+
+    def _record(self, con, run_id: str) -> RunRecord:
+        found = con.execute("SELECT config, kind FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if found is None:
             raise InvalidParameterError(f"no run {run_id!r} in {self.path}; "
                                         "list runs with `python -m fairrag_core runs`")
         return RunRecord.from_dict(json.loads(found[0]), kind=found[1])
 
     def delete(self, run_id: str) -> None:
-        self._con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])
-        self._con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
-        self._con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        """Remove a run (its ``runs`` line first, so it is never listed half-deleted)."""
+        with self._connection(write=True) as con:
+            con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])

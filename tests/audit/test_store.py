@@ -59,7 +59,7 @@ def test_runs_saved_by_earlier_versions_still_load(tmp_path):
     import duckdb
 
     path = tmp_path / "runs.duckdb"
-    RunStore(path).close()
+    RunStore(path).list()  # creates the file and its tables
     legacy = {"collection": "running-shoes", "retriever": "bm25", "generator": "smollm2-135m",
               "attributor": "judge:qwen2.5-1.5b", "alphas": [0.0, 2.0], "n_samples": 10, "k": 3, "seed": 2026,
               "candidates": 10, "metric": "rougeL", "labels": "utility", "prompt_order": "sampled", "oracle": True,
