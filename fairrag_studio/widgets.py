@@ -12,7 +12,8 @@ from .report import table_csv
 __all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt", "markdown_text", "FLAG_WORDS"]
 
 #: How the page names a degenerate answer's flags (fairrag_core.rag.degenerate.AnswerFlag values).
-FLAG_WORDS = {"empty": "empty", "echo": "repeats the prompt", "loop": "repetition loop", "cut": "cut mid-sentence"}
+FLAG_WORDS = {"empty": "empty", "echo": "repeats the prompt", "loop": "repetition loop", "cut": "cut mid-sentence",
+              "defers": "points to the documents"}
 
 _MARKDOWN_SPECIALS = str.maketrans({c: "\\" + c for c in "\\`*_{}[]<>()#+-.!|~:$"})
 

@@ -9,7 +9,9 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
 * ``LOOP`` — a repetition loop: a run of four or more words said twice ("designed to help runners with flat
   feet, and it's designed to help runners with flat feet");
 * ``CUT`` — the generator ran into its token limit mid-sentence (finish reason ``length`` and no final
-  punctuation).
+  punctuation);
+* ``DEFERS`` — a short answer that points at the documents instead of answering ("The bridge engineers are
+  described in the first document", "Follow the instructions in each document").
 
 The checks are deliberately conservative (a short correct answer such as "Kestrel Rovers" is never flagged):
 each flag names a failure a reader would agree with. Flagged answers are shown with their flags, counted in the
@@ -29,6 +31,8 @@ _SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.I
 _EMPTY_PHRASES = re.compile(r"^\s*(?:the\s+)?(?:short\s+)?answer(?:\s+is)?\s*:?\s*$", re.IGNORECASE)
 _ANNOUNCEMENT = re.compile(r":\s*$")  # "… is:" with nothing after it
 _YES_NO = re.compile(r"^\s*(?:yes|no)\b", re.IGNORECASE)
+_DEFERS = re.compile(r"\b(?:in|from|of|see|follow|read)\b[^.]{0,30}\b(?:the|each|all|both|these|those)\b[^.]{0,15}"
+                     r"\bdocuments?\b", re.IGNORECASE)
 _FUNCTION_WORDS = frozenset(
     """a an the is are was were be been being of in on at to for from by with and or but as that this these those
     it its what which who whom whose how why when where do does did can could should would will shall may might
@@ -43,6 +47,7 @@ class AnswerFlag(str, enum.Enum):
     ECHO = "echo"
     LOOP = "loop"
     CUT = "cut"
+    DEFERS = "defers"
 
 
 def _words(text: str) -> list[str]:
@@ -79,6 +84,8 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
         flags.append(AnswerFlag.LOOP)
+    if len(words) <= 15 and _DEFERS.search(answer):
+        flags.append(AnswerFlag.DEFERS)
     if finish_reason == "length" and not re.search(r"[.!?…)\]\"”']\s*$", answer):
         flags.append(AnswerFlag.CUT)
     return tuple(flags)

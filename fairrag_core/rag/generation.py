@@ -3,7 +3,10 @@
 Kim & Diaz (2025), §3: each sampled top-k list π becomes a prompt φ_p(x, π) and an answer
 ŷ_π = G(φ_p(x, π)). Decoding is deterministic, so identical lists give identical answers: the
 :class:`AnswerCache` keys answers by (model, decoding, prompt) and :meth:`Generator.answer_rankings` sends each
-distinct list to the model once, however many samples (and α values) produced it.
+distinct list to the model once, however many samples (and α values) produced it. With a
+:class:`~fairrag_core.data.disk_cache.DiskCache` (on by default) answers also persist on disk, keyed by the model's
+identity (its weights hash, :mod:`fairrag_core.models.identity`), the decoding and the prompt: another run, another
+process or a restarted app serves them without the model. Completions served from a cache say so (``cached``).
 
 A :class:`PromptStyle` is a whole answering recipe: the instructions, how much of each document is shown, and
 how the answer is decoded (length, stop strings, repetition penalty). :data:`PROMPT_STYLES` names the designs
@@ -12,12 +15,15 @@ compared by ``benchmarks/bench_answers.py``; the presets of :mod:`fairrag_core.r
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from ..data import Document
-from ..errors import InvalidParameterError
+from ..data.disk_cache import DiskCache, cache_key, default_disk_cache
+from ..errors import InvalidParameterError, StoreError
+from ..models.identity import model_identity
 from ..models.llm import ChatPrompt, Completion, Decoding, LanguageModel
 from ..settings import Settings
 
@@ -61,18 +67,19 @@ PROMPT_STYLES: dict[str, PromptStyle] = {
     "grounded": PromptStyle(
         name="grounded", max_doc_words=80, max_new_tokens=64, stop=("\n\n", "Question:", "Documents:"),
         repeat_penalty=1.3,
-        system="Answer the question in one or two sentences, using only the numbered documents. Name the "
-               "product, person, team or place the answer is about, exactly as the documents write it. "
-               "Do not repeat the question. If the documents do not say, reply: The documents do not say.",
+        system="Answer the question or request in one or two sentences, using the numbered documents. Give the "
+               "answer itself: name the product, person, team or place, with the fact that answers the question, "
+               "exactly as the documents write it. Do not refer to the documents and do not repeat the question.",
         closed_book_system="Answer the question in one or two sentences. Name the product, person, team or "
                            "place the answer is about. Do not repeat the question."),
     # the grounded answer with document numbers to cite
     "cited": PromptStyle(
         name="cited", max_doc_words=80, max_new_tokens=72, stop=("\n\n", "Question:", "Documents:"),
         repeat_penalty=1.3,
-        system="Answer the question in one or two sentences, using only the numbered documents, and cite the "
-               "documents you used as [1], [2]. Name the product, person, team or place the answer is about, "
-               "exactly as the documents write it. Do not repeat the question.",
+        system="Answer the question or request in one or two sentences, using the numbered documents, and cite "
+               "the documents you used as [1], [2]. Give the answer itself: name the product, person, team or "
+               "place, with the fact that answers the question, exactly as the documents write it. Do not repeat "
+               "the question.",
         closed_book_system="Answer the question in one or two sentences. Name the product, person, team or "
                            "place the answer is about. Do not repeat the question."),
 }
@@ -121,27 +128,74 @@ def build_closed_book_prompt(question: str, style: PromptStyle = PromptStyle()) 
     return ChatPrompt(style.closed_book_system, f"Question: {question.strip()}\nAnswer:")
 
 
+_log = logging.getLogger(__name__)
+
+
+def answer_key(identity: str, decoding: Decoding, prompt: ChatPrompt) -> str:
+    """The disk-cache key of an answer: the model's identity, every decoding setting and the whole prompt."""
+    return cache_key("answer", identity, asdict(decoding), prompt.system, prompt.user)
+
+
 @dataclass
 class AnswerCache:
-    """Completions keyed by (model name, decoding, prompt).
+    """Completions keyed by (model name, decoding, prompt) in memory, and on ``disk`` by (model identity,
+    decoding, prompt) when the model has an identity (:func:`~fairrag_core.models.identity.model_identity`).
 
     ``misses`` counts prompts sent to a model (generations); ``hits`` counts answers served without one,
-    including repeats inside one request.
+    including repeats inside one request; ``disk_hits`` those of them read from the disk cache. ``disk`` defaults
+    to the shared cache file (``None``: memory only; ``FAIRRAG_CACHE_DB=off`` turns the default off). A disk cache
+    that cannot be used is logged and skipped: it never stops a run.
     """
 
     answers: dict[tuple[str, Decoding, ChatPrompt], Completion] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    disk: DiskCache | None = field(default_factory=default_disk_cache)
+    disk_hits: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def get_many(self, model: str, decoding: Decoding, prompts: Sequence[ChatPrompt]) -> list[Completion | None]:
+    def get_many(self, model: str, decoding: Decoding, prompts: Sequence[ChatPrompt], *,
+                 identity: str | None = None) -> list[Completion | None]:
+        """The cached completion of each prompt (``None`` where neither memory nor disk has it); those read from
+        disk are kept in memory too."""
         with self._lock:
-            return [self.answers.get((model, decoding, p)) for p in prompts]
+            found = [self.answers.get((model, decoding, p)) for p in prompts]
+        missing = list(dict.fromkeys(p for p, c in zip(prompts, found) if c is None))
+        if self.disk is None or identity is None or not missing:
+            return found
+        keys = {p: answer_key(identity, decoding, p) for p in missing}
+        try:
+            stored = self.disk.get_many("answer", list(keys.values()))
+        except StoreError as err:
+            _log.warning("answer cache not read: %s", err)
+            return found
+        loaded = {p: Completion(**stored[k], cached=True) for p, k in keys.items() if k in stored}
+        if loaded:
+            with self._lock:
+                for prompt, completion in loaded.items():
+                    self.answers[(model, decoding, prompt)] = completion
+                self.disk_hits += len(loaded)
+        return [c if c is not None else loaded.get(p) for p, c in zip(prompts, found)]
 
-    def put(self, model: str, decoding: Decoding, prompt: ChatPrompt, completion: Completion) -> None:
+    def put(self, model: str, decoding: Decoding, prompt: ChatPrompt, completion: Completion, *,
+            identity: str | None = None) -> None:
+        self.put_many(model, decoding, [(prompt, completion)], identity=identity)
+
+    def put_many(self, model: str, decoding: Decoding, items: Sequence[tuple[ChatPrompt, Completion]], *,
+                 identity: str | None = None) -> None:
+        """Keep freshly generated completions (in memory, and on disk in one transaction)."""
         with self._lock:
-            self.answers[(model, decoding, prompt)] = completion
-            self.misses += 1
+            for prompt, completion in items:
+                self.answers[(model, decoding, prompt)] = completion
+            self.misses += len(items)
+        if self.disk is None or identity is None or not items:
+            return
+        values = {answer_key(identity, decoding, p): {"text": c.text, "finish_reason": c.finish_reason,
+                                                      "tokens": c.tokens} for p, c in items}
+        try:
+            self.disk.put_many("answer", values, model=identity)
+        except StoreError as err:
+            _log.warning("answer cache not written: %s", err)
 
 
 class Generator:
@@ -153,25 +207,37 @@ class Generator:
         style = prompt_style(style)
         self.style = style if max_new_tokens is None else replace(style, max_new_tokens=max_new_tokens)
         self.cache = cache if cache is not None else AnswerCache()
+        self._identity: tuple[str | None] | None = None
 
     @property
     def name(self) -> str:
         return self.model.name
 
     @property
+    def identity(self) -> str | None:
+        """The model's identity in the disk cache (weights hash and backend; ``None``: memory cache only)."""
+        if self._identity is None:
+            self._identity = (model_identity(self.model),)
+        return self._identity[0]
+
+    @property
     def max_new_tokens(self) -> int:
         return self.style.max_new_tokens
 
     def complete_prompts(self, prompts: Sequence[ChatPrompt]) -> list[Completion]:
-        """Completions for prompts; each distinct uncached prompt reaches the model once, in one batch."""
+        """Completions for prompts; each distinct uncached prompt reaches the model once, in one batch.
+
+        Completions that did not need the model (memory or disk cache) come back with ``cached=True``."""
         decoding = self.style.decoding
-        found = self.cache.get_many(self.name, decoding, prompts)
+        identity = self.identity if self.cache.disk is not None else None
+        found = self.cache.get_many(self.name, decoding, prompts, identity=identity)
         todo = list(dict.fromkeys(p for p, a in zip(prompts, found) if a is None))
         self.cache.hits += len(prompts) - len(todo)
         if todo:
-            for prompt, completion in zip(todo, self.model.complete(todo, decoding)):
-                self.cache.put(self.name, decoding, prompt, completion)
-        return [a if a is not None else self.cache.answers[(self.name, decoding, p)] for p, a in zip(prompts, found)]
+            self.cache.put_many(self.name, decoding, list(zip(todo, self.model.complete(todo, decoding))),
+                                identity=identity)
+        return [replace(a, cached=True) if a is not None else self.cache.answers[(self.name, decoding, p)]
+                for p, a in zip(prompts, found)]
 
     def answer_prompts(self, prompts: Sequence[ChatPrompt]) -> list[str]:
         """Answer texts for prompts (see :meth:`complete_prompts`)."""

@@ -26,6 +26,8 @@ Q = "Which shoe suits runners with flat feet?"
     ("[1] Stride Pro: a shoe for flat feet", {AnswerFlag.ECHO}),
     ("This shoe is designed to help runners with flat feet, and it's designed to help runners with flat feet",
      {AnswerFlag.LOOP}),
+    ("The bridge engineers are described in the first document.", {AnswerFlag.DEFERS}),
+    ("To clean running shoes, follow the instructions in each document.", {AnswerFlag.DEFERS}),
 ])
 def test_each_failure_is_named(answer, flags):
     assert set(answer_flags(answer, question=Q)) == flags
@@ -40,6 +42,7 @@ def test_a_cut_answer_needs_the_length_finish_reason():
 
 @pytest.mark.parametrize("answer", ["Kestrel Rovers", "The Northmark Glide.", "Yes", "42 km",
                                     "No, shoes that suit runners with flat feet do not exist.",
+                                    "According to document 2, the Glide has a medial post.",
                                     "The Stride Pro, a stability shoe with a medial post [2].",
                                     "Runners with flat feet should pick the Northmark Glide, a stability shoe."])
 def test_real_answers_are_not_flagged(answer):
