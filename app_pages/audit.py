@@ -17,7 +17,7 @@ from fairrag_studio.audit_view import (
     display_summary,
     groupings,
     ledger_for,
-    summary_by_system,
+    per_query,
     summary_with_intervals,
     system_label,
 )
@@ -97,6 +97,10 @@ with tab_run:
                 ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=result.record.seed)
                 chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
                 st.dataframe(display_ledger(ledger), hide_index=True)
+                st.subheader("Per query")
+                picked = st.selectbox("Drill down into a query", sorted(table["query_id"].unique()),
+                                      key="audit_drill")
+                st.dataframe(per_query(table, picked), hide_index=True)
                 st.subheader("Report")
                 left, middle, right = st.columns([1, 1, 2])
                 figures = "interactive" if right.toggle("Interactive charts in the report (+4.6 MB)",
@@ -152,7 +156,8 @@ with tab_stored:
                 else:
                     show_served(stored, stored_collection, "stored_served")
             elif "fairness_question" in table:
-                st.dataframe(display_summary(summary_by_system(table)), hide_index=True)
+                st.dataframe(display_summary(summary_with_intervals(table, seed=record.seed)), hide_index=True)
+                st.caption(INTERVAL_NOTE)
             run_collection = _collection_of(record.collection)
             if not documents.empty and run_collection is not None and "alpha" in documents:
                 by = st.radio("Group by", groupings(run_collection), horizontal=True, key="stored_by")

@@ -21,7 +21,7 @@ from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
 __all__ = ["system_label", "summary_by_system", "summary_with_intervals", "ledger_for", "groupings", "build_report",
-           "compare_runs", "display_summary", "display_ledger", "with_interval", "default_system_index",
+           "compare_runs", "display_summary", "display_ledger", "with_interval", "default_system_index", "per_query",
            "INTERVAL_NOTE"]
 
 #: What the bracketed intervals of the audit's tables are (the estimate is the mean printed beside them).
@@ -141,16 +141,21 @@ def compare_runs(first: pd.DataFrame, second: pd.DataFrame, names: tuple[str, st
     return merged.sort_values("alpha").reset_index(drop=True)
 
 
-def _per_query_details(table: pd.DataFrame) -> tuple[ReportSection, ...]:
-    """One collapsible table per query: its metrics under every system."""
+def per_query(table: pd.DataFrame, query_id: str) -> pd.DataFrame:
+    """One query's metrics under every system (the drill-down), readable headers."""
     present = [c for c in METRIC_COLUMNS if c in table and table[c].notna().any()]
     extra = [c for c in ("m", "providers_reached") if c in table]
+    rows = table[table["query_id"] == query_id].sort_values("alpha")
+    shown = rows.assign(system=rows["alpha"].map(system_label))
+    return shown[["system", *extra, *present]].rename(columns=DISPLAY_NAMES).reset_index(drop=True)
+
+
+def _per_query_details(table: pd.DataFrame) -> tuple[ReportSection, ...]:
+    """One collapsible table per query: its metrics under every system."""
     parts = []
     for qid, rows in table.groupby("query_id", sort=True):
-        shown = rows.sort_values("alpha").assign(system=lambda t: t["alpha"].map(system_label))
         note = "" if rows["fairness_question"].any() else "Fewer than two useful documents: left out of the means."
-        parts.append(ReportSection(f"{qid}", note, table=shown[["system", *extra, *present]].rename(
-            columns=DISPLAY_NAMES)))
+        parts.append(ReportSection(f"{qid}", note, table=per_query(table, qid)))
     return tuple(parts)
 
 

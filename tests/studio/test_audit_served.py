@@ -124,6 +124,8 @@ def test_the_simulated_ledger_opens_on_the_deterministic_system():
     at.button(key="audit_run").click().run()
     assert not at.exception and math.isinf(at.selectbox(key="ledger_alpha").value)
     assert frame_with(at, "EE-D 95% interval")["EE-D 95% interval"].iloc[0].startswith("[")
+    assert at.selectbox(key="audit_drill").value == "rs-q01"
+    assert frame_with(at, "m")["system"].tolist() == ["α = 0", "α = 2", "deterministic"]
 
 
 def test_uploads_are_saved_by_content_and_read_by_suffix(tmp_path, shoe_log, shoes):
