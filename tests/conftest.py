@@ -6,6 +6,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# No persistent answer/judgement cache unless a test passes its own DiskCache: counts of model calls must not depend
+# on what an earlier test run left in ~/.cache/fairrag/cache.sqlite.
+os.environ.setdefault("FAIRRAG_CACHE_DB", "off")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/exact.py
 
 from fairrag_core import load_collection

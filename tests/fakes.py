@@ -17,6 +17,7 @@ class FirstDocumentModel(LanguageModel):
 
     def __init__(self, name: str = "fake-first-doc") -> None:
         self.name = name
+        self.identity = f"tests.fakes.FirstDocumentModel:{name}"  # deterministic: its answers may persist on disk
         self.calls = 0
         self.prompts_seen = 0
 
@@ -41,6 +42,7 @@ class SubstringAttributor(Attributor):
     """Entailment iff the hypothesis occurs in the premise (case-insensitive); counts pairs scored."""
 
     name = "fake-substring"
+    identity = "tests.fakes.SubstringAttributor"  # deterministic: its judgements may persist on disk
 
     def __init__(self) -> None:
         super().__init__()

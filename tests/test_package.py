@@ -60,6 +60,9 @@ CLI = {
                      "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run_a", "run_b"],
     "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
                   "--nli", "--no-store", "--output", "--seed", "--store", "-k", "log"],
+    "warm": ["--alphas", "--cache", "--candidates", "--collection", "--device", "--generator", "--json", "--metric",
+             "--min-rel", "--model", "--nli", "--oracle", "--prompt-order", "--queries", "--retriever", "--samples",
+             "--seed", "-N", "-k"],
 }
 
 #: Layers, bottom first. A module may import its own layer or lower ones, never a higher one

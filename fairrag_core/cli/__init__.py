@@ -9,6 +9,7 @@ One module per command group, each registering its commands with a handler:
 * :mod:`.audit_log` — ``audit-log`` (a served RAG log: exposure, attribution, ledger);
 * :mod:`.audit` — ``evaluate-run``, ``compare-runs`` (served rankings with expeval's metrics; paired comparison);
 * :mod:`.richrag` — ``aspects``, ``rich-rank`` (RichRAG: sub-aspects, the multi-faceted pool, ranked lists, NCOM);
+* :mod:`.warm` — ``warm`` (precompute a collection's answers and judgements into the disk cache);
 * :mod:`.common` — the shared options, argument types and renderers.
 
 Errors of the :class:`~fairrag_core.errors.FairRAGError` family end with exit code 2 and their message, which
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import FairRAGError
-from . import audit, audit_log, fairqr, rag, ranking, richrag, runs
+from . import audit, audit_log, fairqr, rag, ranking, richrag, runs, warm
 
 __all__ = ["main", "build_parser"]
 
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m fairrag_core", description=_DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    for group in (ranking, rag, fairqr, runs, audit_log, audit, richrag):
+    for group in (ranking, rag, fairqr, runs, audit_log, audit, richrag, warm):
         group.register(sub)
     return parser
 

@@ -9,19 +9,25 @@ of the three verdict words.
 Both backends share :class:`Attributor`:
 - ``entails`` is argmax == entailment;
 - ``probabilities`` is P(entailment);
-- results are cached by (premise, hypothesis, context).
+- results are cached by (premise, hypothesis, context), in memory and on disk
+  (:class:`~fairrag_core.data.disk_cache.DiskCache`, keyed also by :meth:`Attributor.cache_identity`: the judge's
+  weights hash and prompt, or the cross-encoder's weights), so no process judges a pair twice.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..data.disk_cache import DiskCache, cache_key, default_disk_cache
+from ..errors import InvalidParameterError, StoreError
 from ..models import catalog
+from ..models.identity import model_identity, source_identity
 from ..models.llm import ChatPrompt, LanguageModel
 from ..models.nli import NLIClassifier, nli_class_columns
 
@@ -46,6 +52,10 @@ _JUDGE_HEAD = (
 _JUDGE_TAIL = "\n\nStatement: {claim}"
 #: The judge's answer words, in NLI_CLASSES order (entailment, neutral, contradiction).
 _JUDGE_OPTIONS = ("supported", "unmentioned", "contradicted")
+#: Changes whenever the judge's prompt does, so judgements made with an older prompt are not served from disk.
+_JUDGE_PROMPT_HASH = hashlib.sha256("\0".join((_JUDGE_SYSTEM, _JUDGE_HEAD, _JUDGE_TAIL, *_JUDGE_OPTIONS))
+                                    .encode()).hexdigest()[:16]
+_log = logging.getLogger(__name__)
 
 
 def _claim(hypothesis: str, context: str | None) -> str:
@@ -53,13 +63,63 @@ def _claim(hypothesis: str, context: str | None) -> str:
 
 
 class Attributor(ABC):
-    """Scores (premise, hypothesis) pairs. Subclasses implement :meth:`_class_probabilities`."""
+    """Scores (premise, hypothesis) pairs. Subclasses implement :meth:`_class_probabilities`.
+
+    Rows are cached in memory and, when :meth:`cache_identity` names the model, in ``disk`` (the shared cache
+    file by default; set ``disk = None`` for memory only). ``pairs`` counts pairs asked for (repeats included),
+    ``model_pairs`` those the model judged, ``disk_hits`` those read from disk.
+    """
 
     name: str
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str, str | None], np.ndarray] = {}
         self._lock = threading.Lock()
+        self.disk: DiskCache | None = default_disk_cache()
+        self.pairs = 0
+        self.disk_hits = 0
+        self.model_pairs = 0
+        self._identity: tuple[str | None] | None = None
+
+    def cache_identity(self) -> str | None:
+        """What makes this attributor's judgements what they are (model weights, prompt, truncation), as the disk
+        cache's key; ``None`` (the default for unknown subclasses): cache in memory only. A subclass may instead
+        set an ``identity`` attribute."""
+        own = getattr(self, "identity", None)
+        return own if isinstance(own, str) and own else None
+
+    def _disk_identity(self) -> str | None:
+        if self.disk is None:
+            return None
+        if self._identity is None:
+            self._identity = (self.cache_identity(),)
+        return self._identity[0]
+
+    def _from_disk(self, keys: list[tuple[str, str, str | None]]) -> None:
+        """Move the rows of ``keys`` found on disk into the memory cache."""
+        identity = self._disk_identity()
+        if identity is None or not keys:
+            return
+        hashed = {cache_key("nli", identity, *k): k for k in keys}
+        try:
+            stored = self.disk.get_many("nli", list(hashed))
+        except StoreError as err:
+            _log.warning("judgement cache not read: %s", err)
+            return
+        with self._lock:
+            for h, row in stored.items():
+                self._cache[hashed[h]] = np.asarray(row, dtype=np.float64)
+            self.disk_hits += len(stored)
+
+    def _to_disk(self, keys: Sequence[tuple[str, str, str | None]], rows: np.ndarray) -> None:
+        identity = self._disk_identity()
+        if identity is None or not len(keys):
+            return
+        try:
+            self.disk.put_many("nli", {cache_key("nli", identity, *k): [float(v) for v in row]
+                                       for k, row in zip(keys, rows)}, model=identity)
+        except StoreError as err:
+            _log.warning("judgement cache not written: %s", err)
 
     @abstractmethod
     def _class_probabilities(self, premises: Sequence[str], hypotheses: Sequence[str],
@@ -79,7 +139,12 @@ class Attributor(ABC):
             raise InvalidParameterError("contexts must have one entry per pair (or be None)")
         keys = list(zip(premises, hypotheses, ctx))
         with self._lock:
+            self.pairs += len(keys)
             todo = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if todo and self.disk is not None:
+            self._from_disk([k for k in todo if k[0].strip() and k[1].strip()])
+            with self._lock:
+                todo = [k for k in todo if k not in self._cache]
         if todo:
             # an empty answer or document entails nothing: call it neutral without asking the model
             empty = [k for k in todo if not k[0].strip() or not k[1].strip()]
@@ -91,6 +156,8 @@ class Attributor(ABC):
                     self._cache[key] = row
                 for key in empty:
                     self._cache[key] = np.array([0.0, 1.0, 0.0])
+                self.model_pairs += len(asked)
+            self._to_disk(asked, probs)
         return np.stack([self._cache[k] for k in keys]) if keys else np.zeros((0, 3))
 
     def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str], *,
@@ -113,6 +180,12 @@ class LLMJudgeAttributor(Attributor):
         self.model = model
         self.name = f"judge:{model.name}"
         self.max_premise_words = max_premise_words
+
+    def cache_identity(self) -> str | None:
+        """The judge model's identity (weights hash), the judge prompt's hash and the premise cut."""
+        model = model_identity(self.model)
+        return None if model is None else (f"judge:{model}:prompt-{_JUDGE_PROMPT_HASH}:"
+                                           f"premise-words={self.max_premise_words}")
 
     def prompt(self, premise: str, hypothesis: str, context: str | None = None) -> ChatPrompt:
         return ChatPrompt(_JUDGE_SYSTEM, self._head(premise) + _JUDGE_TAIL.format(claim=_claim(hypothesis, context)))
@@ -149,6 +222,14 @@ class CrossEncoderAttributor(Attributor):
         self.name = f"nli:{source}"
         self.classifier = NLIClassifier(source, device=device, batch_size=batch_size, max_length=max_length,
                                         model=model, tokenizer=tokenizer)
+        self._injected = model is not None
+
+    def cache_identity(self) -> str | None:
+        """The NLI model's weights (hub commit or folder fingerprint) and the input cut; ``None`` for a model passed
+        in as an object (it cannot be recognised in another process)."""
+        if self._injected:
+            return None
+        return f"nli:{source_identity(self.source)}:max_length={self.classifier.max_length}"
 
     @staticmethod
     def class_columns(id2label: dict) -> list[int | None]:

@@ -106,6 +106,7 @@ class ListAnswer:
     utility: float | None
     finish_reason: str = "unknown"
     flags: tuple[AnswerFlag, ...] = ()
+    cached: bool = False  # the answer came from the answer cache (memory or disk), not from the model this time
 
     @property
     def attribution_rate(self) -> float:
@@ -337,6 +338,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
                 utility=None if not gold else utility(texts[g], gold, config.metric),
                 finish_reason=completions[g].finish_reason,
                 flags=answer_flags(texts[g], question=ranking.query_text, finish_reason=completions[g].finish_reason),
+                cached=completions[g].cached,
             )
             answers.append(answer)
             if stream.on_answer is not None:

@@ -1,0 +1,135 @@
+"""``warm``: precompute a collection's answers and NLI judgements into the disk cache (prepare a class overnight).
+
+The Playground answers a query in minutes on a CPU; from the cache, in a second. ``warm`` runs the RAG pipeline
+for every example query at the chosen α values with exactly the Playground's settings (by default: k = 5, N = 20,
+K = 20, seed 42, the offline generator and judge, α = 2 and the Deterministic toggle), so that every answer and
+judgement the class will ask for is already in the cache (:mod:`fairrag_core.data.disk_cache`) that the app, the
+CLI and other processes read. It reports per (query, α) what it computed and what it skipped because it was
+cached; a second ``warm`` with the same settings computes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+from ..checks import parse_alphas
+from ..data.disk_cache import CACHE_ENV, DiskCache, default_disk_cache
+from ..errors import InvalidParameterError
+from .common import add_common, add_models, alphas_arg, id_list, load_inputs
+
+__all__ = ["register"]
+
+#: The Playground's defaults (fairrag_studio/state.py): α = 2 and the Deterministic toggle, k, N, K and seed.
+PLAYGROUND_ALPHAS = parse_alphas("2,inf")
+PLAYGROUND = {"samples": 20, "k": 5, "candidates": 20, "seed": 42}
+
+
+def register(sub) -> None:
+    """Add ``warm`` to the command parser ``sub``."""
+    p = sub.add_parser(
+        "warm", help="precompute a collection's answers and NLI judgements into the disk cache (prepare a class)",
+        description="Answer every example query (or --queries) at each α with the Playground's settings and judge "
+                    "every citation, storing answers and judgements in the disk cache that the app and the CLI "
+                    "read (" + CACHE_ENV + " or ~/.cache/fairrag/cache.sqlite). Defaults are the Playground's: "
+                    "k=5, N=20, K=20, seed 42, α=2 and deterministic. Cached work is skipped and reported.",
+    )
+    add_common(p)
+    add_models(p)
+    p.add_argument("--alphas", type=alphas_arg, default=PLAYGROUND_ALPHAS,
+                   help="comma-separated α values; inf = the Deterministic toggle (default 2,inf)")
+    p.add_argument("--queries", default=None, help="comma-separated query ids (default: every example query)")
+    p.add_argument("--oracle", action="store_true",
+                   help="also answer the stochastic oracle's lists (what sweeps and the Disparity page need)")
+    p.add_argument("--cache", default=None, help=f"cache file (default ${CACHE_ENV} or ~/.cache/fairrag/cache.sqlite)")
+    p.set_defaults(handler=_cmd_warm, **PLAYGROUND)
+
+
+def _cache(path: str | None) -> DiskCache:
+    if path:
+        return DiskCache(path)
+    cache = default_disk_cache()
+    if cache is None:
+        raise InvalidParameterError(f"the disk cache is off ({CACHE_ENV}=off), so there is nothing to warm; unset "
+                                    f"{CACHE_ENV} or pass --cache PATH")
+    return cache
+
+
+def _answer_settings(args) -> tuple[dict, dict]:
+    """Generator and RagConfig keyword arguments for the prompt style and citation rule, when the shared model
+    options (:func:`~fairrag_core.cli.common.add_models`) offer them; the Playground's defaults otherwise."""
+    style = {"style": args.prompt_style} if getattr(args, "prompt_style", None) else {}
+    if getattr(args, "paper_citations", False):
+        return style, {"per_claim": False, "entail_threshold": None, "control_margin": None}
+    names = ("per_claim", "entail_threshold", "control_margin")
+    return style, {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def _alpha_text(alpha: float) -> str:
+    return "det" if math.isinf(alpha) else f"{alpha:g}"
+
+
+def _cmd_warm(args, out) -> int:
+    from ..models.catalog import load_language_model
+    from ..rag import Generator, RagConfig, run_rag
+    from ..rag.attribution import load_attributor
+
+    cache = _cache(args.cache)
+    collection, retriever = load_inputs(args)
+    ids = id_list(args.queries)
+    queries = [collection.query(q) for q in ids] if ids else list(collection.queries)
+    if not queries:
+        raise InvalidParameterError(f"{collection.name} has no example queries; pass a collection with "
+                                    "queries.jsonl")
+    style, citation = _answer_settings(args)
+    generator = Generator(load_language_model(args.generator, device=args.device), **style)
+    generator.cache.disk = cache
+    attributor = load_attributor(args.nli, device=args.device)
+    attributor.disk = cache
+    if generator.identity is None:
+        print(f"note: {generator.name} has no identity for the disk cache; its answers are not kept",
+              file=sys.stderr)
+    tasks = [(q, a) for q in queries for a in args.alphas]
+    totals = {"answers": 0, "answers_cached": 0, "judgements": 0, "judgements_cached": 0}
+    rows = []
+    start = time.perf_counter()
+    for i, (query, alpha) in enumerate(tasks, 1):
+        made, served = generator.cache.misses, generator.cache.hits
+        asked, judged = attributor.pairs, attributor.model_pairs
+        began = time.perf_counter()
+        config = RagConfig(alpha=alpha, n_samples=args.samples, k=args.k, seed=args.seed, candidates=args.candidates,
+                           min_rel=args.min_rel, metric=args.metric, prompt_order=args.prompt_order,
+                           oracle=args.oracle, **citation)
+        run_rag(collection, retriever, generator, attributor, query.text, config, n_boot=10)
+        generated, cached = generator.cache.misses - made, generator.cache.hits - served  # distinct lists (+ oracle)
+        pairs = attributor.pairs - asked  # (document, answer or claim) pairs, control documents included
+        row = {"query_id": query.query_id, "alpha": alpha, "answers": generated + cached, "answers_cached": cached,
+               "judgements": pairs, "judgements_cached": pairs - (attributor.model_pairs - judged),
+               "seconds": round(time.perf_counter() - began, 2)}
+        rows.append(row)
+        for key in totals:
+            totals[key] += row[key]
+        print(f"[{i}/{len(tasks)}] {query.query_id} α={_alpha_text(alpha)}: {row['answers']} answers "
+              f"({row['answers_cached']} cached), {row['judgements']} judgements ({row['judgements_cached']} cached), "
+              f"{row['seconds']:.1f} s", file=sys.stderr, flush=True)
+    stats = cache.stats()
+    payload = {"collection": collection.name, "generator": generator.name, "generator_identity": generator.identity,
+               "attributor": attributor.name, "attributor_identity": attributor.cache_identity(),
+               "alphas": ["inf" if math.isinf(a) else a for a in args.alphas], "k": args.k, "n_samples": args.samples,
+               "candidates": args.candidates, "seed": args.seed, "oracle": args.oracle, "tasks": rows, **totals,
+               "seconds": round(time.perf_counter() - start, 1), "cache": str(stats.path),
+               "cache_entries": stats.entries, "cache_bytes": stats.bytes}
+    if args.json:
+        print(json.dumps(payload, indent=2), file=out)
+        return 0
+    print(f"Warmed {collection.name} for {len(queries)} queries × α {', '.join(map(_alpha_text, args.alphas))} "
+          f"(k={args.k}, N={args.samples}, K={args.candidates}, seed {args.seed}) with {generator.name} + "
+          f"{attributor.name} in {payload['seconds']:.0f} s", file=out)
+    print(f"  answers:    {totals['answers'] - totals['answers_cached']} generated, {totals['answers_cached']} "
+          "already cached", file=out)
+    print(f"  judgements: {totals['judgements'] - totals['judgements_cached']} computed, "
+          f"{totals['judgements_cached']} already cached", file=out)
+    print(f"Cache {stats.describe()}", file=out)
+    return 0

@@ -1,0 +1,107 @@
+"""``warm``: precompute answers and judgements into the disk cache with the Playground's settings (stand-in models)."""
+
+import io
+import json
+import re
+
+import pytest
+from fakes import FirstDocumentModel, SubstringAttributor
+
+from fairrag_core import load_collection
+from fairrag_core.cli import main
+from fairrag_core.data.disk_cache import DiskCache
+from fairrag_core.models import catalog
+from fairrag_core.rag import attribution
+from fairrag_core.rag.generation import AnswerCache, Generator
+from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag
+from fairrag_core.retrieval import BM25Retriever
+from fairrag_studio.state import Settings
+
+
+@pytest.fixture()
+def fakes(monkeypatch, tmp_path):
+    made = {"models": [], "attributors": []}
+
+    def model(name, device=None):
+        made["models"].append(FirstDocumentModel("fake-gen"))
+        return made["models"][-1]
+
+    def attributor(name=None, device=None):
+        made["attributors"].append(SubstringAttributor())
+        return made["attributors"][-1]
+
+    monkeypatch.setattr(catalog, "load_language_model", model)
+    monkeypatch.setattr(attribution, "load_attributor", attributor)
+    monkeypatch.setenv("FAIRRAG_CACHE_DB", str(tmp_path / "cache.sqlite"))
+    return made
+
+
+def run(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def test_warm_then_warm_again_computes_nothing(fakes, tmp_path, capsys):
+    argv = ["warm", "--collection", "running-shoes", "--queries", "rs-q01,rs-q02", "--json"]
+    code, text = run(argv)
+    assert code == 0
+    first = json.loads(text)
+    assert first["alphas"] == [2.0, "inf"] and (first["k"], first["n_samples"], first["candidates"], first["seed"]) \
+        == (5, 20, 20, 42)  # the Playground's defaults
+    assert len(first["tasks"]) == 4 and first["answers"] > 0 and first["judgements"] > 0
+    # a (document, answer) pair met again in another list is judged once: the repeats count as cached
+    assert first["answers_cached"] == 0 and 0 < first["judgements_cached"] < first["judgements"]
+    computed = first["judgements"] - first["judgements_cached"]
+    assert first["cache_entries"] == {"answer": first["answers"], "nli": computed}
+    progress = capsys.readouterr().err
+    assert re.search(r"\[1/4\] rs-q01 α=2: 20 answers \(0 cached\), \d+ judgements \(\d+ cached\), ", progress)
+    assert re.search(r"\[4/4\] rs-q02 α=det: 1 answers \(0 cached\), \d+ judgements \(", progress)
+
+    code, text = run(argv)
+    again = json.loads(text)
+    assert fakes["models"][-1].calls == 0 and fakes["attributors"][-1].scored == 0
+    assert again["answers_cached"] == again["answers"] == first["answers"]
+    assert again["judgements_cached"] == again["judgements"] == first["judgements"]
+    assert again["cache_bytes"] > 0
+
+
+def test_the_playground_finds_everything_warm_made(fakes, tmp_path):
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2"])[0] == 0
+    shoes = load_collection("running-shoes")
+    cache = DiskCache(tmp_path / "cache.sqlite")
+    model, judge = FirstDocumentModel("fake-gen"), SubstringAttributor()
+    judge.disk = cache
+    # what app_pages/playground.py runs on Generate answers with the sidebar's defaults
+    settings = Settings(collection="running-shoes")
+    style = {"style": settings.prompt_style} if hasattr(settings, "prompt_style") else {}
+    policy = getattr(settings, "citation", None)
+    citation = {} if policy is None else {"per_claim": policy.per_claim, "entail_threshold": policy.threshold,
+                                          "control_margin": policy.control_margin}
+    config = RagConfig(alpha=2.0, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
+                       candidates=settings.candidates, oracle=False, **citation)
+    rag = run_rag(shoes, BM25Retriever(shoes.texts), Generator(model, cache=AnswerCache(disk=cache), **style), judge,
+                  shoes.query("rs-q01").text, config, n_boot=300,
+                  stream=AnswerStream(chunk=1, growing=True, tick=lambda: None))
+    assert model.calls == 0 and judge.scored == 0 and all(a.cached for a in rag.answers)
+
+
+def test_readable_summary_and_the_oracle(fakes):
+    code, text = run(["warm", "--queries", "rs-q01", "--alphas", "0", "--oracle", "-N", "5"])
+    assert code == 0 and "Warmed running-shoes for 1 queries × α 0 (k=5, N=5, K=20, seed 42)" in text
+    assert "answers:" in text and "already cached" in text and "MB on disk" in text
+    code, text = run(["warm", "--queries", "rs-q01", "--alphas", "0", "--oracle", "-N", "5"])
+    assert " 0 generated" in text and " 0 computed" in text
+
+
+def test_warm_without_a_cache_says_how_to_turn_it_on(fakes, monkeypatch, capsys):
+    monkeypatch.setenv("FAIRRAG_CACHE_DB", "off")
+    assert run(["warm", "--queries", "rs-q01"])[0] == 2
+    assert "the disk cache is off (FAIRRAG_CACHE_DB=off)" in capsys.readouterr().err
+
+
+def test_an_explicit_cache_file(fakes, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRRAG_CACHE_DB", "off")
+    path = tmp_path / "class.sqlite"
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "inf", "--cache", str(path)])[0] == 0
+    entries = DiskCache(path).stats().entries
+    assert entries["answer"] == 1 and entries["nli"] >= 5  # five documents (and a control, by the citation rule)
