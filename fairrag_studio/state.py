@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fairrag_core.models.catalog import DEFAULTS
+from fairrag_core.rag.citations import CitationPolicy
+from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "init_session"]
@@ -23,8 +25,11 @@ class Settings:
     n_samples: int = 20
     seed: int = 42
     candidates: int | None = 20  # first-stage cut-off K (None: every document is a candidate)
-    generator: str = DEFAULTS["generator"]
-    attributor: str = DEFAULTS["attributor"]
+    answers: str = DEFAULT_PRESET  # an answer preset's name (fairrag_core.rag.presets), or "custom"
+    generator: str = PRESETS[DEFAULT_PRESET].generator
+    prompt_style: str = PRESETS[DEFAULT_PRESET].style
+    attributor: str = PRESETS[DEFAULT_PRESET].attributor
+    citation: CitationPolicy = PRESETS[DEFAULT_PRESET].citation
     device: str = "auto"
 
     @property

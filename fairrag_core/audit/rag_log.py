@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import check_k, check_open_unit, check_positive_int
+from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
 from ..data.rag_log import RagLog, load_rag_log
 from ..data.served import ServedRankings
@@ -188,7 +188,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     if not isinstance(log, RagLog):
         log = load_rag_log(log)
     log.check_against(collection)
-    check_positive_int(config.n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                  fix="1,000 resamples are the usual number")
     check_open_unit(config.level, "level", hint="e.g. 0.95")
     shortest, longest = log.ranking_lengths
     k = check_k(config.k if config.k is not None else longest, len(collection))

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..checks import check_positive_int
+from ..checks import MAX_RESAMPLES, check_at_most
 from ..data import Collection, load_collection
 from ..data.demo import DEMO_COLLECTIONS
 from ..data.judgments import Judgments, judgments_from_collection, load_judgments
@@ -240,7 +240,8 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     ``Σ_d Var(ε̂_d)``, so they come bias-corrected (``2θ̂ − median θ*``) with the basic interval, floored at the
     metric's least possible value. A query with one sample, or absent from the run, has a zero-width interval.
     """
-    n_boot = check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                           fix="1,000 resamples are the usual number")
     settings = _settings(**model)
     rng = as_generator(seed)
     loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)

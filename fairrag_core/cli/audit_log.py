@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.export import write_table
 from .common import positive_arg
 
 __all__ = ["register"]
@@ -108,8 +109,7 @@ def _cmd_audit_log(args, out) -> int:
         with RunStore(args.store) as store:
             run_id = store.save(run, label=f"log {Path(args.log).name} · {len(log)} lines")
     if args.output:
-        path = Path(args.output)
-        (run.table.to_parquet if path.suffix == ".parquet" else run.table.to_csv)(path, index=False)
+        write_table(run.table, args.output)
     if args.json:
         print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),
                           "estimate": summary.attrs["note"], "summary": _records(summary),

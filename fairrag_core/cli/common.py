@@ -11,7 +11,8 @@ from ..errors import InvalidParameterError
 from ..metrics.utility import UtilityMetric
 from ..retrieval import Retriever, RetrieverKind, build_retriever
 
-__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "add_common", "add_models", "load_inputs", "id_list",
+__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "add_common", "add_models", "citation_settings", "load_inputs",
+           "id_list",
            "bar", "fmt", "fmt_ci"]
 
 
@@ -40,6 +41,16 @@ def positive_arg(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return value
+
+
+def optional_float(text: str) -> float | None:
+    """A number, or ``none`` for "no such rule"."""
+    if text.strip().lower() in ("none", "off", "argmax"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
 
 
 def id_list(text: str | None) -> tuple[str, ...]:
@@ -81,6 +92,34 @@ def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> N
                              "score (identical sets then share one generation)")
     parser.add_argument("--metric", default="rougeL", choices=[m.value for m in UtilityMetric],
                         help="utility metric against the gold answer (default rougeL)")
+    from ..rag.generation import PROMPT_STYLES
+    from ..rag.presets import DEFAULT_PRESET, PRESETS
+
+    preset = PRESETS[DEFAULT_PRESET]
+    parser.add_argument("--prompt-style", default=preset.style, choices=list(PROMPT_STYLES),
+                        help=f"how the generator is asked (default {preset.style}; 'short' is the original few-word "
+                             "prompt; docs/answers.md compares them)")
+    if attributor:
+        rule = preset.citation
+        parser.add_argument("--per-claim", action=argparse.BooleanOptionalAction, default=rule.per_claim,
+                            help="judge each sentence of an answer; a document is cited when it entails one "
+                                 f"(default {'on' if rule.per_claim else 'off'})")
+        parser.add_argument("--entail-threshold", type=optional_float, default=rule.threshold,
+                            help=f"cite when P(entailment) reaches this (default {rule.threshold}; the paper: "
+                                 "entailment is the most likely class — 'none')")
+        parser.add_argument("--control-margin", type=optional_float, default=rule.control_margin,
+                            help="cite only when P(entailment) beats an unseen on-topic control document by this "
+                                 f"much (default {rule.control_margin}; 'none': no control document)")
+        parser.add_argument("--paper-citations", action="store_true",
+                            help="the paper's rule: the whole answer, entailment the most likely class, no control")
+
+
+def citation_settings(args) -> dict:
+    """The citation rule of ``args`` as RagConfig / RagSweepConfig keyword arguments."""
+    if getattr(args, "paper_citations", False):
+        return {"per_claim": False, "entail_threshold": None, "control_margin": None}
+    return {"per_claim": args.per_claim, "entail_threshold": args.entail_threshold,
+            "control_margin": args.control_margin}
 
 
 def load_inputs(args) -> tuple[Collection, Retriever]:

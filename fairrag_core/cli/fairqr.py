@@ -8,6 +8,7 @@ import json
 import sys
 
 from ..data import load_collection
+from ..data.export import write_table
 from ..retrieval import build_retriever
 from .common import id_list, positive_arg
 
@@ -125,7 +126,7 @@ def _cmd_fair_qr_eval(args, out) -> int:
         print(file=sys.stderr)
     means, tests, iterations = table1(results), paired_tests(results), iteration_statistics(traces)
     if args.output:
-        results.to_csv(args.output, index=False)
+        write_table(results, args.output)
     if args.json:
         print(json.dumps({"config": results.attrs, "table1": json.loads(means.to_json(orient="split")),
                           "tests": json.loads(tests.to_json(orient="records")),

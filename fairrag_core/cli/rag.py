@@ -7,9 +7,20 @@ import json
 import sys
 from pathlib import Path
 
+from ..data.export import write_table
 from ..rag.sweep import Usefulness
 from ..ranking import DEFAULT_ALPHAS
-from .common import add_common, add_models, alpha_arg, alphas_arg, fmt, id_list, load_inputs, positive_arg
+from .common import (
+    add_common,
+    add_models,
+    alpha_arg,
+    alphas_arg,
+    citation_settings,
+    fmt,
+    id_list,
+    load_inputs,
+    positive_arg,
+)
 from .ranking import rank_payload
 
 __all__ = ["register"]
@@ -68,7 +79,7 @@ def _generator(args):
     from ..models.catalog import load_language_model
     from ..rag import Generator
 
-    return Generator(load_language_model(args.generator, device=args.device))
+    return Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
 
 
 def _rag_payload(run) -> dict:
@@ -104,7 +115,7 @@ def _cmd_rag(args, out) -> int:
     attributor = load_attributor(args.nli, device=args.device)
     config = RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
                        candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                       prompt_order=args.prompt_order)
+                       prompt_order=args.prompt_order, **citation_settings(args))
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
     if args.json:
         print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
@@ -180,7 +191,7 @@ def _cmd_rag_sweep(args, out) -> int:
     config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
                             usefulness=args.labels, query_ids=ids, prompt_order=args.prompt_order,
-                            oracle=not args.no_oracle)
+                            oracle=not args.no_oracle, **citation_settings(args))
 
     def progress(done, total):
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
@@ -195,7 +206,7 @@ def _cmd_rag_sweep(args, out) -> int:
             run_id = store.save(run)
     if args.output:
         base = Path(args.output).with_suffix("")
-        table.to_csv(base.with_suffix(".csv"), index=False)
+        write_table(table, base.with_suffix(".csv"))
         table.to_parquet(base.with_suffix(".parquet"), index=False)
     if args.json:
         print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import DEMO_COLLECTIONS, load_collection
+from ..data.export import write_table
 from ..ranking import (
     DEFAULT_ALPHAS,
     RankingConfig,
@@ -173,7 +174,7 @@ def _cmd_sweep(args, out) -> int:
     table, record = run.table, run.record
     summary = summarise_sweep(table)
     if args.output:
-        table.to_csv(args.output, index=False)
+        write_table(table, args.output)
     if args.json:
         payload = {"config": record.to_dict(), "command": record.command(),
                    "rows": json.loads(table.to_json(orient="records")),

@@ -11,7 +11,6 @@ category. Like every loader, these stop at the first problem with the file, the 
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import numpy as np
 
 from ..errors import DataFormatError, InvalidParameterError
 from .collection import UNKNOWN_GROUP, Collection
-from .served import decode, read_file, record_lines
+from .served import decode, read_file, record_lines, unpack
 
 __all__ = ["NO_GROUP", "Judgments", "load_judgments", "parse_judgments", "judgments_from_collection"]
 
@@ -87,7 +86,7 @@ def parse_judgments(text: str | bytes, *, source: object = "<qrels>") -> Judgmen
     ({'d1': 2, 'd2': 0, 'd3': -1}, {'d1': ('1', '2'), 'd2': ('-1',), 'd3': ('0',)})
     """
     if isinstance(text, bytes):
-        text = decode(gzip.decompress(text) if text[:2] == b"\x1f\x8b" else text, source)
+        text = decode(unpack(text, source), source)
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
     lines: dict[tuple[str, str], int] = {}

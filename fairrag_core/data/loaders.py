@@ -30,25 +30,47 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..checks import max_file_bytes, max_upload_bytes
 from ..errors import DataFormatError, UnknownCollectionError
 from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
 
 __all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_text",
-           "json_lines"]
+           "read_bytes", "json_lines", "check_upload"]
 
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
 _QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
 _GROUP_PREFIX = "group:"
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, refusing a missing, unreadable or too large file (``$FAIRRAG_MAX_FILE_MB``)."""
     try:
-        raw = path.read_bytes()
+        size, limit = path.stat().st_size, max_file_bytes()
+        if size > limit:
+            raise DataFormatError(f"the file is {size / 1e6:,.0f} MB, more than the {limit / 1e6:,.0f} MB a loader "
+                                  "reads into memory; split it, or raise the limit with FAIRRAG_MAX_FILE_MB",
+                                  path=path)
+        return path.read_bytes()
     except FileNotFoundError:
         raise DataFormatError("file not found; check the path", path=path) from None
     except IsADirectoryError:
         raise DataFormatError("is a folder, expected a file", path=path) from None
+    except OSError as err:
+        raise DataFormatError(f"cannot be read ({err.strerror or err}); check its permissions", path=path) from None
+
+
+def check_upload(name: str, data: bytes) -> None:
+    """Refuse an uploaded file above ``$FAIRRAG_MAX_UPLOAD_MB`` (default 50 MB) before it is written or parsed."""
+    limit = max_upload_bytes()
+    if len(data) > limit:
+        raise DataFormatError(f"the upload is {len(data) / 1e6:,.0f} MB, more than the {limit / 1e6:,.0f} MB the app "
+                              "accepts; load a larger collection from its folder with the CLI (--collection PATH), "
+                              "or raise the limit with FAIRRAG_MAX_UPLOAD_MB", path=name)
+
+
+def read_text(path: Path) -> str:
+    raw = read_bytes(path)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -73,6 +95,12 @@ def json_lines(path: Path) -> Iterable[tuple[int, dict]]:
                 path=path,
                 line=lineno,
             ) from None
+        except ValueError as err:  # e.g. an integer of more than 4,300 digits
+            raise DataFormatError(f"unreadable JSON value ({str(err).split(';')[0]}); write long numbers as "
+                                  "strings", path=path, line=lineno) from None
+        except RecursionError:
+            raise DataFormatError("JSON nested too deeply to read; each line must be one flat JSON object",
+                                  path=path, line=lineno) from None
         if not isinstance(obj, dict):
             raise DataFormatError("expected a JSON object on each line", path=path, line=lineno)
         yield lineno, obj
@@ -144,11 +172,24 @@ def _corpus_from_jsonl(path: Path) -> list[Document]:
     return docs
 
 
+def _csv_rows(reader, path: Path) -> Iterable[list[str]]:
+    """The reader's rows; a CSV error (a cell over the field limit, broken quoting) names its line and the fix."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise DataFormatError(f"unreadable CSV ({err}); close every quote (a quote inside a cell is written "
+                                  f"\"\"), and keep cells under {csv.field_size_limit():,} characters (or use "
+                                  "corpus.jsonl for long documents)", path=path, line=reader.line_num) from None
+
+
 def _corpus_from_csv(path: Path) -> list[Document]:
     text = read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        header = [h.strip() for h in next(reader)]
+        header = [h.strip() for h in next(_csv_rows(reader, path))]
     except StopIteration:
         raise DataFormatError("empty file; expected a header doc_id,text[,title,provider,group:<category>...]",
                               path=path, line=1) from None
@@ -173,7 +214,7 @@ def _corpus_from_csv(path: Path) -> list[Document]:
         raise DataFormatError("repeated column names in the header", path=path, line=1)
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for row in reader:
+    for row in _csv_rows(reader, path):
         line = reader.line_num
         if not any(cell.strip() for cell in row):
             continue

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import enum
 import gzip
+import io
 import os
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +37,12 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ..checks import MAX_WORK_CELLS, max_file_bytes
 from ..errors import DataFormatError, InvalidParameterError
+from .loaders import read_bytes
 
 __all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "read_file", "decode",
-           "record_lines"]
+           "record_lines", "unpack"]
 
 _FAIR_HEADERS = (("id", "seq_no", "page_id"), ("id", "page_id"))
 _TREC_FIELDS = "'qid sample docno rank score run_id'"
@@ -150,6 +154,10 @@ class ServedRankings:
 def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> QueryRankings:
     vocab: dict[str, int] = {}
     depth = max(len(r) for r in lists)
+    if len(lists) * depth > MAX_WORK_CELLS:
+        raise DataFormatError(f"query {qid!r} has {len(lists):,} samples and one of them is {depth:,} documents deep: "
+                              f"a table of {len(lists) * depth:,} cells is more than this machine can hold "
+                              f"({MAX_WORK_CELLS:,}); cut the rankings to the depth you evaluate (e.g. the top 100)")
     positions = np.full((len(lists), depth), -1, dtype=np.int64)
     for s, row in enumerate(lists):
         positions[s, : len(row)] = [vocab.setdefault(d, len(vocab)) for d in row]
@@ -158,19 +166,25 @@ def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> 
 
 # -- reading ---------------------------------------------------------------------------------------------------
 def read_file(path: Path) -> str:
+    return decode(unpack(read_bytes(path), path), path)
+
+
+def unpack(raw: bytes, where: object) -> bytes:
+    """``raw`` itself, or its decompressed content when it is gzipped (at most ``$FAIRRAG_MAX_FILE_MB``, so that
+    a small "gzip bomb" cannot fill the memory)."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    limit = max_file_bytes()
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataFormatError("file not found; check the path", path=path) from None
-    except IsADirectoryError:
-        raise DataFormatError("is a folder, expected a file", path=path) from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError):
-            raise DataFormatError("looks gzipped but cannot be decompressed; re-compress it or save it as plain "
-                                  "text", path=path) from None
-    return decode(raw, path)
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+            out = handle.read(limit + 1)
+    except (OSError, EOFError, zlib.error):
+        raise DataFormatError("looks gzipped but cannot be decompressed; re-compress it or save it as plain text",
+                              path=where) from None
+    if len(out) > limit:
+        raise DataFormatError(f"decompresses to more than {limit / 1e6:,.0f} MB, more than a loader reads into "
+                              "memory; split it, or raise the limit with FAIRRAG_MAX_FILE_MB", path=where)
+    return out
 
 
 def decode(raw: bytes, where: object) -> str:
@@ -219,7 +233,7 @@ def parse_run(text: str | bytes, *, source: object = "<run>", format: RunFormat 
     ('sys', 'trec', [['d1', 'd2'], ['d2']])
     """
     if isinstance(text, bytes):
-        text = decode(gzip.decompress(text) if text[:2] == b"\x1f\x8b" else text, source)
+        text = decode(unpack(text, source), source)
     try:
         fmt = RunFormat(format)
     except ValueError:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_binary, check_k, check_open_unit, check_positive_int
+from ..checks import MAX_RESAMPLES, check_at_most, check_binary, check_k, check_open_unit, check_positive_int
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
 from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
@@ -204,7 +204,8 @@ def bootstrap_exposure_ci(
     ``n_boot × N × (distinct items)`` whatever the corpus size.
     """
     arr = _check_rankings(rankings, n_items)
-    n_boot = check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                           fix="1,000 resamples are the usual number")
     level = check_open_unit(level, "level", hint="e.g. 0.95")
     n_samples, k = arr.shape
     k = check_k(k, n_items)

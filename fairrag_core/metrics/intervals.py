@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..checks import check_open_unit, check_positive_int
+from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
 
@@ -147,7 +147,8 @@ def bootstrap_mean(values: np.ndarray, *, n_boot: int = 1000, level: float = 0.9
     (0.4, True)
     """
     arr = _values(values, "values")
-    n_boot = check_positive_int(n_boot, "n_boot", hint="bootstrap resamples, e.g. 1000")
+    n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                           fix="1,000 resamples are the usual number")
     rng = as_generator(seed)
     picks = rng.integers(0, arr.size, size=(n_boot, arr.size))
     return percentile_interval(float(arr.mean()), arr[picks].mean(axis=1), level=level)
@@ -187,7 +188,8 @@ def paired_comparison(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, n_per
     x, y = _values(a, "a"), _values(b, "b")
     if x.size != y.size:
         raise InvalidParameterError(f"a and b must hold one value per query each, got {x.size} and {y.size}")
-    n_permutations = check_positive_int(n_permutations, "n_permutations", hint="random sign flips, e.g. 10000")
+    n_permutations = check_at_most(n_permutations, "n_permutations", MAX_RESAMPLES,
+                                   hint="random sign flips, e.g. 10000", fix="10,000 sign flips are the usual number")
     rng = as_generator(seed)
     d = x - y
     interval = bootstrap_mean(d, n_boot=n_boot, level=level, seed=rng)

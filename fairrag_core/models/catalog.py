@@ -71,7 +71,7 @@ EMBEDDERS: tuple[str, ...] = tuple(_OFFLINE_EMBEDDERS) + tuple(_HUB_EMBEDDERS)
 GENERATORS: tuple[str, ...] = ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b", "smollm2-135m-hf", *_HUB_GENERATORS)
 ATTRIBUTORS: tuple[str, ...] = ("qwen-judge", "roberta-large-mnli")
 #: The offline default of every role.
-DEFAULTS = {"embedder": "minilm", "generator": "smollm2-135m", "attributor": "qwen-judge", "judge": "qwen2.5-1.5b"}
+DEFAULTS = {"embedder": "minilm", "generator": "qwen2.5-0.5b", "attributor": "qwen-judge", "judge": "qwen2.5-1.5b"}
 DEFAULT_EMBEDDER = DEFAULTS["embedder"]
 
 

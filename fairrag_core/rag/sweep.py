@@ -135,7 +135,9 @@ class RagSweep:
         record = RunRecord(
             kind=RunKind.RAG_SWEEP, collection=self.collection.name, retriever=self.retriever.name,
             config=self.config, seed=self.seed, query_ids=tuple(q.query_id for q in self.queries),
-            generator=self.generator.name, attributor=self.attributor.name, complete=len(ordered) == len(self.tasks),
+            generator=self.generator.name, prompt_style=self.generator.style.name,
+            attributor=self.attributor.name, attributor_prompt=getattr(self.attributor, "prompt_version", None),
+            complete=len(ordered) == len(self.tasks),
             wall_seconds=wall_seconds, generator_calls=generator_calls,
             sampled_rankings=len(ordered) * self.config.n_samples)
         return SweepRun(record=record, table=pd.DataFrame([r.row for r in ordered]), documents=documents)

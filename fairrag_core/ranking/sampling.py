@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from ..checks import check_alpha, check_k, check_positive_int
+from ..checks import MAX_SAMPLES, check_alpha, check_at_most, check_k, check_work
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
 
@@ -235,6 +235,15 @@ def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng:
     return out
 
 
+def _check_n_samples(n_samples: object, n: int) -> int:
+    """N as an int, refused when N or the N × candidates work array would not fit in memory."""
+    n_samples = check_at_most(n_samples, "n_samples", MAX_SAMPLES, hint="sampled rankings; the paper uses 100",
+                              fix="lower N (the paper uses 100)")
+    check_work(n_samples * n, f"N × candidates ({n_samples:,} × {n:,})",
+               fix="lower N, or sample among fewer candidates (the first-stage cut-off K, --candidates)")
+    return n_samples
+
+
 def sample_rankings(
     scores: np.ndarray,
     *,
@@ -265,7 +274,7 @@ def sample_rankings(
     """
     s = _check_scores(scores, ndim=1)
     alpha = check_alpha(alpha)
-    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings; the paper uses 100")
+    n_samples = _check_n_samples(n_samples, s.size)
     k = check_k(k, s.size)
     return _sample(s[None, :], np.array([alpha]), n_samples, k, as_generator(seed))[0]
 
@@ -297,6 +306,6 @@ def sample_rankings_batch(
         if raw.shape != (q,):
             raise InvalidParameterError(f"alpha must be a number or have shape ({q},), got shape {raw.shape}")
         alphas = np.array([check_alpha(float(a)) for a in raw])
-    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings; the paper uses 100")
+    n_samples = _check_n_samples(n_samples, s.shape[1])
     k = check_k(k, s.shape[1])
     return _sample(s, alphas, n_samples, k, as_generator(seed))

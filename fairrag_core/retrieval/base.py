@@ -9,13 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checks import check_positive_int
+from ..checks import MAX_QUERY_CHARS, check_positive_int
 from ..errors import InvalidParameterError
 
 __all__ = ["Retriever", "RetrieverKind", "Candidates", "top_candidates", "check_query"]
 
 #: Longest query accepted, in characters: longer input is almost surely a pasted document.
-MAX_QUERY_CHARS = 2_000
 
 
 class RetrieverKind(str, enum.Enum):
@@ -42,7 +41,7 @@ def check_query(query: object) -> str:
         raise InvalidParameterError("query is empty; type a question or pick an example query")
     if len(text) > MAX_QUERY_CHARS:
         raise InvalidParameterError(
-            f"query is {len(text)} characters long; shorten it to at most {MAX_QUERY_CHARS} characters"
+            f"query is {len(text):,} characters long; shorten it to at most {MAX_QUERY_CHARS:,} characters"
         )
     return text
 

@@ -34,7 +34,7 @@ def fake_models(monkeypatch):
 
     model, attributor = FirstDocumentModel(), SubstringAttributor()
     generator = Generator(model)
-    monkeypatch.setattr(resources, "generator", lambda name, device: generator)
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
     monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
     return model, attributor
 
@@ -106,12 +106,13 @@ def test_bad_queries_get_messages_that_name_the_fix():
 def test_models_panel_names_each_role_and_the_offline_defaults():
     at = start()
     panel = at.sidebar.dataframe[0].value
-    roles = dict(zip(panel["role"], panel["offline default"]))
+    roles = dict(zip(panel["role"], panel["offline"]))
     assert roles == {"retriever": "yes", "generator": "yes", "NLI attributor": "yes"}
-    assert panel.loc[panel["role"] == "generator", "model"].iloc[0].startswith("smollm2-135m")
+    assert panel.loc[panel["role"] == "generator", "model"].iloc[0].startswith("qwen2.5-0.5b")  # the fast preset
+    at.sidebar.radio(key="answers").set_value("custom").run()
     at.sidebar.selectbox(key="generator").set_value("flan-t5-base").run()
     panel = at.sidebar.dataframe[0].value
-    assert panel.loc[panel["role"] == "generator", "offline default"].iloc[0].startswith("no")
+    assert panel.loc[panel["role"] == "generator", "offline"].iloc[0].startswith("no")
 
 
 def test_generate_shows_answers_with_citations(fake_models):

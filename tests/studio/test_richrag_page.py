@@ -45,7 +45,7 @@ def fake_models(monkeypatch):
     from fairrag_studio import resources
 
     model, attributor = ScriptedModel(), SubstringAttributor()
-    monkeypatch.setattr(resources, "generator", lambda name, device: Generator(model))
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": Generator(model))
     monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
     monkeypatch.setattr("fairrag_core.models.catalog.load_language_model", lambda name, **kw: model)
     return model, attributor

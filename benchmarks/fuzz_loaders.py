@@ -1,0 +1,392 @@
+"""Fuzz every loader with malformed inputs: anything raised outside the FairRAGError family is a bug.
+
+Each target starts from small valid files (built here, plus the head of a demo collection and expeval's test
+files) and feeds the loader mutated versions of them: flipped, inserted and deleted bytes; deleted, repeated,
+swapped and cut lines; fields replaced by odd values (huge or non-finite numbers, 5,000-digit integers, deep
+nesting, NUL, lone surrogates, invalid UTF-8, BOMs, CR line ends); separators changed; gzip wrappers, broken
+gzip and gzip bombs; very long lines; random bytes; empty files. The generator is seeded, so a run is
+reproducible, and every input that raised outside the family is written to ``--out`` for a regression test.
+
+Targets: corpus (JSONL, CSV), queries, qrels, aspect qrels, collection folders, expeval / TREC runs, TREC Fair 2022
+runs, judgments (expeval qrels), RAG logs (with and without a collection check) and app uploads
+(``fairrag_studio.resources.save_upload`` then the collection loader).
+
+    python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about a minute on 2 cores)
+    python benchmarks/fuzz_loaders.py --per-target 200 --seed 7 --json
+
+The test suite runs a bounded subset (``tests/data/test_fuzz_loaders.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from fairrag_core.errors import FairRAGError  # noqa: E402
+
+# -- valid seeds -------------------------------------------------------------------------------------------------
+CORPUS_JSONL = (
+    '{"doc_id": "d1", "text": "A cushioned trainer.", "title": "Shoe A", "provider": "Acme", '
+    '"groups": {"region": "EU"}}\n'
+    '{"doc_id": "d2", "text": "A light racer.", "provider": "Bolt"}\n'
+    '{"doc_id": "d3", "text": "Trail shoe with lugs.", "title": "T", "provider": "Acme", "groups": {"region": "US"}}\n'
+)
+CORPUS_CSV = ('doc_id,text,title,provider,group:region\n'
+              'd1,"A cushioned, soft trainer.",Shoe A,Acme,EU\n'
+              'd2,A light racer.,,Bolt,\n'
+              'd3,"Trail ""shoe"" with lugs.",T,Acme,US\n')
+QUERIES = ('{"query_id": "q1", "text": "marathon shoe", "answer": "Shoe A", '
+           '"aspects": [{"aspect": "cushion", "answer": "soft"}, {"aspect": "grip", "answer": "lugs"}]}\n'
+           '{"query_id": "q2", "text": "racing flat"}\n')
+QRELS = "q1 0 d1 2\nq1 0 d3 1\nq2 0 d2 1\n# a comment\n"
+ASPECT_QRELS = "query_id\taspect_index\tdoc_id\nq1\t0\td1\nq1\t1\td3\n"
+RUN_TREC = ("q1 s1 d1 1 2.0 sys\nq1 s1 d2 2 1.0 sys\nq1 s2 d2 1 5 sys\nq1 s2 d3 2 4 sys\n"
+            "q2 Q0 d2 1 9.5 sys\nq2 Q0 d1 2 -1e3 sys\n")
+RUN_FAIR = "id\tseq_no\tpage_id\nq1\t1\td1\nq1\t1\td2\nq1\t2\td2\nq2\t1\td3\n"
+RUN_FAIR_TASK1 = "q1\td1\nq1\td2\nq2\td3\n"
+JUDGMENTS = "q1 1|2 d1 2\nq1 d2 0\nq1 0 d3 -1\nq2 a d2 1\n"
+RAG_LOG = (
+    '{"query_id": "q1", "query": "marathon shoe?", "ranking": ["d1", "d2"], "answer": "Shoe A", '
+    '"citations": ["d1"], "session": "s1", "timestamp": "2026-03-02T10:15:00Z"}\n'
+    '{"query_id": 2, "ranking": ["d3"], "answer": null, "metadata": {"ab": "B"}}\n'
+    '{"query_id": "q1", "ranking": ["d2", "d1", "d3"], "citations": []}\n'
+)
+
+
+def _demo_head(name: str, lines: int = 12) -> str:
+    path = ROOT / "assets" / "collections" / "running-shoes" / name
+    try:
+        return "".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:lines])
+    except OSError:
+        return ""
+
+
+def _expeval(name: str, lines: int = 40) -> str:
+    path = ROOT / "tests" / "data" / "expeval" / name
+    try:
+        return "".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:lines])
+    except OSError:
+        return ""
+
+
+# -- mutations ---------------------------------------------------------------------------------------------------
+ODD_VALUES = [
+    "null", "true", "0", "-1", "1e309", "-1e309", "NaN", "Infinity", "-Infinity", "9" * 5000, "1.5", '""', '" "',
+    '"\\u0000"', '"\\ud800"', '"\\udc00x"', "[]", "{}", '["a", "a"]', "[1, 2]", '{"a": {"b": []}}',
+    "[" * 3000 + "]" * 3000,
+    '"' + "x" * 70000 + '"', '"<script>alert(1)</script>"', '"=HYPERLINK(\\"x\\")"', '"\\t\\r\\n"', '"é漢字🙂"',
+]
+ODD_TOKENS = ["", " ", "\t", "0", "-1", "1.5", "nan", "inf", "-inf", "1e999", "9" * 5000, "٣", "Q0", "#", "|", "||",
+              "a,b", '"', "\x00", "\ufeff", "\u2028", "\x85", "x" * 300, "=cmd", "ä" * 10, "-0", "+1", "0x10", "1_000"]
+
+
+def _json_mutation(text: str, rng: random.Random) -> str:
+    """Replace one JSON value (after a colon or in a list) by an odd one, or drop / rename / add a key."""
+    lines = text.splitlines(keepends=True) or [""]
+    i = rng.randrange(len(lines))
+    line = lines[i]
+    choice = rng.random()
+    colons = [j for j, c in enumerate(line) if c == ":"]
+    if choice < 0.55 and colons:
+        j = rng.choice(colons) + 1
+        end = j
+        depth, in_str, esc = 0, False, False
+        while end < len(line):  # skip one JSON value, roughly
+            c = line[end]
+            if in_str:
+                esc, in_str = (not esc and c == "\\"), (in_str if esc or c != '"' else False)
+            elif c == '"':
+                in_str = True
+            elif c in "[{":
+                depth += 1
+            elif c in "]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                break
+            end += 1
+        line = line[:j] + " " + rng.choice(ODD_VALUES) + line[end:]
+    elif choice < 0.7:
+        line = line.replace('"', "'", rng.randint(1, 4)) if rng.random() < 0.3 else line.replace(
+            rng.choice(['"doc_id"', '"text"', '"query_id"', '"ranking"', '"answer"', '"citations"', '"groups"',
+                        '"aspects"', '"aspect"', '"metadata"', '"title"', '"provider"']), rng.choice(
+                ['"doc_id"', '"Text"', '"extra"', '"query_id"', '"ranking"', '""', '"groups"']), 1)
+    elif choice < 0.85:
+        line = "{" + rng.choice(['"doc_id": "d9", ', '"query_id": "q9", ', '"x": 1, ', '"groups": {"r": ""}, ',
+                                 '"ranking": [], ', '"text": "", ']) + line.lstrip().lstrip("{")
+    else:
+        line = rng.choice(["[]\n", "1\n", '"s"\n', "null\n", "{}\n", "{\n", line[: len(line) // 2] + "\n"])
+    lines[i] = line
+    return "".join(lines)
+
+
+def _token_mutation(text: str, rng: random.Random) -> str:
+    """Replace, drop or add one whitespace/tab/comma-separated token of one line."""
+    lines = text.splitlines(keepends=True) or [""]
+    i = rng.randrange(len(lines))
+    sep = rng.choice([" ", "\t", ","])
+    parts = lines[i].rstrip("\r\n").split(sep)
+    op = rng.random()
+    if op < 0.5 and parts:
+        parts[rng.randrange(len(parts))] = rng.choice(ODD_TOKENS)
+    elif op < 0.7 and parts:
+        del parts[rng.randrange(len(parts))]
+    elif op < 0.9:
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(ODD_TOKENS))
+    else:
+        sep = rng.choice([" ", "\t", ",", "  ", ";"])
+    lines[i] = sep.join(parts) + "\n"
+    return "".join(lines)
+
+
+def _line_mutation(text: str, rng: random.Random) -> str:
+    lines = text.splitlines(keepends=True)
+    if not lines:
+        return text
+    op = rng.random()
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    if op < 0.25:
+        del lines[i]
+    elif op < 0.5:
+        lines.insert(j, lines[i])
+    elif op < 0.65:
+        lines[i], lines[j] = lines[j], lines[i]
+    elif op < 0.75:
+        rng.shuffle(lines)
+    elif op < 0.85:
+        lines.insert(i, rng.choice(["\n", "   \n", "\r\n", "#\n", "\t\n"]))
+    else:
+        cut = rng.randrange(len(lines[i]) + 1)
+        lines[i] = lines[i][:cut]
+    return "".join(lines)
+
+
+def _byte_mutation(raw: bytes, rng: random.Random) -> bytes:
+    data = bytearray(raw)
+    for _ in range(rng.randint(1, 8)):
+        op = rng.random()
+        pos = rng.randrange(len(data) + 1)
+        if op < 0.3 and data:
+            data[min(pos, len(data) - 1)] = rng.randrange(256)
+        elif op < 0.55:
+            data[pos:pos] = bytes([rng.randrange(256)]) * rng.randint(1, 3)
+        elif op < 0.75 and data:
+            del data[pos:pos + rng.randint(1, 16)]
+        else:
+            data[pos:pos] = rng.choice([b"\x00", b"\xff\xfe", b"\xef\xbb\xbf", b"\xc3", b"\xed\xa0\x80", b"\r",
+                                        b"\r\n", b"\"", b"\\", b"\t", b",", b"\n\n", b"\x1f\x8b"])
+    return bytes(data)
+
+
+def mutate(seed_text: str, rng: random.Random) -> bytes:
+    """One malformed input derived from ``seed_text``."""
+    kind = rng.random()
+    text = seed_text
+    if kind < 0.03:
+        return b""
+    if kind < 0.05:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 400)))
+    if kind < 0.07:
+        return gzip.compress(seed_text.encode())[: rng.randint(0, 40)] or b"\x1f\x8b"  # broken gzip
+    for _ in range(rng.randint(1, 3)):
+        step = rng.random()
+        if step < 0.35:
+            text = _json_mutation(text, rng)
+        elif step < 0.65:
+            text = _token_mutation(text, rng)
+        else:
+            text = _line_mutation(text, rng)
+    if rng.random() < 0.03:
+        text += "x" * rng.choice([70_000, 200_000]) + "\n"  # a very long line
+    if rng.random() < 0.05:
+        text = text.replace("\n", rng.choice(["\r\n", "\r", "\u2028", "\x0b"]))
+    raw = text.encode("utf-8", "surrogatepass")
+    if rng.random() < 0.4:
+        raw = _byte_mutation(raw, rng)
+    if rng.random() < 0.05:
+        raw = gzip.compress(raw)
+    return raw
+
+
+# -- targets -----------------------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    name: str
+    seeds: list[str]
+    call: Callable[[bytes, Path, random.Random], object]
+
+
+def _write(folder: Path, name: str, raw: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(raw)
+    return path
+
+
+def _targets(folder: Path) -> list[Target]:
+    from fairrag_core.data import load_collection, load_corpus, load_judgments, load_qrels, load_queries, load_run
+    from fairrag_core.data.collection import Collection, Document, Query
+    from fairrag_core.data.judgments import parse_judgments
+    from fairrag_core.data.loaders import load_aspect_qrels
+    from fairrag_core.data.rag_log import load_rag_log
+    from fairrag_core.data.served import parse_run
+
+    queries = [Query("q1", "marathon shoe", "Shoe A"), Query("q2", "racing flat")]
+    small = Collection("fuzz", tuple(Document(f"d{i}", f"text {i}", provider="P") for i in (1, 2, 3)),
+                       tuple(queries), {"q1": {"d1": 1}})
+
+    def collection_folder(raw: bytes, tmp: Path, rng: random.Random):
+        parts = {"corpus.jsonl": CORPUS_JSONL, "queries.jsonl": QUERIES, "qrels.txt": QRELS,
+                 "aspect_qrels.tsv": ASPECT_QRELS}
+        if rng.random() < 0.3:
+            parts = {"corpus.csv": CORPUS_CSV, "queries.jsonl": QUERIES, "qrels.txt": QRELS}
+        victim = rng.choice(list(parts))
+        sub = tmp / f"coll{rng.randrange(10**9)}"
+        sub.mkdir()
+        for name, text in parts.items():
+            (sub / name).write_bytes(raw if name == victim else text.encode())
+            if name != victim and rng.random() < 0.1:
+                (sub / name).unlink()
+        return load_collection(sub)
+
+    def upload(raw: bytes, tmp: Path, rng: random.Random):
+        from fairrag_studio import resources
+
+        resources.UPLOAD_ROOT = tmp / "uploads"
+        names = ["corpus.jsonl", "corpus.csv", "c.JSONL", "x.txt", "..csv", "<b>.csv"]
+        corpus = (rng.choice(names), CORPUS_JSONL.encode())
+        if corpus[0].lower().endswith(".csv"):
+            corpus = (corpus[0], CORPUS_CSV.encode())
+        parts = [corpus, ("queries.jsonl", QUERIES.encode()), ("qrels.txt", QRELS.encode())]
+        victim = rng.randrange(3)
+        parts[victim] = (parts[victim][0], raw)
+        if victim and rng.random() < 0.2:
+            parts[3 - victim] = None
+        return load_collection(resources.save_upload(*parts))
+
+    return [
+        Target("corpus.jsonl", [CORPUS_JSONL, _demo_head("corpus.jsonl")],
+               lambda raw, tmp, rng: load_corpus(_write(tmp, "corpus.jsonl", raw))),
+        Target("corpus.csv", [CORPUS_CSV], lambda raw, tmp, rng: load_corpus(_write(tmp, "corpus.csv", raw))),
+        Target("queries", [QUERIES, _demo_head("queries.jsonl")],
+               lambda raw, tmp, rng: load_queries(_write(tmp, "queries.jsonl", raw))),
+        Target("qrels", [QRELS, _demo_head("qrels.txt")],
+               lambda raw, tmp, rng: load_qrels(_write(tmp, "qrels.txt", raw))),
+        Target("aspect_qrels", [ASPECT_QRELS],
+               lambda raw, tmp, rng: load_aspect_qrels(
+                   _write(tmp, "aspect_qrels.tsv", raw),
+                   **({"queries": [Query("q1", "x", None, ()), *queries], "doc_ids": ["d1", "d3"]}
+                      if rng.random() < 0.5 else {}))),
+        Target("collection", [""], collection_folder),
+        Target("run.trec", [RUN_TREC, _expeval("run_a.txt"), _expeval("run_plain.txt")],
+               lambda raw, tmp, rng: (parse_run(raw, format=rng.choice(["auto", "trec"])) if rng.random() < 0.5
+                                      else load_run(_write(tmp, "run.txt", raw)))),
+        Target("run.trec-fair-2022", [RUN_FAIR, RUN_FAIR_TASK1],
+               lambda raw, tmp, rng: (parse_run(raw, format=rng.choice(["auto", "trec-fair-2022"]))
+                                      if rng.random() < 0.5 else load_run(_write(tmp, "run.tsv.gz", raw)))),
+        Target("judgments", [JUDGMENTS, _expeval("qrels_graded.txt"), _expeval("qrels_binary.txt")],
+               lambda raw, tmp, rng: (parse_judgments(raw) if rng.random() < 0.5
+                                      else load_judgments(_write(tmp, "qrels.txt", raw)))),
+        Target("rag_log", [RAG_LOG],
+               lambda raw, tmp, rng: load_rag_log(_write(tmp, "log.jsonl", raw),
+                                                  collection=small if rng.random() < 0.5 else None)),
+        Target("upload", [""], upload),
+    ]
+
+
+# -- the loop ----------------------------------------------------------------------------------------------------
+@dataclass
+class Report:
+    target: str
+    inputs: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    failures: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def fuzz(per_target: int = 2000, seed: int = 0, only: list[str] | None = None, out: Path | None = None,
+         max_failures: int = 20) -> list[Report]:
+    """Feed ``per_target`` mutated inputs to every target; count outcomes (``ok`` or the error class)."""
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="fuzz-loaders-") as scratch:
+        scratch = Path(scratch)
+        for target in _targets(scratch):
+            if only and target.name not in only:
+                continue
+            rng = random.Random(f"{seed}:{target.name}")
+            report = Report(target.name)
+            seeds = [s for s in target.seeds if s] or [""]
+            start = time.perf_counter()
+            for i in range(per_target):
+                if target.name in ("collection", "upload"):
+                    base = rng.choice([CORPUS_JSONL, CORPUS_CSV, QUERIES, QRELS, ASPECT_QRELS])
+                else:
+                    base = rng.choice(seeds)
+                raw = mutate(base, rng)
+                tmp = scratch / f"{target.name}-{i}"
+                tmp.mkdir()
+                try:
+                    target.call(raw, tmp, rng)
+                    report.outcomes["ok"] += 1
+                except FairRAGError as err:
+                    report.outcomes[type(err).__name__] += 1
+                except Exception as err:  # the point: anything else is a finding
+                    report.outcomes["OTHER:" + type(err).__name__] += 1
+                    if len(report.failures) < max_failures:
+                        failure = {"target": target.name, "index": i, "error": f"{type(err).__name__}: {err}"[:300],
+                                   "where": traceback.format_exc().strip().splitlines()[-3][:200]}
+                        if out is not None:
+                            out.mkdir(parents=True, exist_ok=True)
+                            name = f"{target.name}-{seed}-{i}.bin"
+                            (out / name).write_bytes(raw)
+                            failure["input"] = str(out / name)
+                        report.failures.append(failure)
+                report.inputs += 1
+                for path in sorted(tmp.rglob("*"), reverse=True):
+                    path.unlink() if path.is_file() else path.rmdir()
+                tmp.rmdir()
+            report.seconds = time.perf_counter() - start
+            reports.append(report)
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-target", type=int, default=2000, help="inputs per target (default 2000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, help="comma-separated target names")
+    parser.add_argument("--out", default=None, help="folder for inputs that raised outside the family")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    reports = fuzz(args.per_target, args.seed, args.only.split(",") if args.only else None,
+                   Path(args.out) if args.out else None)
+    other = sum(n for r in reports for k, n in r.outcomes.items() if k.startswith("OTHER:"))
+    if args.json:
+        print(json.dumps([{"target": r.target, "inputs": r.inputs, "seconds": round(r.seconds, 1),
+                           "outcomes": dict(r.outcomes), "failures": r.failures} for r in reports], indent=2))
+    else:
+        for r in reports:
+            top = ", ".join(f"{k} {v}" for k, v in r.outcomes.most_common())
+            print(f"{r.target:20s} {r.inputs:6d} inputs {r.seconds:6.1f} s  {top}")
+            for f in r.failures[:5]:
+                print(f"    ! {f['error']}  ({f['where'].strip()})")
+        print(f"\n{sum(r.inputs for r in reports):,} inputs, {other} outside the FairRAGError family")
+    return 1 if other else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

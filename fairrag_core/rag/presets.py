@@ -1,0 +1,64 @@
+"""Answer presets: a generator, a prompt style, an NLI judge and a citation rule that were measured together.
+
+The app and the CLI name two of them plainly (docs/answers.md has the measurements behind the choice):
+
+* ``fast`` — seconds per answer on a 2-core CPU, for a live class;
+* ``quality`` — the better model, for a review or a prepared demo.
+
+What each preset costs on the machine it was measured on is in ``assets/answer_presets.json``, written by
+``benchmarks/bench_generate.py --presets``; the app shows it before Generate is pressed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..data import assets_dir
+from ..errors import InvalidParameterError
+from ..models.catalog import DEFAULTS
+from .citations import CitationPolicy
+
+__all__ = ["AnswerPreset", "PRESETS", "DEFAULT_PRESET", "answer_preset", "preset_costs"]
+
+
+@dataclass(frozen=True)
+class AnswerPreset:
+    """A measured combination of models, prompt and citation rule."""
+
+    name: str
+    title: str
+    generator: str
+    style: str
+    attributor: str
+    citation: CitationPolicy
+    summary: str
+
+
+PRESETS: dict[str, AnswerPreset] = {
+    "fast": AnswerPreset(
+        name="fast", title="Fast", generator=DEFAULTS["generator"], style="grounded", attributor=DEFAULTS["attributor"],
+        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2),
+        summary="Qwen2.5-Coder-0.5B answers in one or two sentences; the Qwen2.5-1.5B judge checks citations"),
+    "quality": AnswerPreset(
+        name="quality", title="Quality", generator="qwen2.5-1.5b", style="grounded", attributor="qwen-judge",
+        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2),
+        summary="Qwen2.5-Coder-1.5B answers in one or two sentences; the same model checks citations"),
+}
+DEFAULT_PRESET = "fast"
+
+
+def answer_preset(name: str) -> AnswerPreset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise InvalidParameterError(f"unknown answer preset {name!r}; use one of {', '.join(PRESETS)}") from None
+
+
+def preset_costs(path: Path | None = None) -> dict[str, dict]:
+    """Measured costs per preset (seconds per answer, per judged document, first answer; the machine), or {}."""
+    path = path or assets_dir() / "answer_presets.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
