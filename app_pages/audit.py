@@ -118,7 +118,8 @@ with tab_served:
 
 def _described(record) -> dict:
     return {"collection": record.collection, "retriever": record.retriever, "generator": record.generator,
-            "n_samples": record.config.n_samples, "k": record.config.k, "seed": record.seed,
+            "n_samples": getattr(record.config, "n_samples", None), "k": getattr(record.config, "k", None),
+            "seed": record.seed,
             "alphas": ", ".join(f"{a:g}" for a in getattr(record.config, "alphas", ()))}
 
 
@@ -146,8 +147,11 @@ with tab_stored:
         if len(loaded) == 1:
             stored = loaded[0]
             run_id, table, documents, record = stored.run_id, stored.table, stored.documents, stored.record
-            st.markdown(f"**Run {run_id}** · seed {record.seed} · N {record.config.n_samples} · "
-                        f"k {record.config.k} · retriever {record.retriever}")
+            n_text = (f"{record.extra.get('lines', '?')} served lines" if record.kind is RunKind.AUDIT_LOG
+                      else f"N {record.config.n_samples}")
+            st.markdown(f"**Run {run_id}** · seed {record.seed} · {n_text} · "
+                        f"k {record.extra.get('k_used', getattr(record.config, 'k', None))} · "
+                        f"retriever {record.retriever}")
             st.code(record.command(), language="bash")
             if record.kind is RunKind.AUDIT_LOG:
                 stored_collection = _collection_of(record.collection)

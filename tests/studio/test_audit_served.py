@@ -86,6 +86,10 @@ def test_a_log_path_is_audited_saved_and_drilled_into(shoe_log):
     assert frame_with(at, "shown (top k)")["cited, not shown"].tolist() == ["rs-041"]
     at.radio(key="served_by").set_value("segment").run()
     assert not at.exception and set(frame_with(at, "group")["group"]) == {"major", "independent", "startup"}
+    stored = at.multiselect(key="stored_pick")
+    stored.set_value(stored.options[:1]).run()  # reopen it from the run store: the same views, no lines
+    assert not at.exception and any("The served lines stay in the log file" in c.value for c in at.caption)
+    assert any(b.label == "Report (HTML)" for b in at.get("download_button"))
 
 
 def test_a_bad_log_shows_the_loaders_message(tmp_path):
