@@ -224,11 +224,12 @@ class Generator:
     def max_new_tokens(self) -> int:
         return self.style.max_new_tokens
 
-    def complete_prompts(self, prompts: Sequence[ChatPrompt]) -> list[Completion]:
+    def complete_prompts(self, prompts: Sequence[ChatPrompt], *, decoding: Decoding | None = None) -> list[Completion]:
         """Completions for prompts; each distinct uncached prompt reaches the model once, in one batch.
 
+        ``decoding`` overrides the style's (e.g. a long multi-paragraph answer); it is part of the cache key.
         Completions that did not need the model (memory or disk cache) come back with ``cached=True``."""
-        decoding = self.style.decoding
+        decoding = decoding or self.style.decoding
         identity = self.identity if self.cache.disk is not None else None
         found = self.cache.get_many(self.name, decoding, prompts, identity=identity)
         todo = list(dict.fromkeys(p for p, a in zip(prompts, found) if a is None))
