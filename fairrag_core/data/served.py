@@ -39,7 +39,7 @@ import numpy as np
 
 from ..checks import MAX_WORK_CELLS, max_file_bytes
 from ..errors import DataFormatError, InvalidParameterError
-from .loaders import read_bytes
+from .files import read_bytes
 
 __all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "read_file", "decode",
            "record_lines", "unpack"]
