@@ -49,7 +49,8 @@ h2 { font-size: 1.4rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; pa
 dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1.2rem; }
 dl.summary dt { font-weight: 600; }
 dl.summary dd { margin: 0; }
-table.table { border-collapse: collapse; margin: 1rem 0; font-size: .95rem; }
+table.table { border-collapse: collapse; margin: 1rem 0; font-size: .9rem; display: block; max-width: 100%;
+              overflow-x: auto; }
 table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .6rem; text-align: left; }
 table.table thead th { background: #f0f4f8; }
 .figure { margin: 1rem 0; }
