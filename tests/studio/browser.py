@@ -112,8 +112,12 @@ class AppServer:
             self._tmp = None
 
 
-def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, str] | None = None) -> AppServer:
+def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, str] | None = None,
+              via_make: bool = False) -> AppServer:
     """Start the app on ``port`` (a free one by default) and wait for ``/_stcore/health``.
+
+    ``via_make`` starts it the way a user does, ``make app`` (the checkout's .streamlit/config.toml, no flags of
+    ours), which also checks the installation first.
 
     The run store goes to a temporary ``FAIRRAG_RUNS`` file; the Streamlit log goes to a temporary file whose
     tail is part of the error when the app does not come up within ``timeout`` seconds.
@@ -136,6 +140,8 @@ def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, 
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
+    if via_make:
+        command = ["make", "--no-print-directory", "app", f"PORT={port}", "ADDRESS=127.0.0.1"]
     log = open(log_path, "w")  # noqa: SIM115 (the server writes to it for its lifetime; closed in stop())
     try:
         process = subprocess.Popen(command, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT,
