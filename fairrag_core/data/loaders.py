@@ -315,9 +315,9 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
             raise DataFormatError(f"expected 3 tab-separated cells 'query_id, aspect_index, doc_id', found "
                                   f"{len([c for c in cells if c])}; separate cells with one tab", path=path, line=line)
         qid, index_text, doc_id = cells
-        if not index_text.isdigit():
-            raise DataFormatError(f"aspect_index {index_text!r} is not a whole number ≥ 0; aspect indices start at 0",
-                                  path=path, line=line)
+        if not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 6:  # 5,000 digits: no int()
+            raise DataFormatError(f"aspect_index {index_text[:20]!r} is not a whole number ≥ 0 (at most 6 digits); "
+                                  "aspect indices start at 0", path=path, line=line)
         index = int(index_text)
         if by_id is not None:
             if qid not in by_id:

@@ -122,3 +122,12 @@ def test_a_served_run_too_big_to_tabulate(monkeypatch):
     with pytest.raises(DataFormatError, match=r"query 'q1' has 101 samples and one of them is 100 documents deep.*"
                                               r"cut the rankings to the depth you evaluate"):
         parse_run("\n".join(lines) + "\n")
+
+
+def test_an_aspect_index_of_five_thousand_digits(tmp_path):
+    from fairrag_core.data.loaders import load_aspect_qrels
+
+    path = tmp_path / "aspect_qrels.tsv"
+    path.write_text("query_id\taspect_index\tdoc_id\nq1\t" + "9" * 5000 + "\td1\n")
+    with pytest.raises(DataFormatError, match=r"line 2: aspect_index '9{20}' is not a whole number ≥ 0 \(at most 6 "):
+        load_aspect_qrels(path)
