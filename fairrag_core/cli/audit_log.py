@@ -75,10 +75,17 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return json.loads(frame.to_json(orient="records", default_handler=str))
 
 
-def _progress(done: int, total: int) -> None:
-    step = max(1, total // 10)
-    if done == total or done % step < 8:
-        print(f"  judged {done}/{total} document-answer pairs", file=sys.stderr, flush=True)
+def _progress_printer():
+    """Print the judge's progress to stderr at the start, at every further tenth, and at the end."""
+    shown = {"tenth": -1}
+
+    def progress(done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if tenth > shown["tenth"] or done == total:
+            shown["tenth"] = tenth
+            print(f"  judged {done}/{total} document-answer pairs", file=sys.stderr, flush=True)
+
+    return progress
 
 
 def _cmd_audit_log(args, out) -> int:
@@ -97,7 +104,7 @@ def _cmd_audit_log(args, out) -> int:
         from ..rag.attribution import load_attributor
 
         attributor = load_attributor(args.nli, device=args.device)
-    run = audit_rag_log(log, collection, config, attributor=attributor, progress=_progress,
+    run = audit_rag_log(log, collection, config, attributor=attributor, progress=_progress_printer(),
                         collection_source=args.collection)
     record = run.record
     summary = log_summary(run)
