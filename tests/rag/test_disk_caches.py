@@ -188,3 +188,60 @@ def test_another_process_recomputes_nothing(tmp_path):
     assert second["prompts"] == 0 and second["pairs"] == 0 and all(second["cached"])
     assert second["disk_hits"] == first["prompts"]
     assert (second["eu"], second["ear"]) == (first["eu"], first["ear"])
+
+
+_SWEEP = """
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from fakes import FirstDocumentModel, SubstringAttributor
+from fairrag_core import load_collection
+from fairrag_core.retrieval import BM25Retriever
+from fairrag_core.rag import Generator, RagSweepConfig, rag_sweep
+
+class Slow(FirstDocumentModel):
+    def complete(self, prompts, decoding=None):
+        time.sleep(0.05 * len(prompts))  # slow enough to be killed midway
+        return super().complete(prompts, decoding)
+
+shoes = load_collection("running-shoes")
+gen, attributor = Generator(Slow()), SubstringAttributor()
+config = RagSweepConfig(alphas=(0.0, 2.0), n_samples=10, k=3, seed=11, candidates=15, usefulness="relevance",
+                        query_ids=tuple(q.query_id for q in shoes.queries[:4]))
+rag_sweep(shoes, BM25Retriever(shoes.texts), gen, attributor, config,
+          progress=lambda done, total: print("PROGRESS", done, total, flush=True))
+print(json.dumps({"prompts": gen.model.prompts_seen, "disk_hits": gen.cache.disk_hits}), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_sigkilled_sweep_resumes_without_recomputing_finished_answers(tmp_path):
+    import signal
+
+    path = tmp_path / "cache.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAIRRAG_CACHE_DB": str(path)}
+    argv = [sys.executable, "-c", textwrap.dedent(_SWEEP), "", str(ROOT / "tests")]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in first.stdout:
+            if line.startswith("PROGRESS") and int(line.split()[1]) >= 3:
+                break
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.communicate(timeout=60)
+    assert first.returncode == -signal.SIGKILL
+    kept = DiskCache(path).stats().entries.get("answer", 0)
+    assert kept > 0
+
+    def finish():
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    second = finish()
+    assert second["disk_hits"] == kept and second["prompts"] > 0  # the finished answers were not generated again
+    assert DiskCache(path).stats().entries["answer"] == kept + second["prompts"]
+    third = finish()
+    assert third["prompts"] == 0 and third["disk_hits"] == kept + second["prompts"]
