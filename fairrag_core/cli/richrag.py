@@ -10,6 +10,7 @@ import sys
 
 from ..data import load_collection
 from ..retrieval import RetrieverKind, build_retriever
+from . import richrag_ranker
 from .common import positive_arg
 
 __all__ = ["register"]
@@ -19,6 +20,8 @@ def register(sub) -> None:
     """Add the RichRAG commands to the command parser ``sub``."""
     _add_aspects(sub)
     _add_rich_rank(sub)
+    richrag_ranker.add_train_ranker(sub)
+    richrag_ranker.add_rich_eval(sub)
 
 
 def _add_source_options(p: argparse.ArgumentParser) -> None:
