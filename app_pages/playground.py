@@ -194,7 +194,8 @@ def ranking_and_answers() -> None:
                 RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                           candidates=settings.candidates, oracle=False, per_claim=settings.citation.per_claim,
                           entail_threshold=settings.citation.threshold,
-                          control_margin=settings.citation.control_margin),
+                          control_margin=settings.citation.control_margin,
+                          skip_degenerate=settings.citation.skip_degenerate),
                 scores=scores, n_boot=300,
                 stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show, tick=tick))
         except FairRAGError as err:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from fairrag_core import load_collection  # noqa: E402
 from fairrag_core.rag.attribution import load_attributor  # noqa: E402
 from fairrag_core.rag.citations import CitationPolicy, cited, split_claims  # noqa: E402
+from fairrag_core.rag.degenerate import answer_flags  # noqa: E402
 from fairrag_core.retrieval import BM25Retriever, top_candidates  # noqa: E402
 
 LABELLED = ROOT / "tests" / "data" / "nli_generated.jsonl"
@@ -84,6 +85,8 @@ def judge_all(pairs: list[dict], judge_name: str) -> None:
 
 
 def predict(row: dict, policy: CitationPolicy) -> bool:
+    if policy.skip_degenerate and answer_flags(row["answer"], question=row["question"]):
+        return False
     if policy.per_claim:
         return cited(np.array(row["per_claim"]), policy, np.array(row["per_claim_control"]))
     return cited(np.array([row["whole"]]), policy, np.array([row["whole_control"]]))
@@ -101,8 +104,8 @@ def scores(rows: list[dict], policy: CitationPolicy) -> dict:
 
 
 def policies():
-    for per_claim, threshold, margin in itertools.product((False, True), THRESHOLDS, MARGINS):
-        yield CitationPolicy(per_claim=per_claim, threshold=threshold, control_margin=margin)
+    for per_claim, threshold, margin, skip in itertools.product((False, True), THRESHOLDS, MARGINS, (False, True)):
+        yield CitationPolicy(per_claim=per_claim, threshold=threshold, control_margin=margin, skip_degenerate=skip)
 
 
 def report(pairs: list[dict], judge_name: str) -> dict:

@@ -8,6 +8,9 @@ inflates EAR and makes citations meaningless. The policy here makes three change
 * ``per_claim`` — the answer is split into claims (sentences); a document is cited when it entails at least
   one claim, so a two-sentence answer built from two documents credits both;
 * ``threshold`` — P(entailment) must reach τ (instead of being the largest of the three classes);
+* ``skip_degenerate`` — a degenerate answer (:mod:`fairrag_core.rag.degenerate`: empty, an echo of the question,
+  a loop, a cut fragment, a pointer at "the documents") cites nothing: the judge readily calls a restated
+  question "supported";
 * ``control_margin`` — specificity: the claim must be supported by the document clearly more than by a
   *control* document, an on-topic candidate from the bottom of the retrieved pool that the generator did not
   see: P(d ⊨ c) − P(control ⊨ c) ≥ δ. A claim that any on-topic text "supports" cites nothing.
@@ -40,6 +43,7 @@ class CitationPolicy(Settings):
     per_claim: bool = False
     threshold: float | None = None  # None: entailment must be the most probable class
     control_margin: float | None = None  # None: no specificity check
+    skip_degenerate: bool = False
 
     @property
     def needs_control(self) -> bool:

@@ -75,11 +75,12 @@ class AnswerSettings(Settings):
     per_claim: bool = False
     entail_threshold: float | None = None
     control_margin: float | None = None
+    skip_degenerate: bool = False
 
     @property
     def citation_policy(self) -> CitationPolicy:
         return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
-                              control_margin=self.control_margin)
+                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,15 +241,15 @@ def _generate(generator: Generator, question: str, rankings: list[list[Document]
 
 
 def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
-           context: str | None, policy: CitationPolicy,
-           tick: Callable[[], None] | None = None) -> dict[tuple[int, int], tuple[bool, float]]:
+           context: str | None, policy: CitationPolicy, tick: Callable[[], None] | None = None,
+           skip: set[int] | frozenset[int] = frozenset()) -> dict[tuple[int, int], tuple[bool, float]]:
     """Whether each (list, slot) of a chunk is cited, with P(entailment) (the largest over the answer's claims).
 
     One attributor call per document, over every claim of every answer of the chunk that saw it (the LLM judge
     puts the premise before the claim, so each further claim about a document costs only its own tokens); with
     a control margin, one more call per control document over the claims it is compared with.
     """
-    claims = [split_claims(a) if policy.per_claim else [a] for a in answers]
+    claims = [[] if g in skip else split_claims(a) if policy.per_claim else [a] for g, a in enumerate(answers)]
     readers: dict[int, list[tuple[int, int, int]]] = {}  # document → (list, slot, claim)
     for g, key in enumerate(part):
         for j, p in enumerate(key):
@@ -274,6 +275,9 @@ def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tupl
     out: dict[tuple[int, int], tuple[bool, float]] = {}
     for g, key in enumerate(part):
         control = np.array([control_of.get((g, c), 0.0) for c in range(len(claims[g]))])
+        if not claims[g]:  # skipped: nothing to cite
+            out.update({(g, j): (False, 0.0) for j in range(len(key))})
+            continue
         for j in range(len(key)):
             block = np.stack([rows_of[(g, j, c)] for c in range(len(claims[g]))])
             out[(g, j)] = (cited(block, policy, control), float(block[:, 0].max()))
@@ -326,18 +330,24 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         timings["generate"] += time.perf_counter() - start
         if stream.progress is not None:
             stream.progress("generate", stop, len(lists))
+        flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason)
+                    for t, c in zip(texts, completions)]
+        # a degenerate answer cites nothing under skip_degenerate: its pairs are not even judged
+        skip = {g for g, flags in enumerate(flags_of) if flags} if config.citation_policy.skip_degenerate else set()
         start = time.perf_counter()
-        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy, tick=stream.tick)
+        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy, tick=stream.tick,
+                          skip=skip)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
             block = [verdicts[(g, j)] for j in range(len(key))]
+            flags = flags_of[g]
             answer = ListAnswer(
                 positions=key, count=int(counts[first + g]), answer=texts[g],
                 entails=tuple(is_cited for is_cited, _ in block),
                 entail_probability=tuple(p for _, p in block),
                 utility=None if not gold else utility(texts[g], gold, config.metric),
                 finish_reason=completions[g].finish_reason,
-                flags=answer_flags(texts[g], question=ranking.query_text, finish_reason=completions[g].finish_reason),
+                flags=flags,
                 cached=completions[g].cached,
             )
             answers.append(answer)

@@ -39,11 +39,11 @@ class AnswerPreset:
 PRESETS: dict[str, AnswerPreset] = {
     "fast": AnswerPreset(
         name="fast", title="Fast", generator=DEFAULTS["generator"], style="grounded", attributor=DEFAULTS["attributor"],
-        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2),
+        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2, skip_degenerate=True),
         summary="Qwen2.5-Coder-0.5B answers in one or two sentences; the Qwen2.5-1.5B judge checks citations"),
     "quality": AnswerPreset(
         name="quality", title="Quality", generator="qwen2.5-1.5b", style="grounded", attributor="qwen-judge",
-        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2),
+        citation=CitationPolicy(per_claim=True, threshold=0.5, control_margin=0.2, skip_degenerate=True),
         summary="Qwen2.5-Coder-1.5B answers in one or two sentences; the same model checks citations"),
 }
 DEFAULT_PRESET = "fast"

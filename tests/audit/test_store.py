@@ -111,7 +111,7 @@ def test_reproduce_command_parses_back_to_the_same_settings(record):
     if record.answers:
         assert args.generator == record.generator and args.nli == "qwen-judge"
         assert args.prompt_style == (record.prompt_style or "short")
-        assert (args.per_claim, args.entail_threshold, args.control_margin) == (
-            config.per_claim, config.entail_threshold, config.control_margin)
+        assert (args.per_claim, args.entail_threshold, args.control_margin, args.skip_degenerate) == (
+            config.per_claim, config.entail_threshold, config.control_margin, config.skip_degenerate)
         assert args.labels == config.usefulness.value and args.prompt_order == config.prompt_order.value
         assert args.metric == config.metric.value and args.no_oracle == (not config.oracle)

@@ -83,3 +83,22 @@ def test_per_claim_credit_and_the_control_document_in_a_run():
     ids = specific.ranking.doc_ids
     assert {ids[p] for p, e in zip(answer.positions, answer.entails) if e} == {"a"}
     assert specific.ear == pytest.approx(1 / 3)
+
+
+def test_a_degenerate_answer_cites_nothing_when_asked():
+    class Echo(TwoFacts):
+        def complete(self, prompts, decoding=None):
+            return [Completion("Glide medial post shoes", "stop") for _ in prompts]  # the question, restated
+
+    docs = (Document("a", "the Glide medial post shoes", provider="A"),
+            Document("b", "Glide medial post shoes", provider="B"))
+    collection = Collection("toy", docs, (Query("q", "Glide medial post shoes?", answer="x"),))
+    config = RagConfig(alpha=float("inf"), n_samples=2, k=2, seed=1, oracle=False, question_in_hypothesis=False)
+    judge = WordJudge()
+    plain = run_rag(collection, BM25Retriever(collection.texts), Generator(Echo()), judge, "Glide medial post shoes?",
+                    config)
+    assert all(plain.answers[0].entails) and plain.answers[0].degenerate
+    skipping = run_rag(collection, BM25Retriever(collection.texts), Generator(Echo()), WordJudge(),
+                       "Glide medial post shoes?", RagConfig(**{**config.to_dict(), "alpha": float("inf"),
+                                                                "skip_degenerate": True}))
+    assert not any(skipping.answers[0].entails) and skipping.ear == 0.0
