@@ -187,6 +187,11 @@ class LLMJudgeAttributor(Attributor):
         return None if model is None else (f"judge:{model}:prompt-{_JUDGE_PROMPT_HASH}:"
                                            f"premise-words={self.max_premise_words}")
 
+    @property
+    def prompt_version(self) -> str:
+        """A digest of the judge's prompt templates, stored with every run (a changed prompt is another judge)."""
+        return f"judge-prompt-{_JUDGE_PROMPT_HASH}"
+
     def prompt(self, premise: str, hypothesis: str, context: str | None = None) -> ChatPrompt:
         return ChatPrompt(_JUDGE_SYSTEM, self._head(premise) + _JUDGE_TAIL.format(claim=_claim(hypothesis, context)))
 
