@@ -8,8 +8,9 @@ gzip and gzip bombs; very long lines; random bytes; empty files. The generator i
 reproducible, and every input that raised outside the family is written to ``--out`` for a regression test.
 
 Targets: corpus (JSONL, CSV), queries, qrels, aspect qrels, collection folders, expeval / TREC runs, TREC Fair 2022
-runs, judgments (expeval qrels), RAG logs (with and without a collection check) and app uploads
-(``fairrag_studio.resources.save_upload`` then the collection loader).
+runs, judgments (expeval qrels), RAG logs (with and without a collection check) and the app's two upload paths:
+the sidebar's collection upload (``fairrag_studio.resources.save_upload`` then the collection loader) and the Audit
+page's served log or run upload (``served_view.save_served_upload`` then ``read_served``, odd file names included).
 
     python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about a minute on 2 cores)
     python benchmarks/fuzz_loaders.py --per-target 200 --seed 7 --json
@@ -278,6 +279,14 @@ def _targets(folder: Path) -> list[Target]:
             parts[3 - victim] = None
         return load_collection(resources.save_upload(*parts))
 
+    def served_upload(raw: bytes, tmp: Path, rng: random.Random):
+        from fairrag_studio.served_view import read_served, save_served_upload
+
+        name = rng.choice(["log.jsonl", "log.ndjson", "run.txt", "system.run", "run.tsv", "x.trec", "run.tsv.gz",
+                           "LOG.JSONL", "..", ".", "", "../../escape.jsonl", "a/b.txt", "<b>.jsonl", "x" * 300,
+                           "nul\x00.jsonl", "no-suffix"])
+        return read_served(save_served_upload(name, raw, tmp / "uploads"), small)
+
     return [
         Target("corpus.jsonl", [CORPUS_JSONL, _demo_head("corpus.jsonl")],
                lambda raw, tmp, rng: load_corpus(_write(tmp, "corpus.jsonl", raw))),
@@ -305,6 +314,7 @@ def _targets(folder: Path) -> list[Target]:
                lambda raw, tmp, rng: load_rag_log(_write(tmp, "log.jsonl", raw),
                                                   collection=small if rng.random() < 0.5 else None)),
         Target("upload", [""], upload),
+        Target("served_upload", [RAG_LOG, RUN_TREC, RUN_FAIR, _expeval("run_a.txt")], served_upload),
     ]
 
 

@@ -44,7 +44,11 @@ def _served_source(settings: Settings):
     if choice == "Upload":
         upload = st.file_uploader("Log (.jsonl) or run file", type=[s.lstrip(".") for s in LOG_SUFFIXES + RUN_SUFFIXES],
                                   key="served_upload")
-        path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT) if upload else None
+        try:
+            path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT) if upload else None
+        except FairRAGError as err:  # too large for the upload limit
+            st.error(f"That file was not saved: {err}")
+            path = None
         return path, settings.collection
     typed = st.text_input("Path of a log or run file on this machine", key="served_path").strip()
     return (typed or None), settings.collection

@@ -9,6 +9,7 @@ sample (:meth:`RagLog.from_served`) — so both get the same ledger, drill-down 
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from fairrag_core import Collection
 from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_rag_log
+from fairrag_core.data.files import check_upload
 from fairrag_core.data.served import load_run
 from fairrag_core.record import SweepRun
 
@@ -26,8 +28,8 @@ from .audit_view import display_ledger, groupings, with_interval
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
-__all__ = ["DEMO_LOG", "LOG_SUFFIXES", "RUN_SUFFIXES", "save_served_upload", "read_served", "headline_table",
-           "queries_table", "lines_table", "build_log_report", "served_label"]
+__all__ = ["DEMO_LOG", "LOG_SUFFIXES", "RUN_SUFFIXES", "save_served_upload", "safe_upload_name", "read_served",
+           "headline_table", "queries_table", "lines_table", "build_log_report", "served_label"]
 
 #: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
@@ -35,12 +37,31 @@ LOG_SUFFIXES = (".jsonl", ".ndjson")
 RUN_SUFFIXES = (".txt", ".run", ".tsv", ".trec", ".gz")
 
 
+def safe_upload_name(name: str) -> str:
+    """The browser's file name made safe to write: its last path part, characters other than letters, digits,
+    ``.``, ``_`` and ``-`` replaced by ``_``, at most 120 characters (the end, with the suffix, is kept), never
+    starting with a dot (``upload`` is put in front); ``upload.jsonl`` when nothing is left.
+
+    >>> safe_upload_name("../../etc/run.tsv.gz"), safe_upload_name(".."), safe_upload_name("my log (1).jsonl")
+    ('run.tsv.gz', 'upload.jsonl', 'my_log__1_.jsonl')
+    """
+    last = re.split(r"[/\\]", name)[-1]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", last)[-120:]
+    if not cleaned.strip("._-"):
+        return "upload.jsonl"
+    return "upload" + cleaned if cleaned.startswith(".") else cleaned
+
+
 def save_served_upload(name: str, data: bytes, root: Path) -> Path:
-    """Write an uploaded log or run under ``root/served-<content hash>/`` with its own name (its suffix says how
-    to read it); the same content lands in the same place, so a re-upload reuses the cached audit."""
+    """Write an uploaded log or run under ``root/served-<content hash>/`` with its own (made safe) name, whose
+    suffix says how to read it; the same content lands in the same place, so a re-upload reuses the cached audit.
+
+    A file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``) is a :class:`DataFormatError` before anything is
+    written."""
+    check_upload(name, data)
     folder = root / f"served-{hashlib.sha256(data).hexdigest()[:10]}"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / (Path(name).name or "upload.jsonl")
+    target = folder / safe_upload_name(name)
     target.write_bytes(data)
     return target
 

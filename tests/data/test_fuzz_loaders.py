@@ -30,7 +30,7 @@ def _fuzzer():
 
 def test_a_bounded_fuzz_run_finds_nothing_outside_the_family():
     reports = _fuzzer().fuzz(per_target=40, seed=2026)
-    assert len(reports) == 11 and all(r.inputs == 40 for r in reports)
+    assert len(reports) == 12 and all(r.inputs == 40 for r in reports)
     outside = [f for r in reports for f in r.failures]
     assert not outside, outside[:3]
     assert all(r.outcomes["DataFormatError"] > 0 for r in reports)  # the mutations do reach the checks
@@ -131,3 +131,18 @@ def test_an_aspect_index_of_five_thousand_digits(tmp_path):
     path.write_text("query_id\taspect_index\tdoc_id\nq1\t" + "9" * 5000 + "\td1\n")
     with pytest.raises(DataFormatError, match=r"line 2: aspect_index '9{20}' is not a whole number ≥ 0 \(at most 6 "):
         load_aspect_qrels(path)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "", "../../escape.jsonl", "nul\x00.jsonl", "x" * 300 + ".jsonl",
+                                  "a/b\\c.txt"])
+def test_a_served_upload_with_an_odd_file_name_is_read_or_refused_cleanly(tmp_path, name):
+    from fairrag_core.data.collection import Collection, Document, Query
+    from fairrag_studio.served_view import read_served, save_served_upload
+
+    small = Collection("fuzz", tuple(Document(f"d{i}", f"text {i}", provider="P") for i in (1, 2)),
+                       (Query("q1", "x"),), {"q1": {"d1": 1}})
+    root = tmp_path / "uploads"
+    path = save_served_upload(name, b'{"query_id": "q1", "ranking": ["d1", "d2"]}\n', root)
+    assert path.parent.parent == root and path.is_file() and len(path.name) <= 120  # never outside, never too long
+    with contextlib.suppress(FairRAGError):  # a name without a log suffix is read as a run and refused
+        read_served(path, small)

@@ -20,6 +20,7 @@ from fairrag_studio.served_view import (
     lines_table,
     queries_table,
     read_served,
+    safe_upload_name,
     save_served_upload,
 )
 
@@ -130,6 +131,18 @@ def test_the_simulated_ledger_opens_on_the_deterministic_system():
     assert frame_with(at, "EE-D 95% interval")["EE-D 95% interval"].iloc[0].startswith("[")
     assert at.selectbox(key="audit_drill").value == "rs-q01"
     assert frame_with(at, "m")["system"].tolist() == ["α = 0", "α = 2", "deterministic"]
+
+
+def test_upload_names_are_made_safe_and_large_uploads_refused(tmp_path, monkeypatch):
+    assert safe_upload_name("../../etc/passwd.jsonl") == "passwd.jsonl"
+    assert safe_upload_name("C:\\logs\\week 1.jsonl") == "week_1.jsonl"
+    assert safe_upload_name(".jsonl") == "upload.jsonl"
+    assert [safe_upload_name(n) for n in ("..", ".", "", "///")] == ["upload.jsonl"] * 4
+    assert safe_upload_name("y" * 500 + ".tsv.gz") == "y" * 113 + ".tsv.gz"
+    monkeypatch.setenv("FAIRRAG_MAX_UPLOAD_MB", "0.001")
+    with pytest.raises(DataFormatError, match=r"big.jsonl: the upload is 0 MB, more than the 0 MB the app accepts"):
+        save_served_upload("big.jsonl", b"x" * 5000, tmp_path / "uploads")
+    assert not (tmp_path / "uploads").exists()  # refused before anything was written
 
 
 def test_uploads_are_saved_by_content_and_read_by_suffix(tmp_path, shoe_log, shoes):
