@@ -23,7 +23,8 @@ from ..seeds import new_seed
 from ..settings import SamplingSettings
 from .sampling import sample_rankings_batch
 
-__all__ = ["SweepConfig", "DEFAULT_ALPHAS", "exposure_sweep", "summarise_sweep", "select_queries", "system_of"]
+__all__ = ["SweepConfig", "DEFAULT_ALPHAS", "ExposurePlan", "plan_exposure_sweep", "exposure_alpha",
+           "collect_exposure_sweep", "exposure_sweep", "summarise_sweep", "select_queries", "system_of"]
 
 #: The paper's grid (Kim & Diaz 2025, §4).
 DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0)
@@ -57,16 +58,36 @@ def system_of(alpha: float) -> str:
     return "deterministic" if np.isinf(alpha) else "stochastic"
 
 
-def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepConfig) -> SweepRun:
-    """Sample and measure every (query, α) of ``config`` (exposure only, no generation).
+@dataclass(frozen=True)
+class ExposurePlan:
+    """An exposure sweep planned: the first-stage candidates of every query, ready to be sampled one α at a time.
 
-    Returns a :class:`~fairrag_core.record.SweepRun` whose ``table`` has one row per (query, α):
-    ``query_id, system, alpha, n, m, fairness_question, ee_d, ee_r, providers_reached``. ``m`` is the number
-    of useful candidates (qrels ``rel ≥ min_rel``); ``fairness_question`` is False for queries with m ≤ 1,
-    which the paper leaves out of fairness analyses. ``alpha = inf`` is the deterministic ranker
-    (``system = "deterministic"``). ``documents`` holds every candidate's exposure and target exposure per
-    (query, α), e.g. for an exposure ledger; ``record`` holds the settings and the seed actually used.
+    Everything a task needs is data (arrays and names), so a plan can be sent to another process or machine; each
+    α draws from its own stream ``default_rng([seed, α index])``, so the α tasks can run in any order or place and
+    give the same table (issue 14: the Ray backend runs one task per α).
     """
+
+    collection: str
+    retriever: str
+    config: SweepConfig
+    seed: int
+    alphas: tuple[float, ...]
+    query_ids: tuple[str, ...]
+    n_candidates: int
+    candidates: np.ndarray  # (queries, n_candidates) collection positions, best first
+    scores: np.ndarray  # (queries, n_candidates) first-stage scores
+    useful: np.ndarray  # (queries, n_candidates) bool
+    providers: np.ndarray  # (documents,) provider of every document
+    doc_ids: np.ndarray  # (documents,) object
+
+    @property
+    def tasks(self) -> list[int]:
+        """One task per α: its index in :attr:`alphas`."""
+        return list(range(len(self.alphas)))
+
+
+def plan_exposure_sweep(collection: Collection, retriever: Retriever, config: SweepConfig) -> ExposurePlan:
+    """Score every query once and keep its top candidates: the part of :func:`exposure_sweep` before sampling."""
     if not config.alphas:
         raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
     alphas = tuple(check_alpha(a) for a in config.alphas)
@@ -76,42 +97,73 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
     n_cand = len(collection) if config.candidates is None else min(config.candidates, len(collection))
     check_k(config.k, n_cand)
     cands = [top_candidates(row, n_cand) for row in scores]
-    cand_scores = np.stack([c.scores for c in cands])
-    useful = np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices]
-                       for q, c in zip(queries, cands)])
-    providers = collection.providers
-    doc_ids = np.array(collection.doc_ids, dtype=object)
+    return ExposurePlan(
+        collection=collection.name, retriever=retriever.name, config=config, seed=seed, alphas=alphas,
+        query_ids=tuple(q.query_id for q in queries), n_candidates=n_cand,
+        candidates=np.stack([c.indices for c in cands]), scores=np.stack([c.scores for c in cands]),
+        useful=np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices]
+                         for q, c in zip(queries, cands)]),
+        providers=np.asarray(collection.providers), doc_ids=np.array(collection.doc_ids, dtype=object))
+
+
+def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[pd.DataFrame]]:
+    """One α of a planned sweep: N rankings per query from the α's own stream, the rows and per-document frames."""
+    config, alpha, n_cand = plan.config, plan.alphas[a_index], plan.n_candidates
+    rankings = sample_rankings_batch(
+        plan.scores, alpha=alpha, n_samples=config.n_samples, k=config.k,
+        seed=np.random.default_rng([plan.seed, a_index]),
+    )
     rows, documents = [], []
-    for a_index, alpha in enumerate(alphas):
-        rankings = sample_rankings_batch(
-            cand_scores, alpha=alpha, n_samples=config.n_samples, k=config.k,
-            seed=np.random.default_rng([seed, a_index]),
+    for q_index, query_id in enumerate(plan.query_ids):
+        eps = expected_exposure(rankings[q_index], n_cand)
+        lab = plan.useful[q_index]
+        reached = plan.providers[plan.candidates[q_index][eps > 0]]
+        rows.append(
+            {
+                "query_id": query_id,
+                "system": system_of(alpha),
+                "alpha": alpha,
+                "n": n_cand,
+                "m": int(lab.sum()),
+                "fairness_question": bool(lab.sum() > 1),
+                "ee_d": ee_disparity(eps, config.k),
+                "ee_r": ee_relevance(eps, lab, config.k),
+                "providers_reached": int(np.unique(reached).size),
+            }
         )
-        for q_index, query in enumerate(queries):
-            eps = expected_exposure(rankings[q_index], n_cand)
-            lab = useful[q_index]
-            reached = providers[cands[q_index].indices[eps > 0]]
-            rows.append(
-                {
-                    "query_id": query.query_id,
-                    "system": system_of(alpha),
-                    "alpha": alpha,
-                    "n": n_cand,
-                    "m": int(lab.sum()),
-                    "fairness_question": bool(lab.sum() > 1),
-                    "ee_d": ee_disparity(eps, config.k),
-                    "ee_r": ee_relevance(eps, lab, config.k),
-                    "providers_reached": int(np.unique(reached).size),
-                }
-            )
-            documents.append(pd.DataFrame({
-                "query_id": query.query_id, "alpha": alpha, "doc_id": doc_ids[cands[q_index].indices],
-                "exposure": eps, "target_exposure": target_exposure(lab, config.k) if lab.any() else np.nan,
-            }))
-    record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=collection.name, retriever=retriever.name,
-                       config=config, seed=seed, query_ids=tuple(q.query_id for q in queries),
-                       sampled_rankings=len(rows) * config.n_samples, extra={"candidates_used": n_cand})
+        documents.append(pd.DataFrame({
+            "query_id": query_id, "alpha": alpha, "doc_id": plan.doc_ids[plan.candidates[q_index]],
+            "exposure": eps, "target_exposure": target_exposure(lab, config.k) if lab.any() else np.nan,
+        }))
+    return rows, documents
+
+
+def collect_exposure_sweep(plan: ExposurePlan,
+                           parts: Sequence[tuple[list[dict], list[pd.DataFrame]]]) -> SweepRun:
+    """The α tasks' outputs (in α order) as one :class:`~fairrag_core.record.SweepRun` with its record."""
+    rows = [row for part_rows, _ in parts for row in part_rows]
+    documents = [frame for _, frames in parts for frame in frames]
+    record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=plan.collection, retriever=plan.retriever,
+                       config=plan.config, seed=plan.seed, query_ids=plan.query_ids,
+                       sampled_rankings=len(rows) * plan.config.n_samples,
+                       extra={"candidates_used": plan.n_candidates})
     return SweepRun(record=record, table=pd.DataFrame(rows), documents=pd.concat(documents, ignore_index=True))
+
+
+def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepConfig) -> SweepRun:
+    """Sample and measure every (query, α) of ``config`` (exposure only, no generation).
+
+    Returns a :class:`~fairrag_core.record.SweepRun` whose ``table`` has one row per (query, α):
+    ``query_id, system, alpha, n, m, fairness_question, ee_d, ee_r, providers_reached``. ``m`` is the number
+    of useful candidates (qrels ``rel ≥ min_rel``); ``fairness_question`` is False for queries with m ≤ 1,
+    which the paper leaves out of fairness analyses. ``alpha = inf`` is the deterministic ranker
+    (``system = "deterministic"``). ``documents`` holds every candidate's exposure and target exposure per
+    (query, α), e.g. for an exposure ledger; ``record`` holds the settings and the seed actually used.
+    Sampling is batched over queries for each α (:func:`plan_exposure_sweep`, :func:`exposure_alpha`,
+    :func:`collect_exposure_sweep`; the Ray backend runs the same three steps with the α tasks on its workers).
+    """
+    plan = plan_exposure_sweep(collection, retriever, config)
+    return collect_exposure_sweep(plan, [exposure_alpha(plan, a) for a in plan.tasks])
 
 
 def summarise_sweep(table: pd.DataFrame) -> pd.DataFrame:
