@@ -149,3 +149,14 @@ def test_cli_output_csv_defuses_user_text(tmp_path):
                  "--seed", "1", "--output", str(out)], out=io.StringIO()) == 0
     text = out.read_text()
     assert "'=HYPERLINK(1)" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
+
+
+def test_streamlit_refuses_uploads_the_core_would_refuse():
+    """The app's uploader cap (MiB, .streamlit/config.toml) is under the core's upload limit: a file Streamlit lets
+    through is never refused later by an uncaught check, and a 200 MB file is refused in the browser."""
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    cap = config["server"]["maxUploadSize"] * 1024 * 1024
+    assert cap <= max_upload_bytes() and cap < 200_000_000
