@@ -131,3 +131,14 @@ def test_real_svg_rendering_of_a_report():
     html = audit_report_html(title="t", summary={}, sections=[ReportSection("One", figure=small_figure("a"))],
                              figures="static")
     assert html.count('<img src="data:image/svg+xml;base64,') == 1 and len(html.encode()) < 60_000
+
+
+def test_user_text_inside_a_figure_cannot_close_its_script():
+    """Figures are inline JSON inside <script>: provider names, queries and titles in a chart must not end it."""
+    closing = "</script><script>alert(2)</script>"
+    figure = go.Figure(go.Bar(x=[closing, "=1+1"], y=[1, 2], name=closing), layout={"title": {"text": closing}})
+    report = audit_report_html(title="t", summary={}, sections=[ReportSection(heading="h", figure=figure)],
+                               generated_at="now")
+    assert "alert(2)" in report  # the text is there, as data
+    assert closing not in report and "<script>alert" not in report
+    assert report.lower().count("<script") == report.lower().count("</script>")
