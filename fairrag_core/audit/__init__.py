@@ -3,7 +3,8 @@
 * :mod:`.ledger` — the exposure ledger per provider or fairness group: retrieval exposure (Kim & Diaz 2025,
   Eq. 5), attributed exposure (§3.4) and the fair target (Eq. 6), as totals and shares, with the gap;
 * :mod:`.recommend` — the α recommender (the paper's Table 2 trade-off as a decision rule);
-* :mod:`.store` — the DuckDB run store: save, list, reopen, compare and reproduce runs;
+* :mod:`.store` — the DuckDB run store: save, list, reopen, compare and reproduce runs; :mod:`.jobs` — the
+  table of background jobs (who started what, progress, ETA, the run it left) beside it;
 * :mod:`.rag_log` — the audit of a served RAG log: exposure of what was retrieved, attribution of what was
   answered (logged citations and/or an NLI judge), EAR, EAE-D and the fair target; :mod:`.log_report` — its
   headline numbers and ledgers with intervals;
@@ -12,6 +13,7 @@
   2022 nDCG/AWRF, intervals over samples and queries, and the paired comparison of two runs.
 """
 
+from .jobs import Job, JobStatus, JobTable
 from .ledger import LEDGER_COLUMNS, exposure_ledger
 from .log_report import default_ledger_scope, log_ledger, log_summary
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_log
@@ -20,6 +22,7 @@ from .served import bootstrap_run, compare_runs, evaluate_run, evaluate_run_awrf
 from .store import RunStore, default_store_path
 
 __all__ = ["LEDGER_COLUMNS", "exposure_ledger", "AlphaRecommendation", "recommend_alpha", "RunStore",
-           "default_store_path", "AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "log_ledger",
+           "default_store_path", "Job", "JobStatus", "JobTable", "AttributionSource", "LogAuditConfig", "LogAuditRun",
+           "audit_rag_log", "log_ledger",
            "log_summary", "default_ledger_scope", "evaluate_run", "evaluate_run_awrf", "bootstrap_run", "summarise_run",
            "compare_runs"]

@@ -27,7 +27,7 @@ from ..settings import SamplingSettings, fields_of
 from .attribution import Attributor
 from .generation import Generator
 from .labels import load_utility_labels, useful_vector
-from .pipeline import AnswerSettings, RagConfig, run_rag
+from .pipeline import AnswerSettings, AnswerStream, RagConfig, run_rag
 
 __all__ = ["Usefulness", "RagSweepConfig", "RagSweep", "SweepTask", "TaskResult", "rag_sweep"]
 
@@ -107,14 +107,18 @@ class RagSweep:
         ]
         self._scores: dict[str, np.ndarray] = {}
 
-    def run(self, task: SweepTask) -> TaskResult:
+    def run(self, task: SweepTask, *, tick: Callable[[], None] | None = None) -> TaskResult:
+        """One task's row and documents. ``tick()`` is called before every model call (see
+        :class:`~fairrag_core.rag.pipeline.AnswerStream`): a caller that raises from it stops the task within one
+        answer or one judged document, and what was finished stays in the caches."""
         query = self.queries[task.query_index]
         if query.query_id not in self._scores:
             self._scores[query.query_id] = self.retriever.score(query.text)
         shared = fields_of(self.config, SamplingSettings, AnswerSettings) | {"seed": task.seed}
         config = RagConfig(alpha=task.alpha, oracle_seed=task.oracle_seed, **shared)
         run = run_rag(self.collection, self.retriever, self.generator, self.attributor, query.text, config,
-                      useful=self.useful[query.query_id], scores=self._scores[query.query_id], n_boot=200)
+                      useful=self.useful[query.query_id], scores=self._scores[query.query_id], n_boot=200,
+                      stream=None if tick is None else AnswerStream(tick=tick))
         m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
         row = {"query_id": query.query_id, "system": system_of(task.alpha), "alpha": task.alpha, "m": m,
                "fairness_question": m > 1, **run.metrics(), "oracle_eu": run.oracle_eu,
