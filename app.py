@@ -7,11 +7,12 @@ app, and its AppTest then reruns a page without this entrypoint (no sidebar). Lo
 import streamlit as st
 
 from fairrag_studio.sidebar import render_sidebar
-from fairrag_studio.state import init_session
+from fairrag_studio.state import init_session, keep_page_widgets
 
 # Material icons ship with Streamlit: no emoji font needed on a classroom machine or a projector PC.
 st.set_page_config(page_title="FairRAG Studio", page_icon=":material/balance:", layout="wide")
 init_session(st.session_state)
+keep_page_widgets(st.session_state)  # a page's controls survive a visit to another page
 
 PAGES = [
     st.Page("app_pages/playground.py", title="Playground", icon=":material/casino:", default=True),

@@ -23,7 +23,8 @@ from fairrag_studio.audit_view import (
 )
 from fairrag_studio.report import table_csv
 from fairrag_studio.served_panel import render_served_tab, show_served
-from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
+from fairrag_studio.state import drop_stale
+from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
 settings = st.session_state["settings"]
@@ -44,6 +45,7 @@ with tab_run:
                    "qrels.txt.")
     else:
         cols = st.columns([3, 2])
+        drop_stale(st.session_state, "audit_queries", [q.query_id for q in labelled])
         chosen = cols[0].multiselect("Query set", [q.query_id for q in labelled],
                                      default=[q.query_id for q in labelled], key="audit_queries")
         alphas_text = cols[1].text_input("α values", "0, 2, 8", key="audit_alphas",
@@ -59,29 +61,33 @@ with tab_run:
             request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas, generate=generate,
                                    usefulness=Usefulness.RELEVANCE)
             pressed = st.button("Run the audit", type="primary", key="audit_run")
-            result = None
+            result, job = None, None
+            label = f"{collection.name} · {len(chosen)} queries · {mode.lower()}"
             try:
-                if generate:
-                    sweep, done = run_rag_request(request, run=pressed)
-                    if done:
-                        result = sweep.collect(list(done.values()))
-                        if len(done) < len(sweep.tasks):
-                            st.warning(f"{len(done)} of {len(sweep.tasks)} runs finished; press **Run the audit** "
-                                       "to continue.")
+                if generate:  # a background job: it saves the audit when every run is in
+                    sweep, job, result = rag_job(request, run=pressed, kind="audit", title=f"Audit · {label}",
+                                                 label=label, page="app_pages/audit.py", save_as=RunKind.AUDIT)
+                    if job is not None and job.error:
+                        st.error(job.error)
+                    if result is not None and not result.record.complete:
+                        st.warning(f"{len(result.table)} of {len(sweep.tasks)} runs finished; "
+                                   + ("the rest are on their way." if job.active else
+                                      "press **Run the audit** to continue."))
                 elif pressed or request in st.session_state["exposure_sweeps"]:
                     result = run_exposure_request(request)
             except FairRAGError as err:
                 st.error(str(err))
             if result is None:
-                st.info("Choose queries and α values, then press **Run the audit**.")
+                if job is None or not job.active:
+                    st.info("Choose queries and α values, then press **Run the audit**.")
             else:
                 saved = st.session_state["audit_saved"]
-                if result.record.complete and request not in saved:
-                    saved[request] = store.save(result.as_kind(RunKind.AUDIT),
-                                                label=f"{collection.name} · {len(chosen)} queries · {mode.lower()}")
+                if not generate and result.record.complete and request not in saved:
+                    saved[request] = store.save(result.as_kind(RunKind.AUDIT), label=label)
                 if request in saved:
                     result = result.saved_as(saved[request])
-                    st.caption(f"Saved in the run store as **{saved[request]}** ({store.path}).")
+                if result.run_id is not None:
+                    st.caption(f"Saved in the run store as **{result.run_id}** ({store.path}).")
                 table, documents = result.table, result.documents
                 st.subheader("Metrics per system")
                 st.dataframe(display_summary(summary_with_intervals(table, seed=result.record.seed)),

@@ -7,7 +7,8 @@ from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.explain import recommendation_context
 from fairrag_studio.report import table_csv
-from fairrag_studio.sweeps import SweepRequest, parse_alphas, run_exposure_request, run_rag_request
+from fairrag_studio.state import drop_stale
+from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
 settings = st.session_state["settings"]
@@ -33,6 +34,8 @@ with controls[0]:
                     help="Answers add EU, EAR and EAE-D: a generation per distinct ranking and an NLI check "
                          "per cited document — minutes per query on a CPU.")
 with controls[1]:
+    drop_stale(st.session_state, "curves_query", text_of)
+    drop_stale(st.session_state, "curves_queries", text_of)
     if scope == "One query":
         chosen = [st.selectbox("Query", list(text_of), format_func=lambda q: f"{q} — {text_of[q]}",
                                key="curves_query")]
@@ -60,15 +63,25 @@ request = SweepRequest(settings=settings, query_ids=tuple(chosen), alphas=alphas
 pressed = st.button("Run the sweep", type="primary", key="curves_run")
 try:
     if generate:
-        sweep, done = run_rag_request(request, run=pressed)
-        if not done:
-            st.info(f"{len(sweep.tasks)} runs to do ({len(chosen)} queries × {len(alphas) + 1} systems, N = "
-                    f"{settings.n_samples}). Press **Run the sweep**; you can stop at any time and keep what is "
-                    "finished.")
+        sweep, job, result = rag_job(
+            request, run=pressed, kind="sweep", page="app_pages/disparity_curves.py",
+            title=f"Sweep · {collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'} × "
+                  f"{len(alphas) + 1} systems",
+            label=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'} · answers")
+        if result is None:
+            if job is None or not job.active:
+                if job is not None and job.error:
+                    st.error(job.error)
+                st.info(f"{len(sweep.tasks)} runs to do ({len(chosen)} queries × {len(alphas) + 1} systems, N = "
+                        f"{settings.n_samples}). Press **Run the sweep**: it runs in the background, so you can use "
+                        "other pages meanwhile, cancel at any time and keep what is finished.")
             st.stop()
-        result = sweep.collect(list(done.values()))
-        if len(done) < len(sweep.tasks):
-            st.warning(f"Showing {len(done)} of {len(sweep.tasks)} runs; press **Run the sweep** to finish.")
+        if not result.record.complete:
+            finished = len(result.table)
+            if job.error:
+                st.error(job.error)
+            st.warning(f"Showing {finished} of {len(sweep.tasks)} runs; "
+                       + ("the rest are on their way." if job.active else "press **Run the sweep** to finish."))
     else:
         if not pressed and request not in st.session_state["exposure_sweeps"]:
             st.info("Press **Run the sweep** (exposure only takes a moment).")
@@ -138,8 +151,11 @@ st.subheader("Keep this sweep")
 left, right = st.columns(2)
 left.download_button("Sweep table (CSV)", table_csv(table), file_name="sweep.csv", mime="text/csv",
                      key="sweep_csv")
-label = right.text_input("Label", value=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'}",
-                         key="sweep_label")
-if right.button("Save to the run store", key="sweep_save"):
-    run_id = resources.run_store().save(result, label=label)
-    right.success(f"Saved as run {run_id}; reopen it on the Audit page.")
+if result.run_id is not None:  # a finished sweep with answers saves itself
+    right.success(f"Saved as run {result.run_id}; reopen it on the Audit page.")
+else:
+    label = right.text_input("Label", key="sweep_label",
+                             value=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'}")
+    if right.button("Save to the run store", key="sweep_save"):
+        run_id = resources.run_store().save(result, label=label)
+        right.success(f"Saved as run {run_id}; reopen it on the Audit page.")

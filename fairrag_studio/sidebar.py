@@ -1,4 +1,5 @@
-"""The sidebar every page shares: collection (demo or upload), retriever, k, N, seed, models panel."""
+"""The sidebar every page shares: this browser's jobs, collection (demo or upload), retriever, k, N, seed, models
+panel."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
 
 from . import resources
+from .jobs_panel import render_jobs_panel
 from .state import Settings
 
 __all__ = ["render_sidebar"]
@@ -53,7 +55,8 @@ def cost_text(cost: dict | None) -> str:
 
 
 def render_sidebar() -> Settings:
-    """Draw the shared sidebar and return what it selects."""
+    """Draw the shared sidebar (this browser's jobs first, when it has any) and return what it selects."""
+    render_jobs_panel()
     side = st.sidebar
     side.header("Collection")
     options = list(DEMO_COLLECTIONS) + [UPLOAD]

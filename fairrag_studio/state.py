@@ -9,7 +9,8 @@ from fairrag_core.rag.citations import CitationPolicy
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
 
-__all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "init_session"]
+__all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
+           "drop_stale"]
 
 DEFAULT_COLLECTION = "running-shoes"
 
@@ -48,7 +49,7 @@ SESSION_DEFAULTS: dict[str, object] = {
     "alpha": 2.0,
     "deterministic": False,
     "generate_for": None,  # key of the ranking the user asked answers for
-    "sweep_results": {},  # sweep key → {task: SweepResult}
+    "jobs_owner": None,  # this browser's job owner key (fairrag_studio.jobs_panel.owner_key; also in the URL)
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store
@@ -66,3 +67,31 @@ def init_session(state) -> None:
     for key, value in SESSION_DEFAULTS.items():
         if key not in state:
             state[key] = value.copy() if isinstance(value, dict) else value
+
+
+#: Widgets of the pages that start background jobs: what a job was asked for. Streamlit forgets a widget's value
+#: once a run of another page does not draw it, so coming back to the page would show other controls than those
+#: of the job still running or just finished; :func:`keep_page_widgets` keeps them.
+PAGE_WIDGETS = ("curves_scope", "curves_alphas", "curves_mode", "curves_query", "curves_queries", "curves_labels",
+                "audit_queries", "audit_alphas", "audit_mode")
+
+
+def keep_page_widgets(state) -> None:
+    """Re-commit the values of :data:`PAGE_WIDGETS` at the start of every run (the documented way to keep a
+    widget's value across pages), so a page shows its job's request again after a visit elsewhere."""
+    for key in PAGE_WIDGETS:
+        if key in state:
+            state[key] = state[key]
+
+
+def drop_stale(state, key: str, options) -> None:
+    """Before a kept selection widget is drawn: forget the choices that are no longer ``options`` (the collection
+    changed on another page), so the widget falls back to its default instead of failing on them."""
+    if key not in state:
+        return
+    value, allowed = state[key], set(options)
+    if isinstance(value, list):
+        if any(v not in allowed for v in value):
+            state[key] = [v for v in value if v in allowed]
+    elif value not in allowed:
+        del state[key]

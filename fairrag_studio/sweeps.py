@@ -1,11 +1,15 @@
-"""Running sweeps from a page: fast exposure sweeps at once, RAG sweeps task by task with progress and Stop.
+"""Running sweeps from a page: fast exposure sweeps at once, RAG sweeps as background jobs.
 
-Finished (query, α) tasks are kept in ``st.session_state`` as they complete, so pressing Stop (or any widget,
-which interrupts the script) loses nothing: the next Run resumes with the tasks that are left.
+A sweep with answers is planned in the page script (the models load there, under their spinners) and handed to a
+job (:mod:`.jobs`): a worker thread runs its (query, α) tasks one by one, reports progress, stops at Cancel within
+one answer, keeps every finished task in the job, and saves the finished sweep to the run store. The page follows
+the job and shows what is finished; leaving the page or reloading the browser does not stop it. A new job for the
+same request starts from the tasks an earlier (cancelled or failed) one finished.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -13,16 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from fairrag_core import FairRAGError, InvalidParameterError
+from fairrag_core import InvalidParameterError
+from fairrag_core.audit.jobs import JobStatus
 from fairrag_core.checks import parse_alphas as parse_grid
 from fairrag_core.rag.sweep import RagSweep, RagSweepConfig, Usefulness
 from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
-from fairrag_core.record import SweepRun
+from fairrag_core.record import RunKind, SweepRun
 
-from . import resources
+from . import jobs, resources
+from .jobs_panel import follow_job, owner_key
 from .state import Settings
 
-__all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "run_rag_request"]
+__all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "request_key", "rag_job"]
 
 
 def parse_alphas(text: str) -> tuple[float, ...]:
@@ -73,25 +79,62 @@ def _plan(request: SweepRequest) -> RagSweep:
                     resources.attributor(s.attributor, s.device), config)
 
 
-def run_rag_request(request: SweepRequest, *, run: bool) -> tuple[RagSweep, dict]:
-    """Plan the RAG sweep; when ``run``, work through the unfinished tasks with a progress bar and a Stop button."""
+def request_key(request: SweepRequest, kind: str) -> str:
+    """A stable name of (job kind, request) for the job table (``hash()`` changes from one process to the next)."""
+    return hashlib.sha256(f"{kind}|{request!r}".encode()).hexdigest()[:20]
+
+
+def _task_label(task) -> str:
+    return f"{task.query_id}, {'deterministic' if np.isinf(task.alpha) else f'α = {task.alpha:g}'}"
+
+
+def _sweep_work(sweep: RagSweep, store, *, label: str, save_as: RunKind | None):
+    """The job's work: every unfinished task (``ctx.partial["results"]``), then the finished sweep saved."""
+    def work(ctx: jobs.JobContext) -> str | None:
+        done = ctx.partial.setdefault("results", {})
+        total = len(sweep.tasks)
+        start, calls_before = time.perf_counter(), sweep.generator.cache.misses
+        ctx.progress(len(done), total, "Starting…")
+        for task in sweep.tasks:
+            if task in done:
+                continue
+            ctx.tick()
+            ctx.progress(len(done), total, f"Run {len(done) + 1} of {total}: {_task_label(task)}")
+            done[task] = sweep.run(task, tick=ctx.tick)
+            ctx.progress(len(done), total, f"Finished {_task_label(task)}")
+        result = sweep.collect(list(done.values()), wall_seconds=time.perf_counter() - start,
+                               generator_calls=sweep.generator.cache.misses - calls_before)
+        if save_as is not None:
+            result = result.as_kind(save_as)
+        run_id = store.save(result, label=label)
+        ctx.partial["result"] = result.saved_as(run_id)
+        return run_id
+    return work
+
+
+def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: str, page: str,
+            save_as: RunKind | None = None) -> tuple[RagSweep, jobs.Job | None, SweepRun | None]:
+    """Start (when ``run`` and none is running) or follow this browser's job for ``request``.
+
+    Returns the planned sweep, the newest job for the request (None before the first Run) and what there is to
+    show: the saved sweep when the job is done, else its finished tasks so far (None when there are none).
+    """
     sweep = _plan(request)
-    done = st.session_state["sweep_results"].setdefault(request, {})
-    todo = [t for t in sweep.tasks if t not in done]
-    if run and todo:
-        bar = st.progress(len(done) / len(sweep.tasks), text="Starting…")
-        st.button("Stop", key=f"stop_{hash(request)}",
-                  help="Finished (query, α) runs are kept; press Run again to continue.")
-        start = time.perf_counter()
-        for task in todo:
-            alpha = "deterministic" if np.isinf(task.alpha) else f"α = {task.alpha:g}"
-            bar.progress(len(done) / len(sweep.tasks),
-                         text=f"Run {len(done) + 1} of {len(sweep.tasks)}: {task.query_id}, {alpha} "
-                              f"({time.perf_counter() - start:.0f} s so far)")
-            try:
-                done[task] = sweep.run(task)
-            except FairRAGError as err:
-                st.error(str(err))
-                break
-        bar.empty()
-    return sweep, done
+    owner, key, runner = owner_key(), request_key(request, kind), jobs.runner()
+    job = runner.latest(owner, key)
+    live = runner.live(owner, job.job_id) if job is not None else None
+    if run and (job is None or job.status in (JobStatus.FAILED, JobStatus.CANCELLED)):
+        earlier = dict(live.partial.get("results", {})) if live is not None else {}
+        work = _sweep_work(sweep, resources.run_store(), label=label, save_as=save_as)
+        job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks),
+                            partial={"results": earlier})
+        live = runner.live(owner, job.job_id)
+    if job is None:
+        return sweep, None, None
+    follow_job(job, what=title)
+    if live is not None and "result" in live.partial:
+        return sweep, job, live.partial["result"]
+    if job.run_id is not None:  # done in an earlier process of the app: the store has it
+        return sweep, job, resources.run_store().load(job.run_id)
+    finished = dict(live.partial.get("results", {})) if live is not None else {}
+    return sweep, job, sweep.collect(list(finished.values())) if finished else None

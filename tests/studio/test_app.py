@@ -48,6 +48,17 @@ def start(page: str | None = None) -> AppTest:
     return at
 
 
+def finish_jobs(at: AppTest) -> None:
+    """Wait for this session's background jobs (fairrag_studio.jobs), then redraw the page."""
+    from fairrag_studio import jobs
+
+    runner = jobs.runner()
+    for job in runner.jobs(at.session_state["jobs_owner"]):
+        assert runner.wait(job.job_id, 120), f"job {job.title} did not finish"
+    at.run()
+    assert not at.exception
+
+
 def metric(at: AppTest, label: str) -> str:
     found = [m.value for m in at.metric if m.label == label]
     assert found, f"no metric {label!r}; have {[m.label for m in at.metric]}"
@@ -168,16 +179,17 @@ def test_curves_with_answers_resume_and_fill_table_2(fake_models):
     at.radio(key="curves_labels").set_value("relevance").run()
     at.text_input(key="curves_alphas").set_value("0, 4").run()
     assert "3 runs to do" in at.info[0].value
-    at.button(key="curves_run").click().run()
+    at.button(key="curves_run").click().run()  # a background job (tests/studio/test_jobs.py)
     assert not at.exception
+    finish_jobs(at)
     assert len(at.get("plotly_chart")) == 5  # Fig. 3, EE-R, EU, EAR and EAE-D against EE-D
     names = [d.value.columns.tolist() for d in at.dataframe]
     assert ["ee_d_interval", "runs", "mean", "difference", "p_value", "significant"] in names
+    assert "Saved as run" in at.success[-1].value  # a finished sweep with answers saves itself
     calls = model.prompts_seen
     at.button(key="curves_run").click().run()  # everything is finished: nothing is generated again
+    finish_jobs(at)
     assert model.prompts_seen == calls
-    at.button(key="sweep_save").click().run()
-    assert "Saved as run" in at.success[-1].value
 
 
 # -- Audit ----------------------------------------------------------------------------------------------------------
@@ -214,6 +226,7 @@ def test_audit_with_answers_fills_the_attributed_column(fake_models):
     at.radio(key="audit_mode").set_value("Exposure + answers").run()
     at.button(key="audit_run").click().run()
     assert not at.exception
+    finish_jobs(at)
     ledger = at.dataframe[1].value
     assert ledger["attributed share"].sum() == pytest.approx(1.0)
 

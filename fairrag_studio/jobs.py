@@ -1,0 +1,163 @@
+"""Background jobs: long work (an answer sweep, an audit with answers) runs in a worker thread, not in the page.
+
+A page script stops when its user moves to another page, reloads, or touches a widget; a sweep with answers takes
+minutes to hours. So a page hands the work to :class:`JobRunner`, which starts one daemon thread per job and keeps
+the job's row in the job table (:class:`fairrag_core.audit.jobs.JobTable`, a SQLite file beside the run store):
+status, progress, ETA, the error message or the run it saved. Every page draws this session's jobs in the sidebar
+(:mod:`.jobs_panel`), and the page that started a job shows its result when it is done.
+
+The work is a function ``work(ctx) -> run_id | None`` of a :class:`JobContext`. It reports ``ctx.progress(done,
+total)``, calls ``ctx.tick()`` between steps (and passes it to the models as
+:class:`~fairrag_core.rag.pipeline.AnswerStream`'s tick, so a Cancel takes effect within one answer), and keeps
+what it finished in ``ctx.partial`` (a plain dict the page reads; finished answers are also in the disk caches).
+The thread never touches Streamlit: models and plans are made in the page script (with their spinners) and handed
+over. One process holds the threads; the registry is a module singleton per job-table file, so every session of
+the server shares it while each sees only its own jobs (the owner key, :func:`fairrag_studio.jobs_panel.owner_key`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fairrag_core import FairRAGError
+from fairrag_core.audit.jobs import Job, JobStatus, JobTable, default_jobs_path
+
+__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner"]
+
+_log = logging.getLogger(__name__)
+
+
+class JobCancelled(Exception):
+    """Raised by :meth:`JobContext.tick` once the job's user pressed Cancel (never seen by a page)."""
+
+
+@dataclass
+class LiveJob:
+    """The part of a job that lives in this process: its thread, its cancel flag and what it has finished."""
+
+    job_id: str
+    owner: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    partial: dict = field(default_factory=dict)
+    thread: threading.Thread | None = None
+
+
+class JobContext:
+    """What a job's work function gets: progress reports, the cancel check, and ``partial`` for its results."""
+
+    def __init__(self, table: JobTable, live: LiveJob) -> None:
+        self._table, self._live = table, live
+        self.job_id = live.job_id
+        self.partial = live.partial
+
+    @property
+    def cancelled(self) -> bool:
+        return self._live.cancel.is_set()
+
+    def tick(self) -> None:
+        """Raise :class:`JobCancelled` when Cancel was pressed (call it between steps and before model calls)."""
+        if self._live.cancel.is_set():
+            raise JobCancelled
+
+    def progress(self, done: int, total: int, note: str = "") -> None:
+        """``done`` of ``total`` steps finished (the table computes the ETA)."""
+        self._table.progress(self.job_id, done, total, note)
+
+
+Work = Callable[[JobContext], "str | None"]
+
+
+class JobRunner:
+    """Start, cancel and list jobs; one daemon thread per job (see the module docstring)."""
+
+    def __init__(self, table: JobTable) -> None:
+        self.table = table
+        self._live: dict[str, LiveJob] = {}
+        self._lock = threading.Lock()
+        try:  # rows left running by a process that is gone (an app that was stopped or killed mid-job)
+            table.interrupt_orphans(set())
+        except FairRAGError as err:
+            _log.warning("could not tidy the job table: %s", err)
+
+    def submit(self, owner: str, kind: str, title: str, work: Work, *, key: str = "", page: str = "",
+               total: int = 0, partial: dict | None = None) -> Job:
+        """Record a queued job of ``owner`` and start its thread; ``partial`` seeds what it has finished."""
+        job = self.table.create(owner, kind, title, key=key, page=page, total=total)
+        live = LiveJob(job.job_id, owner, partial=dict(partial or {}))
+        thread = threading.Thread(target=self._run, args=(live, work), name=f"fairrag-job-{job.job_id}", daemon=True)
+        live.thread = thread
+        with self._lock:
+            self._live[job.job_id] = live
+        thread.start()
+        return job
+
+    def _run(self, live: LiveJob, work: Work) -> None:
+        ctx = JobContext(self.table, live)
+        status, error, run_id = JobStatus.DONE, None, None
+        try:
+            self.table.start(live.job_id)
+            ctx.tick()  # cancelled while queued
+            run_id = work(ctx)
+        except JobCancelled:
+            status = JobStatus.CANCELLED
+        except FairRAGError as err:
+            status, error = JobStatus.FAILED, str(err)
+        except Exception as err:  # a bug or a model crash: the user sees its type and message, the log the trace
+            _log.exception("job %s failed", live.job_id)
+            status, error = JobStatus.FAILED, f"{type(err).__name__}: {err}"
+        try:
+            self.table.finish(live.job_id, status, error=error, run_id=run_id)
+        except FairRAGError:
+            _log.exception("job %s finished (%s) but its row could not be updated", live.job_id, status.value)
+
+    def cancel(self, owner: str, job_id: str) -> bool:
+        """Ask ``owner``'s job to stop; it stops at its next tick. False when it had already finished."""
+        asked = self.table.request_cancel(owner, job_id)
+        live = self.live(owner, job_id)
+        if live is not None:
+            live.cancel.set()
+        return asked
+
+    def jobs(self, owner: str, *, key: str | None = None, limit: int = 50) -> list[Job]:
+        """``owner``'s jobs, newest first."""
+        return self.table.list(owner, key=key, limit=limit)
+
+    def latest(self, owner: str, key: str) -> Job | None:
+        """``owner``'s newest job for request ``key``."""
+        found = self.table.list(owner, key=key, limit=1)
+        return found[0] if found else None
+
+    def get(self, owner: str, job_id: str) -> Job | None:
+        return self.table.get(owner, job_id)
+
+    def live(self, owner: str, job_id: str) -> LiveJob | None:
+        """The in-process part of ``owner``'s job (None after a restart of the app, or for another owner's job)."""
+        with self._lock:
+            live = self._live.get(job_id)
+        return live if live is not None and live.owner == owner else None
+
+    def wait(self, job_id: str, timeout: float | None = None) -> bool:
+        """Block until the job's thread ends (for tests and scripts); False on timeout."""
+        with self._lock:
+            live = self._live.get(job_id)
+        if live is None or live.thread is None:
+            return True
+        live.thread.join(timeout)
+        return not live.thread.is_alive()
+
+
+_runners: dict[Path, JobRunner] = {}
+_runners_lock = threading.Lock()
+
+
+def runner(path: str | Path | None = None) -> JobRunner:
+    """The process's runner for the job table at ``path`` (default: ``$FAIRRAG_JOBS`` or beside the run store)."""
+    where = Path(path) if path else default_jobs_path()
+    with _runners_lock:
+        if where not in _runners:
+            _runners[where] = JobRunner(JobTable(where))
+        return _runners[where]

@@ -1,0 +1,129 @@
+"""This browser's jobs on every page: the owner key, the sidebar panel, and a page's view of its own job.
+
+Owner key: a random id kept in the URL (``?owner=…``) and in the session. Streamlit's session id changes on a
+reload, the URL does not: a reload of the same address finds its jobs, and another browser (another key) never
+sees them. The key is set once when missing and put back after every page switch (``st.navigation`` drops query
+parameters when it changes page). Anyone given the full address sees the jobs it started: share the address
+without ``owner`` to share only the page.
+
+While a job runs, the panel and the page's progress view are fragments that redraw themselves every two seconds
+(``st.fragment(run_every=2)``); when a job they follow ends they rerun the whole app once, so the page shows the
+result, and stop polling.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import streamlit as st
+
+from fairrag_core.audit.jobs import Job, JobStatus
+
+from . import jobs
+
+__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text"]
+
+_OWNER = re.compile(r"^[0-9a-f]{8,64}$")
+POLL_SECONDS = 2.0
+_ICON = {JobStatus.QUEUED: "⏳", JobStatus.RUNNING: "⚙️", JobStatus.DONE: "✅", JobStatus.FAILED: "❌",
+         JobStatus.CANCELLED: "⏹️"}
+
+
+def owner_key() -> str:
+    """This browser's owner key (from the session, else the URL, else new), written back to the URL."""
+    owner = st.session_state.get("jobs_owner") or st.query_params.get("owner")
+    if not isinstance(owner, str) or not _OWNER.match(owner):
+        owner = uuid.uuid4().hex
+    st.session_state["jobs_owner"] = owner
+    if st.query_params.get("owner") != owner:
+        st.query_params["owner"] = owner
+    return owner
+
+
+def eta_text(job: Job) -> str:
+    """``3 of 12 · about 4 min left`` (or how it ended)."""
+    if job.status is JobStatus.DONE:
+        return f"done · {job.done} of {job.total}" + (f" · run {job.run_id}" if job.run_id else "")
+    if job.status is JobStatus.FAILED:
+        return f"failed: {job.error}"
+    if job.status is JobStatus.CANCELLED:
+        return f"cancelled after {job.done} of {job.total} (finished parts kept)"
+    if job.status is JobStatus.QUEUED:
+        return "starting…"
+    text = f"{job.done} of {job.total}" if job.total else "starting…"
+    if job.eta is not None:
+        text += f" · about {_duration(job.eta)} left"
+    elif job.started is not None:
+        text += f" · {_duration(time.time() - job.started)} so far"
+    return text
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min" if seconds < 5400 else \
+        f"{seconds / 3600:.1f} h"
+
+
+def _ended(owner: str, watched: tuple[str, ...]) -> bool:
+    """Whether a job that was running at the last full run has ended since."""
+    runner = jobs.runner()
+    return any((job := runner.get(owner, job_id)) is not None and not job.active for job_id in watched)
+
+
+def _job_row(job: Job, owner: str, *, key_prefix: str) -> None:
+    st.markdown(f"{_ICON[job.status]} **{job.title}**")
+    if job.active:
+        st.progress(job.fraction, text=eta_text(job))
+        if job.note:
+            st.caption(job.note)
+        if st.button("Cancel", key=f"{key_prefix}_cancel_{job.job_id}", disabled=job.cancel,
+                     help="Stops within one answer; finished parts are kept."):
+            jobs.runner().cancel(owner, job.job_id)
+            st.rerun()
+    else:
+        st.caption(eta_text(job))
+        if job.page:
+            st.page_link(job.page, label="Open its page", icon=":material/open_in_new:")
+
+
+def render_jobs_panel(limit: int = 5) -> None:
+    """The sidebar's Jobs panel: this browser's newest jobs with progress, ETA, Cancel and a link to the result."""
+    owner = owner_key()
+    listed = jobs.runner().jobs(owner, limit=limit)
+    if not listed:
+        return
+    watched = tuple(j.job_id for j in listed if j.active)
+
+    @st.fragment(run_every=POLL_SECONDS if watched else None)
+    def panel() -> None:
+        if watched and _ended(owner, watched):
+            st.rerun()  # a job ended: redraw everything once, so its page shows the result
+        st.subheader("Jobs")
+        for job in jobs.runner().jobs(owner, limit=limit):
+            _job_row(job, owner, key_prefix="jobs_panel")
+
+    with st.sidebar:
+        panel()
+
+
+def follow_job(job: Job, *, what: str = "The job") -> None:
+    """On the page that started ``job``: its progress and Cancel, redrawn every two seconds until it ends."""
+    owner = job.owner
+
+    @st.fragment(run_every=POLL_SECONDS if job.active else None)
+    def progress() -> None:
+        now = jobs.runner().get(owner, job.job_id)
+        if now is None:
+            return
+        if job.active and not now.active:
+            st.rerun()
+        if now.active:
+            st.info(f"{what} runs in the background: switch pages or reload freely, its progress stays in the "
+                    "sidebar. Finished parts are kept if you cancel.")
+            st.progress(now.fraction, text=eta_text(now))
+            if st.button("Cancel", key=f"page_cancel_{job.job_id}", disabled=now.cancel):
+                jobs.runner().cancel(owner, job.job_id)
+                st.rerun()
+
+    progress()

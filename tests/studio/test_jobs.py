@@ -1,0 +1,224 @@
+"""Background jobs: the runner with a fake job, and sweeps in the app that outlive their page (AppTest)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fakes import FirstDocumentModel, SubstringAttributor
+from streamlit.testing.v1 import AppTest
+
+from fairrag_core.audit.jobs import JobStatus, JobTable
+from fairrag_core.errors import StoreError
+from fairrag_core.rag.generation import Generator
+from fairrag_studio import jobs
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PLAYGROUND, CURVES, AUDIT = "app_pages/playground.py", "app_pages/disparity_curves.py", "app_pages/audit.py"
+OWNER_A, OWNER_B = "a" * 32, "b" * 32
+
+
+@pytest.fixture(autouse=True)
+def _stores(tmp_path, monkeypatch):
+    """A fresh run store and job table per test."""
+    from fairrag_studio import resources
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    monkeypatch.delenv("FAIRRAG_JOBS", raising=False)
+    resources.run_store.clear()
+    yield
+    resources.run_store.clear()
+
+
+# -- the runner -------------------------------------------------------------------------------------------------------
+def _wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_fake_job_reports_progress_and_keeps_its_result(tmp_path):
+    runner = jobs.JobRunner(JobTable(tmp_path / "jobs.sqlite"))
+
+    def work(ctx):
+        for step in range(3):
+            ctx.tick()
+            ctx.partial.setdefault("steps", []).append(step)
+            ctx.progress(step + 1, 3, f"step {step + 1}")
+        return "run-42"
+
+    job = runner.submit(OWNER_A, "fake", "Three steps", work, total=3)
+    assert runner.wait(job.job_id, 10)
+    done = runner.get(OWNER_A, job.job_id)
+    assert done.status is JobStatus.DONE and (done.done, done.total) == (3, 3) and done.run_id == "run-42"
+    assert runner.live(OWNER_A, job.job_id).partial["steps"] == [0, 1, 2]
+    assert runner.live(OWNER_B, job.job_id) is None and runner.jobs(OWNER_B) == []
+
+
+def test_cancel_stops_a_job_within_one_task_and_keeps_the_finished_parts(tmp_path):
+    runner = jobs.JobRunner(JobTable(tmp_path / "jobs.sqlite"))
+    in_task, answers_made = threading.Event(), []
+
+    def work(ctx):
+        results = ctx.partial.setdefault("results", {})
+        for task in range(3):
+            for answer in range(1000):  # one task = many answers; tick before each, as AnswerStream does
+                ctx.tick()
+                answers_made.append((task, answer))
+                if task == 1:
+                    in_task.set()
+                time.sleep(0.001)
+            results[task] = f"task {task}"
+            ctx.progress(task + 1, 3)
+        return None
+
+    job = runner.submit(OWNER_A, "fake", "Long", work, total=3)
+    assert in_task.wait(30)
+    assert runner.cancel(OWNER_A, job.job_id) is True
+    assert runner.wait(job.job_id, 5)
+    cancelled = runner.get(OWNER_A, job.job_id)
+    assert cancelled.status is JobStatus.CANCELLED and cancelled.done == 1
+    assert runner.live(OWNER_A, job.job_id).partial["results"] == {0: "task 0"}  # the finished task is kept
+    assert answers_made[-1][0] == 1 and answers_made[-1][1] < 999  # stopped inside task 1, not at its end
+    with pytest.raises(Exception, match="no job"):
+        runner.cancel(OWNER_B, job.job_id)
+
+
+def test_a_failing_job_records_its_message(tmp_path):
+    runner = jobs.JobRunner(JobTable(tmp_path / "jobs.sqlite"))
+
+    def store_error(ctx):
+        raise StoreError("the run store is damaged; move it aside")
+
+    def bug(ctx):
+        raise KeyError("oops")
+
+    first = runner.submit(OWNER_A, "fake", "Store", store_error)
+    second = runner.submit(OWNER_A, "fake", "Bug", bug)
+    assert runner.wait(first.job_id, 5) and runner.wait(second.job_id, 5)
+    assert runner.get(OWNER_A, first.job_id).error == "the run store is damaged; move it aside"
+    failed = runner.get(OWNER_A, second.job_id)
+    assert failed.status is JobStatus.FAILED and failed.error == "KeyError: 'oops'"
+
+
+# -- in the app -------------------------------------------------------------------------------------------------------
+class GatedModel(FirstDocumentModel):
+    """The fake generator, waiting at every call until ``gate`` is open (a job that is still running on demand)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def complete(self, prompts, decoding=None):
+        assert self.gate.wait(60), "the test never opened the gate"
+        return super().complete(prompts, decoding)
+
+
+@pytest.fixture()
+def gated_models(monkeypatch):
+    from fairrag_studio import resources
+
+    model, attributor = GatedModel(), SubstringAttributor()
+    generator = Generator(model)
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
+    monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
+    yield model
+    model.gate.set()  # never leave a worker thread waiting
+
+
+def start(owner: str, page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["owner"] = owner
+    at.run()
+    assert not at.exception
+    if page is not None:
+        at.switch_page(page).run()
+        assert not at.exception
+    return at
+
+
+def the_job(owner: str):
+    listed = jobs.runner().jobs(owner)
+    assert len(listed) == 1, listed
+    return listed[0]
+
+
+def start_curves_sweep(at: AppTest) -> None:
+    at.radio(key="curves_mode").set_value("Exposure + answers").run()
+    at.radio(key="curves_labels").set_value("relevance").run()
+    at.text_input(key="curves_alphas").set_value("0, 4").run()
+    at.button(key="curves_run").click().run()
+    assert not at.exception
+
+
+def test_a_sweep_keeps_running_on_another_page_and_its_result_shows(gated_models):
+    at = start(OWNER_A, CURVES)
+    start_curves_sweep(at)
+    job = the_job(OWNER_A)
+    assert job.kind == "sweep" and job.active and job.total == 3 and job.page == CURVES
+    assert any("runs in the background" in i.value for i in at.info)
+    at.switch_page(PLAYGROUND).run()  # the user leaves the page; the job does not stop
+    assert not at.exception and at.title[0].value == "Playground"
+    assert any(m.value.endswith("Sweep · running-shoes · 1 query × 3 systems**") for m in at.sidebar.markdown)
+    assert at.sidebar.button(key=f"jobs_panel_cancel_{job.job_id}")  # Cancel on every page
+    gated_models.gate.set()
+    assert jobs.runner().wait(job.job_id, 60)
+    done = the_job(OWNER_A)
+    assert done.status is JobStatus.DONE and (done.done, done.total) == (3, 3) and done.run_id
+    at.run()  # the next redraw of any page shows it finished, with a link to its page
+    assert any(c.value.startswith("done · 3 of 3 · run ") for c in at.sidebar.caption)
+    assert at.sidebar.get("page_link")
+    at.switch_page(CURVES).run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 5  # Fig. 3, EE-R, EU, EAR and EAE-D against EE-D
+    assert f"Saved as run {done.run_id}" in at.success[-1].value
+    names = [d.value.columns.tolist() for d in at.dataframe]
+    assert ["ee_d_interval", "runs", "mean", "difference", "p_value", "significant"] in names
+
+
+def test_a_reload_finds_the_job_and_another_browser_does_not(gated_models):
+    at = start(OWNER_A, CURVES)
+    start_curves_sweep(at)
+    job = the_job(OWNER_A)
+    reloaded = start(OWNER_A)  # a new session (a reload) with the same address
+    assert any(m.value.endswith("1 query × 3 systems**") for m in reloaded.sidebar.markdown)
+    other = start(OWNER_B)
+    assert not [m for m in other.sidebar.markdown if "Sweep ·" in m.value]
+    assert jobs.runner().jobs(OWNER_B) == []
+    other.switch_page(CURVES).run()
+    other.radio(key="curves_mode").set_value("Exposure + answers").run()
+    other.radio(key="curves_labels").set_value("relevance").run()
+    other.text_input(key="curves_alphas").set_value("0, 4").run()
+    assert "3 runs to do" in other.info[0].value  # the same request, but A's job is not B's
+    reloaded.sidebar.button(key=f"jobs_panel_cancel_{job.job_id}").click().run()  # cancel from the reloaded page
+    gated_models.gate.set()
+    assert jobs.runner().wait(job.job_id, 60)
+    assert the_job(OWNER_A).status is JobStatus.CANCELLED
+
+
+def test_an_owner_key_is_made_once_and_kept_in_the_address():
+    at = start("not a key!")
+    owner = at.query_params["owner"]
+    assert owner != "not a key!" and len(owner) == 32
+    at.switch_page(CURVES).run()
+    assert at.query_params["owner"] == owner
+
+
+def test_an_audit_with_answers_runs_as_a_job_and_saves_itself(gated_models):
+    gated_models.gate.set()
+    at = start(OWNER_A, AUDIT)
+    at.multiselect(key="audit_queries").set_value(["rs-q01"]).run()
+    at.text_input(key="audit_alphas").set_value("2").run()
+    at.radio(key="audit_mode").set_value("Exposure + answers").run()
+    at.button(key="audit_run").click().run()
+    job = the_job(OWNER_A)
+    assert job.kind == "audit" and jobs.runner().wait(job.job_id, 60)
+    at.run()
+    assert not at.exception
+    saved = [c.value for c in at.caption if c.value.startswith("Saved in the run store")]
+    assert saved and the_job(OWNER_A).run_id in saved[0]
+    ledger = at.dataframe[1].value
+    assert ledger["attributed share"].sum() == pytest.approx(1.0)
