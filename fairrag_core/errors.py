@@ -15,6 +15,7 @@ __all__ = [
     "ModelUnavailableError",
     "StoreError",
     "StoreBusyError",
+    "BackendError",
 ]
 
 
@@ -60,3 +61,8 @@ class StoreError(FairRAGError, RuntimeError):
 class StoreBusyError(StoreError):
     """Another process held the run store or the answer cache for longer than the wait allowed; the message names
     the process and the fix."""
+
+
+class BackendError(FairRAGError, RuntimeError):
+    """The execution backend cannot run the work (Ray not installed, a cluster address that does not answer); the
+    message names the fix."""

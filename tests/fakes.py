@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from fairrag_core.models.llm import ChatPrompt, Completion, LanguageModel
 from fairrag_core.rag.attribution import Attributor
+from fairrag_core.rag.generation import Generator
 
 
 class FirstDocumentModel(LanguageModel):
@@ -52,3 +54,15 @@ class SubstringAttributor(Attributor):
         self.scored += len(premises)
         return np.array([[0.9, 0.1, 0.0] if h.lower() in p.lower() else [0.1, 0.8, 0.1]
                          for p, h in zip(premises, hypotheses)])
+
+
+@dataclass(frozen=True)
+class FakeModels:
+    """The stand-ins above as a models spec (:class:`fairrag_core.backends.workloads.ModelsSpec`): a Ray actor
+    builds them from this picklable recipe, as it builds real models from their catalog names (issue 14)."""
+
+    def generator(self) -> Generator:
+        return Generator(FirstDocumentModel())
+
+    def attributor(self) -> Attributor:
+        return SubstringAttributor()

@@ -40,24 +40,26 @@ CLI = {
                   "--ranker-dir", "--seed", "-k"],
     "rank": ["--alpha", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model", "--query",
              "--retriever", "--samples", "--seed", "--show", "-N", "-k"],
-    "exposure-sweep": ["--alphas", "--candidates", "--collection", "--device", "--json", "--min-rel", "--model",
-                       "--output", "--queries", "--retriever", "--samples", "--seed", "-N", "-k"],
+    "exposure-sweep": ["--alphas", "--backend", "--candidates", "--collection", "--device", "--json", "--min-rel",
+                       "--model", "--output", "--queries", "--ray-address", "--retriever", "--samples", "--seed",
+                       "-N", "-k"],
     "rag": ["--alpha", "--candidates", "--collection", "--control-margin", "--device", "--entail-threshold",
              "--generator", "--json", "--metric", "--min-rel", "--model", "--nli", "--no-per-claim",
              "--no-skip-degenerate", "--paper-citations", "--per-claim", "--prompt-order", "--prompt-style",
              "--query", "--retriever", "--samples", "--seed", "--skip-degenerate", "-N", "-k"],
-    "label-utility": ["--candidates", "--collection", "--depth", "--device", "--generator", "--json", "--metric",
-                      "--min-rel", "--model", "--out-dir", "--prompt-order", "--prompt-style", "--queries",
-                      "--retriever", "--samples", "--seed", "-N", "-k"],
-    "sweep": ["--alphas", "--candidates", "--collection", "--control-margin", "--device", "--entail-threshold",
-              "--generator", "--json", "--labels", "--metric", "--min-rel", "--model", "--nli", "--no-oracle",
+    "label-utility": ["--backend", "--candidates", "--collection", "--depth", "--device", "--generator", "--json",
+                      "--metric", "--min-rel", "--model", "--out-dir", "--prompt-order", "--prompt-style", "--queries",
+                      "--ray-address", "--retriever", "--samples", "--seed", "-N", "-k"],
+    "sweep": ["--alphas", "--backend", "--candidates", "--collection", "--control-margin", "--device",
+              "--entail-threshold", "--generator", "--json", "--labels", "--metric", "--min-rel", "--model", "--nli",
+              "--no-oracle",
               "--no-per-claim", "--no-skip-degenerate", "--no-store", "--output", "--paper-citations", "--per-claim",
-              "--prompt-order", "--prompt-style", "--queries", "--retriever", "--samples", "--seed",
+              "--prompt-order", "--prompt-style", "--queries", "--ray-address", "--retriever", "--samples", "--seed",
               "--skip-degenerate", "--store", "-N", "-k"],
     "fair-qr": ["--background", "--category", "--collection", "--json", "--max-iterations", "--query", "--refiner",
                 "--target", "--top-k"],
-    "fair-qr-eval": ["--background", "--categories", "--collection", "--dense", "--json", "--max-iterations",
-                     "--output", "--queries", "--refiner", "--top-k"],
+    "fair-qr-eval": ["--backend", "--background", "--categories", "--collection", "--dense", "--json",
+                     "--max-iterations", "--output", "--queries", "--ray-address", "--refiner", "--top-k"],
     "runs": ["--json", "--store", "action", "run_ids"],
     "evaluate-run": ["--awrf", "--binarize", "--bounds", "--ci", "--complete", "--format", "--group-by", "--groups",
                      "--json", "--level", "--n-boot", "--patience", "--seed", "--unnormalized", "--user-model",
@@ -65,9 +67,9 @@ CLI = {
     "compare-runs": ["--binarize", "--bounds", "--complete", "--format", "--group-by", "--groups", "--json", "--level",
                      "--n-boot", "--n-permutations", "--patience", "--seed", "--unnormalized", "--user-model",
                      "--utility", "-B", "-C", "-G", "-U", "-k", "-p", "-r", "-u", "qrels", "run_a", "run_b"],
-    "audit-log": ["--attribution", "--boot", "--collection", "--device", "--json", "--k", "--level", "--min-rel",
-                  "--nli", "--no-store", "--output", "--patience", "--seed", "--store", "--user-model", "--utility",
-                  "-k", "log"],
+    "audit-log": ["--attribution", "--backend", "--boot", "--collection", "--device", "--json", "--k", "--level",
+                  "--min-rel", "--nli", "--no-store", "--output", "--patience", "--ray-address", "--seed", "--store",
+                  "--user-model", "--utility", "-k", "log"],
     "warm": ["--alphas", "--cache", "--candidates", "--collection", "--control-margin", "--device",
              "--entail-threshold", "--generator", "--json", "--metric", "--min-rel", "--model", "--nli",
              "--no-per-claim", "--no-skip-degenerate", "--oracle", "--paper-citations", "--per-claim",
@@ -76,7 +78,8 @@ CLI = {
 }
 
 #: Layers, bottom first. A module may import its own layer or lower ones, never a higher one
-#: (data flows one way: data → retrieval → ranking → rag → audit → cli).
+#: (data flows one way: data → retrieval → ranking → rag → audit → backends → cli). ``backends`` (issue 14, the Ray
+#: backend) maps the analyses' task functions on a local or Ray executor, so it sits above them and below the CLI.
 LAYERS = [
     {"errors", "checks", "text", "seeds", "settings", "record"},
     {"data", "models"},
@@ -84,6 +87,7 @@ LAYERS = [
     {"ranking"},
     {"rag", "fairqr", "richrag"},
     {"audit"},
+    {"backends"},
     {"cli", "__main__", "__init__"},
 ]
 

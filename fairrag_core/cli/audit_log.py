@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.export import write_table
+from .backend_options import add_backend, models_spec, on_backend
 from .common import positive_arg
 
 __all__ = ["register"]
@@ -68,6 +69,7 @@ def register(sub) -> None:
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the audit in the run store")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
     p.set_defaults(handler=_cmd_audit_log)
 
 
@@ -88,6 +90,13 @@ def _progress_printer():
     return progress
 
 
+def _chunk_printer():
+    def progress(done: int, total: int) -> None:
+        print(f"  judged {done}/{total} chunks of document-answer pairs on Ray", file=sys.stderr, flush=True)
+
+    return progress
+
+
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
     from ..audit.rag_log import LogAuditConfig, audit_rag_log
@@ -104,8 +113,19 @@ def _cmd_audit_log(args, out) -> int:
         from ..rag.attribution import load_attributor
 
         attributor = load_attributor(args.nli, device=args.device)
-    run = audit_rag_log(log, collection, config, attributor=attributor, progress=_progress_printer(),
-                        collection_source=args.collection)
+
+    def local():
+        return audit_rag_log(log, collection, config, attributor=attributor, progress=_progress_printer(),
+                             collection_source=args.collection)
+
+    def remote(backend):
+        from ..backends.workloads import JudgeSpec, audit_rag_log_on, cache_setting
+
+        return audit_rag_log_on(backend, log, collection, config, JudgeSpec(models_spec(args), cache_setting()),
+                                attributor.name, progress=_chunk_printer(), collection_source=args.collection)
+
+    # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
+    run = local() if attributor is None else on_backend(args, local, remote)
     record = run.record
     summary = log_summary(run)
     labelled_only = default_ledger_scope(run)

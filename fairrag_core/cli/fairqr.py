@@ -10,6 +10,7 @@ import sys
 from ..data import load_collection
 from ..data.export import write_table
 from ..retrieval import build_retriever
+from .backend_options import add_backend, on_backend
 from .common import id_list, positive_arg
 
 __all__ = ["register"]
@@ -42,6 +43,7 @@ def register(sub) -> None:
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
     p.add_argument("--dense", action="store_true", help="add the dense baseline (offline MiniLM; loads torch)")
     p.add_argument("--output", default=None, help="write the per-query results to this .csv file")
+    add_backend(p, unit="(category, query)")
     p.set_defaults(handler=_cmd_fair_qr_eval)
 
 
@@ -111,7 +113,7 @@ def _cmd_fair_qr_eval(args, out) -> int:
 
     collection = load_collection(args.collection)
     bm25 = BM25Retriever(collection.texts)
-    dense = build_retriever("dense", collection.texts) if args.dense else None
+    dense = build_retriever("dense", collection.texts) if args.dense and args.backend == "local" else None
     config = FairQREvalConfig(categories=id_list(args.categories),
                               top_k=args.top_k, max_iterations=args.max_iterations,
                               background_weight=0.5 if args.background else 0.0,
@@ -120,8 +122,17 @@ def _cmd_fair_qr_eval(args, out) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\r{done}/{total} (query, category) pairs", end="", file=sys.stderr, flush=True)
 
-    results, traces = evaluate_fair_qr(collection, bm25, _refiner_factory(args, collection, bm25), config,
-                                       dense=dense, progress=None if args.json else progress)
+    shown = None if args.json else progress
+
+    def remote(backend):
+        from ..backends.workloads import FairQRSpec, cache_setting, fair_qr_eval_on
+
+        spec = FairQRSpec(args.collection, args.refiner, config, dense=args.dense, cache_db=cache_setting())
+        return fair_qr_eval_on(backend, spec, progress=shown)
+
+    results, traces = on_backend(
+        args, lambda: evaluate_fair_qr(collection, bm25, _refiner_factory(args, collection, bm25), config,
+                                       dense=dense, progress=shown), remote)
     if not args.json:
         print(file=sys.stderr)
     means, tests, iterations = table1(results), paired_tests(results), iteration_statistics(traces)

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..data.export import write_table
 from ..rag.sweep import Usefulness
 from ..ranking import DEFAULT_ALPHAS
+from .backend_options import add_backend, inputs_spec, models_spec, on_backend
 from .common import (
     add_common,
     add_models,
@@ -51,6 +52,7 @@ def register(sub) -> None:
                    help="first-stage candidates labelled per query (default 20)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
     p.add_argument("--out-dir", default=None, help="folder for the qrels (default: the collection's folder)")
+    add_backend(p, unit="query")
     p.set_defaults(handler=_cmd_label_utility)
 
     p = sub.add_parser(
@@ -72,6 +74,7 @@ def register(sub) -> None:
     p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
+    add_backend(p, unit="(query, α) with its own seeds")
     p.set_defaults(samples=20, handler=_cmd_rag_sweep)
 
 
@@ -157,7 +160,14 @@ def _cmd_label_utility(args, out) -> int:
     def progress(done, total):
         print(f"  labelled {done}/{total} queries", file=sys.stderr, flush=True)
 
-    table = label_utility(collection, generator, retriever, config, progress=progress)
+    def remote(backend):
+        from ..backends.workloads import LabelSpec, cache_setting, label_utility_on
+
+        spec = LabelSpec(inputs_spec(args), models_spec(args), config, cache_db=cache_setting())
+        return label_utility_on(backend, spec, progress=progress)
+
+    table = on_backend(args, lambda: label_utility(collection, generator, retriever, config, progress=progress),
+                       remote)
     path = utility_qrels_path(args.collection, generator.name)
     if args.out_dir:
         path = Path(args.out_dir) / path.name
@@ -196,7 +206,14 @@ def _cmd_rag_sweep(args, out) -> int:
     def progress(done, total):
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
 
-    run = rag_sweep(collection, retriever, generator, attributor, config, progress=progress)
+    def remote(backend):
+        from ..backends.workloads import RagSweepSpec, cache_setting, rag_sweep_on
+
+        spec = RagSweepSpec(inputs_spec(args), models_spec(args), config, cache_db=cache_setting())
+        return rag_sweep_on(backend, spec, progress=progress)
+
+    run = on_backend(args, lambda: rag_sweep(collection, retriever, generator, attributor, config,
+                                             progress=progress), remote)
     table, record = run.table, run.record
     table1 = disparity_quality_table(table)
     table2 = utility_by_disparity_table(table)

@@ -19,6 +19,7 @@ from ..ranking import (
     run_ranking,
     summarise_sweep,
 )
+from .backend_options import add_backend, on_backend
 from .common import add_common, alpha_arg, alphas_arg, bar, fmt_ci, id_list, load_inputs
 
 __all__ = ["register", "rank_payload"]
@@ -54,6 +55,7 @@ def register(sub) -> None:
                    help="comma-separated α grid (default 0,1,2,4,8)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
     p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
+    add_backend(p, unit="α (all queries at once, from the α's own seeded stream)")
 
     p.set_defaults(handler=_cmd_sweep)
 
@@ -170,7 +172,12 @@ def _cmd_sweep(args, out) -> int:
     ids = id_list(args.queries)
     config = SweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
                          candidates=args.candidates, min_rel=args.min_rel, query_ids=ids)
-    run = exposure_sweep(collection, retriever, config)
+    def remote(backend):
+        from ..backends.workloads import exposure_sweep_on
+
+        return exposure_sweep_on(backend, collection, retriever, config)
+
+    run = on_backend(args, lambda: exposure_sweep(collection, retriever, config), remote)
     table, record = run.table, run.record
     summary = summarise_sweep(table)
     if args.output:
