@@ -23,7 +23,7 @@ from fairrag_core.audit.jobs import Job, JobStatus
 
 from . import jobs
 
-__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text"]
+__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "apply_pending_open"]
 
 _OWNER = re.compile(r"^[0-9a-f]{8,64}$")
 POLL_SECONDS = 2.0
@@ -83,8 +83,29 @@ def _job_row(job: Job, owner: str, *, key_prefix: str) -> None:
             st.rerun()
     else:
         st.caption(eta_text(job))
-        if job.page:
-            st.page_link(job.page, label="Open its page", icon=":material/open_in_new:")
+    live = jobs.runner().live(owner, job.job_id)
+    if job.page and live is not None and "controls" in live.partial:
+        if st.button("Show the result" if not job.active else "Open its page", key=f"{key_prefix}_open_{job.job_id}",
+                     icon=":material/open_in_new:", help="Opens the page with the settings the job was started with"):
+            st.session_state["jobs_open"] = job.job_id  # applied by apply_pending_open before the widgets are drawn
+            st.rerun()
+    elif job.page:
+        st.page_link(job.page, label="Open its page", icon=":material/open_in_new:")
+
+
+def apply_pending_open() -> None:
+    """Called by app.py after ``st.navigation`` and before any widget: when "Show the result" was pressed, put the
+    job's settings back into the widgets (sidebar and page) and switch to its page."""
+    job_id = st.session_state.pop("jobs_open", None)
+    if job_id is None:
+        return
+    owner = owner_key()
+    job, live = jobs.runner().get(owner, job_id), jobs.runner().live(owner, job_id)
+    if job is None or live is None:
+        return
+    for key, value in live.partial.get("controls", {}).items():
+        st.session_state[key] = value
+    st.switch_page(job.page)
 
 
 def render_jobs_panel(limit: int = 5) -> None:

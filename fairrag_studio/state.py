@@ -10,7 +10,7 @@ from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
-           "drop_stale"]
+           "drop_stale", "RESTORE_KEYS", "controls_snapshot"]
 
 DEFAULT_COLLECTION = "running-shoes"
 
@@ -95,3 +95,15 @@ def drop_stale(state, key: str, options) -> None:
             state[key] = [v for v in value if v in allowed]
     elif value not in allowed:
         del state[key]
+
+
+#: What a job's request is made of: the sidebar's widgets, the upload in use and the pages' controls. A job keeps
+#: their values, so that after a reload (a new session, with every widget back at its default) the jobs panel can
+#: put them back and open the job's page on its result.
+RESTORE_KEYS = ("collection_choice", "uploaded_collection", "retriever", "embedder", "k", "candidates", "n_samples",
+                "seed", "answers", "generator", "prompt_style", "attributor", "device", *PAGE_WIDGETS)
+
+
+def controls_snapshot(state) -> dict:
+    """The current values of :data:`RESTORE_KEYS` (those that are set)."""
+    return {key: state[key] for key in RESTORE_KEYS if key in state}

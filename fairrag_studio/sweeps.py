@@ -26,7 +26,7 @@ from fairrag_core.record import RunKind, SweepRun
 
 from . import jobs, resources
 from .jobs_panel import follow_job, owner_key
-from .state import Settings
+from .state import Settings, controls_snapshot
 
 __all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "request_key", "rag_job"]
 
@@ -127,7 +127,7 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
         earlier = dict(live.partial.get("results", {})) if live is not None else {}
         work = _sweep_work(sweep, resources.run_store(), label=label, save_as=save_as)
         job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks),
-                            partial={"results": earlier})
+                            partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
         live = runner.live(owner, job.job_id)
     if job is None:
         return sweep, None, None

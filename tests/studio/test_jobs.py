@@ -170,7 +170,7 @@ def test_a_sweep_keeps_running_on_another_page_and_its_result_shows(gated_models
     assert done.status is JobStatus.DONE and (done.done, done.total) == (3, 3) and done.run_id
     at.run()  # the next redraw of any page shows it finished, with a link to its page
     assert any(c.value.startswith("done · 3 of 3 · run ") for c in at.sidebar.caption)
-    assert at.sidebar.get("page_link")
+    assert at.sidebar.button(key=f"jobs_panel_open_{job.job_id}").label == "Show the result"
     at.switch_page(CURVES).run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 5  # Fig. 3, EE-R, EU, EAR and EAE-D against EE-D
@@ -222,3 +222,63 @@ def test_an_audit_with_answers_runs_as_a_job_and_saves_itself(gated_models):
     assert saved and the_job(OWNER_A).run_id in saved[0]
     ledger = at.dataframe[1].value
     assert ledger["attributed share"].sum() == pytest.approx(1.0)
+
+
+class SlowModel(FirstDocumentModel):
+    """The fake generator at 20 ms a call: a sweep job that is still running when the test cancels it."""
+
+    def complete(self, prompts, decoding=None):
+        time.sleep(0.02)
+        return super().complete(prompts, decoding)
+
+
+def test_run_again_after_cancel_starts_from_the_finished_tasks(monkeypatch):
+    from fairrag_studio import resources
+
+    generator, attributor = Generator(SlowModel()), SubstringAttributor()
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
+    monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
+    at = start(OWNER_A, CURVES)
+    start_curves_sweep(at)
+    first = the_job(OWNER_A)
+    _wait_for(lambda: jobs.runner().get(OWNER_A, first.job_id).done >= 1, timeout=60)
+    jobs.runner().cancel(OWNER_A, first.job_id)
+    assert jobs.runner().wait(first.job_id, 60)
+    cancelled = jobs.runner().get(OWNER_A, first.job_id)
+    assert cancelled.status is JobStatus.CANCELLED and 1 <= cancelled.done < 3
+    at.run()
+    assert any(w.value.startswith(f"Showing {cancelled.done} of 3 runs") for w in at.warning)  # kept, and shown
+    at.button(key="curves_run").click().run()
+    second = jobs.runner().jobs(OWNER_A)[0]
+    assert second.job_id != first.job_id
+    seeded = jobs.runner().live(OWNER_A, second.job_id).partial["results"]
+    assert len(seeded) >= cancelled.done  # the new job starts from what the cancelled one finished
+    assert jobs.runner().wait(second.job_id, 60)
+    assert jobs.runner().get(OWNER_A, second.job_id).status is JobStatus.DONE
+    at.run()
+    assert len(at.get("plotly_chart")) == 5 and "Saved as run" in at.success[-1].value
+
+
+def test_after_a_reload_show_the_result_puts_the_jobs_settings_back(fake_generator_models):
+    at = start(OWNER_A, CURVES)
+    at.sidebar.number_input(key="seed").set_value(7).run()  # not the default: the reloaded session has 42
+    start_curves_sweep(at)
+    job = the_job(OWNER_A)
+    assert jobs.runner().wait(job.job_id, 60)
+    reloaded = start(OWNER_A)  # a reload: every widget back at its default, on the Playground
+    assert reloaded.sidebar.number_input(key="seed").value == 42
+    reloaded.sidebar.button(key=f"jobs_panel_open_{job.job_id}").click().run()
+    assert not reloaded.exception
+    assert reloaded.title[0].value == "Disparity curves" and reloaded.sidebar.number_input(key="seed").value == 7
+    assert reloaded.radio(key="curves_mode").value == "Exposure + answers"
+    assert len(reloaded.get("plotly_chart")) == 5
+    assert f"Saved as run {jobs.runner().get(OWNER_A, job.job_id).run_id}" in reloaded.success[-1].value
+
+
+@pytest.fixture()
+def fake_generator_models(monkeypatch):
+    from fairrag_studio import resources
+
+    generator, attributor = Generator(FirstDocumentModel()), SubstringAttributor()
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
+    monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
