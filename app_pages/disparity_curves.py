@@ -3,6 +3,7 @@
 import streamlit as st
 
 from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
+from fairrag_core.rag.labels import has_utility_labels
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.explain import recommendation_context
@@ -44,10 +45,17 @@ with controls[1]:
                                 format_func=lambda q: f"{q} — {text_of[q][:60]}")
     usefulness = Usefulness.UTILITY
     if mode == "Exposure + answers":
-        usefulness = st.radio("Useful documents for EE-R and the oracle", list(Usefulness), horizontal=True,
+        # Algorithm 1's labels belong to one generator; the shipped ones are SmolLM2's
+        labelled_for_generator = has_utility_labels(settings.collection, settings.generator)
+        options = list(Usefulness) if labelled_for_generator else [Usefulness.RELEVANCE]
+        usefulness = st.radio("Useful documents for EE-R and the oracle", options, horizontal=True,
                               key="curves_labels",
                               format_func=lambda v: {Usefulness.UTILITY: "Utility labels (Algorithm 1)",
                                                      Usefulness.RELEVANCE: "Relevance qrels"}[v])
+        if not labelled_for_generator:
+            st.caption(f"Relevance qrels: no Algorithm 1 utility labels for {settings.generator} on this collection "
+                       f"(make them with `python -m fairrag_core label-utility --collection {collection.name} "
+                       f"--generator {settings.generator}`; the shipped ones are SmolLM2-135M's).")
 try:
     alphas = parse_alphas(alphas_text)
 except FairRAGError as err:

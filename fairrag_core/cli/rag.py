@@ -66,8 +66,9 @@ def register(sub) -> None:
     p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS,
                    help="comma-separated α grid (default 0,1,2,4,8)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
-    p.add_argument("--labels", choices=[u.value for u in Usefulness], default="utility",
-                   help="usefulness labels for EE-R and the oracle (default: utility labels of the generator)")
+    p.add_argument("--labels", choices=[u.value for u in Usefulness], default=None,
+                   help="usefulness labels for EE-R and the oracle (default: the generator's utility labels when "
+                        "they exist, else relevance)")
     p.add_argument("--no-oracle", action="store_true",
                    help="skip the stochastic oracle's answers (fewer generations; normalised EU then divides by the "
                         "best answer of each run itself)")
@@ -193,14 +194,22 @@ def _cmd_rag_sweep(args, out) -> int:
     from ..audit.store import RunStore
     from ..rag import RagSweepConfig, disparity_quality_table, rag_sweep, utility_by_disparity_table
     from ..rag.attribution import load_attributor
+    from ..rag.labels import has_utility_labels
 
     collection, retriever = load_inputs(args)
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
     ids = id_list(args.queries)
+    labels = args.labels
+    if labels is None:
+        labels = "utility" if has_utility_labels(args.collection, generator.name) else "relevance"
+        if labels == "relevance":
+            print(f"No utility labels for {generator.name} on {collection.name}: EE-R and the oracle use relevance "
+                  f"labels (make utility labels with `label-utility --generator {generator.name}`).",
+                  file=sys.stderr)
     config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                            usefulness=args.labels, query_ids=ids, prompt_order=args.prompt_order,
+                            usefulness=labels, query_ids=ids, prompt_order=args.prompt_order,
                             oracle=not args.no_oracle, **citation_settings(args))
 
     def progress(done, total):

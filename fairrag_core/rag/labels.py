@@ -26,12 +26,13 @@ import pandas as pd
 
 from ..checks import check_positive_int
 from ..data import Collection, demo_folder, load_qrels
-from ..errors import InvalidParameterError
+from ..errors import FairRAGError, InvalidParameterError
 from ..metrics.utility import UtilityMetric, utility
 from ..retrieval import Retriever, top_candidates
 from .generation import Generator
 
-__all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "load_utility_labels", "write_utility_labels"]
+__all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "has_utility_labels", "load_utility_labels",
+           "write_utility_labels"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,18 @@ def utility_qrels_path(collection: str | Path, generator: str) -> Path:
     if not folder.is_dir():
         folder = demo_folder(str(collection))
     return folder / f"utility.{generator}.qrels"
+
+
+def has_utility_labels(collection: str | Path, generator: str) -> bool:
+    """Whether Algorithm 1's utility labels of ``generator`` exist for ``collection`` (a demo name or a folder).
+
+    The shipped labels were made with SmolLM2-135M; another generator's usefulness has to be labelled first
+    (``label-utility``), or relevance labels used instead.
+    """
+    try:
+        return utility_qrels_path(collection, generator).is_file()
+    except FairRAGError:
+        return False
 
 
 def write_utility_labels(table: pd.DataFrame, path: Path, *, header: Sequence[str] = ()) -> None:

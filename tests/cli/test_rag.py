@@ -71,6 +71,18 @@ def test_label_utility_sweep_and_runs(fake_models, tmp_path):
     assert code == 0 and "ee_d" in text
 
 
-def test_sweep_without_utility_labels_names_the_command(fake_models, capsys):
-    code, _ = run(["sweep", "--collection", "running-shoes", "--queries", "rs-q01", "--samples", "2"])
+def test_sweep_asking_for_missing_utility_labels_names_the_command(fake_models, capsys):
+    code, _ = run(["sweep", "--collection", "running-shoes", "--queries", "rs-q01", "--samples", "2",
+                   "--labels", "utility"])
     assert code == 2 and "label-utility --collection running-shoes --generator fake-gen" in capsys.readouterr().err
+
+
+def test_sweep_defaults_to_relevance_labels_when_the_generator_has_none(fake_models, capsys):
+    code, text = run(["sweep", "--collection", "running-shoes", "--queries", "rs-q01,rs-q02", "--alphas", "0,8",
+                      "--samples", "4", "-k", "3", "--no-store", "--json"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "No utility labels for fake-gen" in err
+    payload = json.loads(text)
+    assert payload["config"]["config"]["usefulness"] == "relevance"
+    assert "--labels relevance" in payload["command"]

@@ -45,3 +45,14 @@ def test_missing_labels_and_answers_name_the_fix(toy, tmp_path):
     no_answer = Collection("t", toy.documents, (Query("q", "x"),))
     with pytest.raises(InvalidParameterError, match="need an \"answer\""):
         label_utility(no_answer, Generator(FirstDocumentModel()), BM25Retriever(no_answer.texts))
+
+
+def test_has_utility_labels_only_for_the_generator_that_made_them(tmp_path):
+    from fairrag_core.rag.labels import has_utility_labels
+
+    assert has_utility_labels("running-shoes", "smollm2-135m")
+    assert not has_utility_labels("running-shoes", "qwen2.5-0.5b")
+    assert not has_utility_labels("no-such-collection", "smollm2-135m")
+    assert not has_utility_labels(tmp_path, "smollm2-135m")
+    (tmp_path / "utility.smollm2-135m.qrels").write_text("q1 0 d1 1\n")
+    assert has_utility_labels(tmp_path, "smollm2-135m")
