@@ -99,7 +99,7 @@ def headline_table(run: SweepRun) -> pd.DataFrame:
 
 
 _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)", "ee_d": "EE-D",
-                  "ee_d_unbiased": "EE-D (bias-corrected)", "ee_r": "EE-R", "providers_reached": "providers",
+                  "ee_d_unbiased": "EE-D (unbiased)", "ee_r": "EE-R", "providers_reached": "providers",
                   "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)", "ear_entailed": "EAR (entailed)",
                   "eae_d_entailed": "EAE-D (entailed)", "expeval_disparity": "disparity (expeval)",
                   "expeval_relevance": "relevance (expeval)", "expeval_difference": "difference (expeval)"}
@@ -108,7 +108,15 @@ _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "
 def queries_table(run: SweepRun) -> pd.DataFrame:
     """One row per query with its metrics (columns that were not measured dropped), readable headers."""
     table = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
-    return table.rename(columns=_QUERY_COLUMNS).round(3)
+    out = table.rename(columns=_QUERY_COLUMNS).round(3)
+    # intervals over the query's served lines; each contains the estimate printed in front of it
+    for label, estimate, low, high in (("EE-D, bias-corrected [95% over lines]", "ee_d_corrected", "ee_d_low",
+                                        "ee_d_high"),
+                                       ("EE-R [95% over lines]", "ee_r", "ee_r_low", "ee_r_high")):
+        if {estimate, low, high} <= set(run.table) and run.table[low].notna().any():
+            out[label] = [("—" if pd.isna(e) else f"{e:.3f} {with_interval(lo, hi)}")
+                          for e, lo, hi in zip(run.table[estimate], run.table[low], run.table[high])]
+    return out
 
 
 def _ids(value) -> str:

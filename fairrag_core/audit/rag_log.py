@@ -41,9 +41,10 @@ from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
 from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
+from ..metrics.intervals import bias_corrected_interval, percentile_interval
 from ..rag.attribution import Attributor
 from ..record import RunKind, RunRecord, SweepRun
-from ..seeds import new_seed
+from ..seeds import derive_seed, new_seed
 from ..settings import Settings
 from .served import evaluate_run
 
@@ -167,6 +168,31 @@ def _vector(values: np.ndarray, k: int) -> np.ndarray:
     return np.pad(values, (0, max(0, k - values.size)))
 
 
+def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
+                    relevance_weights: np.ndarray | None = None) -> dict[str, float]:
+    """One query's intervals over its served lines (the lines resampled with replacement).
+
+    EE-D is quadratic in ε, so its plug-in is biased upward: the bias-corrected estimate ``2θ̂ − median θ*`` with
+    the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
+    interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents (in ``rect``'s local order).
+    """
+    n_lines = rect.shape[0]
+    incidence = np.zeros((n_lines, n_items))
+    np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
+    weights = rng.multinomial(n_lines, np.full(n_lines, 1.0 / n_lines), size=n_boot) / n_lines
+    draws = weights @ incidence  # ε of every resample, (n_boot, n_items)
+    eps = incidence.mean(axis=0)
+    ee_d = bias_corrected_interval(float(eps @ eps / k), (draws * draws).sum(axis=1) / k, level=level,
+                                   bounds=(0.0, 1.0))
+    out = {"ee_d_corrected": ee_d.point, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
+    if relevance_weights is not None:
+        served = relevance_weights.size
+        ee_r = percentile_interval(float(eps[:served] @ relevance_weights), draws[:, :served] @ relevance_weights,
+                                   level=level)
+        out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
+    return out
+
+
 def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogAuditConfig = LogAuditConfig(), *,
                   attributor: Attributor | None = None, progress: Callable[[int, int], None] | None = None,
                   collection_source: str | None = None) -> LogAuditRun:
@@ -199,6 +225,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                      "fewer slots")
     source = _resolve_source(config, log, attributor)
     seed = config.seed if config.seed is not None else new_seed()
+    rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
     index = {d: i for i, d in enumerate(collection.doc_ids)}
     n_lines = len(log)
     slots = np.full((n_lines, k), -1, dtype=np.int64)
@@ -250,6 +277,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                "ee_r": np.nan, "documents_reached": served.size,
                "providers_reached": int(np.unique(providers[served]).size)}
         part = {"doc_ids": doc_ids[served], "exposure": eps, "target": np.full(served.size, np.nan)}
+        relevance_weights = None
         if qid in labelled:
             useful = collection.useful(qid, min_rel=config.min_rel)
             m = int(useful.sum())
@@ -258,7 +286,12 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                 full = np.zeros(len(collection))
                 full[served] = eps
                 row["ee_r"] = ee_relevance(full, useful, k)
-                part = {"doc_ids": doc_ids, "exposure": full, "target": target_exposure(useful, k)}
+                target = target_exposure(useful, k)
+                relevance_weights = target[served] / (target @ target)
+                part = {"doc_ids": doc_ids, "exposure": full, "target": target}
+        row.update(ee_d_corrected=np.nan, ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan, ee_r_high=np.nan)
+        if lines.size > 1:
+            row.update(_line_bootstrap(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
                                  "target_exposure": part["target"]})
         for name, verdicts, eligible in (("cited", cited, has_citations), ("entailed", entailed, has_answer)):
@@ -294,6 +327,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     record = RunRecord(kind=RunKind.AUDIT_LOG, collection=collection_source or collection.name, retriever="served",
                        config=resolved, seed=seed, query_ids=tuple(query_ids),
                        attributor=attributor.name if entailed is not None else None,
+                       attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
                        wall_seconds=time.perf_counter() - started, sampled_rankings=n_lines,
                        extra={"log_sha256": log.sha256, "lines": n_lines, "k_used": k, "notes": notes,
                               "judged_pairs": judged_pairs})

@@ -161,8 +161,11 @@ def _cmd_audit_log(args, out) -> int:
         shown = shown.dropna(axis=1, how="all")
         print(f"\nExposure ledger by {by} over {scope} (shares; gap = retrieval − target):", file=out)
         print(shown.round(3).to_string(index=False), file=out)
-    print("\nPer query:", file=out)
-    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_r", "providers_reached",
+    print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
+          "with the basic interval, EE-R plug-in with the percentile interval; ee_d_unbiased is the exact unbiased "
+          "estimate):", file=out)
+    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_d_corrected", "ee_d_low",
+                           "ee_d_high", "ee_r", "ee_r_low", "ee_r_high", "providers_reached",
                            "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed", "expeval_disparity",
                            "expeval_relevance", "expeval_difference") if c in run.table]
     per_query = run.table[columns].dropna(axis=1, how="all")

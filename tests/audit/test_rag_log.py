@@ -3,14 +3,17 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from fakes import SubstringAttributor
 
-from fairrag_core import Collection, Document, InvalidParameterError, Query, RunStore
+from fairrag_core import Collection, Document, InvalidParameterError, Query, RunStore, load_collection
 from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
-from fairrag_core.data import load_rag_log
+from fairrag_core.data import assets_dir, load_rag_log
 from fairrag_core.record import RunKind, RunRecord
+
+DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
 
 # providers A (d1, d2), B (d3, d4), C (d5), D (d6); region north = d1 d3 d5, south = d2 d4 d6
 TEXTS = {"d1": "alpha gamma one", "d2": "alpha two", "d3": "beta three", "d4": "four", "d5": "delta five",
@@ -189,3 +192,31 @@ def test_a_served_run_audits_like_a_log(tiny):
     served = ServedRankings.from_lists({"q1": [["d1", "d2"], ["d1", "d3"], ["d3", "d1"], ["d1", "d2"]]})
     run = audit_rag_log(RagLog.from_served(served), tiny, LogAuditConfig(seed=0))
     assert _row(run, "q1")["ee_d"] == pytest.approx(0.75) and run.record.config.attribution.value == "none"
+
+
+def test_a_judged_audit_stores_the_judge_prompt_digest(tiny, log_path):
+    from fakes import FirstDocumentModel
+
+    from fairrag_core.rag.attribution import LLMJudgeAttributor
+
+    judge = LLMJudgeAttributor(FirstDocumentModel("fake-judge"))
+    run = audit_rag_log(log_path, tiny, LogAuditConfig(attribution="judge", seed=0), attributor=judge)
+    assert run.record.attributor_prompt == judge.prompt_version
+    assert RunRecord.from_dict(run.record.to_dict()).attributor_prompt == judge.prompt_version
+    assert audit_rag_log(log_path, tiny, LogAuditConfig(seed=0)).record.attributor_prompt is None  # logged only
+
+
+def test_per_query_intervals_over_lines_contain_their_estimates_and_follow_the_seed():
+    collection = load_collection("running-shoes")
+    config = LogAuditConfig(seed=3, n_boot=300)
+    table = audit_rag_log(DEMO_LOG, collection, config).table
+    several = table[table["lines"] > 1]
+    assert (several["ee_d_low"] <= several["ee_d_corrected"] + 1e-12).all()
+    assert (several["ee_d_corrected"] <= several["ee_d_high"] + 1e-12).all()
+    judged = several[several["ee_r"].notna()]
+    assert len(judged) >= 15
+    assert ((judged["ee_r_low"] <= judged["ee_r"] + 1e-12) & (judged["ee_r"] <= judged["ee_r_high"] + 1e-12)).all()
+    # the corrected estimate moves the biased plug-in down, towards the exact unbiased one
+    assert (several["ee_d_corrected"] <= several["ee_d"] + 1e-12).all()
+    again = audit_rag_log(DEMO_LOG, collection, config).table
+    pd.testing.assert_frame_equal(table, again)
