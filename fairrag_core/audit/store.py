@@ -9,8 +9,12 @@ time open a file, so every operation opens the file late and closes it early: a 
 one list or one load (about 50 ms), never for the life of a :class:`RunStore`. An operation that finds the file
 held by another process waits for it with growing pauses (up to ``timeout`` seconds, a log line after the first
 second) and then raises :class:`~fairrag_core.errors.StoreBusyError` naming that process, never DuckDB's raw
-lock error. A save is one transaction that writes the run's rows first and its ``runs`` line last, so a process
-killed mid-save leaves nothing listed (DuckDB drops the uncommitted transaction when the file is next opened).
+lock error. Threads of one process (the app's sessions and background jobs) share DuckDB's in-process database,
+where two threads opening, creating and writing at once fail (a catalog write-write conflict, or a missing pandas
+scan while another thread closes the database), so an operation also takes this process's lock for the store file:
+the threads of one process take turns, about 50 ms each. A save is one transaction that writes the run's rows first
+and its ``runs`` line last, so a process killed mid-save leaves nothing listed (DuckDB drops the uncommitted
+transaction when the file is next opened).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -45,6 +50,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS run_details (run_id VARCHAR, row_index INTEGER, data JSON)",
 )
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
+_LOCKS: dict[str, threading.Lock] = {}  # one lock per store file, shared by every thread of this process
+_LOCKS_GUARD = threading.Lock()
 
 
 def default_store_path() -> Path:
@@ -77,6 +84,13 @@ def _holder(err: Exception) -> str:
     """Who holds the file, from DuckDB's message (``PID 123, /usr/bin/python``), or ``another process``."""
     found = _HOLDER.search(str(err))
     return f"process {found['pid']} ({found['program']})" if found else "another process"
+
+
+def _process_lock(path: Path) -> threading.Lock:
+    """This process's lock for the store at ``path``."""
+    key = os.path.abspath(path)
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.Lock())
 
 
 def _insert_rows(con, table: str, run_id: str, records: list[str]) -> None:
@@ -150,7 +164,22 @@ class RunStore:
 
     @contextlib.contextmanager
     def _connection(self, *, write: bool = False) -> Iterator:
-        """One short-lived connection inside one transaction (committed on success, rolled back otherwise)."""
+        """One short-lived connection inside one transaction (committed on success, rolled back otherwise).
+
+        It holds this process's lock for the file (another thread's operation waits for it, up to ``timeout``)."""
+        lock = _process_lock(self.path)
+        if not lock.acquire(timeout=self.timeout):
+            raise StoreBusyError(f"the run store {self.path} has been in use by another thread of this process for "
+                                 f"more than {self.timeout:g} s; wait for that operation to finish, or save to another "
+                                 "store with --store PATH or $FAIRRAG_RUNS")
+        try:
+            with self._transaction(write=write) as con:
+                yield con
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def _transaction(self, *, write: bool) -> Iterator:
         import duckdb
 
         con = self._open()

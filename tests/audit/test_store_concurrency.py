@@ -148,6 +148,38 @@ def test_a_failed_save_leaves_nothing(tmp_path, monkeypatch):
     con.close()
 
 
+def test_threads_of_one_process_save_and_list_at_once(tmp_path):
+    """The app's sessions and background jobs share one process: without the per-file lock, DuckDB's shared
+    in-process database failed 7 of 8 threads here (catalog write-write conflict, missing pandas scan)."""
+    import threading
+
+    store, errors = RunStore(tmp_path / "runs.duckdb"), []
+
+    def work(t):
+        try:
+            for i in range(3):
+                RunStore(store.path).save(_run(f"t{t}-{i}"))  # a new object each time, like the CLI
+                store.list()
+        except Exception as err:  # collected: a thread's exception would otherwise only be printed
+            errors.append(f"{type(err).__name__}: {err}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(store.list()["collection"]) == sorted(f"t{t}-{i}" for t in range(6) for i in range(3))
+
+
+def test_a_store_held_by_another_thread_too_long_is_busy(tmp_path):
+    store = RunStore(tmp_path / "runs.duckdb", timeout=0.2)
+    lock = store_module._process_lock(store.path)
+    with lock, pytest.raises(StoreBusyError, match="in use by another thread of this process for more than 0.2 s"):
+        store.list()
+    assert store.list().empty
+
+
 # -- real processes ---------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_two_processes_save_to_one_store_at_once(tmp_path):
