@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_rag, run_ranking
-from fairrag_core.rag.pipeline import AnswerStream
+from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.rag.presets import preset_costs
 from fairrag_studio import charts, explain, resources
+from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
 from fairrag_studio.grid_html import rankings_grid_html
 from fairrag_studio.widgets import FLAG_WORDS, chart_with_downloads, explainer, fmt, markdown_text, metric_with_ci
 
@@ -159,49 +159,35 @@ def ranking_and_answers() -> None:
     st.subheader("Answers and citations")
     run_key = (settings, ranking.query_text, alpha_used)
     runs = st.session_state["rag_runs"]
-    if st.button("Generate answers", type="primary", key="generate"):
-        st.session_state["generate_for"] = run_key
-    if st.session_state["generate_for"] == run_key and run_key not in runs:
-        generator = resources.generator(settings.generator, settings.device, settings.prompt_style)
-        attributor = resources.attributor(settings.attributor, settings.device)
-        working = st.empty()  # progress, Stop and the answers as they arrive; cleared when all are in
-        live = working.container()
-        bar = live.progress(0.0, text="Starting…")
-        live.button("Stop", key="stop_generation", help="Finished answers are kept: press Generate again to resume.")
-        heartbeat = live.empty()  # a line updated before every model call: Streamlit stops the run at such an update
-        calls = [0]
-
-        def tick() -> None:
-            calls[0] += 1
-            heartbeat.caption(f"Model calls so far: {calls[0]}")
-
-        def report(stage: str, done: int, total: int) -> None:
-            if stage == "generate":
-                bar.progress(max(done - 0.5, 0) / total,
-                             text=f"{done} of {total} answers generated; checking their citations (NLI)…")
-            else:
-                bar.progress(done / total, text=f"{done} of {total} answers ready; generating the next…"
-                             if done < total else "All answers ready.")
-
-        def show(answer) -> None:
-            answer_card(answer, ranking, collection, settings.n_samples, container=live)
-
-        try:
-            runs[run_key] = run_rag(
-                collection, resources.retriever_for(settings), generator, attributor, query,
-                # No stochastic oracle here: it would double the generations of an interactive click. EU is
-                # normalised by the best answer of this run instead (the sweep pages sample the oracle).
-                RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                          candidates=settings.candidates, oracle=False, per_claim=settings.citation.per_claim,
-                          entail_threshold=settings.citation.threshold,
-                          control_margin=settings.citation.control_margin,
-                          skip_degenerate=settings.citation.skip_degenerate),
-                scores=scores, n_boot=300,
-                stream=AnswerStream(chunk=1, growing=True, progress=report, on_answer=show, tick=tick))
-        except FairRAGError as err:
-            st.error(str(err))
+    job, partial = latest_answers_job(run_key)  # Generate runs as a background job (fairrag_studio/answers_job.py)
+    if run_key not in runs and partial is not None and "rag" in partial:
+        runs[run_key] = partial["rag"]
+    if (st.button("Generate answers", type="primary", key="generate") and run_key not in runs
+            and (job is None or not job.active)):
+        job = start_answers_job(
+            run_key, f"Answers · {markdown_text(ranking.query_text[:40])} · "
+                     f"{'deterministic' if math.isinf(alpha_used) else f'α = {alpha_used:g}'}",
+            collection=collection, retriever=resources.retriever_for(settings),
+            generator=resources.generator(settings.generator, settings.device, settings.prompt_style),
+            attributor=resources.attributor(settings.attributor, settings.device), query=query,
+            # No stochastic oracle here: it would double the generations of an interactive click. EU is
+            # normalised by the best answer of this run instead (the sweep pages sample the oracle).
+            config=RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
+                             candidates=settings.candidates, oracle=False, per_claim=settings.citation.per_claim,
+                             entail_threshold=settings.citation.threshold,
+                             control_margin=settings.citation.control_margin,
+                             skip_degenerate=settings.citation.skip_degenerate),
+            scores=scores, total=distinct)
+        partial = latest_answers_job(run_key)[1]
+    if run_key not in runs and job is not None:
+        if job.active:
+            follow_answers(job, partial, lambda answer: answer_card(answer, ranking, collection, settings.n_samples))
             return
-        working.empty()
+        if job.error:
+            st.error(job.error)
+        elif job.status.value == "cancelled":
+            st.info(f"Stopped after {job.done} of {job.total} answers; press **Generate answers** to resume (the "
+                    "finished answers come from the cache).")
 
     rag = runs.get(run_key)
     if rag is None:

@@ -48,7 +48,6 @@ SESSION_DEFAULTS: dict[str, object] = {
     "query_seeded": False,
     "alpha": 2.0,
     "deterministic": False,
-    "generate_for": None,  # key of the ranking the user asked answers for
     "jobs_owner": None,  # this browser's job owner key (fairrag_studio.jobs_panel.owner_key; also in the URL)
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
@@ -69,11 +68,11 @@ def init_session(state) -> None:
             state[key] = value.copy() if isinstance(value, dict) else value
 
 
-#: Widgets of the pages that start background jobs: what a job was asked for. Streamlit forgets a widget's value
-#: once a run of another page does not draw it, so coming back to the page would show other controls than those
-#: of the job still running or just finished; :func:`keep_page_widgets` keeps them.
-PAGE_WIDGETS = ("curves_scope", "curves_alphas", "curves_mode", "curves_query", "curves_queries", "curves_labels",
-                "audit_queries", "audit_alphas", "audit_mode")
+#: Widgets of the pages that start background jobs: what a job was asked for (the Playground's query and α too).
+#: Streamlit forgets a widget's value once a run of another page does not draw it, so coming back to the page would
+#: show other controls than those of the job still running or just finished; :func:`keep_page_widgets` keeps them.
+PAGE_WIDGETS = ("query", "alpha", "deterministic", "curves_scope", "curves_alphas", "curves_mode", "curves_query",
+                "curves_queries", "curves_labels", "audit_queries", "audit_alphas", "audit_mode")
 
 
 def keep_page_widgets(state) -> None:

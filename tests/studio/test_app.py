@@ -132,8 +132,9 @@ def test_generate_shows_answers_with_citations(fake_models):
     at.sidebar.slider(key="k").set_value(3).run()
     at.select_slider(key="alpha").set_value(0.0).run()
     distinct = int(metric(at, "Distinct rankings").split()[0])
-    at.button(key="generate").click().run()
+    at.button(key="generate").click().run()  # a background job: its answers show when it ends
     assert not at.exception
+    finish_jobs(at)
     assert model.prompts_seen >= distinct  # one generation per distinct ranking (plus the oracle's lists)
     assert 0 < float(metric(at, "EAR")) <= 1 and float(metric(at, "EU (utility)")) >= 0
     # the fake answer is document [1]'s title, which only document [1] contains: it is the one citation
@@ -152,6 +153,7 @@ def test_generate_with_the_real_offline_models():
     at.toggle(key="deterministic").set_value(True).run()
     at.button(key="generate").click().run(timeout=600)
     assert not at.exception
+    finish_jobs(at)
     assert math.isfinite(float(metric(at, "EAR")))
     quotes = [m.value for m in at.markdown if m.value.startswith("> ")]
     assert len(quotes) == 1 and len(quotes[0]) > 3  # one ranking, one real answer

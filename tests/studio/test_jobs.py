@@ -282,3 +282,22 @@ def fake_generator_models(monkeypatch):
     generator, attributor = Generator(FirstDocumentModel()), SubstringAttributor()
     monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
     monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
+
+
+def test_generate_runs_as_a_job_that_outlives_the_playground(gated_models):
+    at = start(OWNER_A)
+    at.sidebar.slider(key="k").set_value(3).run()
+    at.select_slider(key="alpha").set_value(0.0).run()
+    at.button(key="generate").click().run()
+    job = the_job(OWNER_A)
+    assert job.kind == "generate" and job.active and job.title.endswith("· α = 0")
+    assert at.button(key="stop_generation") and at.get("progress")  # the page follows its job
+    at.switch_page(CURVES).run()  # leave while the first answer is still being made
+    assert not at.exception and jobs.runner().get(OWNER_A, job.job_id).active
+    gated_models.gate.set()
+    assert jobs.runner().wait(job.job_id, 60)
+    assert jobs.runner().get(OWNER_A, job.job_id).status is JobStatus.DONE
+    at.switch_page(PLAYGROUND).run()  # back: same query and α, so the answers are there
+    assert not at.exception and at.select_slider(key="alpha").value == 0.0
+    assert 0 < float(next(m.value for m in at.metric if m.label == "EAR")) <= 1
+    assert [m.value for m in at.markdown if "uses 1 of 3 documents" in m.value]
