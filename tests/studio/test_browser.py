@@ -190,6 +190,26 @@ def test_newcomer_path(app, page, tmp_path):
         assert app.runs_path.exists(), "the audit was not saved to $FAIRRAG_RUNS"
         ui.full_page_screenshot(page, SCREENSHOTS / "audit.png")
 
+    # e2. A deployed system's RAG log, uploaded on the Audit page: headline with intervals, ledger, per-query
+    #     drill-down, and the HTML report a reviewer reads (downloaded and checked).
+    with step("e2. audit an uploaded RAG log", app, page):
+        page.get_by_role("tab", name="Served log or run").click()  # tabs switch in the browser: no script run
+        runs.act(lambda: page.locator(".st-key-served_source").get_by_text("Upload", exact=True).click())
+        log_upload = page.locator(".st-key-served_upload input[type='file']")
+        runs.act(lambda: log_upload.set_input_files(str(ui.ROOT / "assets" / "logs" / "running-shoes.jsonl")))
+        expect(page.get_by_text(re.compile(r"log read: 200 served rankings over 20 queries", re.I))).to_be_visible()
+        runs.act(lambda: page.get_by_role("button", name="Audit the served rankings").click(), timeout=120)
+        expect(page.get_by_role("heading", name="Headline")).to_be_visible()
+        expect(page.get_by_text(re.compile(r"the interval contains the value"))).to_be_visible()
+        expect(page.locator(".st-key-served_ledger_chart [data-testid='stPlotlyChart']")).to_be_visible()
+        expect(page.get_by_role("heading", name="Per query")).to_be_visible()
+        with page.expect_download(timeout=120_000) as download:
+            page.get_by_role("button", name="Report (HTML)").last.click()
+        report = Path(download.value.path()).read_text(encoding="utf-8")
+        assert "Methodology" in report and "rs-q01" in report and "<script>alert" not in report
+        assert len(report) < 2_000_000, f"the static report weighs {len(report) / 1e6:.1f} MB"
+        ui.full_page_screenshot(page, SCREENSHOTS / "audit_log.png")
+
     # f. FAIR-QR on the people collection: the iteration timeline, Δ, the final ranking and the baselines.
     with step("f. FAIR-QR", app, page):
         page.locator(".st-key-collection_choice").click()
