@@ -30,6 +30,9 @@ __all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner"]
 
 _log = logging.getLogger(__name__)
 
+#: How many finished jobs keep their results in memory (for their pages and "Show the result").
+KEEP_FINISHED = 64
+
 
 class JobCancelled(Exception):
     """Raised by :meth:`JobContext.tick` once the job's user pressed Cancel (never seen by a page)."""
@@ -91,9 +94,18 @@ class JobRunner:
         thread = threading.Thread(target=self._run, args=(live, work), name=f"fairrag-job-{job.job_id}", daemon=True)
         live.thread = thread
         with self._lock:
+            self._prune()
             self._live[job.job_id] = live
         thread.start()
         return job
+
+    def _prune(self) -> None:
+        """Forget the results of all but the newest :data:`KEEP_FINISHED` finished jobs (a long-lived server would
+        otherwise hold every answer it ever made); their rows and saved runs stay."""
+        finished = [job_id for job_id, live in self._live.items() if live.thread is not None
+                    and not live.thread.is_alive()]
+        for job_id in finished[:-KEEP_FINISHED] if len(finished) > KEEP_FINISHED else []:
+            del self._live[job_id]
 
     def _run(self, live: LiveJob, work: Work) -> None:
         ctx = JobContext(self.table, live)

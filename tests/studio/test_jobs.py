@@ -104,6 +104,17 @@ def test_a_failing_job_records_its_message(tmp_path):
     assert failed.status is JobStatus.FAILED and failed.error == "KeyError: 'oops'"
 
 
+def test_only_the_newest_finished_jobs_keep_their_results_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs, "KEEP_FINISHED", 2)
+    runner = jobs.JobRunner(JobTable(tmp_path / "jobs.sqlite"))
+    ids = []
+    for _ in range(4):
+        ids.append(runner.submit(OWNER_A, "fake", "Quick", lambda ctx: None).job_id)
+        assert runner.wait(ids[-1], 5)
+    assert [runner.live(OWNER_A, i) is not None for i in ids] == [False, True, True, True]
+    assert all(runner.get(OWNER_A, i).status is JobStatus.DONE for i in ids)  # the rows stay
+
+
 # -- in the app -------------------------------------------------------------------------------------------------------
 class GatedModel(FirstDocumentModel):
     """The fake generator, waiting at every call until ``gate`` is open (a job that is still running on demand)."""
