@@ -160,3 +160,14 @@ def test_streamlit_refuses_uploads_the_core_would_refuse():
     config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
     cap = config["server"]["maxUploadSize"] * 1024 * 1024
     assert cap <= max_upload_bytes() and cap < 200_000_000
+
+
+@pytest.mark.parametrize("argv", [["rank", "--query", "trail shoe"],
+                                  ["exposure-sweep", "--collection", "running-shoes", "--alphas", "1"]])
+def test_the_cli_refuses_a_billion_samples_with_the_fix(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    start = time.perf_counter()
+    assert main([*argv, "--samples", "1000000000"], out=io.StringIO()) == 2
+    assert time.perf_counter() - start < 5
+    err = capsys.readouterr().err
+    assert "n_samples=1,000,000,000 is more than the 1,000,000 this machine can hold; lower N" in err
