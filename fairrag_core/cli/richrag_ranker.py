@@ -4,6 +4,7 @@ Registered by :func:`fairrag_core.cli.richrag.register`."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -44,6 +45,12 @@ def add_rich_eval(sub) -> None:
     p.add_argument("--answers", action="store_true",
                    help="also write a rich answer from every system's top k and score its Com-ROUGE (slow)")
     p.add_argument("--generator", default="smollm2-135m", help="generator for --answers (default smollm2-135m)")
+    p.add_argument("--answer-queries", type=positive_arg, default=0,
+                   help="--answers on the first N evaluated queries only (default: all; about a minute per answer "
+                        "on a busy 2-core CPU)")
+    p.add_argument("--answer-systems", type=_systems_arg, default=(),
+                   help="--answers for these systems only, comma-separated (default: all), e.g. "
+                        "relevance,round-robin,ranker-dpo,oracle")
     p.add_argument("--fairness", action="store_true",
                    help="also print provider exposure and EE-D vs NCOM as α moves (Plackett-Luce)")
     p.add_argument("--alphas", type=alphas_arg, default=parse_alphas("0,1,2,4,8,16"),
@@ -52,6 +59,16 @@ def add_rich_eval(sub) -> None:
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(handler=_cmd_rich_eval)
+
+
+def _systems_arg(text: str) -> tuple[str, ...]:
+    from ..richrag.evaluate import System
+
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    valid = {s.value for s in System}
+    if not names or set(names) - valid:
+        raise argparse.ArgumentTypeError(f"expected systems from {', '.join(s.value for s in System)}, got {text!r}")
+    return names
 
 
 def _log(args):
@@ -111,7 +128,8 @@ def _cmd_rich_eval(args, out=sys.stdout) -> int:
     from ..richrag.ranker_runs import cross_validate, evaluate_saved, fairness_tables
 
     collection = load_collection("multi-faceted")
-    config = RichEvalConfig(k=args.k, answers=args.answers, generator=args.generator, seed=args.seed)
+    config = RichEvalConfig(k=args.k, answers=args.answers, generator=args.generator, seed=args.seed,
+                            answer_queries=args.answer_queries, answer_systems=args.answer_systems)
     log = _log(args)
     if args.folds:
         if args.folds < 2:

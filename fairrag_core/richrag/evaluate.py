@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import InvalidParameterError
 from ..metrics.intervals import bootstrap_mean, paired_comparison
 from ..settings import Settings
 from .baselines import BASELINES, pool_lists
@@ -115,15 +116,29 @@ def summarise(per_query: pd.DataFrame, *, value: str = "ncom", reference: str = 
 @dataclass(frozen=True, kw_only=True)
 class RichEvalConfig(Settings):
     """What ``rich-eval`` measures: NCOM at ``ks`` (``k`` is the main cut-off), and with ``answers`` the Com-ROUGE
-    of a rich answer written by ``generator`` from each system's top ``k``."""
+    of a rich answer written by ``generator`` from each system's top ``k``. Answers cost a generation each (about a
+    minute on a busy 2-core CPU), so they can be limited to the first ``answer_queries`` evaluated queries (0: all)
+    and to ``answer_systems`` (empty: every system); NCOM is always computed on every query and system."""
 
     k: int = 5
     ks: tuple[int, ...] = (3, 5, 10)
     answers: bool = False
     generator: str = "smollm2-135m"
     max_new_tokens: int = 320
+    answer_queries: int = 0
+    answer_systems: tuple[str, ...] = ()
     n_boot: int = 2000
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.answer_queries < 0:
+            raise InvalidParameterError(f"answer_queries must be 0 (every query) or positive, got "
+                                        f"{self.answer_queries}")
+        unknown = sorted(set(self.answer_systems) - {s.value for s in System})
+        if unknown:
+            raise InvalidParameterError(f"unknown systems {unknown} for answers; choose from "
+                                        f"{', '.join(s.value for s in System)}")
 
 
 @dataclass
@@ -182,7 +197,10 @@ def evaluate_pools(pools: Sequence[QueryPool], retriever, rankers: Mapping[str, 
     table = summarise(per_query, seed=config.seed, n_boot=config.n_boot)
     result = RichEvaluation(config, split, [qp.query_id for qp in pools], per_query, table)
     if config.answers and generator is not None:
-        answers = answer_scores(pools, lists, generator, config.k, documents=documents,
+        n = config.answer_queries or len(pools)
+        chosen = {s: per_pool[:n] for s, per_pool in lists.items()
+                  if not config.answer_systems or s in config.answer_systems}
+        answers = answer_scores(pools[:n], chosen, generator, config.k, documents=documents,
                                 max_new_tokens=config.max_new_tokens, progress=progress)
         result.answers = answers
         result.answer_table = pd.concat(

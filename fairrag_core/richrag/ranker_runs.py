@@ -138,8 +138,11 @@ def evaluate_saved(collection: Collection, folder: str | Path | None = None, con
     if own_cache:
         _save_cache(cache, encoder)
     if generator is not None:
+        scope = (f"the first {min(config.answer_queries, len(test_ids))} of the {len(test_ids)} held-out queries"
+                 if config.answer_queries else f"all {len(test_ids)} held-out queries")
+        systems = ", ".join(config.answer_systems) if config.answer_systems else "every system"
         result.notes.append(f"rich answers by {config.generator}, at most {config.max_new_tokens} new tokens, "
-                            f"from each system's top {config.k}")
+                            f"from each system's top {config.k}; Com-ROUGE on {scope}, {systems}")
     return result
 
 

@@ -121,3 +121,20 @@ def test_alpha_trades_disparity_for_coverage(pools, mf_bm25):
     assert greedy.ee_d.tolist() == [1.0] and greedy.system.tolist() == ["oracle"]
     again = fairness_coverage_curve(pools[:3], scores, [0, 2, 16], k=5, n_samples=60, seed=0)
     assert again.equals(curve[curve.policy == "plackett-luce"].reset_index(drop=True))
+
+
+def test_answers_can_be_limited_to_some_queries_and_systems(pools, mf_bm25, multi_faceted):
+    from fairrag_core.errors import InvalidParameterError
+
+    generator = EchoGenerator()
+    docs = lambda qp, top: [multi_faceted.documents[int(qp.pool.indices[j])] for j in top]  # noqa: E731
+    config = RichEvalConfig(k=3, answers=True, answer_queries=2, answer_systems=("relevance", "ranker-dpo"),
+                            n_boot=50)
+    result = evaluate_pools(pools, mf_bm25, {"ranker-dpo": ReversedPool()}, config, split="test",
+                            generator=generator, documents=docs)
+    assert set(result.answers.system) == {"relevance", "ranker-dpo"}
+    assert result.answers.query_id.tolist() == [qp.query_id for qp in pools[:2] for _ in range(2)]
+    assert set(result.per_query.query_id) == {qp.query_id for qp in pools}  # NCOM still on every query
+    assert RichEvalConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(InvalidParameterError, match="choose from"):
+        RichEvalConfig(answer_systems=("bm25",))
