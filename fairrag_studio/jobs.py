@@ -56,6 +56,7 @@ class JobContext:
         self._table, self._live = table, live
         self.job_id = live.job_id
         self.partial = live.partial
+        self._base: int | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -67,8 +68,11 @@ class JobContext:
             raise JobCancelled
 
     def progress(self, done: int, total: int, note: str = "") -> None:
-        """``done`` of ``total`` steps finished (the table computes the ETA)."""
-        self._table.progress(self.job_id, done, total, note)
+        """``done`` of ``total`` steps finished (the table computes the ETA from the steps made by this job: the
+        first report's ``done`` counts as found finished)."""
+        if self._base is None:
+            self._base = done
+        self._table.progress(self.job_id, done, total, note, base=self._base)
 
 
 Work = Callable[[JobContext], "str | None"]

@@ -13,8 +13,9 @@ while one writer commits a row in well under a millisecond, and waits for a writ
 The same rule as the run store and the answer cache holds: every operation opens the file and closes it; writes
 are ``BEGIN IMMEDIATE`` transactions, so a process killed mid-write leaves the table as it was.
 
-ETA after ``done`` of ``total`` steps started ``t₀`` ago: ``t₀ · (total − done) / done`` (a straight-line estimate;
-steps that come from the answer cache make it pessimistic at first and right by the end).
+ETA after ``done`` of ``total`` steps started ``t₀`` ago: ``t₀ · (total − done) / (done − base)``, where ``base`` steps
+were already finished when the job started (a straight-line estimate; steps that come from the answer cache make it
+optimistic, slow first model loads pessimistic).
 """
 
 from __future__ import annotations
@@ -183,12 +184,14 @@ class JobTable:
         self._run("UPDATE jobs SET status = ?, started = ?, updated = ? WHERE job_id = ? AND status = ?",
                   (JobStatus.RUNNING.value, now, now, job_id, JobStatus.QUEUED.value), write=True)
 
-    def progress(self, job_id: str, done: int, total: int, note: str = "") -> None:
-        """``done`` of ``total`` steps finished; the ETA follows from the time since the start (module docstring)."""
+    def progress(self, job_id: str, done: int, total: int, note: str = "", *, base: int = 0) -> None:
+        """``done`` of ``total`` steps finished; the ETA follows from the time since the start (module docstring),
+        counting only the steps after the first ``base`` (those a resumed job found finished)."""
         now = time.time()
         found = self._run("SELECT started FROM jobs WHERE job_id = ?", (job_id,))
         started = found[0][0] if found and found[0][0] is not None else now
-        eta = (now - started) * (total - done) / done if 0 < done <= total else None
+        made = done - base
+        eta = (now - started) * (total - done) / made if made > 0 and done <= total else None
         self._run("UPDATE jobs SET done = ?, total = ?, note = ?, eta = ?, updated = ? WHERE job_id = ?",
                   (int(done), int(total), note, eta, now, job_id), write=True)
 

@@ -81,3 +81,17 @@ def test_the_table_sits_beside_the_run_store(tmp_path, monkeypatch):
     assert default_jobs_path() == tmp_path / "store" / "jobs.sqlite"
     monkeypatch.setenv("FAIRRAG_JOBS", str(tmp_path / "elsewhere.sqlite"))
     assert default_jobs_path() == tmp_path / "elsewhere.sqlite"
+
+
+def test_the_eta_counts_only_the_steps_this_job_made(table, monkeypatch):
+    import fairrag_core.audit.jobs as module
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "time", lambda: clock[0])
+    job = table.create("aaaa0000", "sweep", "S", total=10)
+    table.start(job.job_id)
+    clock[0] += 30  # 2 steps in 30 s after 4 found finished: 15 s a step, 4 steps left
+    table.progress(job.job_id, 6, 10, base=4)
+    assert table.get("aaaa0000", job.job_id).eta == pytest.approx(60.0)
+    table.progress(job.job_id, 6, 10)  # without a base: 30 s for 6 steps
+    assert table.get("aaaa0000", job.job_id).eta == pytest.approx(20.0)
