@@ -12,7 +12,7 @@ runs, judgments (expeval qrels), RAG logs (with and without a collection check) 
 the sidebar's collection upload (``fairrag_studio.resources.save_upload`` then the collection loader) and the Audit
 page's served log or run upload (``served_view.save_served_upload`` then ``read_served``, odd file names included).
 
-    python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about a minute on 2 cores)
+    python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about 2 minutes on 2 busy cores)
     python benchmarks/fuzz_loaders.py --per-target 200 --seed 7 --json
 
 The test suite runs a bounded subset (``tests/data/test_fuzz_loaders.py``).
