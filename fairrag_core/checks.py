@@ -22,7 +22,7 @@ from .errors import InvalidParameterError
 __all__ = [
     "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
     "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_bytes", "max_file_bytes",
-    "max_upload_bytes", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "MAX_WORK_CELLS",
+    "max_upload_bytes", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "MAX_WORK_CELLS", "MAX_ALPHAS",
 ]
 
 #: Longest query (characters) a retriever accepts.
@@ -34,6 +34,8 @@ MAX_RESAMPLES = 1_000_000
 #: Most cells of one work array (e.g. N × candidates random keys, samples × depth of a served run): 50 M × 8 bytes
 #: = 400 MB.
 MAX_WORK_CELLS = 50_000_000
+#: Most α values in one grid (the paper's sweeps use 5–6; each α is a full pass over the queries).
+MAX_ALPHAS = 100
 
 _ALPHA_HINT = "0 = uniform, larger = closer to deterministic"
 
@@ -158,6 +160,9 @@ def parse_alphas(text: str) -> tuple[float, ...]:
     parts = parse_list(str(text).replace(";", ","))
     if not parts:
         raise InvalidParameterError("give at least one α value, separated by commas, e.g. 0,1,2,4,8")
+    if len(set(parts)) > MAX_ALPHAS:
+        raise InvalidParameterError(f"{len(set(parts)):,} α values is more than the {MAX_ALPHAS} one grid takes; "
+                                    "give fewer (the paper uses 0,1,2,4,8), or split the grid over several sweeps")
     return tuple(dict.fromkeys(parse_alpha(p) for p in parts))
 
 

@@ -171,3 +171,20 @@ def test_the_cli_refuses_a_billion_samples_with_the_fix(argv, tmp_path, monkeypa
     assert time.perf_counter() - start < 5
     err = capsys.readouterr().err
     assert "n_samples=1,000,000,000 is more than the 1,000,000 this machine can hold; lower N" in err
+
+
+def test_an_alpha_grid_of_a_million_values_is_refused_before_parsing():
+    from fairrag_core.checks import MAX_ALPHAS, parse_alphas
+
+    text = ",".join(str(i) for i in range(1_000_000))  # 6.9 MB typed into "α values" or --alphas
+    with pytest.raises(InvalidParameterError, match=r"1,000,000 α values is more than the 100 one grid takes; give "
+                                                    r"fewer \(the paper uses 0,1,2,4,8\)"):
+        _fast(parse_alphas, text)
+    assert len(parse_alphas(",".join(str(i) for i in range(MAX_ALPHAS)))) == MAX_ALPHAS
+    assert parse_alphas(",".join(["2"] * 500)) == (2.0,)  # repeats are one value
+    err = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        main(["exposure-sweep", "--alphas", text], out=io.StringIO())
+    assert "α values is more than the 100 one grid takes" in err.getvalue()
