@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from fairrag_core.models.llm import Completion, LanguageModel
 from fairrag_core.rag.generation import Generator
+from fairrag_core.richrag.ranker import WEIGHTS_FILE, shipped_ranker_dir
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGE = "app_pages/multi_faceted.py"
@@ -71,6 +72,8 @@ def test_page_shows_aspects_pool_lists_with_ncom_and_the_coverage_heatmap():
     assert pool["doc_id"].is_unique and 1 <= len(pool) <= 40
     lists = [t for t in tables if list(t.columns) == ["doc_id", "title"]]
     assert len(lists) >= 4 and all(len(t) == 5 for t in lists)  # relevance, mmr, round-robin, oracle (+ ranker)
+    if (shipped_ranker_dir() / WEIGHTS_FILE).is_file():  # the trained ranker (SFT + DPO, the default) is a list
+        assert len(lists) == 5 and "**ranker-dpo**" in [m.value for m in at.markdown]
     assert len(at.get("plotly_chart")) >= 2 + len(lists)  # pool heatmap, one small heatmap per list, NCOM bars
     at.slider(key="rr_k").set_value(3).run()
     assert not at.exception and all(len(d.value) == 3 for d in at.dataframe if list(d.value.columns) == ["doc_id",
