@@ -48,13 +48,13 @@ def start(page: str | None = None) -> AppTest:
     return at
 
 
-def finish_jobs(at: AppTest) -> None:
+def finish_jobs(at: AppTest, timeout: float = 120) -> None:
     """Wait for this session's background jobs (fairrag_studio.jobs), then redraw the page."""
     from fairrag_studio import jobs
 
     runner = jobs.runner()
     for job in runner.jobs(at.session_state["jobs_owner"]):
-        assert runner.wait(job.job_id, 120), f"job {job.title} did not finish"
+        assert runner.wait(job.job_id, timeout), f"job {job.title} did not finish in {timeout:g} s"
     at.run()
     assert not at.exception
 
@@ -153,7 +153,7 @@ def test_generate_with_the_real_offline_models():
     at.toggle(key="deterministic").set_value(True).run()
     at.button(key="generate").click().run(timeout=600)
     assert not at.exception
-    finish_jobs(at)
+    finish_jobs(at, timeout=600)
     assert math.isfinite(float(metric(at, "EAR")))
     quotes = [m.value for m in at.markdown if m.value.startswith("> ")]
     assert len(quotes) == 1 and len(quotes[0]) > 3  # one ranking, one real answer
