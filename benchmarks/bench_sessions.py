@@ -38,6 +38,7 @@ import asyncio
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -254,6 +255,11 @@ async def bench(args) -> tuple[list[str], int]:
 
     from fairrag_core import load_collection
 
+    # `timeout`, kill or Ctrl-C: cancel the run so that the finally blocks close the browser and stop the server
+    # (it runs in its own process group and would otherwise outlive this process)
+    loop, this = asyncio.get_running_loop(), asyncio.current_task()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, this.cancel)
     lines: list[str] = []
 
     def say(text: str = "") -> None:
@@ -361,7 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     if not ui.chromium_available():
         print("Debian chromium not installed: apt-get install chromium", file=sys.stderr)
         return 2
-    lines, code = asyncio.run(bench(args))
+    try:
+        lines, code = asyncio.run(bench(args))
+    except asyncio.CancelledError:
+        print("stopped by a signal; the server and the browser were closed", file=sys.stderr)
+        return 130
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text("\n".join(lines) + "\n")
