@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
 
@@ -69,9 +70,20 @@ def cache_setting() -> str:
     return "off" if path is None else str(path)
 
 
-def _use_cache(setting: str | None) -> None:
+@contextmanager
+def _use_cache(setting: str | None):
+    """While a worker builds its models, the disk cache is ``setting`` (the driver's); the environment is restored
+    afterwards (the caches keep the file they opened), so building on the driver changes nothing there."""
+    before = os.environ.get(CACHE_ENV)
     if setting is not None:
         os.environ[CACHE_ENV] = setting
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
 
 
 # -- specs ---------------------------------------------------------------------------------------------------------
@@ -159,9 +171,9 @@ class RagSweepSpec:
     uses_models: ClassVar[bool] = True
 
     def build(self) -> RagSweep:
-        _use_cache(self.cache_db)
         collection, retriever = self.inputs.build()
-        return RagSweep(collection, retriever, self.models.generator(), self.models.attributor(), self.config)
+        with _use_cache(self.cache_db):
+            return RagSweep(collection, retriever, self.models.generator(), self.models.attributor(), self.config)
 
 
 def _rag_task(sweep: RagSweep, task: SweepTask) -> tuple[TaskResult, int]:
@@ -198,9 +210,9 @@ class LabelSpec:
     uses_models: ClassVar[bool] = True
 
     def build(self) -> tuple[Collection, Retriever, Generator, UtilityLabelConfig]:
-        _use_cache(self.cache_db)
         collection, retriever = self.inputs.build()
-        return collection, retriever, self.models.generator(), self.config
+        with _use_cache(self.cache_db):
+            return collection, retriever, self.models.generator(), self.config
 
 
 def _label_task(state, query_id: str) -> pd.DataFrame:
@@ -240,7 +252,6 @@ class FairQRSpec:
         from ..fairqr import build_refiner
         from ..retrieval import BM25Retriever
 
-        _use_cache(self.cache_db)
         collection = load_collection(self.collection)
         bm25 = BM25Retriever(collection.texts)
         dense = build_retriever("dense", collection.texts, device=self.device) if self.dense else None
@@ -248,7 +259,8 @@ class FairQRSpec:
 
         def refiner_for(category):
             if category not in refiners:
-                refiners[category] = build_refiner(self.refiner, collection, category, bm25, device=self.device)
+                with _use_cache(self.cache_db):
+                    refiners[category] = build_refiner(self.refiner, collection, category, bm25, device=self.device)
             return refiners[category]
 
         return {"collection": collection, "bm25": bm25, "dense": dense, "refiner_for": refiner_for,
@@ -316,8 +328,8 @@ class JudgeSpec:
     uses_models: ClassVar[bool] = True
 
     def build(self) -> Attributor:
-        _use_cache(self.cache_db)
-        return self.models.attributor()
+        with _use_cache(self.cache_db):
+            return self.models.attributor()
 
 
 def _judge_task(attributor: Attributor, pairs: Sequence[tuple[str, str, str | None]]) -> np.ndarray:

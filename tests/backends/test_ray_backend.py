@@ -3,7 +3,8 @@
 One local Ray runtime (2 CPUs, no dashboard) serves the whole module; every workload runs once here and once on
 two Ray actors, and the frames must be equal: the exposure sweep, a RAG sweep and utility labelling with the
 stand-in models (built inside the actors from :class:`fakes.FakeModels`), FAIR-QR with the corpus-keyword refiner,
-the judge of ``audit-log``, and ``exposure-sweep --backend ray`` on the command line.
+the judge of ``audit-log``, and ``exposure-sweep --backend ray`` on the command line. Each comparison starts two
+actors (a few seconds each on 2 cores); the fast suite keeps the two sweeps and the command, the rest are ``slow``.
 """
 
 import io
@@ -73,8 +74,10 @@ def test_rag_sweep_on_ray_equals_local_and_fills_the_disk_cache(backend, shoes, 
     assert len(remote.table) == 9 and remote.record.complete and remote.record.generator_calls > 0
     stored = DiskCache(cache).stats().entries
     assert stored.get("answer", 0) > 0 and stored.get("nli", 0) > 0  # the actors wrote to the driver's cache file
+    assert os.environ["FAIRRAG_CACHE_DB"] == "off"  # building the sweep on the driver left its setting alone
 
 
+@pytest.mark.slow  # ~7 s each for the actors' start; the fast suite keeps the sweeps' identity
 def test_label_utility_on_ray_equals_local(backend, shoes, shoes_bm25):
     config = UtilityLabelConfig(depth=4, query_ids=("rs-q01", "rs-q04"))
     local = label_utility(shoes, Generator(FirstDocumentModel()), shoes_bm25, config)
@@ -82,6 +85,7 @@ def test_label_utility_on_ray_equals_local(backend, shoes, shoes_bm25):
     pd.testing.assert_frame_equal(remote, local)
 
 
+@pytest.mark.slow  # ~7 s each for the actors' start; the fast suite keeps the sweeps' identity
 def test_fair_qr_eval_on_ray_equals_local(backend):
     people = load_collection("people")
     bm25 = BM25Retriever(people.texts)
@@ -94,6 +98,7 @@ def test_fair_qr_eval_on_ray_equals_local(backend):
     assert [t.to_json() for t in traces] == [t.to_json() for t in local_traces]
 
 
+@pytest.mark.slow  # ~7 s each for the actors' start; the fast suite keeps the sweeps' identity
 def test_audit_log_judge_on_ray_equals_local(backend, shoes):
     log = load_rag_log(ROOT / "assets" / "logs" / "running-shoes.jsonl", collection=shoes)
     config = LogAuditConfig(attribution="judge", seed=3, n_boot=100)
