@@ -41,3 +41,32 @@ def test_sweep_without_the_oracle_makes_no_oracle_generations(shoes, shoes_bm25)
     # without the oracle, generations are exactly the distinct sampled lists (the deterministic list recurs at α = 4)
     assert calls[False] < calls[True]
     assert calls[False] <= table["distinct_lists"].sum()
+
+
+def test_a_sweep_stores_its_citation_rule_and_the_judge_prompt_digest(shoes, shoes_bm25, tmp_path):
+    """Every stored run says how citations were decided: τ, δ, per-claim, skip-degenerate and the judge prompt."""
+    from fakes import FirstDocumentModel as JudgeModel
+
+    from fairrag_core.audit.store import RunStore
+    from fairrag_core.rag.attribution import LLMJudgeAttributor
+    from fairrag_core.rag.presets import PRESETS
+
+    policy = PRESETS["fast"].citation
+    config = RagSweepConfig(alphas=(0.0,), n_samples=4, k=3, seed=5, candidates=10, oracle=False,
+                            usefulness="relevance", query_ids=("rs-q01",), per_claim=policy.per_claim,
+                            entail_threshold=policy.threshold, control_margin=policy.control_margin,
+                            skip_degenerate=policy.skip_degenerate)
+    judge = LLMJudgeAttributor(JudgeModel("fake-judge"))
+    run = rag_sweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), judge, config)
+    record = run.record
+    assert record.attributor_prompt == judge.prompt_version and record.attributor_prompt.startswith("judge-prompt-")
+    assert record.config.citation_policy == policy
+    with RunStore(tmp_path / "runs.duckdb") as store:
+        loaded = store.load(store.save(run)).record
+    assert loaded == record and loaded.config.citation_policy == policy
+    assert loaded.to_dict()["attributor_prompt"] == judge.prompt_version
+    command = loaded.command()
+    for word in ("--per-claim" if policy.per_claim else "--no-per-claim", "--skip-degenerate"):
+        assert word in command
+    for flag, value in (("--entail-threshold", policy.threshold), ("--control-margin", policy.control_margin)):
+        assert f"{flag} {'none' if value is None else f'{value:g}'}" in command
