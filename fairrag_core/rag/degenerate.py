@@ -6,8 +6,9 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
   never comes ("The answer is:", "The answer to the question … is:");
 * ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
   answer is in the question), or the prompt's own scaffolding ("Question: …", "Documents:", "[1] …");
-* ``LOOP`` — a repetition loop: a run of four or more words said twice ("designed to help runners with flat
-  feet, and it's designed to help runners with flat feet");
+* ``LOOP`` — a repetition loop: a run of six or more words said twice ("designed to help runners with flat
+  feet, and it's designed to help runners with flat feet"), four words said three times, or a stutter (one to
+  three words three times in a row);
 * ``CUT`` — the generator ran into its token limit mid-sentence (finish reason ``length`` and no final
   punctuation);
 * ``DEFERS`` — a short answer that points at the documents instead of answering ("The bridge engineers are
@@ -54,9 +55,16 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def _repeats(words: list[str], n: int = 4) -> bool:
-    grams = Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
-    return any(count > 1 for count in grams.values())
+def _repeats(words: list[str]) -> bool:
+    """A loop: a run of six words said twice, or four words said three times. (A four-word phrase said twice is
+    ordinary prose: "they should aim to run for 150 minutes … they should aim to run at least 3 days".)"""
+    six = Counter(tuple(words[i : i + 6]) for i in range(len(words) - 5))
+    four = Counter(tuple(words[i : i + 4]) for i in range(len(words) - 3))
+    if any(count > 1 for count in six.values()) or any(count > 2 for count in four.values()):
+        return True
+    # a stutter: one to three words three times in a row ("Layla Haddad: Layla Haddad: Layla Haddad is …")
+    return any(words[i : i + n] == words[i + n : i + 2 * n] == words[i + 2 * n : i + 3 * n]
+               for n in (1, 2, 3) for i in range(len(words) - 3 * n + 1))
 
 
 def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown") -> tuple[AnswerFlag, ...]:
@@ -79,7 +87,9 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
         return (AnswerFlag.EMPTY,)
     flags: list[AnswerFlag] = []
     asked = set(_words(question))
-    restated = set(content) <= asked and len(words) >= 3 and not _YES_NO.match(answer)
+    # a number the question does not contain is an answer ("… Isla Serena was 6.4."), not a restatement
+    new_numbers = {w for w in words if w.isdigit()} - asked
+    restated = set(content) <= asked and not new_numbers and len(words) >= 3 and not _YES_NO.match(answer)
     if _SCAFFOLD.match(answer) or (question and restated):
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):

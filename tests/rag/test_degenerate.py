@@ -83,3 +83,18 @@ def test_degenerate_answers_are_counted_and_can_be_left_out():
     good = [a for a in run.answers if not a.degenerate]
     assert kept.eu == pytest.approx(sum(a.count * a.utility for a in good) / sum(a.count for a in good))
     assert kept.eu > run.eu and kept.degenerate_share == run.degenerate_share
+
+
+@pytest.mark.parametrize("answer, question, flagged", [
+    # real generated answers from tests/data/nli_generated.jsonl
+    ("The magnitude of the earthquake that hit Isla Serena was 6.4.",
+     "What magnitude was the earthquake that hit Isla Serena?", False),  # a new number is an answer, not an echo
+    ("A complete beginner should start running with a mix of walking and running. They should aim to run for at "
+     "least 150 minutes of moderate aerobic activity per week, and they should aim to run at least 3 days a week.",
+     "How should a complete beginner start running?", False),  # a phrase said twice is prose, not a loop
+    ("Layla Haddad: Layla Haddad: Layla Haddad is a Lebanese architect.", "Who is Layla Haddad?", True),  # stutter
+    ("What magnitude was the earthquake that hit Isla Serena", "What magnitude was the earthquake that hit Isla "
+     "Serena?", True),
+])
+def test_real_answers(answer, question, flagged):
+    assert bool(answer_flags(answer, question=question)) is flagged
