@@ -17,6 +17,7 @@ import typing
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .checks import MAX_SAMPLES, check_at_most, check_positive_int
 from .errors import InvalidParameterError
 
 __all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of"]
@@ -119,3 +120,10 @@ class SamplingSettings(Settings):
     seed: int | None = None
     candidates: int | None = None
     min_rel: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # refused when the settings are made, before any model loads or array is allocated
+        check_at_most(self.n_samples, "n_samples", MAX_SAMPLES, hint="sampled rankings; the paper uses 100",
+                      fix="lower N (the paper uses 100)")
+        check_positive_int(self.k, "k", hint="documents given to the generator, e.g. 5")

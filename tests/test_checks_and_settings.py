@@ -104,3 +104,13 @@ def test_settings_round_trip_and_refuse_unknown_keys():
         SweepConfig.from_dict({"alphas": [1.0], "colour": "red"})
     with pytest.raises(InvalidParameterError, match="unknown settings type"):
         settings_class("NoSuchConfig")
+
+
+def test_sampling_settings_refuse_huge_n_and_bad_k_when_made():
+    from functools import partial
+
+    for make in (partial(RankingConfig, alpha=2.0), RagSweepConfig, SweepConfig):
+        with pytest.raises(InvalidParameterError, match="lower N"):
+            make(n_samples=10**9)
+        with pytest.raises(InvalidParameterError, match="k"):
+            make(k=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..data.export import write_table
@@ -196,21 +197,22 @@ def _cmd_rag_sweep(args, out) -> int:
     from ..rag.attribution import load_attributor
     from ..rag.labels import has_utility_labels
 
+    ids = id_list(args.queries)
+    # settings are checked before any model loads (a typo in N should not cost a model load)
+    config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
+                            candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
+                            usefulness=args.labels or "relevance", query_ids=ids, prompt_order=args.prompt_order,
+                            oracle=not args.no_oracle, **citation_settings(args))
     collection, retriever = load_inputs(args)
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
-    ids = id_list(args.queries)
-    labels = args.labels
-    if labels is None:
+    if args.labels is None:
         labels = "utility" if has_utility_labels(args.collection, generator.name) else "relevance"
         if labels == "relevance":
             print(f"No utility labels for {generator.name} on {collection.name}: EE-R and the oracle use relevance "
                   f"labels (make utility labels with `label-utility --generator {generator.name}`).",
                   file=sys.stderr)
-    config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
-                            candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                            usefulness=labels, query_ids=ids, prompt_order=args.prompt_order,
-                            oracle=not args.no_oracle, **citation_settings(args))
+        config = replace(config, usefulness=labels)
 
     def progress(done, total):
         print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)

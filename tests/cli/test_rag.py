@@ -86,3 +86,14 @@ def test_sweep_defaults_to_relevance_labels_when_the_generator_has_none(fake_mod
     payload = json.loads(text)
     assert payload["config"]["config"]["usefulness"] == "relevance"
     assert "--labels relevance" in payload["command"]
+
+
+def test_sweep_refuses_a_huge_n_before_loading_any_model(monkeypatch, capsys):
+    import fairrag_core.cli.rag as rag_cli
+
+    def no_models(args):
+        raise AssertionError("a model was loaded before the settings were checked")
+
+    monkeypatch.setattr(rag_cli, "_generator", no_models)
+    code, _ = run(["sweep", "--collection", "running-shoes", "--samples", "1000000000"])
+    assert code == 2 and "lower N" in capsys.readouterr().err
