@@ -142,14 +142,17 @@ def _same_lists(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.set_index(key).loc[lambda r: r.index.isin(keep)].reset_index()
 
 
-def summary(path: Path, *, same_lists: bool = False, judged: Path = JUDGED) -> pd.DataFrame:
+def summary(path: Path, *, same_lists: bool = False, only: str = "", judged: Path = JUDGED) -> pd.DataFrame:
     """Per model × style: answers, queries, mean ROUGE-L / token F1 / degenerate share with a 95% bootstrap
     interval over queries, median seconds per freshly generated answer, the share of each degenerate flag, and
-    (when ``judged`` exists) the hand-judged verdict counts."""
+    (when ``judged`` exists) the hand-judged verdict counts. ``only``: "model/style,model/style" to keep."""
     rows = pd.read_json(path, lines=True)
     if "cached" not in rows:
         rows["cached"] = False
     rows["cached"] = rows["cached"].fillna(False).astype(bool)
+    if only:
+        keep = {tuple(pair.split("/", 1)) for pair in only.split(",") if pair}
+        rows = rows[[(m, s) in keep for m, s in zip(rows["model"], rows["style"])]]
     if same_lists:
         rows = _same_lists(rows)
     rows["degenerate"] = rows["flags"].map(bool).astype(float)
@@ -214,10 +217,11 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="print the summary as a Markdown table")
     parser.add_argument("--same-lists", action="store_true",
                         help="summary over the (collection, query, list) answered by every model × style only")
+    parser.add_argument("--only", default="", help="summary of these model/style pairs only, comma-separated")
     args = parser.parse_args()
     if not args.summary:
         run(args)
-    table = summary(Path(args.out), same_lists=args.same_lists)
+    table = summary(Path(args.out), same_lists=args.same_lists, only=args.only)
     if args.markdown:
         print(markdown(table))
         return
