@@ -6,6 +6,7 @@ app, and its AppTest then reruns a page without this entrypoint (no sidebar). Lo
 
 import streamlit as st
 
+from fairrag_core import FairRAGError
 from fairrag_studio.jobs_panel import apply_pending_open
 from fairrag_studio.sidebar import render_sidebar
 from fairrag_studio.state import init_session, keep_page_widgets
@@ -26,4 +27,7 @@ PAGES = [
 page = st.navigation(PAGES)
 apply_pending_open()  # "Show the result" in the jobs panel: that job's settings, on its page
 st.session_state["settings"] = render_sidebar()
-page.run()
+try:
+    page.run()
+except FairRAGError as err:  # e.g. the run store held by another process too long: the message names the fix
+    st.error(f"{err}", icon=":material/error:")

@@ -30,10 +30,10 @@ def _upload_panel() -> None:
         queries = st.file_uploader("Queries (optional)", type=["jsonl"], key="upload_queries")
         qrels = st.file_uploader("Qrels (optional)", type=["txt", "qrels"], key="upload_qrels")
         if st.button("Load this collection", disabled=corpus is None, key="upload_load"):
-            folder = resources.save_upload((corpus.name, corpus.getvalue()),
-                                           (queries.name, queries.getvalue()) if queries else None,
-                                           (qrels.name, qrels.getvalue()) if qrels else None)
             try:
+                folder = resources.save_upload((corpus.name, corpus.getvalue()),
+                                               (queries.name, queries.getvalue()) if queries else None,
+                                               (qrels.name, qrels.getvalue()) if qrels else None)
                 loaded = resources.collection(str(folder))
             except FairRAGError as err:
                 st.error(f"That upload was not loaded: {err}")

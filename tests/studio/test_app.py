@@ -275,3 +275,16 @@ def test_fair_qr_page_explains_collections_without_groups_and_bad_targets():
     at.selectbox(key="fqr_target").set_value("relevant").run()
     at.button(key="fqr_run").click().run()
     assert not at.exception and at.error, "a free query has no relevant documents: the page must say so"
+
+
+def test_a_busy_run_store_is_a_message_not_an_exception_box(monkeypatch):
+    from fairrag_core.audit.store import RunStore
+    from fairrag_core.errors import StoreBusyError
+
+    def busy(self):
+        raise StoreBusyError("the run store is busy: process 4242 has held it for 120 s; try again when it finishes")
+
+    monkeypatch.setattr(RunStore, "list", busy)
+    at = start("app_pages/audit.py")
+    assert not at.exception
+    assert any("process 4242" in e.value for e in at.error)
