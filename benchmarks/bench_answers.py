@@ -155,6 +155,9 @@ def summary(path: Path, *, same_lists: bool = False, only: str = "", judged: Pat
         rows = rows[[(m, s) in keep for m, s in zip(rows["model"], rows["style"])]]
     if same_lists:
         rows = _same_lists(rows)
+    # flags from the current detector (the stored ones are those of the run's version of degenerate.py)
+    rows["flags"] = [[f.value for f in answer_flags(a, question=q, finish_reason=r)]
+                     for a, q, r in zip(rows["answer"], rows["question"], rows["finish_reason"])]
     rows["degenerate"] = rows["flags"].map(bool).astype(float)
     out = []
     for (model, style), group in rows.groupby(["model", "style"]):
