@@ -8,7 +8,12 @@ The disk answer cache is not used, so seconds are generation time; a list identi
 run is served from memory and marked ``cached`` (left out of the seconds).
 
     python benchmarks/bench_answers.py --models smollm2-135m,qwen2.5-1.5b --styles short,grounded,cited
+    python benchmarks/bench_answers.py --models qwen2.5-0.5b --styles grounded --pick 13   # a seeded pick
     python benchmarks/bench_answers.py --summary            # the table from the recorded answers
+    python benchmarks/bench_answers.py --summary --markdown --same-lists   # docs/answers.md's form, same lists
+
+``--summary`` recomputes the degenerate flags with the current ``fairrag_core.rag.degenerate`` and gives each mean
+a 95% bootstrap interval over queries.
 
 The hand-judged sample (correct / partly / wrong / degenerate) is ``benchmarks/results/answers_judged.jsonl``;
 ``--summary`` joins it in when present.
