@@ -92,6 +92,12 @@ with tab_run:
                 st.subheader("Metrics per system")
                 st.dataframe(display_summary(summary_with_intervals(table, seed=result.record.seed)),
                              hide_index=True)
+                asked = table.loc[table["fairness_question"], "query_id"].nunique()
+                total = table["query_id"].nunique()
+                if 0 < asked < total:
+                    st.caption(f"*queries* = {asked} of the {total} selected: means are over the queries with a "
+                               "fairness question (at least two useful documents); with one useful document there "
+                               "is no exposure to share, so those queries would only dilute the means.")
                 st.caption(INTERVAL_NOTE)
                 st.subheader("Exposure ledger")
                 explainer(explain.LEDGER)
