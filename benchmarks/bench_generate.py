@@ -98,9 +98,10 @@ def main() -> None:
     for name in args.presets.split(","):
         preset = PRESETS[name]
         costs[name] = measure(preset.generator, preset.style, preset.attributor, preset.citation, args)
-    if args.write:
+    if args.write:  # presets not timed in this run keep their recorded costs
         path = assets_dir() / "answer_presets.json"
-        path.write_text(json.dumps(costs, indent=2) + "\n", encoding="utf-8")
+        recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        path.write_text(json.dumps({**recorded, **costs}, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {path}")
 
 
