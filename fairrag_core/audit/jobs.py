@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import enum
 import os
-import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InvalidParameterError, StoreBusyError, StoreError
+from ..data.sqlite_file import SqliteFile
+from ..errors import InvalidParameterError
 from .store import default_store_path
 
 __all__ = ["JobStatus", "Job", "JobTable", "default_jobs_path", "JOBS_ENV"]
@@ -105,67 +105,35 @@ def _row(values: tuple) -> Job:
     return Job(**data)
 
 
-class JobTable:
+class JobTable(SqliteFile):
     """Create, update and list jobs in a SQLite file shared by every thread and process (module docstring).
 
     Every read takes the ``owner`` and returns only that owner's jobs: a job id alone never reveals another
     user's job. ``timeout``: seconds a write waits for another writer before :class:`StoreBusyError`.
     """
 
+    schema = _SCHEMA
+
     def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = 30.0) -> None:
-        self.path = Path(path) if path else default_jobs_path()
-        self.timeout = float(timeout)
-        self._ready = False
+        super().__init__(path or default_jobs_path(), timeout=timeout)
 
-    def __repr__(self) -> str:
-        return f"JobTable({str(self.path)!r})"
+    def _open_message(self, err: Exception) -> str:
+        return (f"cannot open the job table {self.path} ({err}); set ${JOBS_ENV} (or $FAIRRAG_RUNS) to a writable "
+                "place")
 
-    # -- connections ------------------------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except (OSError, sqlite3.Error) as err:
-            raise StoreError(f"cannot open the job table {self.path} ({err}); set ${JOBS_ENV} (or $FAIRRAG_RUNS) "
-                             "to a writable place") from None
-        try:
-            con.execute("PRAGMA synchronous=NORMAL")
-            if not self._ready:
-                if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    con.execute("PRAGMA journal_mode=WAL")
-                for statement in _SCHEMA:
-                    con.execute(statement)
-                self._ready = True
-        except sqlite3.Error as err:
-            con.close()
-            raise self._error(err) from None
-        return con
+    def _busy_message(self) -> str:
+        return (f"the job table {self.path} stayed locked by another writer for more than {self.timeout:g} s; try "
+                f"again, or set ${JOBS_ENV} to another file")
 
-    def _error(self, err: sqlite3.Error) -> StoreError:
-        text = str(err)
-        if "locked" in text or "busy" in text:
-            return StoreBusyError(f"the job table {self.path} stayed locked by another writer for more than "
-                                  f"{self.timeout:g} s; try again, or set ${JOBS_ENV} to another file")
-        return StoreError(f"the job table {self.path} cannot be used ({text}). It only lists jobs (finished runs are "
-                          f"in the run store): delete it to start a new one, or set ${JOBS_ENV} elsewhere")
+    def _broken_message(self, text: str) -> str:
+        return (f"the job table {self.path} cannot be used ({text}). It only lists jobs (finished runs are in the run "
+                f"store): delete it to start a new one, or set ${JOBS_ENV} elsewhere")
 
-    def _run(self, sql: str, args: tuple | list = (), *, write: bool = False) -> list[tuple] | int:
-        con = self._connect()
-        try:
-            if not write:
-                return con.execute(sql, args).fetchall()
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                changed = con.execute(sql, args).rowcount
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-            return changed
-        except sqlite3.Error as err:
-            raise self._error(err) from None
-        finally:
-            con.close()
+    def _sql(self, sql: str, args: tuple | list = (), *, write: bool = False) -> list[tuple] | int:
+        """One statement: its rows (a read) or the number of rows it changed (a write, in one transaction)."""
+        if write:
+            return self._run(lambda con: con.execute(sql, args).rowcount, write=True)
+        return self._run(lambda con: con.execute(sql, args).fetchall())
 
     # -- writes -----------------------------------------------------------------------------------------------
     def create(self, owner: str, kind: str, title: str, *, key: str = "", page: str = "", total: int = 0) -> Job:
@@ -175,36 +143,36 @@ class JobTable:
         now = time.time()
         values = (uuid.uuid4().hex[:12], owner, kind, title, key, page, JobStatus.QUEUED.value, 0, int(total), "",
                   None, now, None, now, None, None, 0, os.getpid())
-        self._run(f"INSERT INTO jobs VALUES ({', '.join('?' * len(_COLUMNS))})", values, write=True)
+        self._sql(f"INSERT INTO jobs VALUES ({', '.join('?' * len(_COLUMNS))})", values, write=True)
         return _row(values)
 
     def start(self, job_id: str) -> None:
         """Mark the job running (its ETA clock starts now)."""
         now = time.time()
-        self._run("UPDATE jobs SET status = ?, started = ?, updated = ? WHERE job_id = ? AND status = ?",
+        self._sql("UPDATE jobs SET status = ?, started = ?, updated = ? WHERE job_id = ? AND status = ?",
                   (JobStatus.RUNNING.value, now, now, job_id, JobStatus.QUEUED.value), write=True)
 
     def progress(self, job_id: str, done: int, total: int, note: str = "", *, base: int = 0) -> None:
         """``done`` of ``total`` steps finished; the ETA follows from the time since the start (module docstring),
         counting only the steps after the first ``base`` (those a resumed job found finished)."""
         now = time.time()
-        found = self._run("SELECT started FROM jobs WHERE job_id = ?", (job_id,))
+        found = self._sql("SELECT started FROM jobs WHERE job_id = ?", (job_id,))
         started = found[0][0] if found and found[0][0] is not None else now
         made = done - base
         eta = (now - started) * (total - done) / made if made > 0 and done <= total else None
-        self._run("UPDATE jobs SET done = ?, total = ?, note = ?, eta = ?, updated = ? WHERE job_id = ?",
+        self._sql("UPDATE jobs SET done = ?, total = ?, note = ?, eta = ?, updated = ? WHERE job_id = ?",
                   (int(done), int(total), note, eta, now, job_id), write=True)
 
     def finish(self, job_id: str, status: JobStatus, *, error: str | None = None, run_id: str | None = None) -> None:
         """Close the job as done, failed (with ``error``, the message the user sees) or cancelled."""
         if not JobStatus(status).final:
             raise InvalidParameterError(f"finish a job as done, failed or cancelled, not {JobStatus(status).value}")
-        self._run("UPDATE jobs SET status = ?, error = ?, run_id = ?, eta = NULL, updated = ? WHERE job_id = ?",
+        self._sql("UPDATE jobs SET status = ?, error = ?, run_id = ?, eta = NULL, updated = ? WHERE job_id = ?",
                   (JobStatus(status).value, error, run_id, time.time(), job_id), write=True)
 
     def request_cancel(self, owner: str, job_id: str) -> bool:
         """Ask ``owner``'s job to stop (the worker checks between steps); False when it was already over."""
-        changed = self._run("UPDATE jobs SET cancel = 1, updated = ? WHERE job_id = ? AND owner = ? AND status IN "
+        changed = self._sql("UPDATE jobs SET cancel = 1, updated = ? WHERE job_id = ? AND owner = ? AND status IN "
                             "(?, ?)", (time.time(), job_id, owner, JobStatus.QUEUED.value, JobStatus.RUNNING.value),
                             write=True)
         if not changed and self.get(owner, job_id) is None:
@@ -216,7 +184,7 @@ class JobTable:
         every unfinished job of a process that no longer exists (an app that stopped or was killed mid-job).
         Returns how many were marked."""
         pid = os.getpid() if pid is None else pid
-        rows = self._run("SELECT job_id, pid FROM jobs WHERE status IN (?, ?)",
+        rows = self._sql("SELECT job_id, pid FROM jobs WHERE status IN (?, ?)",
                          (JobStatus.QUEUED.value, JobStatus.RUNNING.value))
         lost = [job_id for job_id, owner_pid in rows
                 if (owner_pid == pid and job_id not in alive) or (owner_pid != pid and not _process_exists(owner_pid))]
@@ -227,13 +195,13 @@ class JobTable:
 
     def delete_finished(self, owner: str) -> int:
         """Forget ``owner``'s finished jobs (their runs stay in the run store)."""
-        return self._run("DELETE FROM jobs WHERE owner = ? AND status IN (?, ?, ?)",
+        return self._sql("DELETE FROM jobs WHERE owner = ? AND status IN (?, ?, ?)",
                          (owner, JobStatus.DONE.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value), write=True)
 
     # -- reads ------------------------------------------------------------------------------------------------
     def get(self, owner: str, job_id: str) -> Job | None:
         """``owner``'s job ``job_id`` (None when there is none, or it is someone else's)."""
-        rows = self._run(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE job_id = ? AND owner = ?", (job_id, owner))
+        rows = self._sql(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE job_id = ? AND owner = ?", (job_id, owner))
         return _row(rows[0]) if rows else None
 
     def list(self, owner: str, *, key: str | None = None, limit: int = 50) -> list[Job]:
@@ -241,12 +209,12 @@ class JobTable:
         where, args = "owner = ?", [owner]
         if key is not None:
             where, args = where + " AND key = ?", [*args, key]
-        rows = self._run(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE {where} ORDER BY created DESC, rowid DESC "
+        rows = self._sql(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE {where} ORDER BY created DESC, rowid DESC "
                          "LIMIT ?", (*args, int(limit)))
         return [_row(r) for r in rows]
 
     def cancel_requested(self, job_id: str) -> bool:
-        rows = self._run("SELECT cancel FROM jobs WHERE job_id = ?", (job_id,))
+        rows = self._sql("SELECT cancel FROM jobs WHERE job_id = ?", (job_id,))
         return bool(rows and rows[0][0])
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreBusyError, StoreError
+from .sqlite_file import SqliteFile
 
 __all__ = ["DiskCache", "CacheStats", "cache_key", "default_cache_path", "default_disk_cache", "CACHE_ENV"]
 
@@ -96,67 +95,29 @@ class CacheStats:
         return f"{self.path}: {kinds}; {self.bytes / 1e6:.1f} MB on disk"
 
 
-class DiskCache:
+class DiskCache(SqliteFile):
     """JSON values under ``(kind, key)`` in a SQLite file shared by every process (see the module docstring).
 
     ``timeout``: seconds a write waits for another process's write before :class:`StoreBusyError`.
     """
 
+    schema = (_SCHEMA,)
+
     def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0) -> None:
-        self.path = Path(path)
-        self.timeout = float(timeout)
-        self._ready = False
+        super().__init__(path, timeout=timeout)
 
-    def __repr__(self) -> str:
-        return f"DiskCache({str(self.path)!r})"
+    def _open_message(self, err: Exception) -> str:
+        return (f"cannot open the answer cache {self.path} ({err}); point ${CACHE_ENV} to a writable file, or set "
+                f"{CACHE_ENV}=off to run without it")
 
-    # -- connections ------------------------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        except (OSError, sqlite3.Error) as err:
-            raise StoreError(f"cannot open the answer cache {self.path} ({err}); point ${CACHE_ENV} to a writable "
-                             f"file, or set {CACHE_ENV}=off to run without it") from None
-        try:
-            con.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against a killed process
-            if not self._ready:
-                if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    con.execute("PRAGMA journal_mode=WAL")  # a property of the file: set once, kept
-                con.execute(_SCHEMA)
-                self._ready = True
-        except sqlite3.Error as err:
-            con.close()
-            raise self._error(err) from None
-        return con
+    def _busy_message(self) -> str:
+        return (f"the answer cache {self.path} stayed locked by another process's write for more than "
+                f"{self.timeout:g} s; wait for it, or set {CACHE_ENV} to another file (or {CACHE_ENV}=off) for this "
+                "run")
 
-    def _error(self, err: sqlite3.Error) -> StoreError:
-        text = str(err)
-        if "locked" in text or "busy" in text:
-            return StoreBusyError(f"the answer cache {self.path} stayed locked by another process's write for more "
-                                  f"than {self.timeout:g} s; wait for it, or set {CACHE_ENV} to another file (or "
-                                  f"{CACHE_ENV}=off) for this run")
-        return StoreError(f"the answer cache {self.path} cannot be used ({text}). It holds only cached answers and "
-                          f"judgements: delete it to start a new one, or set {CACHE_ENV}=off")
-
-    def _run(self, work, *, write: bool = False):
-        """``work(connection)`` on a fresh connection (in one ``BEGIN IMMEDIATE`` transaction when ``write``)."""
-        con = self._connect()
-        try:
-            if write:
-                con.execute("BEGIN IMMEDIATE")  # take the write lock now: no deadlock with another writer
-                try:
-                    out = work(con)
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
-                con.execute("COMMIT")
-                return out
-            return work(con)
-        except sqlite3.Error as err:
-            raise self._error(err) from None
-        finally:
-            con.close()
+    def _broken_message(self, text: str) -> str:
+        return (f"the answer cache {self.path} cannot be used ({text}). It holds only cached answers and "
+                f"judgements: delete it to start a new one, or set {CACHE_ENV}=off")
 
     # -- operations -------------------------------------------------------------------------------------------
     def get_many(self, kind: str, keys: Sequence[str]) -> dict[str, Any]:
