@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,14 @@ class FirstDocumentModel(LanguageModel):
 
     def option_probabilities(self, prompt: ChatPrompt, options, *, keep_prefix: str = ""):
         return np.full(len(options), 1.0 / len(options))
+
+
+class SlowFirstDocumentModel(FirstDocumentModel):
+    """:class:`FirstDocumentModel` taking 50 ms per prompt: slow enough for a test to kill its process midway."""
+
+    def complete(self, prompts, decoding=None):
+        time.sleep(0.05 * len(prompts))
+        return super().complete(prompts, decoding)
 
 
 class SubstringAttributor(Attributor):

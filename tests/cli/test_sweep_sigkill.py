@@ -22,19 +22,14 @@ from fairrag_core.data.disk_cache import DiskCache
 ROOT = Path(__file__).resolve().parents[2]
 
 _SWEEP_CLI = """
-import sys, time
+import sys
 sys.path.insert(0, sys.argv[1])
-from fakes import FirstDocumentModel, SubstringAttributor
+from fakes import SlowFirstDocumentModel, SubstringAttributor
 from fairrag_core.cli import main
 from fairrag_core.models import catalog
 from fairrag_core.rag import attribution
 
-class Slow(FirstDocumentModel):
-    def complete(self, prompts, decoding=None):
-        time.sleep(0.05 * len(prompts))  # slow enough to be killed midway
-        return super().complete(prompts, decoding)
-
-model = Slow("fake-gen")
+model = SlowFirstDocumentModel("fake-gen")  # slow enough to be killed midway
 catalog.load_language_model = lambda name, device=None: model
 attribution.load_attributor = lambda name=None, device=None: SubstringAttributor()
 code = main(["sweep", "--collection", "running-shoes", "--queries", "rs-q01,rs-q02,rs-q03,rs-q04",

@@ -191,20 +191,15 @@ def test_another_process_recomputes_nothing(tmp_path):
 
 
 _SWEEP = """
-import json, sys, time
+import json, sys
 sys.path.insert(0, sys.argv[2])
-from fakes import FirstDocumentModel, SubstringAttributor
+from fakes import SlowFirstDocumentModel, SubstringAttributor
 from fairrag_core import load_collection
 from fairrag_core.retrieval import BM25Retriever
 from fairrag_core.rag import Generator, RagSweepConfig, rag_sweep
 
-class Slow(FirstDocumentModel):
-    def complete(self, prompts, decoding=None):
-        time.sleep(0.05 * len(prompts))  # slow enough to be killed midway
-        return super().complete(prompts, decoding)
-
 shoes = load_collection("running-shoes")
-gen, attributor = Generator(Slow()), SubstringAttributor()
+gen, attributor = Generator(SlowFirstDocumentModel()), SubstringAttributor()  # slow enough to be killed midway
 config = RagSweepConfig(alphas=(0.0, 2.0), n_samples=10, k=3, seed=11, candidates=15, usefulness="relevance",
                         query_ids=tuple(q.query_id for q in shoes.queries[:4]))
 rag_sweep(shoes, BM25Retriever(shoes.texts), gen, attributor, config,
