@@ -32,6 +32,9 @@ _SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.I
 _EMPTY_PHRASES = re.compile(r"^\s*(?:the\s+)?(?:short\s+)?answer(?:\s+is)?\s*:?\s*$", re.IGNORECASE)
 _ANNOUNCEMENT = re.compile(r":\s*$")  # "… is:" with nothing after it
 _YES_NO = re.compile(r"^\s*(?:yes|no)\b", re.IGNORECASE)
+# one number as the whole answer: a time "2:17:41", a rate "4.25 %", a year, "$1,200" (numbering such as
+# "1. 2. 3." has spaces between its numbers and stays empty)
+_NUMBER_ANSWER = re.compile(r"^\s*[$€£]?\d+(?:[:.,/]\d+)*\s*(?:%|percent)?\.?\s*$", re.IGNORECASE)
 _DEFERS = re.compile(r"\b(?:in|from|of|see|follow|read)\b[^.]{0,30}\b(?:the|each|all|both|these|those)\b[^.]{0,15}"
                      r"\bdocuments?\b", re.IGNORECASE)
 _FUNCTION_WORDS = frozenset(
@@ -79,16 +82,19 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     'echo'
     >>> answer_flags("Kestrel Rovers", question="Who won the cup final?")
     ()
+    >>> answer_flags("2:17:41", question="What was the winning time?")
+    ()
     """
     words = _words(answer)
     content = [w for w in words if w not in _FUNCTION_WORDS and not w.isdigit()]
-    announced = _ANNOUNCEMENT.search(answer) is not None and len(words) <= 15
-    if not content or _EMPTY_PHRASES.match(answer) or announced:
-        return (AnswerFlag.EMPTY,)
-    flags: list[AnswerFlag] = []
     asked = set(_words(question))
     # a number the question does not contain is an answer ("… Isla Serena was 6.4."), not a restatement
     new_numbers = {w for w in words if w.isdigit()} - asked
+    a_number = bool(new_numbers) and _NUMBER_ANSWER.match(answer) is not None
+    announced = _ANNOUNCEMENT.search(answer) is not None and len(words) <= 15
+    if (not content and not a_number) or _EMPTY_PHRASES.match(answer) or announced:
+        return (AnswerFlag.EMPTY,)
+    flags: list[AnswerFlag] = []
     restated = set(content) <= asked and not new_numbers and len(words) >= 3 and not _YES_NO.match(answer)
     if _SCAFFOLD.match(answer) or (question and restated):
         flags.append(AnswerFlag.ECHO)

@@ -95,6 +95,12 @@ def test_degenerate_answers_are_counted_and_can_be_left_out():
     ("Layla Haddad: Layla Haddad: Layla Haddad is a Lebanese architect.", "Who is Layla Haddad?", True),  # stutter
     ("What magnitude was the earthquake that hit Isla Serena", "What magnitude was the earthquake that hit Isla "
      "Serena?", True),
+    # Qwen-0.5B's short answers: a bare number is an answer (it was flagged empty before), numbering is not
+    ("2:17:41", "What was the winning time in the women's race of the Lisbon Riverside Marathon?", False),
+    ("4.25 percent", "What rate did the Bank of Valdoria set?", False),
+    ("$1,200.", "How much does the Halcyon Fold 2 cost?", False),
+    ("1999", "In which year was the bridge in 1999 opened?", True),  # the question's own number
+    ("1. 2. 3.", "How many steps?", True),
 ])
 def test_real_answers(answer, question, flagged):
     assert bool(answer_flags(answer, question=question)) is flagged
