@@ -66,10 +66,8 @@ def answer_card(answer, ranking, collection, n_samples: int, *, container=None) 
         with chips[rank - 1].popover(label, width="stretch"):
             st.markdown(f"**{markdown_text(doc.title or doc.doc_id)}** · {markdown_text(doc.provider)} · "
                         f"`{doc.doc_id}`")
-            st.caption("Entails the answer: entailment is the NLI model's most likely class "
-                       f"(P = {prob:.2f})" if entails else
-                       "Does not entail the answer: the NLI model finds neutral or contradiction more "
-                       f"likely (P(entailment) = {prob:.2f})")
+            st.caption(explain.citation_reason(entails, prob, answer.support[rank - 1] if answer.support else None,
+                                               settings.citation, answer.degenerate))
             st.write(doc.text)
 
 
@@ -173,10 +171,8 @@ def ranking_and_answers() -> None:
             # No stochastic oracle here: it would double the generations of an interactive click. EU is
             # normalised by the best answer of this run instead (the sweep pages sample the oracle).
             config=RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                             candidates=settings.candidates, oracle=False, per_claim=settings.citation.per_claim,
-                             entail_threshold=settings.citation.threshold,
-                             control_margin=settings.citation.control_margin,
-                             skip_degenerate=settings.citation.skip_degenerate),
+                             candidates=settings.candidates, oracle=False,
+                             **RagConfig.citation_fields(settings.citation)),
             scores=scores, total=distinct)
         partial = latest_answers_job(run_key)[1]
     if run_key not in runs and job is not None:

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from fairrag_core import load_collection  # noqa: E402
 from fairrag_core.rag.attribution import load_attributor  # noqa: E402
-from fairrag_core.rag.citations import CitationPolicy, cited, split_claims  # noqa: E402
+from fairrag_core.rag.citations import CitationPolicy, cited, lexical_support, split_claims  # noqa: E402
 from fairrag_core.rag.degenerate import answer_flags  # noqa: E402
 from fairrag_core.retrieval import BM25Retriever, top_candidates  # noqa: E402
 
@@ -51,6 +51,7 @@ LABELLED = ROOT / "tests" / "data" / "nli_generated.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
 THRESHOLDS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MARGINS = (None, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+SUPPORTS = (None, 0.5, 0.6, 0.7, 0.8, 0.9)
 TARGET_PRECISION = 0.85
 FOLDS = 5
 SEED = 11
@@ -154,8 +155,9 @@ def decide(row: dict, rule: Rule) -> bool:
         return False
     probs = np.array(row["per_claim"] if policy.per_claim else [row["whole"]], dtype=float)
     control = np.array(row["per_claim_control"] if policy.per_claim else [row["whole_control"]], dtype=float)
+    support = np.array(row["_support_claims"] if policy.per_claim else [row["_support_whole"]], dtype=float)
     if rule.is_policy:
-        return cited(probs, policy, control)
+        return cited(probs, policy, control, support)
     value = probs[:, 0] - probs[:, 2] if rule.score == "entail-contra" else probs[:, 0]
     ok = value >= policy.threshold if policy.threshold is not None else probs.argmax(axis=1) == 0
     if policy.control_margin is not None:
@@ -163,6 +165,8 @@ def decide(row: dict, rule: Rule) -> bool:
             ok &= probs[:, 0].max() - control.max() >= policy.control_margin
         else:
             ok &= probs[:, 0] - control >= policy.control_margin
+    if policy.min_support is not None:
+        ok &= support >= policy.min_support
     if rule.aggregate == "all":
         return bool(ok.all())
     if rule.aggregate == "half":
@@ -172,9 +176,10 @@ def decide(row: dict, rule: Rule) -> bool:
 
 def policy_rules():
     """The grid the product's :class:`CitationPolicy` spans."""
-    for per_claim, threshold, margin, skip in itertools.product((False, True), THRESHOLDS, MARGINS, (False, True)):
+    for per_claim, threshold, margin, skip, support in itertools.product((False, True), THRESHOLDS, MARGINS,
+                                                                         (False, True), SUPPORTS):
         yield Rule(CitationPolicy(per_claim=per_claim, threshold=threshold, control_margin=margin,
-                                  skip_degenerate=skip))
+                                  skip_degenerate=skip, min_support=support))
 
 
 def variant_rules(aggregates=("any",), scores_=("entail",), margins_on=("claim",)):
@@ -226,8 +231,22 @@ def truth_of(rows: list[dict]) -> np.ndarray:
     return np.array([r["label"] == "entails" for r in rows], dtype=bool)
 
 
+#: Every rule's decisions over every labelled row (indexed by ``row["_i"]``), computed once: fitting on a subset
+#: of the rows (a split, a fold) only picks entries.
+_DECISIONS: dict[tuple[int, Rule], np.ndarray] = {}
+_ROWS: list[dict] = []
+
+
+def guesses(rows: list[dict], rule: Rule) -> np.ndarray:
+    """``decide`` for each of ``rows`` (rows of :func:`report`'s labelled set), cached per rule."""
+    key = (id(_ROWS), rule)
+    if key not in _DECISIONS:
+        _DECISIONS[key] = np.array([decide(r, rule) for r in _ROWS], dtype=bool)
+    return _DECISIONS[key][[r["_i"] for r in rows]]
+
+
 def scores(rows: list[dict], rule: Rule) -> dict:
-    return counts(truth_of(rows), np.array([decide(r, rule) for r in rows], dtype=bool))
+    return counts(truth_of(rows), guesses(rows, rule))
 
 
 def fit(rows: list[dict], rules: list[Rule]) -> tuple[Rule, dict]:
@@ -268,7 +287,7 @@ def cross_validate(rows: list[dict], rules: list[Rule], folds: int = FOLDS, *, d
             continue
         rule, _ = fit([r for i, r in enumerate(rows) if i not in set(inside)], rules)
         chosen.append({"fold": f, "pairs": len(inside), "rule": rule.to_dict()})
-        guess[inside] = [decide(rows[i], rule) for i in inside]
+        guess[inside] = guesses([rows[i] for i in inside], rule)
     out = counts(truth_of(rows), guess)
     if detail:
         out.update(bootstrap_by_query(rows, guess))
@@ -305,8 +324,18 @@ def report(pairs: list[dict], judge_name: str) -> dict:
     lines = cache_path(judge_name).read_text().splitlines()
     cache = {json.loads(line)["pair_id"]: json.loads(line) for line in lines}
     rows = [{**p, **cache[p["pair_id"]]} for p in pairs if p["pair_id"] in cache]
-    for r in rows:
+    collections = {}
+    _ROWS[:] = rows
+    _DECISIONS.clear()
+    for i, r in enumerate(rows):
+        r["_i"] = i
         r["_degenerate"] = bool(answer_flags(r["answer"], question=r["question"]))
+        if r["collection"] not in collections:
+            collections[r["collection"]] = load_collection(r["collection"])
+        coll = collections[r["collection"]]
+        text = coll.documents[coll.index_of(r["doc_id"])].full_text
+        r["_support_whole"] = lexical_support(r["answer"], text, r["question"])
+        r["_support_claims"] = [lexical_support(c, text, r["question"]) for c in r["claims"]]
     train = [r for r in rows if in_train(query_key(r))]
     test = [r for r in rows if not in_train(query_key(r))]
     paper = Rule(CitationPolicy())
@@ -322,7 +351,7 @@ def report(pairs: list[dict], judge_name: str) -> dict:
         "paper_rule": {"policy": paper.to_dict(), "train": scores(train, paper), "test": scores(test, paper),
                        "all": scores(rows, paper)},
     }
-    paper_guess = np.array([decide(r, paper) for r in rows], dtype=bool)
+    paper_guess = guesses(rows, paper)
     result["paper_rule"]["all"].update(bootstrap_by_query(rows, paper_guess))
     # which family the product uses: cross-validation inside the training split only
     inner = {name: cross_validate(train, rules, detail=False) for name, rules in families.items()}
@@ -355,7 +384,7 @@ def report(pairs: list[dict], judge_name: str) -> dict:
     for generator in sorted({r["generator"] for r in rows}):
         part = [r for r in test if r["generator"] == generator]
         result["by_generator"][generator] = {"test_paper": scores(part, paper), "test_chosen": scores(part, rule)}
-    chosen_guess = np.array([decide(r, rule) for r in rows], dtype=bool)
+    chosen_guess = guesses(rows, rule)
     result["generic_answers"] = {"paper_all_pairs": generic_share(rows, paper_guess),
                                  "chosen_all_pairs": generic_share(rows, chosen_guess),
                                  "chosen_cv_out_of_fold": chosen["generic_answers_cv"]}

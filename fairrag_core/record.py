@@ -113,6 +113,8 @@ class RunRecord:
             threshold, margin = getattr(config, "entail_threshold", None), getattr(config, "control_margin", None)
             words += ["--entail-threshold", "none" if threshold is None else f"{threshold:g}"]
             words += ["--control-margin", "none" if margin is None else f"{margin:g}"]
+            support = getattr(config, "min_support", None)
+            words += ["--min-support", "none" if support is None else f"{support:g}"]
             words.append("--skip-degenerate" if getattr(config, "skip_degenerate", False) else "--no-skip-degenerate")
             for flag, name in (("--labels", "usefulness"), ("--metric", "metric"), ("--prompt-order", "prompt_order")):
                 value = getattr(config, name, None)

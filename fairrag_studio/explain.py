@@ -79,3 +79,26 @@ def recommendation_context(table, k: int, metric: str) -> str:
                  "not useful (as for the Playground's marathon query); elsewhere it moves exposure from useful "
                  "documents at the top to less useful ones further down")
     return text + "."
+
+
+def citation_reason(entails: bool, probability: float, support: float | None, policy, degenerate: bool) -> str:
+    """Why one document is or is not cited for an answer, in the words of the citation rule ``policy``
+    (a :class:`~fairrag_core.rag.citations.CitationPolicy`)."""
+    import math
+
+    words = "" if support is None else f"{support:.0%} of the answer's own words occur in this document"
+    needs = []
+    if policy.min_support is not None:
+        needs.append(f"at least {policy.min_support:.0%} of the answer's own words in the document")
+    needs.append(f"P(entailment) ≥ {policy.threshold:g}" if policy.threshold is not None
+                 else "entailment the NLI judge's most likely class")
+    if policy.control_margin is not None:
+        needs.append(f"P(entailment) at least {policy.control_margin:g} above an unseen on-topic document's")
+    rule = "A citation needs " + ", ".join(needs) + "."
+    if entails:
+        return f"Cited: P(entailment) = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
+    if math.isnan(probability):
+        if degenerate and policy.skip_degenerate:
+            return "Not cited: the answer is degenerate, so it is not checked against any document."
+        return f"Not cited, not sent to the judge: {words or 'too few of its words occur here'}. {rule}"
+    return f"Not cited: P(entailment) = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"

@@ -72,8 +72,7 @@ def _plan(request: SweepRequest) -> RagSweep:
     s = request.settings
     config = RagSweepConfig(alphas=request.alphas, n_samples=s.n_samples, k=s.k, seed=s.seed,
                             candidates=s.candidates, usefulness=request.usefulness, query_ids=request.query_ids,
-                            per_claim=s.citation.per_claim, entail_threshold=s.citation.threshold,
-                            control_margin=s.citation.control_margin, skip_degenerate=s.citation.skip_degenerate)
+                            **RagSweepConfig.citation_fields(s.citation))
     return RagSweep(resources.collection(s.collection), resources.retriever_for(s),
                     resources.generator(s.generator, s.device, s.prompt_style),
                     resources.attributor(s.attributor, s.device), config)

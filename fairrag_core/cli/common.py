@@ -110,19 +110,25 @@ def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> N
         parser.add_argument("--control-margin", type=optional_float, default=rule.control_margin,
                             help="cite only when P(entailment) beats an unseen on-topic control document by this "
                                  f"much (default {rule.control_margin}; 'none': no control document)")
+        parser.add_argument("--min-support", type=optional_float, default=rule.min_support,
+                            help="cite only when this share of the answer's own words (not the question's) occurs "
+                                 f"in the document (default {rule.min_support}; 'none': no lexical check)")
         parser.add_argument("--skip-degenerate", action=argparse.BooleanOptionalAction, default=rule.skip_degenerate,
                             help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites "
                                  f"nothing (default {'on' if rule.skip_degenerate else 'off'})")
         parser.add_argument("--paper-citations", action="store_true",
-                            help="the paper's rule: the whole answer, entailment the most likely class, no control")
+                            help="the paper's rule: the whole answer, entailment the most likely class, no control, "
+                                 "no lexical check")
 
 
 def citation_settings(args) -> dict:
     """The citation rule of ``args`` as RagConfig / RagSweepConfig keyword arguments."""
     if getattr(args, "paper_citations", False):
-        return {"per_claim": False, "entail_threshold": None, "control_margin": None, "skip_degenerate": False}
+        return {"per_claim": False, "entail_threshold": None, "control_margin": None, "skip_degenerate": False,
+                "min_support": None}
     return {"per_claim": args.per_claim, "entail_threshold": args.entail_threshold,
-            "control_margin": args.control_margin, "skip_degenerate": args.skip_degenerate}
+            "control_margin": args.control_margin, "skip_degenerate": args.skip_degenerate,
+            "min_support": args.min_support}
 
 
 def load_inputs(args) -> tuple[Collection, Retriever]:

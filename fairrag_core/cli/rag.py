@@ -101,8 +101,9 @@ def _rag_payload(run) -> dict:
             {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
              "attribution_rate": g.attribution_rate, "finish_reason": g.finish_reason,
              "flags": [f.value for f in g.flags],
-             "citations": [{"doc_id": ids[p], "provider": docs[cand[p]].provider, "p_entail": round(pr, 4)}
-                           for p, e, pr in zip(g.positions, g.entails, g.entail_probability) if e],
+             "citations": [{"doc_id": ids[p], "provider": docs[cand[p]].provider, "p_entail": round(pr, 4),
+                            **({"support": round(g.support[j], 4)} if g.support else {})}
+                           for j, (p, e, pr) in enumerate(zip(g.positions, g.entails, g.entail_probability)) if e],
              "not_entailing": [ids[p] for p, e in zip(g.positions, g.entails) if not e]}
             for g in run.answers
         ],

@@ -62,8 +62,8 @@ def _answer_settings(args) -> tuple[dict, dict]:
     options (:func:`~fairrag_core.cli.common.add_models`) offer them; the Playground's defaults otherwise."""
     style = {"style": args.prompt_style} if getattr(args, "prompt_style", None) else {}
     if getattr(args, "paper_citations", False):
-        return style, {"per_claim": False, "entail_threshold": None, "control_margin": None}
-    names = ("per_claim", "entail_threshold", "control_margin")
+        return style, {"per_claim": False, "entail_threshold": None, "control_margin": None, "min_support": None}
+    names = ("per_claim", "entail_threshold", "control_margin", "min_support")
     return style, {name: getattr(args, name) for name in names if hasattr(args, name)}
 
 

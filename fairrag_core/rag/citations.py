@@ -14,13 +14,20 @@ inflates EAR and makes citations meaningless. The policy here makes three change
 * ``control_margin`` — specificity: the claim must be supported by the document clearly more than by a
   *control* document, an on-topic candidate from the bottom of the retrieved pool that the generator did not
   see: P(d ⊨ c) − P(control ⊨ c) ≥ δ. A claim that any on-topic text "supports" cites nothing.
+* ``min_support`` — lexical support: the share of the claim's own content words (stemmed, stop words and the
+  question's words removed) that occur in the document must reach σ (:func:`lexical_support`). On real answers
+  the 1.5B judge calls an answer "supported" by a document that is about the right product or person but does
+  not state what the answer says; a claim whose specific words the document does not contain is not cited,
+  and is not even sent to the judge (most pairs of a list fail it, which makes citation checks several times
+  faster). A claim with no words of its own (a restated question) has support 0.
 
-τ and δ are chosen on a training split of ``tests/data/nli_generated.jsonl`` (real generated answers labelled
+τ, δ and σ are chosen on a training split of ``tests/data/nli_generated.jsonl`` (real generated answers labelled
 by reading; ``benchmarks/bench_judge.py``) and stored with every run.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -28,8 +35,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..settings import Settings
+from ..text import DEFAULT_TOKENIZER
 
-__all__ = ["CitationPolicy", "split_claims", "cited"]
+__all__ = ["CitationPolicy", "split_claims", "cited", "lexical_support"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _CITATION_MARK = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
@@ -44,10 +52,29 @@ class CitationPolicy(Settings):
     threshold: float | None = None  # None: entailment must be the most probable class
     control_margin: float | None = None  # None: no specificity check
     skip_degenerate: bool = False
+    min_support: float | None = None  # None: no lexical-support check
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("threshold", "min_support"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
+                raise InvalidParameterError(f"{name} must be a number in [0, 1] or None (got {value!r})")
+        margin = self.control_margin
+        if margin is not None and not (isinstance(margin, int | float) and math.isfinite(margin) and -1 <= margin <= 1):
+            raise InvalidParameterError(f"control_margin must be a number in [-1, 1] or None (got {margin!r})")
 
     @property
     def needs_control(self) -> bool:
         return self.control_margin is not None
+
+    @property
+    def needs_support(self) -> bool:
+        return self.min_support is not None
+
+    def supported(self, support: float) -> bool:
+        """Whether a claim with this lexical support may be cited at all (always, without ``min_support``)."""
+        return self.min_support is None or support >= self.min_support
 
 
 def split_claims(answer: str, *, max_claims: int = 4) -> list[str]:
@@ -69,7 +96,29 @@ def split_claims(answer: str, *, max_claims: int = 4) -> list[str]:
     return parts or [text]
 
 
-def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | None = None) -> bool:
+def lexical_support(claim: str, document: str, question: str = "") -> float:
+    """The share of the claim's own content words that occur in ``document``.
+
+    Own content words: the claim's word stems (:data:`~fairrag_core.text.DEFAULT_TOKENIZER`: lower case, English
+    stop words removed, Snowball stems) that are not in ``question``, counted once each. A claim with none
+    (it only restates the question) has support 0: it says nothing a document could be credited for.
+
+    >>> lexical_support("The Kestrel Spark suits a first marathon.", "Kestrel Spark: a cushioned trainer.",
+    ...                 "best shoes for a first marathon")
+    0.6666666666666666
+    >>> lexical_support("Best shoes for a first marathon.", "anything", "best shoes for a first marathon")
+    0.0
+    """
+    asked = set(DEFAULT_TOKENIZER(question))
+    own = {w for w in DEFAULT_TOKENIZER(claim) if w not in asked}
+    if not own:
+        return 0.0
+    present = set(DEFAULT_TOKENIZER(document))
+    return len(own & present) / len(own)
+
+
+def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | None = None,
+          support: np.ndarray | None = None) -> bool:
     """Whether a document is cited, from its class probabilities per claim.
 
     Args:
@@ -77,12 +126,16 @@ def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | No
         policy: the rule.
         control: ``(claims,)`` P(entailment) of each claim given the control document (needed when the policy
             has a ``control_margin``).
+        support: ``(claims,)`` lexical support of each claim in the document (:func:`lexical_support`; needed
+            when the policy has a ``min_support``).
 
     >>> cited(np.array([[0.6, 0.3, 0.1]]), CitationPolicy())
     True
     >>> cited(np.array([[0.6, 0.3, 0.1]]), CitationPolicy(threshold=0.7))
     False
     >>> cited(np.array([[0.9, 0.1, 0.0]]), CitationPolicy(control_margin=0.2), control=np.array([0.8]))
+    False
+    >>> cited(np.array([[0.9, 0.1, 0.0]]), CitationPolicy(min_support=0.7), support=np.array([0.5]))
     False
     """
     rows = np.atleast_2d(np.asarray(document, dtype=float))
@@ -93,4 +146,10 @@ def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | No
             raise InvalidParameterError("this citation policy compares with a control document; pass its "
                                         "probabilities as control=")
         ok &= entail - np.asarray(control, dtype=float) >= policy.control_margin
-    return bool(ok.any())
+    if policy.min_support is not None:
+        if support is None:
+            raise InvalidParameterError("this citation policy checks lexical support; pass each claim's "
+                                        "lexical_support as support=")
+        ok &= np.asarray(support, dtype=float) >= policy.min_support
+    # an unjudged claim (NaN: it failed the support check before the judge was asked) is never cited
+    return bool((ok & ~np.isnan(entail)).any())

@@ -33,7 +33,7 @@ from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
 from ..settings import Settings
 from .attribution import Attributor
-from .citations import CitationPolicy, cited, split_claims
+from .citations import CitationPolicy, cited, lexical_support, split_claims
 from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator, build_prompt
 
@@ -63,8 +63,9 @@ class AnswerSettings(Settings):
     (short answers are often not claims on their own). ``exclude_degenerate``: leave degenerate answers
     (:mod:`fairrag_core.rag.degenerate`: empty, prompt echo, repetition loop, cut mid-sentence) out of EU and EAR;
     either way their share is reported as ``degenerate_share``. ``per_claim``, ``entail_threshold`` and
-    ``control_margin`` make the citation rule (:mod:`fairrag_core.rag.citations`); the defaults are the paper's
-    (the whole answer, entailment the most probable class).
+    ``control_margin``, ``min_support`` make the citation rule (:mod:`fairrag_core.rag.citations`); the defaults
+    are the paper's (the whole answer, entailment the most probable class). :meth:`citation_fields` turns a
+    :class:`~fairrag_core.rag.citations.CitationPolicy` into these fields.
     """
 
     metric: UtilityMetric = UtilityMetric.ROUGEL
@@ -76,11 +77,20 @@ class AnswerSettings(Settings):
     entail_threshold: float | None = None
     control_margin: float | None = None
     skip_degenerate: bool = False
+    min_support: float | None = None
 
     @property
     def citation_policy(self) -> CitationPolicy:
         return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
-                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate)
+                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate,
+                              min_support=self.min_support)
+
+    @staticmethod
+    def citation_fields(policy: CitationPolicy) -> dict[str, object]:
+        """The settings fields that make ``policy`` (``RagConfig(..., **AnswerSettings.citation_fields(p))``)."""
+        return {"per_claim": policy.per_claim, "entail_threshold": policy.threshold,
+                "control_margin": policy.control_margin, "skip_degenerate": policy.skip_degenerate,
+                "min_support": policy.min_support}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,11 +113,12 @@ class ListAnswer:
     count: int
     answer: str
     entails: tuple[bool, ...]
-    entail_probability: tuple[float, ...]
+    entail_probability: tuple[float, ...]  # NaN: not judged (degenerate answer, or no claim passed lexical support)
     utility: float | None
     finish_reason: str = "unknown"
     flags: tuple[AnswerFlag, ...] = ()
     cached: bool = False  # the answer came from the answer cache (memory or disk), not from the model this time
+    support: tuple[float, ...] = ()  # lexical support of the answer in each document (the largest over its claims)
 
     @property
     def attribution_rate(self) -> float:
@@ -242,26 +253,36 @@ def _generate(generator: Generator, question: str, rankings: list[list[Document]
 
 def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
            context: str | None, policy: CitationPolicy, tick: Callable[[], None] | None = None,
-           skip: set[int] | frozenset[int] = frozenset()) -> dict[tuple[int, int], tuple[bool, float]]:
-    """Whether each (list, slot) of a chunk is cited, with P(entailment) (the largest over the answer's claims).
+           skip: set[int] | frozenset[int] = frozenset(),
+           question: str = "") -> dict[tuple[int, int], tuple[bool, float, float]]:
+    """Whether each (list, slot) of a chunk is cited, with P(entailment) and lexical support (each the largest
+    over the answer's claims; P is NaN where nothing was judged).
 
     One attributor call per document, over every claim of every answer of the chunk that saw it (the LLM judge
     puts the premise before the claim, so each further claim about a document costs only its own tokens); with
-    a control margin, one more call per control document over the claims it is compared with.
+    a control margin, one more call per control document over the claims it is compared with. Under a
+    ``min_support`` rule a claim is sent to the judge only for the documents that contain enough of its words
+    (:func:`~fairrag_core.rag.citations.lexical_support`), and to the control only if some document did.
     """
     claims = [[] if g in skip else split_claims(a) if policy.per_claim else [a] for g, a in enumerate(answers)]
+    support = {(g, j, c): lexical_support(claims[g][c], docs[p].full_text, question)
+               for g, key in enumerate(part) for j, p in enumerate(key) for c in range(len(claims[g]))}
     readers: dict[int, list[tuple[int, int, int]]] = {}  # document → (list, slot, claim)
     for g, key in enumerate(part):
         for j, p in enumerate(key):
-            readers.setdefault(p, []).extend((g, j, c) for c in range(len(claims[g])))
+            readers.setdefault(p, []).extend((g, j, c) for c in range(len(claims[g]))
+                                             if policy.supported(support[(g, j, c)]))
+    asked = {(g, c) for items in readers.values() for g, _, c in items}
     controls: dict[int, list[tuple[int, int]]] = {}  # control document → (list, claim)
     if policy.needs_control:
         for g, key in enumerate(part):
             control = _control_position(key, len(docs))
             if control is not None:
-                controls.setdefault(control, []).extend((g, c) for c in range(len(claims[g])))
+                controls.setdefault(control, []).extend((g, c) for c in range(len(claims[g])) if (g, c) in asked)
     rows_of: dict[tuple[int, int, int], np.ndarray] = {}
     for p, items in readers.items():
+        if not items:
+            continue
         if tick is not None:
             tick()
         rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, _, c in items],
@@ -269,18 +290,24 @@ def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tupl
         rows_of.update(zip(items, rows))
     control_of: dict[tuple[int, int], float] = {}
     for p, items in controls.items():
+        if not items:
+            continue
         rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, c in items],
                                               contexts=None if context is None else [context] * len(items))
         control_of.update(zip(items, rows[:, 0]))
-    out: dict[tuple[int, int], tuple[bool, float]] = {}
+    unjudged = np.full(3, np.nan)
+    out: dict[tuple[int, int], tuple[bool, float, float]] = {}
     for g, key in enumerate(part):
         control = np.array([control_of.get((g, c), 0.0) for c in range(len(claims[g]))])
         if not claims[g]:  # skipped: nothing to cite
-            out.update({(g, j): (False, 0.0) for j in range(len(key))})
+            out.update({(g, j): (False, float("nan"), 0.0) for j in range(len(key))})
             continue
         for j in range(len(key)):
-            block = np.stack([rows_of[(g, j, c)] for c in range(len(claims[g]))])
-            out[(g, j)] = (cited(block, policy, control), float(block[:, 0].max()))
+            block = np.stack([rows_of.get((g, j, c), unjudged) for c in range(len(claims[g]))])
+            shares = np.array([support[(g, j, c)] for c in range(len(claims[g]))])
+            judged = block[~np.isnan(block[:, 0]), 0]
+            out[(g, j)] = (cited(block, policy, control, shares), float(judged.max()) if judged.size else float("nan"),
+                           float(shares.max()))
     return out
 
 
@@ -336,15 +363,16 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         skip = {g for g, flags in enumerate(flags_of) if flags} if config.citation_policy.skip_degenerate else set()
         start = time.perf_counter()
         verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy, tick=stream.tick,
-                          skip=skip)
+                          skip=skip, question=ranking.query_text)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
             block = [verdicts[(g, j)] for j in range(len(key))]
             flags = flags_of[g]
             answer = ListAnswer(
                 positions=key, count=int(counts[first + g]), answer=texts[g],
-                entails=tuple(is_cited for is_cited, _ in block),
-                entail_probability=tuple(p for _, p in block),
+                entails=tuple(is_cited for is_cited, _, _ in block),
+                entail_probability=tuple(p for _, p, _ in block),
+                support=tuple(share for _, _, share in block),
                 utility=None if not gold else utility(texts[g], gold, config.metric),
                 finish_reason=completions[g].finish_reason,
                 flags=flags,

@@ -89,7 +89,8 @@ def test_record_round_trips_through_json_with_enums_and_infinity():
     _record(config=RagSweepConfig(alphas=(1.0, 4.0), n_samples=12, k=3, seed=5, candidates=20, min_rel=2,
                                   usefulness="relevance", prompt_order="retrieval", oracle=False,
                                   metric="f1", query_ids=("rs-q01", "rs-q02"), per_claim=True,
-                                  entail_threshold=0.6, control_margin=0.15), seed=5, prompt_style="grounded"),
+                                  entail_threshold=0.6, control_margin=0.15, min_support=0.7), seed=5,
+            prompt_style="grounded"),
     _record(kind=RunKind.EXPOSURE_SWEEP, config=SweepConfig(alphas=(0.0, 8.0, math.inf), n_samples=50, seed=3),
             seed=3, generator=None, attributor=None, retriever="dense:minilm"),
 ])
@@ -111,7 +112,8 @@ def test_reproduce_command_parses_back_to_the_same_settings(record):
     if record.answers:
         assert args.generator == record.generator and args.nli == "qwen-judge"
         assert args.prompt_style == (record.prompt_style or "short")
-        assert (args.per_claim, args.entail_threshold, args.control_margin, args.skip_degenerate) == (
-            config.per_claim, config.entail_threshold, config.control_margin, config.skip_degenerate)
+        assert (args.per_claim, args.entail_threshold, args.control_margin, args.skip_degenerate,
+                args.min_support) == (config.per_claim, config.entail_threshold, config.control_margin,
+                                      config.skip_degenerate, config.min_support)
         assert args.labels == config.usefulness.value and args.prompt_order == config.prompt_order.value
         assert args.metric == config.metric.value and args.no_oracle == (not config.oracle)

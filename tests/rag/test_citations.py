@@ -1,12 +1,14 @@
 """The citation rule: claims, a probability threshold and a specificity check against a control document."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query
 from fairrag_core.models.llm import Completion, LanguageModel
 from fairrag_core.rag.attribution import Attributor
-from fairrag_core.rag.citations import CitationPolicy, cited, split_claims
+from fairrag_core.rag.citations import CitationPolicy, cited, lexical_support, split_claims
 from fairrag_core.rag.generation import Generator
 from fairrag_core.rag.pipeline import RagConfig, run_rag
 from fairrag_core.retrieval import BM25Retriever
@@ -102,3 +104,74 @@ def test_a_degenerate_answer_cites_nothing_when_asked():
                        "Glide medial post shoes?", RagConfig(**{**config.to_dict(), "alpha": float("inf"),
                                                                 "skip_degenerate": True}))
     assert not any(skipping.answers[0].entails) and skipping.ear == 0.0
+
+
+def test_lexical_support_counts_the_answers_own_words_found_in_the_document():
+    question = "best shoes for a first marathon"
+    # own words (stems): kestrel, spark, cushion, trainer → 3 of 4 in the document ("cushioned" stems to "cushion")
+    assert lexical_support("The Kestrel Spark, a cushioned trainer.", "Kestrel Spark review: well cushioned.",
+                           question) == pytest.approx(3 / 4)
+    assert lexical_support("The best shoes for a first marathon.", "anything at all", question) == 0.0  # restated
+    assert lexical_support("", "anything", question) == 0.0
+    # the question's words do not count for the answer, even when the document has them
+    assert lexical_support("Marathon shoes: the Apex Plate.", "marathon shoes of every brand", question) == 0.0
+    # stems and case: "Runners" matches "running"? no (Snowball keeps runner ≠ run); plural and case do match
+    assert lexical_support("Runners", "a RUNNER", "") == 1.0
+
+
+def test_support_rule_needs_the_words_and_never_cites_an_unjudged_claim():
+    policy = CitationPolicy(min_support=0.7)
+    assert cited(np.array([[0.9, 0.1, 0.0]]), policy, support=np.array([0.75]))
+    assert not cited(np.array([[0.9, 0.1, 0.0]]), policy, support=np.array([0.5]))
+    assert not cited(np.array([[np.nan] * 3]), CitationPolicy(), support=None)  # not judged: not cited
+    with pytest.raises(InvalidParameterError, match="support"):
+        cited(np.array([[0.9, 0.1, 0.0]]), policy)
+    for bad in (float("nan"), -0.1, 1.5):
+        with pytest.raises(InvalidParameterError, match="min_support"):
+            CitationPolicy(min_support=bad)
+    with pytest.raises(InvalidParameterError, match="control_margin"):
+        CitationPolicy(control_margin=float("inf"))
+
+
+class CountingWordJudge(WordJudge):
+    def __init__(self):
+        super().__init__()
+        self.asked = []
+
+    def _class_probabilities(self, premises, hypotheses, contexts):
+        self.asked.extend(premises)
+        return super()._class_probabilities(premises, hypotheses, contexts)
+
+
+def test_a_run_sends_only_lexically_supported_pairs_to_the_judge():
+    """Under min_support the judge sees only documents holding the answer's words; the rest are not cited, carry
+    P = NaN and their support, and a generic answer is cited by no document."""
+    docs = (Document("a", "Glide review: the Glide medial post shoes help runners", provider="A"),
+            Document("b", "shoes help runners of every kind, says a coach", provider="B"),
+            Document("c", "a forum thread: shoes help runners stay comfy", provider="C"))
+    collection = Collection("toy", docs, (Query("q", "glide shoes", answer="medial post"),))
+    config = RagConfig(alpha=float("inf"), n_samples=2, k=3, seed=1, oracle=False, question_in_hypothesis=False,
+                       per_claim=True, min_support=0.7)
+    judge = CountingWordJudge()
+    run = run_rag(collection, BM25Retriever(collection.texts), Generator(TwoFacts()), judge, "glide shoes", config)
+    answer = run.answers[0]
+    ids = [run.ranking.doc_ids[p] for p in answer.positions]
+    cited_ids = {d for d, e in zip(ids, answer.entails) if e}
+    # claim 1 "The Glide has a medial post." (own words: medial, post) is in a only; claim 2 "Shoes help runners."
+    # (own words: help, runner) is in all three — the word check alone does not stop a generic sentence, the judge
+    # and the threshold do; here WordJudge supports it everywhere, as the 1.5B judge would
+    assert cited_ids == {"a", "b", "c"}
+    assert dict(zip(ids, answer.support))["a"] == 1.0
+    config_whole = dataclasses.replace(config, per_claim=False)
+    judge = CountingWordJudge()
+    whole = run_rag(collection, BM25Retriever(collection.texts), Generator(TwoFacts()), judge, "glide shoes",
+                    config_whole)
+    answer = whole.answers[0]
+    ids = [whole.ranking.doc_ids[p] for p in answer.positions]
+    support = dict(zip(ids, answer.support))
+    # whole answer: own words medial, post, help, runner → a has 4/4, b and c 2/4 (below 0.7): only a is judged
+    assert support == {"a": 1.0, "b": 0.5, "c": 0.5}
+    assert {d.split(":")[0] for d in judge.asked} == {"Glide review"}
+    probs = dict(zip(ids, answer.entail_probability))
+    assert probs["a"] == pytest.approx(0.9) and np.isnan(probs["b"]) and np.isnan(probs["c"])
+    assert {d for d, e in zip(ids, answer.entails) if e} == {"a"}

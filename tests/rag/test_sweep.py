@@ -53,9 +53,8 @@ def test_a_sweep_stores_its_citation_rule_and_the_judge_prompt_digest(shoes, sho
 
     policy = PRESETS["fast"].citation
     config = RagSweepConfig(alphas=(0.0,), n_samples=4, k=3, seed=5, candidates=10, oracle=False,
-                            usefulness="relevance", query_ids=("rs-q01",), per_claim=policy.per_claim,
-                            entail_threshold=policy.threshold, control_margin=policy.control_margin,
-                            skip_degenerate=policy.skip_degenerate)
+                            usefulness="relevance", query_ids=("rs-q01",),
+                            **RagSweepConfig.citation_fields(policy))
     judge = LLMJudgeAttributor(JudgeModel("fake-judge"))
     run = rag_sweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), judge, config)
     record = run.record
@@ -68,5 +67,6 @@ def test_a_sweep_stores_its_citation_rule_and_the_judge_prompt_digest(shoes, sho
     command = loaded.command()
     for word in ("--per-claim" if policy.per_claim else "--no-per-claim", "--skip-degenerate"):
         assert word in command
-    for flag, value in (("--entail-threshold", policy.threshold), ("--control-margin", policy.control_margin)):
+    for flag, value in (("--entail-threshold", policy.threshold), ("--control-margin", policy.control_margin),
+                        ("--min-support", policy.min_support)):
         assert f"{flag} {'none' if value is None else f'{value:g}'}" in command
