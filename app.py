@@ -8,11 +8,13 @@ import streamlit as st
 
 from fairrag_core import FairRAGError
 from fairrag_studio.jobs_panel import apply_pending_open
+from fairrag_studio.preload import start_preload
 from fairrag_studio.sidebar import render_sidebar
 from fairrag_studio.state import init_session, keep_page_widgets
 
 # Material icons ship with Streamlit: no emoji font needed on a classroom machine or a projector PC.
 st.set_page_config(page_title="FairRAG Studio", page_icon=":material/balance:", layout="wide")
+start_preload()  # make app: the Fast preset's models load while the class reads the page (once per process)
 init_session(st.session_state)
 keep_page_widgets(st.session_state)  # a page's controls survive a visit to another page
 
