@@ -33,6 +33,14 @@ from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag  # noqa: 
 from fairrag_core.rag.presets import PRESETS  # noqa: E402
 
 
+def llama_build() -> str:
+    """Which SIMD the llama.cpp library was compiled for (the Makefile adds AVX-512 where the CPU has it)."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode()
+    return "AVX-512" if "AVX512 = 1" in info else "AVX2" if "AVX2 = 1" in info else "generic"
+
+
 def measure(generator_name: str, style: str, judge_name: str, citation: CitationPolicy, args) -> dict:
     shoes = load_collection("running-shoes")
     retriever = BM25Retriever(shoes.texts)
@@ -64,7 +72,7 @@ def measure(generator_name: str, style: str, judge_name: str, citation: Citation
               "seconds_per_answer": round(run.timings["generate"] / len(run.answers), 2),
               "seconds_per_document": round(run.timings["attribute"] / documents, 2),
               "degenerate_share": run.degenerate_share, "ear": run.ear,
-              "machine": f"{os.cpu_count()}-core {platform.machine()} CPU",
+              "machine": f"{os.cpu_count()}-core {platform.machine()} CPU ({llama_build()} llama.cpp build)",
               "threads": os.environ.get("FAIRRAG_THREADS") or "all cores"}
     print(f"{generator_name} ({style}) + {judge_name}: {query!r}, α = {args.alpha:g}, N = {args.samples}, "
           f"k = {args.k}, K = {args.candidates}: {len(run.answers)} distinct lists")
