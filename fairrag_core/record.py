@@ -133,6 +133,12 @@ class RunRecord:
                  "--collection", self.collection, "--attribution", attribution]
         if self.attributor is not None:
             words += ["--nli", _attributor_name(self.attributor)]
+            # the judge's citation rule (audits stored before it was a setting used the paper's argmax)
+            threshold, support = getattr(config, "entail_threshold", None), getattr(config, "min_support", None)
+            words.append("--per-claim" if getattr(config, "per_claim", False) else "--no-per-claim")
+            words += ["--entail-threshold", "none" if threshold is None else f"{threshold:g}"]
+            words += ["--min-support", "none" if support is None else f"{support:g}"]
+            words.append("--skip-degenerate" if getattr(config, "skip_degenerate", False) else "--no-skip-degenerate")
         if getattr(config, "k", None) is not None:
             words += ["-k", str(config.k)]
         if getattr(config, "min_rel", 1) != 1:

@@ -76,8 +76,9 @@ def _served_audit(settings: Settings, store, path, source_collection):
         return None, coll
     try:
         log, kind = read_served(path, coll)
+        citation = LogAuditConfig.citation_fields(settings.citation) | {"control_margin": None}  # no pool in a log
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
-                                patience=float(patience), seed=settings.seed)
+                                patience=float(patience), seed=settings.seed, **citation)
     except FairRAGError as err:
         st.error(f"That {'log' if str(path).endswith(LOG_SUFFIXES) else 'file'} was not audited: {err}")
         return None, coll

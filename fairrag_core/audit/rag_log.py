@@ -43,9 +43,10 @@ from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
 from ..metrics.intervals import bias_corrected_interval, percentile_interval
 from ..rag.attribution import Attributor
+from ..rag.citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
+from ..rag.degenerate import answer_flags
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import derive_seed, new_seed
-from ..settings import Settings
 from .served import evaluate_run
 
 __all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "SOURCE_LABELS", "EXPEVAL_COLUMNS"]
@@ -67,13 +68,15 @@ SOURCE_LABELS = {"cited": "cited by the system", "entailed": "entailed per the j
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogAuditConfig(Settings):
+class LogAuditConfig(CitationSettings):
     """How a RAG log is audited: the log's path, k (None: the longest ranking), the attribution source, the
     relevance grade from which a document is useful, the bootstrap (resamples, level, seed), and an optional
     second user model for the served rankings: ``gerr`` or ``rbp`` with ``patience`` (and ``utility`` for
     gerr) add expeval's normalised disparity, relevance and difference per labelled query
     (:func:`~fairrag_core.audit.served.evaluate_run` on the whole rankings); ``step`` (default) adds nothing
-    beyond the paper's EE-D and EE-R."""
+    beyond the paper's EE-D and EE-R. The citation-rule fields (:class:`~fairrag_core.rag.citations.CitationSettings`,
+    paper's argmax by default; the CLI and the app use the fitted preset rule) decide "entailed per the judge";
+    a log has no retrieved pool, so there is no control document."""
 
     log: str = ""
     k: int | None = None
@@ -85,6 +88,13 @@ class LogAuditConfig(Settings):
     n_boot: int = 1000
     level: float = 0.95
     seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.control_margin is not None:
+            raise InvalidParameterError("a RAG log has no retrieved pool to draw a control document from; leave "
+                                        "control_margin unset (None) for log audits")
+        self.citation_policy  # noqa: B018 (checks the rule's values now, with the message naming the field)
 
 
 @dataclass(frozen=True)
@@ -120,36 +130,50 @@ def _resolve_source(config: LogAuditConfig, log: RagLog, attributor: Attributor 
 
 
 def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: Attributor,
-           progress: Callable[[int, int], None] | None, chunk: int = 8) -> np.ndarray:
-    """``(lines, k)`` verdicts: the slot's document entails the line's answer. One call per distinct pair,
-    grouped by document (the LLM judge shares each document's prompt prefix)."""
+           progress: Callable[[int, int], None] | None, policy: CitationPolicy,
+           chunk: int = 8) -> np.ndarray:
+    """``(lines, k)`` verdicts: the slot's document entails the line's answer under ``policy`` (the citation rule
+    of :mod:`fairrag_core.rag.citations`: the paper's argmax by default). Degenerate answers are not judged when
+    the policy skips them; a claim is sent to the judge only for documents with enough lexical support. One call
+    per distinct (document, claim, query), grouped by document (the LLM judge shares each document's prefix)."""
     docs = collection.documents
-    pairs: dict[int, dict[tuple[str, str | None], list[tuple[int, int]]]] = {}
     texts = {q.query_id: q.text for q in collection.queries}
+    asked: dict[int, dict[tuple[str, str | None], list[tuple[int, int, int]]]] = {}  # doc → (claim, ctx) → slots
+    blocks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (line, slot) → (claims × 3, support)
     for i, entry in enumerate(log.entries):
         if not entry.answer:
             continue
         context = entry.query or texts.get(entry.query_id)
+        if policy.skip_degenerate and answer_flags(entry.answer, question=context or ""):
+            continue  # cites nothing, not judged
+        claims = split_claims(entry.answer) if policy.per_claim else [entry.answer]
         for j, doc in enumerate(slots[i]):
-            if doc >= 0:
-                pairs.setdefault(int(doc), {}).setdefault((entry.answer, context), []).append((i, j))
-    total = sum(len(v) for v in pairs.values())
-    verdicts = np.zeros(slots.shape, dtype=bool)
+            if doc < 0:
+                continue
+            support = np.array([lexical_support(c, docs[doc].full_text, context or "") for c in claims])
+            blocks[(i, j)] = (np.full((len(claims), 3), np.nan), support)
+            for c, claim in enumerate(claims):
+                if policy.supported(support[c]):
+                    asked.setdefault(int(doc), {}).setdefault((claim, context), []).append((i, j, c))
+    total = sum(len(v) for v in asked.values())
     done = 0
     if progress is not None:
         progress(0, total)
-    for doc, claims in pairs.items():
-        keys = list(claims)
+    for doc, claims_of in asked.items():
+        keys = list(claims_of)
         for start in range(0, len(keys), chunk):
             part = keys[start:start + chunk]
-            found = attributor.entails([docs[doc].full_text] * len(part), [a for a, _ in part],
-                                       contexts=[c for _, c in part])
-            for key, entails in zip(part, found):
-                for i, j in claims[key]:
-                    verdicts[i, j] = entails
+            rows = attributor.class_probabilities([docs[doc].full_text] * len(part), [a for a, _ in part],
+                                                  contexts=[c for _, c in part])
+            for key, row in zip(part, rows):
+                for i, j, c in claims_of[key]:
+                    blocks[(i, j)][0][c] = row
             done += len(part)
             if progress is not None:
                 progress(done, total)
+    verdicts = np.zeros(slots.shape, dtype=bool)
+    for (i, j), (probs, support) in blocks.items():
+        verdicts[i, j] = cited(probs, policy, support=support)
     return verdicts
 
 
@@ -249,7 +273,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                          "in no attribution metric (see the lines table)")
     judged_pairs = 0
     if source in (AttributionSource.JUDGE, AttributionSource.BOTH):
-        entailed = _judge(log, collection, slots, attributor, progress)
+        entailed = _judge(log, collection, slots, attributor, progress, config.citation_policy)
         judged_pairs = int((slots[has_answer] >= 0).sum())
 
     query_codes, query_ids = pd.factorize(pd.Series([e.query_id for e in log.entries]))

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..data.export import write_table
 from .backend_options import add_backend, models_spec, on_backend
-from .common import positive_arg
+from .common import add_citation_rule, citation_settings, positive_arg
 
 __all__ = ["register"]
 
@@ -53,6 +53,7 @@ def register(sub) -> None:
                         "or both side by side")
     p.add_argument("--nli", default=None, help="NLI attributor for judge/both (default: the offline qwen-judge)")
     p.add_argument("--device", default=None, help="device of the NLI attributor: auto (default), cpu, cuda")
+    add_citation_rule(p, control=False)  # what "entailed per the judge" means: the app's fitted rule by default
     p.add_argument("-k", "--k", type=positive_arg, default=None, dest="k",
                    help="documents the generator read (default: the longest ranking); set it when the log's "
                         "rankings are longer than what the generator saw")
@@ -107,7 +108,7 @@ def _cmd_audit_log(args, out) -> int:
     log = load_rag_log(args.log, collection=collection)
     config = LogAuditConfig(log=str(args.log), k=args.k, attribution=args.attribution, min_rel=args.min_rel,
                             n_boot=args.boot, level=args.level, seed=args.seed, user_model=args.user_model,
-                            patience=args.patience, utility=args.utility)
+                            patience=args.patience, utility=args.utility, **citation_settings(args))
     attributor = None
     if args.attribution in ("judge", "both"):
         from ..rag.attribution import load_attributor

@@ -100,25 +100,34 @@ def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> N
                         help=f"how the generator is asked (default {preset.style}; 'short' is the original few-word "
                              "prompt; docs/answers.md compares them)")
     if attributor:
-        rule = preset.citation
-        parser.add_argument("--per-claim", action=argparse.BooleanOptionalAction, default=rule.per_claim,
-                            help="judge each sentence of an answer; a document is cited when it entails one "
-                                 f"(default {'on' if rule.per_claim else 'off'})")
-        parser.add_argument("--entail-threshold", type=optional_float, default=rule.threshold,
-                            help=f"cite when P(entailment) reaches this (default {rule.threshold}; the paper: "
-                                 "entailment is the most likely class — 'none')")
+        add_citation_rule(parser)
+
+
+def add_citation_rule(parser: argparse.ArgumentParser, *, control: bool = True) -> None:
+    """The citation rule's options, defaulting to the Fast preset's fitted rule (docs/answers.md); ``control``:
+    offer the control-document margin (not for RAG logs, which have no retrieved pool)."""
+    from ..rag.presets import DEFAULT_PRESET, PRESETS
+
+    rule = PRESETS[DEFAULT_PRESET].citation
+    parser.add_argument("--per-claim", action=argparse.BooleanOptionalAction, default=rule.per_claim,
+                        help="judge each sentence of an answer; a document is cited when it entails one "
+                             f"(default {'on' if rule.per_claim else 'off'})")
+    parser.add_argument("--entail-threshold", type=optional_float, default=rule.threshold,
+                        help=f"cite when P(entailment) reaches this (default {rule.threshold}; 'none': entailment "
+                             "is the most likely class, as in the paper)")
+    if control:
         parser.add_argument("--control-margin", type=optional_float, default=rule.control_margin,
                             help="cite only when P(entailment) beats an unseen on-topic control document by this "
                                  f"much (default {rule.control_margin}; 'none': no control document)")
-        parser.add_argument("--min-support", type=optional_float, default=rule.min_support,
-                            help="cite only when this share of the answer's own words (not the question's) occurs "
-                                 f"in the document (default {rule.min_support}; 'none': no lexical check)")
-        parser.add_argument("--skip-degenerate", action=argparse.BooleanOptionalAction, default=rule.skip_degenerate,
-                            help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites "
-                                 f"nothing (default {'on' if rule.skip_degenerate else 'off'})")
-        parser.add_argument("--paper-citations", action="store_true",
-                            help="the paper's rule: the whole answer, entailment the most likely class, no control, "
-                                 "no lexical check")
+    parser.add_argument("--min-support", type=optional_float, default=rule.min_support,
+                        help="cite only when this share of the answer's own words (not the question's) occurs "
+                             f"in the document (default {rule.min_support}; 'none': no lexical check)")
+    parser.add_argument("--skip-degenerate", action=argparse.BooleanOptionalAction, default=rule.skip_degenerate,
+                        help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites "
+                             f"nothing (default {'on' if rule.skip_degenerate else 'off'})")
+    parser.add_argument("--paper-citations", action="store_true",
+                        help="the paper's rule: the whole answer, entailment the most likely class, no control, "
+                             "no lexical check")
 
 
 def citation_settings(args) -> dict:
@@ -127,7 +136,7 @@ def citation_settings(args) -> dict:
         return {"per_claim": False, "entail_threshold": None, "control_margin": None, "skip_degenerate": False,
                 "min_support": None}
     return {"per_claim": args.per_claim, "entail_threshold": args.entail_threshold,
-            "control_margin": args.control_margin, "skip_degenerate": args.skip_degenerate,
+            "control_margin": getattr(args, "control_margin", None), "skip_degenerate": args.skip_degenerate,
             "min_support": args.min_support}
 
 

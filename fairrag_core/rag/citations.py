@@ -37,7 +37,7 @@ from ..errors import InvalidParameterError
 from ..settings import Settings
 from ..text import DEFAULT_TOKENIZER
 
-__all__ = ["CitationPolicy", "split_claims", "cited", "lexical_support"]
+__all__ = ["CitationPolicy", "CitationSettings", "split_claims", "cited", "lexical_support"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _CITATION_MARK = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
@@ -75,6 +75,32 @@ class CitationPolicy(Settings):
     def supported(self, support: float) -> bool:
         """Whether a claim with this lexical support may be cited at all (always, without ``min_support``)."""
         return self.min_support is None or support >= self.min_support
+
+
+@dataclass(frozen=True, kw_only=True)
+class CitationSettings(Settings):
+    """The citation rule as flat settings fields, for the configs of runs that cite (a RAG run, a sweep, a log
+    audit): stored with each run, rebuilt from JSON, and printed in its reproduce command. Defaults are the
+    paper's rule; :meth:`citation_fields` turns a :class:`CitationPolicy` (e.g. a preset's) into these fields."""
+
+    per_claim: bool = False
+    entail_threshold: float | None = None
+    control_margin: float | None = None
+    skip_degenerate: bool = False
+    min_support: float | None = None
+
+    @property
+    def citation_policy(self) -> CitationPolicy:
+        return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
+                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate,
+                              min_support=self.min_support)
+
+    @staticmethod
+    def citation_fields(policy: CitationPolicy) -> dict[str, object]:
+        """The settings fields that make ``policy`` (``RagConfig(..., **RagConfig.citation_fields(p))``)."""
+        return {"per_claim": policy.per_claim, "entail_threshold": policy.threshold,
+                "control_margin": policy.control_margin, "skip_degenerate": policy.skip_degenerate,
+                "min_support": policy.min_support}
 
 
 def split_claims(answer: str, *, max_claims: int = 4) -> list[str]:

@@ -31,9 +31,8 @@ from ..models.llm import Completion
 from ..ranking.run import RankingConfig, RankingRun, run_ranking
 from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
-from ..settings import Settings
 from .attribution import Attributor
-from .citations import CitationPolicy, cited, lexical_support, split_claims
+from .citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
 from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator, build_prompt
 
@@ -54,7 +53,7 @@ class PromptOrder(str, enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AnswerSettings(Settings):
+class AnswerSettings(CitationSettings):
     """How answers are made and scored, shared by one-query runs and sweeps.
 
     ``metric``: utility against the gold answer. ``oracle``: also answer the stochastic oracle's lists, so that
@@ -65,7 +64,8 @@ class AnswerSettings(Settings):
     either way their share is reported as ``degenerate_share``. ``per_claim``, ``entail_threshold`` and
     ``control_margin``, ``min_support`` make the citation rule (:mod:`fairrag_core.rag.citations`); the defaults
     are the paper's (the whole answer, entailment the most probable class). :meth:`citation_fields` turns a
-    :class:`~fairrag_core.rag.citations.CitationPolicy` into these fields.
+    :class:`~fairrag_core.rag.citations.CitationPolicy` into these fields (they come from
+    :class:`~fairrag_core.rag.citations.CitationSettings`).
     """
 
     metric: UtilityMetric = UtilityMetric.ROUGEL
@@ -73,24 +73,6 @@ class AnswerSettings(Settings):
     oracle: bool = True
     question_in_hypothesis: bool = True
     exclude_degenerate: bool = False
-    per_claim: bool = False
-    entail_threshold: float | None = None
-    control_margin: float | None = None
-    skip_degenerate: bool = False
-    min_support: float | None = None
-
-    @property
-    def citation_policy(self) -> CitationPolicy:
-        return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
-                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate,
-                              min_support=self.min_support)
-
-    @staticmethod
-    def citation_fields(policy: CitationPolicy) -> dict[str, object]:
-        """The settings fields that make ``policy`` (``RagConfig(..., **AnswerSettings.citation_fields(p))``)."""
-        return {"per_claim": policy.per_claim, "entail_threshold": policy.threshold,
-                "control_margin": policy.control_margin, "skip_degenerate": policy.skip_degenerate,
-                "min_support": policy.min_support}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -220,3 +220,25 @@ def test_per_query_intervals_over_lines_contain_their_estimates_and_follow_the_s
     assert (several["ee_d_corrected"] <= several["ee_d"] + 1e-12).all()
     again = audit_rag_log(DEMO_LOG, collection, config).table
     pd.testing.assert_frame_equal(table, again)
+
+
+def test_the_judge_follows_the_citation_rule_and_the_command_keeps_it(tiny, log_path):
+    import shlex
+
+    from fairrag_core.cli import build_parser
+
+    judge = SubstringAttributor()  # entails iff the answer occurs in the document
+    run = audit_rag_log(log_path, tiny, LogAuditConfig(attribution="judge", seed=0, min_support=1.0,
+                                                       skip_degenerate=True), attributor=judge)
+    # lexical support 1 only where the answer's word is in the document: alpha d1 d2, beta d3, gamma d1; "delta"
+    # answers the question "delta?" with the question's own word: support 0, never judged, cites nothing
+    assert judge.scored == 4
+    assert _row(run, "q1")["ear_entailed"] == pytest.approx(0.75) and _row(run, "q2")["ear_entailed"] == 0.0
+    command = run.record.command()
+    assert "--min-support 1 " in command and "--entail-threshold none" in command and "--skip-degenerate" in command
+    args = build_parser().parse_args(shlex.split(command)[3:])
+    assert (args.min_support, args.entail_threshold, args.skip_degenerate, args.per_claim) == (1.0, None, True, False)
+    with pytest.raises(InvalidParameterError, match="no retrieved pool"):
+        LogAuditConfig(control_margin=0.2)
+    with pytest.raises(InvalidParameterError, match="min_support"):
+        LogAuditConfig(min_support=2.0)

@@ -59,8 +59,12 @@ def test_json_output_and_the_per_query_file(log_path, tmp_path):
 def test_judge_attribution_loads_the_nli_model_and_shows_progress(log_path, monkeypatch, capsys):
     monkeypatch.setattr(attribution, "load_attributor", lambda name=None, device=None: SubstringAttributor())
     main(["audit-log", str(log_path), "--collection", "running-shoes", "--attribution", "both", "--no-store",
+          "--seed", "0", "--paper-citations"], out=io.StringIO())
+    assert "judged 10/10 document-answer pairs" in capsys.readouterr().err  # the paper's rule asks about every pair
+    main(["audit-log", str(log_path), "--collection", "running-shoes", "--attribution", "both", "--no-store",
           "--seed", "0"], out=io.StringIO())
-    assert "judged 10/10 document-answer pairs" in capsys.readouterr().err
+    # the fitted rule (default) sends only pairs whose document holds the answer's words: "x" and "y" are in none
+    assert "judged 0/0 document-answer pairs" in capsys.readouterr().err
 
 
 def test_errors_name_the_fix(log_path, tmp_path, capsys):
