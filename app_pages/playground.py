@@ -192,10 +192,12 @@ def ranking_and_answers() -> None:
         estimate = ""
         if cost:
             seconds = distinct * cost["seconds_per_answer"] + distinct * settings.k * cost["seconds_per_document"]
-            estimate = (f" Expect about {seconds / 60:.0f} min for all {distinct} answers (first one after "
-                        f"~{cost['first_answer_seconds']:.0f} s), as measured on {cost['machine']}.")
+            took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+            estimate = (f" Expect about {took} for the answer" if distinct == 1 else
+                        f" Expect about {took} for all {distinct} answers (first one after "
+                        f"~{cost['first_answer_seconds']:.0f} s)") + f", as measured on {cost['machine']}."
         st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here, "
-                f"{shown_docs} documents) with {settings.generator} and check every citation with "
+                f"{shown_docs} documents) with {settings.generator} and check its citations with "
                 f"{settings.attributor}.{estimate}")
         explainer(explain.ANSWERS)
         return
@@ -206,7 +208,9 @@ def ranking_and_answers() -> None:
                     help="EU / the best utility among these answers (the sweeps normalise by the stochastic oracle)")
     tiles[2].metric("EAR", fmt(rag.ear), help="Expected attribution rate: share of the k documents the answer uses")
     tiles[3].metric("EAE-D", fmt(rag.eae_d), help="Disparity of attributed exposure; compare with EE-D")
-    tiles[4].metric("EE-D", fmt(rag.ee_d))
+    tiles[4].metric("EE-D (plug-in)", fmt(rag.ee_d),
+                    help="‖ε‖²/k of these N samples as drawn, comparable with EAE-D beside it; the EE-D tile above "
+                         "is the bias-corrected estimate with its interval (its caption shows this plug-in value)")
     if rag.eu is None:
         st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
     explainer(explain.ANSWERS)

@@ -137,7 +137,7 @@ def step3(t: Tour, say) -> float:
         page.wait_for_timeout(2_000)
     say(f"all answers after {seconds:.1f} s; " + " · ".join(
         f"{name} {t.tile(name)}" for name in ("EU (utility)", "EU normalised", "EAR", "EAE-D")) +
-        f" · EE-D (answers' tile) {ui.metric_value(page, 'EE-D')}")
+        f" · EE-D (plug-in) {ui.metric_value(page, 'EE-D (plug-in)')}")
     cards = page.evaluate(CARDS_JS)
     for n, card in enumerate(cards, start=1):
         say(f"[{n}] {card['head']}")

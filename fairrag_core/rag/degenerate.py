@@ -5,7 +5,9 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
 * ``EMPTY`` — no content at all: punctuation, numbering ("1. 1. 2. 3."), or an announcement of an answer that
   never comes ("The answer is:", "The answer to the question … is:");
 * ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
-  answer is in the question), or the prompt's own scaffolding ("Question: …", "Documents:", "[1] …");
+  answer is in the question), the prompt's own scaffolding ("Question: …", "Documents:", "[1] …") or its
+  instructions ("A few words or one sentence, no explanation." — seen from Qwen2.5-0.5B in the classroom tour),
+  or a question instead of an answer (often a document's title copied: "Can You Run a Marathon Barefoot?");
 * ``LOOP`` — a repetition loop: a run of six or more words said twice ("designed to help runners with flat
   feet, and it's designed to help runners with flat feet"), four words said three times, or a stutter (one to
   three words three times in a row);
@@ -37,6 +39,9 @@ _YES_NO = re.compile(r"^\s*(?:yes|no)\b", re.IGNORECASE)
 _NUMBER_ANSWER = re.compile(r"^\s*[$€£]?\d+(?:[:.,/]\d+)*\s*(?:%|percent)?\.?\s*$", re.IGNORECASE)
 _DEFERS = re.compile(r"\b(?:in|from|of|see|follow|read)\b[^.]{0,30}\b(?:the|each|all|both|these|those)\b[^.]{0,15}"
                      r"\bdocuments?\b", re.IGNORECASE)
+# the words of the answering prompts' instructions ("Reply with the short answer only: a few words or one
+# sentence, no explanation."; rag/generation.py): an answer mostly made of them gives the prompt back
+_INSTRUCTION_WORDS = frozenset("reply short answer only few words one sentence no explanation".split())
 _FUNCTION_WORDS = frozenset(
     """a an the is are was were be been being of in on at to for from by with and or but as that this these those
     it its what which who whom whose how why when where do does did can could should would will shall may might
@@ -84,6 +89,8 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     ()
     >>> answer_flags("2:17:41", question="What was the winning time?")
     ()
+    >>> [f.value for f in answer_flags("A few words or one sentence, no explanation.", question="Best shoes?")]
+    ['echo']
     """
     words = _words(answer)
     content = [w for w in words if w not in _FUNCTION_WORDS and not w.isdigit()]
@@ -96,7 +103,10 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
         return (AnswerFlag.EMPTY,)
     flags: list[AnswerFlag] = []
     restated = set(content) <= asked and not new_numbers and len(words) >= 3 and not _YES_NO.match(answer)
-    if _SCAFFOLD.match(answer) or (question and restated):
+    said = set(content) - asked
+    instructions = len(said & _INSTRUCTION_WORDS) >= 3 and 2 * len(said & _INSTRUCTION_WORDS) >= len(said)
+    asks = answer.rstrip().endswith("?")
+    if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks:
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
         flags.append(AnswerFlag.LOOP)

@@ -32,12 +32,15 @@ def test_rag_json_has_all_six_metrics_and_citations(fake_models):
     payload = json.loads(text)
     assert set(payload["metrics"]) == {"ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d", "degenerate_share"}
     assert all(v is not None for v in payload["metrics"].values())
-    assert payload["metrics"]["degenerate_share"] == 0.0 and all(a["flags"] == [] for a in payload["answers"])
+    # the stand-in answers with document [1]'s title; a title that is a question is a prompt echo (degenerate)
+    flagged = [a for a in payload["answers"] if a["flags"]]
+    assert all(a["flags"] == ["echo"] and a["answer"].endswith("?") for a in flagged)
+    assert payload["metrics"]["degenerate_share"] == sum(a["samples"] for a in flagged) / 20
     assert sum(a["samples"] for a in payload["answers"]) == 20
     for answer in payload["answers"]:
         cited = {c["doc_id"] for c in answer["citations"]}
         assert cited <= set(answer["ranking"]) and cited.isdisjoint(answer["not_entailing"])
-        assert answer["ranking"][0] in cited  # the stand-in answers with document [1]'s title
+        assert (answer["ranking"][0] in cited) is (not answer["flags"])  # degenerate answers cite nothing
     assert fake_models.prompts_seen >= len(payload["answers"])  # distinct lists (+ oracle lists) only
 
 

@@ -101,6 +101,12 @@ def test_degenerate_answers_are_counted_and_can_be_left_out():
     ("$1,200.", "How much does the Halcyon Fold 2 cost?", False),
     ("1999", "In which year was the bridge in 1999 opened?", True),  # the question's own number
     ("1. 2. 3.", "How many steps?", True),
+    # the classroom tour (Qwen-0.5B, short): the prompt's instruction and a document title given back
+    ("A few words or one sentence, no explanation.", "best shoes for a first marathon", True),
+    ("Can You Run a Marathon Barefoot?", "best shoes for a first marathon", True),
+    ("Northmark Harbor 12", "best shoes for a first marathon", False),
+    ("One of them.", "How many of the shoes are waterproof?", False),  # one instruction word is not an echo
+    ("Use a cushioned trainer with one size of room.", "best shoes for a first marathon", False),
 ])
 def test_real_answers(answer, question, flagged):
     assert bool(answer_flags(answer, question=question)) is flagged
