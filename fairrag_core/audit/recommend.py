@@ -69,7 +69,7 @@ def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: b
         return AlphaRecommendation(
             alpha=None, ee_d=det_ee_d, utility=base, baseline_utility=base, threshold=threshold, per_alpha=per_alpha,
             reason=f"no α keeps mean {name} within {how} the deterministic baseline ({base:.3f}); "
-                   "widen the tolerance or keep the deterministic ranker")
+                   "widen the tolerance or keep the deterministic ranker.")
     best = eligible.iloc[0]
     return AlphaRecommendation(
         alpha=float(best["alpha"]), ee_d=float(best["ee_d"]), utility=float(best["utility"]), baseline_utility=base,
