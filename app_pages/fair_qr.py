@@ -97,7 +97,7 @@ for it in result.iterations:
              if it.added_keywords else "")
     shown = html.escape(it.query[: len(it.query) - len(it.added_keywords)].rstrip()) if it.added_keywords \
         else html.escape(it.query)
-    kept = " ⭐ kept" if it.index == result.chosen else ""
+    kept = " &nbsp;:material/star: **kept**" if it.index == result.chosen else ""  # no emoji font needed
     st.markdown(f"**{it.index}.** {shown}{added} &nbsp;·&nbsp; Δ = {it.delta:.4f} &nbsp;·&nbsp; most "
                 f"under-represented: **{html.escape(it.under_represented)}**{kept}", unsafe_allow_html=True)
     if it.note:

@@ -97,7 +97,7 @@ except FairRAGError as err:
     st.error(str(err))
     st.stop()
 for note in result.notes:
-    st.caption(f"ℹ️ {note}")
+    st.caption(f":material/info: {note}")
 
 pool = result.pool
 st.subheader("Per-aspect candidates")

@@ -27,8 +27,10 @@ __all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "apply_pe
 
 _OWNER = re.compile(r"^[0-9a-f]{8,64}$")
 POLL_SECONDS = 2.0
-_ICON = {JobStatus.QUEUED: "⏳", JobStatus.RUNNING: "⚙️", JobStatus.DONE: "✅", JobStatus.FAILED: "❌",
-         JobStatus.CANCELLED: "⏹️"}
+# Material icons ship with Streamlit; emoji need a font a classroom PC may lack (they showed as empty boxes)
+_ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":material/autorenew:",
+         JobStatus.DONE: ":material/check_circle:", JobStatus.FAILED: ":material/error:",
+         JobStatus.CANCELLED: ":material/stop_circle:"}
 
 
 def owner_key() -> str:
