@@ -49,8 +49,9 @@ target_kind = TargetKind(row[0].selectbox("Target", [k.value for k in TargetKind
                                           format_func={"relevant": "Relevant documents' groups",
                                                        "uniform": "Uniform over groups",
                                                        "custom": "Custom shares"}.get))
-mix = row[0].toggle("Mix 50/50 with the corpus (TREC 2022)", key="fqr_mix",
-                    disabled=target_kind is not TargetKind.RELEVANT)
+mix = row[0].toggle("Mix with corpus", key="fqr_mix",  # short: a narrow column cut the longer label
+                    disabled=target_kind is not TargetKind.RELEVANT,
+                    help="Target = 50/50 mix of the relevant documents' groups and the corpus's (TREC Fair 2022).")
 refiner_name = row[1].selectbox("Refiner", ["qwen2.5-1.5b", "smollm2-135m", "corpus keywords"], key="fqr_refiner",
                                 help="An LLM with the paper's prompt, or the transparent corpus-keyword refiner "
                                      "(no model: words that mark the group's documents on this topic).")

@@ -225,7 +225,9 @@ def ranking_and_answers() -> None:
                                "attributed exposure": rag.attributed_exposure})
     attributed = attributed[attributed["retrieval exposure"] > 0].sort_values("retrieval exposure", ascending=False)
     st.markdown("**Retrieval vs attributed exposure per document**")
-    st.bar_chart(attributed.set_index("doc_id"), stack=False, height=300, horizontal=True, sort=False)
+    # ~24 px per document: at a fixed 300 px the chart dropped every other document's label
+    st.bar_chart(attributed.set_index("doc_id"), stack=False, height=max(300, 24 * len(attributed) + 60),
+                 horizontal=True, sort=False)
     with st.expander("Answers as a table"):
         st.dataframe(rag.answers_table(), hide_index=True)
 
