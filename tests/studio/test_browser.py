@@ -156,7 +156,9 @@ def test_newcomer_path(app, page, tmp_path):
         entailing = chips.filter(has_text=re.compile(r"^✓")).first
         entailing.click()  # the chip's popover: the document and the judge's verdict
         popover = page.locator("[data-testid='stPopoverBody']")
-        expect(popover).to_contain_text(re.compile(r"Entails the answer: .*\(P = [\d.]+\)"))
+        # the rule in words: the judge's probability and the lexical support that made it a citation
+        expect(popover).to_contain_text(re.compile(r"Cited: P\(entailment\) = [\d.]+; \d+% of the answer's own "
+                                                   r"words occur in this document\. A citation needs"))
         page.keyboard.press("Escape")
         expect(popover).to_be_hidden()
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring in the shot
