@@ -131,13 +131,15 @@ def add_citation_rule(parser: argparse.ArgumentParser, *, control: bool = True) 
 
 
 def citation_settings(args) -> dict:
-    """The citation rule of ``args`` as RagConfig / RagSweepConfig keyword arguments."""
+    """The citation rule of ``args`` (:func:`add_citation_rule`) as RagConfig / RagSweepConfig / LogAuditConfig
+    keyword arguments."""
+    from ..rag.citations import CitationPolicy, CitationSettings
+
     if getattr(args, "paper_citations", False):
-        return {"per_claim": False, "entail_threshold": None, "control_margin": None, "skip_degenerate": False,
-                "min_support": None}
-    return {"per_claim": args.per_claim, "entail_threshold": args.entail_threshold,
-            "control_margin": getattr(args, "control_margin", None), "skip_degenerate": args.skip_degenerate,
-            "min_support": args.min_support}
+        return CitationSettings.citation_fields(CitationPolicy())
+    return CitationSettings.citation_fields(CitationPolicy(
+        per_claim=args.per_claim, threshold=args.entail_threshold, control_margin=getattr(args, "control_margin", None),
+        skip_degenerate=args.skip_degenerate, min_support=args.min_support))
 
 
 def load_inputs(args) -> tuple[Collection, Retriever]:

@@ -18,7 +18,7 @@ import time
 from ..checks import parse_alphas
 from ..data.disk_cache import CACHE_ENV, DiskCache, default_disk_cache
 from ..errors import InvalidParameterError
-from .common import add_common, add_models, alphas_arg, id_list, load_inputs
+from .common import add_common, add_models, alphas_arg, citation_settings, id_list, load_inputs
 
 __all__ = ["register"]
 
@@ -58,13 +58,10 @@ def _cache(path: str | None) -> DiskCache:
 
 
 def _answer_settings(args) -> tuple[dict, dict]:
-    """Generator and RagConfig keyword arguments for the prompt style and citation rule, when the shared model
-    options (:func:`~fairrag_core.cli.common.add_models`) offer them; the Playground's defaults otherwise."""
+    """Generator and RagConfig keyword arguments for the prompt style and the citation rule (the shared model
+    options of :func:`~fairrag_core.cli.common.add_models`, as every answering command reads them)."""
     style = {"style": args.prompt_style} if getattr(args, "prompt_style", None) else {}
-    if getattr(args, "paper_citations", False):
-        return style, {"per_claim": False, "entail_threshold": None, "control_margin": None, "min_support": None}
-    names = ("per_claim", "entail_threshold", "control_margin", "min_support")
-    return style, {name: getattr(args, name) for name in names if hasattr(args, name)}
+    return style, citation_settings(args)
 
 
 def _alpha_text(alpha: float) -> str:
