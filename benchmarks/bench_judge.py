@@ -233,16 +233,15 @@ def truth_of(rows: list[dict]) -> np.ndarray:
 
 #: Every rule's decisions over every labelled row (indexed by ``row["_i"]``), computed once: fitting on a subset
 #: of the rows (a split, a fold) only picks entries.
-_DECISIONS: dict[tuple[int, Rule], np.ndarray] = {}
+_DECISIONS: dict[Rule, np.ndarray] = {}
 _ROWS: list[dict] = []
 
 
 def guesses(rows: list[dict], rule: Rule) -> np.ndarray:
     """``decide`` for each of ``rows`` (rows of :func:`report`'s labelled set), cached per rule."""
-    key = (id(_ROWS), rule)
-    if key not in _DECISIONS:
-        _DECISIONS[key] = np.array([decide(r, rule) for r in _ROWS], dtype=bool)
-    return _DECISIONS[key][[r["_i"] for r in rows]]
+    if rule not in _DECISIONS:
+        _DECISIONS[rule] = np.array([decide(r, rule) for r in _ROWS], dtype=bool)
+    return _DECISIONS[rule][[r["_i"] for r in rows]]
 
 
 def scores(rows: list[dict], rule: Rule) -> dict:

@@ -1,5 +1,7 @@
 """'What am I looking at?' — one short paragraph per panel, written for students."""
 
+import math
+
 RANKINGS = (
     "Each row is one ranking the stochastic retriever drew; each cell is a document, coloured by its provider. "
     "The top row is the deterministic retriever: it shows the same k documents to the generator every time, "
@@ -84,8 +86,6 @@ def recommendation_context(table, k: int, metric: str) -> str:
 def citation_reason(entails: bool, probability: float, support: float | None, policy, degenerate: bool) -> str:
     """Why one document is or is not cited for an answer, in the words of the citation rule ``policy``
     (a :class:`~fairrag_core.rag.citations.CitationPolicy`)."""
-    import math
-
     words = "" if support is None else f"{support:.0%} of the answer's own words occur in this document"
     needs = []
     if policy.min_support is not None:

@@ -94,7 +94,6 @@ class LogAuditConfig(CitationSettings):
         if self.control_margin is not None:
             raise InvalidParameterError("a RAG log has no retrieved pool to draw a control document from; leave "
                                         "control_margin unset (None) for log audits")
-        self.citation_policy  # noqa: B018 (checks the rule's values now, with the message naming the field)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -89,6 +90,10 @@ class CitationSettings(Settings):
     skip_degenerate: bool = False
     min_support: float | None = None
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.citation_policy  # noqa: B018 (refuses a bad threshold, margin or support when the settings are made)
+
     @property
     def citation_policy(self) -> CitationPolicy:
         return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
@@ -135,12 +140,17 @@ def lexical_support(claim: str, document: str, question: str = "") -> float:
     >>> lexical_support("Best shoes for a first marathon.", "anything", "best shoes for a first marathon")
     0.0
     """
-    asked = set(DEFAULT_TOKENIZER(question))
-    own = {w for w in DEFAULT_TOKENIZER(claim) if w not in asked}
+    own = _stems(claim) - _stems(question)
     if not own:
         return 0.0
-    present = set(DEFAULT_TOKENIZER(document))
-    return len(own & present) / len(own)
+    return len(own & _stems(document)) / len(own)
+
+
+@lru_cache(maxsize=4096)
+def _stems(text: str) -> frozenset[str]:
+    # one tokenisation per text: a run checks each retrieved document against many answers (and each answer
+    # against its k documents), so documents and questions repeat
+    return frozenset(DEFAULT_TOKENIZER(text))
 
 
 def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | None = None,
