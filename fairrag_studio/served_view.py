@@ -110,12 +110,15 @@ def queries_table(run: SweepRun) -> pd.DataFrame:
     table = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
     out = table.rename(columns=_QUERY_COLUMNS).round(3)
     # intervals over the query's served lines; each contains the estimate printed in front of it
-    for label, estimate, low, high in (("EE-D, bias-corrected [95% over lines]", "ee_d_corrected", "ee_d_low",
-                                        "ee_d_high"),
+    # (audits stored before the interval columns were named after their estimate call them ee_d_low/high)
+    legacy = {"ee_d_corrected_low": "ee_d_low", "ee_d_corrected_high": "ee_d_high"}
+    table = run.table.rename(columns={old: new for new, old in legacy.items() if new not in run.table})
+    for label, estimate, low, high in (("EE-D, bias-corrected [95% over lines]", "ee_d_corrected", "ee_d_corrected_low",
+                                        "ee_d_corrected_high"),
                                        ("EE-R [95% over lines]", "ee_r", "ee_r_low", "ee_r_high")):
-        if {estimate, low, high} <= set(run.table) and run.table[low].notna().any():
+        if {estimate, low, high} <= set(table) and table[low].notna().any():
             out[label] = [("—" if pd.isna(e) else f"{e:.3f} {with_interval(lo, hi)}")
-                          for e, lo, hi in zip(run.table[estimate], run.table[low], run.table[high])]
+                          for e, lo, hi in zip(table[estimate], table[low], table[high])]
     return out
 
 

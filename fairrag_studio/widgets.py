@@ -37,15 +37,15 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 
 def metric_with_ci(column, label: str, interval, help: str | None = None) -> None:
-    """A metric tile: the estimate inside the interval (``interval.point``), the interval underneath, and what
+    """A metric tile: the estimate inside the interval (``interval.estimate``), the interval underneath, and what
     they are; for a bias-corrected estimate also the plug-in over the samples (same text as the CLI's)."""
     if interval is None:
         column.metric(label, "—", help=help)
         return
-    column.metric(label, f"{interval.point:.3f}", help=help)
+    column.metric(label, f"{interval.estimate:.3f}", help=help)
     caption = f"{interval.level:.0%} CI [{interval.low:.3f}, {interval.high:.3f}] · {interval.method_text}"
-    if interval.point != interval.estimate:
-        caption += f" · plug-in {interval.estimate:.3f}"
+    if interval.plug_in != interval.estimate:
+        caption += f" · plug-in {interval.plug_in:.3f}"
     column.caption(caption)
 
 

@@ -46,7 +46,7 @@ from ..rag.attribution import Attributor
 from ..rag.citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
 from ..rag.degenerate import answer_flags
 from ..record import RunKind, RunRecord, SweepRun
-from ..seeds import derive_seed, new_seed
+from ..seeds import check_seed, derive_seed, new_seed
 from .served import evaluate_run
 
 __all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "SOURCE_LABELS", "EXPEVAL_COLUMNS"]
@@ -91,6 +91,8 @@ class LogAuditConfig(CitationSettings):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.seed is not None:
+            check_seed(self.seed)
         if self.control_margin is not None:
             raise InvalidParameterError("a RAG log has no retrieved pool to draw a control document from; leave "
                                         "control_margin unset (None) for log audits")
@@ -207,7 +209,7 @@ def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Gener
     eps = incidence.mean(axis=0)
     ee_d = bias_corrected_interval(float(eps @ eps / k), (draws * draws).sum(axis=1) / k, level=level,
                                    bounds=(0.0, 1.0))
-    out = {"ee_d_corrected": ee_d.point, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
+    out = {"ee_d_corrected": ee_d.estimate, "ee_d_corrected_low": ee_d.low, "ee_d_corrected_high": ee_d.high}
     if relevance_weights is not None:
         served = relevance_weights.size
         ee_r = percentile_interval(float(eps[:served] @ relevance_weights), draws[:, :served] @ relevance_weights,
@@ -312,7 +314,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                 target = target_exposure(useful, k)
                 relevance_weights = target[served] / (target @ target)
                 part = {"doc_ids": doc_ids, "exposure": full, "target": target}
-        row.update(ee_d_corrected=np.nan, ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan, ee_r_high=np.nan)
+        row.update(ee_d_corrected=np.nan, ee_d_corrected_low=np.nan, ee_d_corrected_high=np.nan, ee_r_low=np.nan,
+                   ee_r_high=np.nan)
         if lines.size > 1:
             row.update(_line_bootstrap(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],

@@ -262,7 +262,7 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
             else:
                 floor = float(query.bounds[metric].normalise(0.0)) if settings.normalize else 0.0
                 ci = bias_corrected_interval(point[metric], draws[metric], level=level, bounds=(floor, np.inf))
-            rows.append({"query_id": query.query_id, "metric": metric, "plug_in": ci.estimate, "estimate": ci.point,
+            rows.append({"query_id": query.query_id, "metric": metric, "plug_in": ci.plug_in, "estimate": ci.estimate,
                          "low": ci.low, "high": ci.high, "level": ci.level, "method": ci.method_text,
                          "n_samples": query.n_samples})
     return pd.DataFrame(rows).set_index(["query_id", "metric"])
@@ -279,7 +279,7 @@ def summarise_run(table: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.9
         if metric not in table.columns:
             raise InvalidParameterError(f"table has no {metric!r} column; pass the output of evaluate_run")
         ci = bootstrap_mean(table[metric].to_numpy(dtype=float), n_boot=n_boot, level=level, seed=rng)
-        rows.append({"metric": metric, "estimate": ci.point, "low": ci.low, "high": ci.high, "level": ci.level,
+        rows.append({"metric": metric, "estimate": ci.estimate, "low": ci.low, "high": ci.high, "level": ci.level,
                      "method": "mean over queries; percentile bootstrap over queries", "n_queries": len(table),
                      "direction": DIRECTION[metric]})
     return pd.DataFrame(rows).set_index("metric")
@@ -305,7 +305,7 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
                                                      n_boot=n_boot, n_permutations=n_permutations, level=level,
                                                      seed=rng)
         rows.append({"metric": metric, "mean_a": result.mean_a, "mean_b": result.mean_b,
-                     "difference": result.difference.point, "low": result.difference.low,
+                     "difference": result.difference.estimate, "low": result.difference.low,
                      "high": result.difference.high, "level": level, "p_value": result.p_value,
                      "p_value_t": result.p_value_t, "n_queries": result.n_queries,
                      "method": "mean of A − B; percentile bootstrap over queries", "test": result.test,

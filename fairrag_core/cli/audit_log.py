@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..data.export import write_table
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_citation_rule, citation_settings, positive_arg
+from .common import add_citation_rule, citation_settings, positive_arg, seed_arg, whole_arg
 
 __all__ = ["register"]
 
@@ -57,13 +57,15 @@ def register(sub) -> None:
     p.add_argument("-k", "--k", type=positive_arg, default=None, dest="k",
                    help="documents the generator read (default: the longest ranking); set it when the log's "
                         "rankings are longer than what the generator saw")
-    p.add_argument("--min-rel", type=int, default=1, help="qrels grade from which a document is useful (default 1)")
+    p.add_argument("--min-rel", type=whole_arg, default=1,
+                   help="qrels grade from which a document is useful (default 1)")
     p.add_argument("--user-model", default="step", choices=["step", "gerr", "rbp"],
                    help="step (default: the paper's 1[i ≤ k], EE-D and EE-R) or also expeval's gerr/rbp on the whole "
                         "rankings (normalised disparity, relevance, difference per labelled query)")
     p.add_argument("--patience", type=float, default=0.5, help="gerr/rbp patience p (default 0.5)")
     p.add_argument("--utility", type=float, default=0.5, help="gerr utility u (default 0.5)")
-    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fresh, printed so you can rerun)")
+    p.add_argument("--seed", type=seed_arg, default=None,
+                   help="bootstrap seed, 0 to 2**63-1 (default: fresh, printed so you can rerun)")
     p.add_argument("--boot", type=positive_arg, default=1000, help="bootstrap resamples over queries (default 1000)")
     p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
@@ -165,8 +167,9 @@ def _cmd_audit_log(args, out) -> int:
     print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
           "with the basic interval, EE-R plug-in with the percentile interval; ee_d_unbiased is the exact unbiased "
           "estimate):", file=out)
-    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_d_corrected", "ee_d_low",
-                           "ee_d_high", "ee_r", "ee_r_low", "ee_r_high", "providers_reached",
+    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_d_corrected",
+                           "ee_d_corrected_low", "ee_d_corrected_high", "ee_r", "ee_r_low", "ee_r_high",
+                           "providers_reached",
                            "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed", "expeval_disparity",
                            "expeval_relevance", "expeval_difference") if c in run.table]
     per_query = run.table[columns].dropna(axis=1, how="all")

@@ -20,7 +20,7 @@ from ..ranking import (
     summarise_sweep,
 )
 from .backend_options import add_backend, on_backend
-from .common import add_common, alpha_arg, alphas_arg, bar, fmt_ci, id_list, load_inputs
+from .common import add_common, alpha_arg, alphas_arg, bar, count_arg, fmt_ci, id_list, load_inputs
 
 __all__ = ["register", "rank_payload"]
 
@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--query", required=True, help="the question; if it is one of the collection's queries, "
                                                   "its relevance labels give EE-R")
     p.add_argument("--alpha", type=alpha_arg, default=2.0, help="fairness knob α ≥ 0 (0 = uniform; default 2)")
-    p.add_argument("--show", type=int, default=5, help="sampled rankings to print (default 5)")
+    p.add_argument("--show", type=count_arg, default=5, help="sampled rankings to print (default 5)")
 
     p.set_defaults(handler=_cmd_rank)
 
@@ -77,10 +77,10 @@ def rank_payload(run: RankingRun) -> dict:
         "n_useful": None if run.labels is None else int(run.labels.sum()),
         "deterministic_ranking": [ids[i] for i in run.deterministic],
         "rankings": [[ids[i] for i in row] for row in run.rankings],
-        "ee_d": vars(run.summary.ee_d),
+        "ee_d": run.summary.ee_d.to_dict(),
         "ee_d_unbiased": run.summary.ee_d_unbiased,
-        "ee_r": None if run.summary.ee_r is None else vars(run.summary.ee_r),
-        "deterministic_ee_d": run.deterministic_summary.ee_d.estimate,
+        "ee_r": None if run.summary.ee_r is None else run.summary.ee_r.to_dict(),
+        "deterministic_ee_d": run.deterministic_summary.ee_d.plug_in,
         "deterministic_ee_r": (None if run.deterministic_summary.ee_r is None
                                else run.deterministic_summary.ee_r.estimate),
         "providers_reached": int((providers["exposure"] > 0).sum()),
@@ -130,7 +130,7 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     uniform = k / n
     print(f"EE-D (disparity, lower is fairer): {fmt_ci(run.summary.ee_d)}   "
           f"[deterministic 1.000, uniform {uniform:.3f}]", file=out)
-    plug_in = (f"     plug-in over these N={run.config.n_samples} samples {run.summary.ee_d.estimate:.3f} "
+    plug_in = (f"     plug-in over these N={run.config.n_samples} samples {run.summary.ee_d.plug_in:.3f} "
                "(biased upward by the finite N)")
     if run.summary.ee_d_unbiased is not None:
         plug_in += f"; unbiased estimate {run.summary.ee_d_unbiased:.3f}"

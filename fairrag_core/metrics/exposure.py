@@ -191,13 +191,13 @@ def bootstrap_exposure_ci(
 
     They show how much of a difference between two α values is Monte-Carlo noise from a finite N. Each
     interval contains the estimate it comes with (:class:`~fairrag_core.metrics.intervals.ConfidenceInterval`;
-    print ``ci.point`` beside ``[ci.low, ci.high]``):
+    print ``ci.estimate`` beside ``[ci.low, ci.high]``):
 
     * EE-D is quadratic in ε, so its plug-in ``‖ε̂‖²/k`` is biased upward by ``Σ_d ε_d(1 − ε_d)/(N·k)``
       (see :func:`unbiased_ee_disparity`) and the bootstrap distribution is shifted by the same amount: a
       percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate
       ``2θ̂ − median(θ*)`` with the *basic* interval ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value,
-      both clipped to [0, 1] (``method="bias-corrected"``); ``estimate`` keeps the plug-in the paper reports.
+      both clipped to [0, 1] (``method="bias-corrected"``); ``plug_in`` keeps the plug-in the paper reports.
     * EE-R is linear in ε and unbiased: the plug-in with its percentile interval (``method="percentile"``).
 
     Vectorised: only items that appear in some ranking carry exposure, so the work is

@@ -46,15 +46,16 @@ _METHOD_TEXT = {PERCENTILE: "plug-in estimate, percentile bootstrap interval",
 
 @dataclass(frozen=True)
 class ConfidenceInterval:
-    """A point estimate with its bootstrap interval ``[low, high]`` at ``level``.
+    """An estimate with its bootstrap interval ``[low, high]`` at ``level``.
 
-    ``estimate`` is the plug-in value over the data at hand (what the papers' tables report). ``point`` is the
-    estimate the interval belongs to — the plug-in for ``method="percentile"``, the bias-corrected ``corrected``
-    for ``method="bias-corrected"`` — and always lies in ``[low, high]``: print ``point`` beside the interval.
+    ``estimate`` is the number the interval is for, and always lies in ``[low, high]``: print it beside the
+    interval, and it is what JSON calls ``estimate``. For ``method="percentile"`` it is the plug-in value over the
+    data at hand; for ``method="bias-corrected"`` it is the bias-corrected estimate, and ``plug_in`` keeps the
+    plug-in value (what the papers' tables report), which may fall outside the interval.
 
-    >>> ci = ConfidenceInterval(0.043, 0.009, 0.034, 0.95, BIAS_CORRECTED, corrected=0.021)
-    >>> ci.point, ci.describe()
-    (0.021, '0.021 (95% CI 0.009–0.034; bias-corrected estimate, basic bootstrap interval)')
+    >>> ci = ConfidenceInterval(0.021, 0.009, 0.034, 0.95, BIAS_CORRECTED, plug_in=0.043)
+    >>> ci.estimate, ci.plug_in, ci.describe()
+    (0.021, 0.043, '0.021 (95% CI 0.009–0.034; bias-corrected estimate, basic bootstrap interval)')
     """
 
     estimate: float
@@ -62,21 +63,19 @@ class ConfidenceInterval:
     high: float
     level: float
     method: str = PERCENTILE
-    corrected: float | None = None
+    plug_in: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in _METHOD_TEXT:
             raise InvalidParameterError(f"method={self.method!r}; use {PERCENTILE!r} or {BIAS_CORRECTED!r}")
-        if self.method == BIAS_CORRECTED and self.corrected is None:
-            raise InvalidParameterError("a bias-corrected interval needs its corrected estimate")
-        if not self.low - 1e-12 <= self.point <= self.high + 1e-12:
+        if self.plug_in is None:
+            if self.method == BIAS_CORRECTED:
+                raise InvalidParameterError("a bias-corrected interval needs the plug-in value it corrects")
+            object.__setattr__(self, "plug_in", float(self.estimate))
+        if not self.low - 1e-12 <= self.estimate <= self.high + 1e-12:
             raise InvalidParameterError(f"interval [{self.low}, {self.high}] does not contain its estimate "
-                                        f"{self.point}; build it with percentile_interval or bias_corrected_interval")
-
-    @property
-    def point(self) -> float:
-        """The estimate to print beside the interval (inside it)."""
-        return float(self.corrected) if self.method == BIAS_CORRECTED else self.estimate
+                                        f"{self.estimate}; build it with percentile_interval or "
+                                        "bias_corrected_interval")
 
     @property
     def method_text(self) -> str:
@@ -84,9 +83,19 @@ class ConfidenceInterval:
         return _METHOD_TEXT[self.method]
 
     def describe(self, digits: int = 3) -> str:
-        """``point (L% CI low–high; what they are)``."""
-        return (f"{self.point:.{digits}f} ({self.level:.0%} CI {self.low:.{digits}f}–{self.high:.{digits}f}; "
+        """``estimate (L% CI low–high; what they are)``."""
+        return (f"{self.estimate:.{digits}f} ({self.level:.0%} CI {self.low:.{digits}f}–{self.high:.{digits}f}; "
                 f"{self.method_text})")
+
+    def to_dict(self) -> dict[str, float | str]:
+        """The interval for JSON: ``estimate`` (inside ``[low, high]``), ``low``, ``high``, ``level``, ``method`` and
+        ``plug_in`` (equal to ``estimate`` for a percentile interval).
+
+        >>> percentile_interval(0.5, [0.4, 0.6], level=0.5).to_dict()["estimate"]
+        0.5
+        """
+        return {"estimate": float(self.estimate), "low": float(self.low), "high": float(self.high),
+                "level": float(self.level), "method": self.method, "plug_in": float(self.plug_in)}
 
 
 def _draws(draws: object, level: object) -> tuple[np.ndarray, float, float]:
@@ -104,7 +113,7 @@ def percentile_interval(estimate: float, draws: np.ndarray, *, level: float = 0.
     estimate if every draw falls on one side of it).
 
     >>> percentile_interval(0.5, [0.4, 0.45, 0.5, 0.55, 0.6], level=0.5)
-    ConfidenceInterval(estimate=0.5, low=0.45, high=0.55, level=0.5, method='percentile', corrected=None)
+    ConfidenceInterval(estimate=0.5, low=0.45, high=0.55, level=0.5, method='percentile', plug_in=0.5)
     """
     _, q_low, q_high = _draws(draws, level)
     estimate = float(estimate)
@@ -118,7 +127,7 @@ def bias_corrected_interval(estimate: float, draws: np.ndarray, *, level: float 
     ``bounds=(lo, hi)`` clips the corrected estimate and the interval to the metric's range (e.g. [0, 1]).
 
     >>> ci = bias_corrected_interval(0.30, [0.30, 0.32, 0.34, 0.36, 0.38], level=0.5)
-    >>> round(ci.corrected, 3), round(ci.low, 3), round(ci.high, 3), ci.estimate
+    >>> round(ci.estimate, 3), round(ci.low, 3), round(ci.high, 3), ci.plug_in
     (0.26, 0.24, 0.28, 0.3)
     """
     arr, q_low, q_high = _draws(draws, level)
@@ -127,7 +136,7 @@ def bias_corrected_interval(estimate: float, draws: np.ndarray, *, level: float 
     if bounds is not None:
         values = np.clip(values, *bounds)
     corrected, low, high = (float(v) for v in values)
-    return ConfidenceInterval(theta, low, high, float(level), BIAS_CORRECTED, corrected)
+    return ConfidenceInterval(corrected, low, high, float(level), BIAS_CORRECTED, plug_in=theta)
 
 
 def _values(values: object, name: str) -> np.ndarray:

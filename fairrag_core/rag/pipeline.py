@@ -133,7 +133,7 @@ class RagRun:
 
     @property
     def ee_d(self) -> float:
-        return self.ranking.summary.ee_d.estimate
+        return self.ranking.summary.ee_d.plug_in
 
     @property
     def ee_r(self) -> float | None:

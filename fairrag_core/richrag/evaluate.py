@@ -99,12 +99,12 @@ def summarise(per_query: pd.DataFrame, *, value: str = "ncom", reference: str = 
     for (system, k), group in per_query.groupby(["system", "k"], sort=False):
         values = group.sort_values("query_id")[value].to_numpy()
         ci = bootstrap_mean(values, n_boot=n_boot, seed=seed)
-        row = {"system": system, "k": int(k), "queries": len(values), value: ci.point, "low": ci.low,
+        row = {"system": system, "k": int(k), "queries": len(values), value: ci.estimate, "low": ci.low,
                "high": ci.high}
         ref = per_query[(per_query.system == reference) & (per_query.k == k)].sort_values("query_id")
         if len(ref) == len(values) and system != reference:
             cmp = paired_comparison(ref[value].to_numpy(), values, n_boot=n_boot, seed=seed)
-            row.update({"ranker_minus": cmp.difference.point, "diff_low": cmp.difference.low,
+            row.update({"ranker_minus": cmp.difference.estimate, "diff_low": cmp.difference.low,
                         "diff_high": cmp.difference.high, "p_value": cmp.p_value})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -211,8 +211,8 @@ def test_per_query_intervals_over_lines_contain_their_estimates_and_follow_the_s
     config = LogAuditConfig(seed=3, n_boot=300)
     table = audit_rag_log(DEMO_LOG, collection, config).table
     several = table[table["lines"] > 1]
-    assert (several["ee_d_low"] <= several["ee_d_corrected"] + 1e-12).all()
-    assert (several["ee_d_corrected"] <= several["ee_d_high"] + 1e-12).all()
+    assert (several["ee_d_corrected_low"] <= several["ee_d_corrected"] + 1e-12).all()
+    assert (several["ee_d_corrected"] <= several["ee_d_corrected_high"] + 1e-12).all()
     judged = several[several["ee_r"].notna()]
     assert len(judged) >= 15
     assert ((judged["ee_r_low"] <= judged["ee_r"] + 1e-12) & (judged["ee_r"] <= judged["ee_r_high"] + 1e-12)).all()

@@ -17,22 +17,22 @@ from fairrag_core.metrics.intervals import (
 
 def test_percentile_interval_is_widened_to_reach_a_one_sided_estimate():
     ci = percentile_interval(0.1, [0.2, 0.3, 0.4])
-    assert ci.low == 0.1 and ci.point == 0.1 and ci.method == PERCENTILE
+    assert ci.low == 0.1 and ci.estimate == ci.plug_in == 0.1 and ci.method == PERCENTILE
 
 
 def test_bias_corrected_hand_case():
     # θ̂ = 0.3, draws centred on 0.34 (bias 0.04): θ̃ = 0.26, basic interval mirrors the quantiles around θ̂
     ci = bias_corrected_interval(0.3, [0.30, 0.32, 0.34, 0.36, 0.38], level=0.5)
-    assert ci.corrected == pytest.approx(0.26) and (ci.low, ci.high) == pytest.approx((0.24, 0.28))
-    assert ci.estimate == 0.3 and ci.point == pytest.approx(0.26) and ci.method == BIAS_CORRECTED
+    assert ci.estimate == pytest.approx(0.26) and (ci.low, ci.high) == pytest.approx((0.24, 0.28))
+    assert ci.plug_in == 0.3 and ci.method == BIAS_CORRECTED
     clipped = bias_corrected_interval(0.01, [0.05, 0.06, 0.07], bounds=(0.0, 1.0))
-    assert clipped.low == clipped.point == 0.0
+    assert clipped.low == clipped.estimate == 0.0
 
 
 def test_interval_must_contain_its_point():
     with pytest.raises(InvalidParameterError, match="does not contain its estimate"):
         ConfidenceInterval(0.5, 0.6, 0.7, 0.95)
-    with pytest.raises(InvalidParameterError, match="needs its corrected estimate"):
+    with pytest.raises(InvalidParameterError, match="needs the plug-in value"):
         ConfidenceInterval(0.5, 0.4, 0.7, 0.95, BIAS_CORRECTED)
     with pytest.raises(InvalidParameterError, match="level"):
         percentile_interval(0.5, [0.5], level=1.0)
@@ -45,9 +45,11 @@ def test_rank_cli_example_now_prints_a_consistent_interval():
     # basic interval (the "EE-D 0.043 (CI 0.009–0.034)"); the printed point is now inside
     rankings = sample_rankings(np.zeros(200), alpha=0, n_samples=50, k=5, seed=3)
     ee_d, _ = bootstrap_exposure_ci(rankings, 200, n_boot=500, seed=1)
-    assert ee_d.estimate > ee_d.high  # the plug-in is outside: it is not what we print beside the interval
-    assert ee_d.low <= ee_d.point <= ee_d.high
-    assert abs(ee_d.point - 5 / 200) < abs(ee_d.estimate - 5 / 200)  # exact value of the uniform policy: k/n
+    assert ee_d.plug_in > ee_d.high  # the plug-in is outside: it is not what we print beside the interval
+    assert ee_d.low <= ee_d.estimate <= ee_d.high
+    assert abs(ee_d.estimate - 5 / 200) < abs(ee_d.plug_in - 5 / 200)  # exact value of the uniform policy: k/n
+    as_json = ee_d.to_dict()  # JSON names the number inside the interval `estimate`, the plug-in `plug_in`
+    assert as_json["low"] <= as_json["estimate"] <= as_json["high"] and as_json["plug_in"] == ee_d.plug_in
 
 
 def test_bootstrap_mean_and_paired_comparison():
@@ -56,7 +58,7 @@ def test_bootstrap_mean_and_paired_comparison():
     rng = np.random.default_rng(0)
     a = rng.uniform(size=40)
     same = paired_comparison(a, a, seed=0)
-    assert same.p_value == 1.0 and same.p_value_t == 1.0 and same.difference.point == 0.0
+    assert same.p_value == 1.0 and same.p_value_t == 1.0 and same.difference.estimate == 0.0
     better = paired_comparison(a + 0.05 + rng.normal(0, 0.01, 40), a, seed=0)
     assert better.p_value < 0.001 and better.p_value_t < 0.001 and better.difference.low > 0
     assert better.n_queries == 40 and "randomization" in better.test
@@ -76,4 +78,4 @@ def test_every_interval_contains_its_point(values, theta, level):
     for ci in (percentile_interval(theta, values, level=level), bias_corrected_interval(theta, values, level=level),
                bias_corrected_interval(theta, values, level=level, bounds=(-1.0, 1.0)),
                bootstrap_mean(values, n_boot=50, level=level, seed=0)):
-        assert ci.low - 1e-12 <= ci.point <= ci.high + 1e-12
+        assert ci.low - 1e-12 <= ci.estimate <= ci.high + 1e-12
