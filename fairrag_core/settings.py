@@ -19,6 +19,7 @@ from typing import Any
 
 from .checks import MAX_SAMPLES, check_at_most, check_positive_int
 from .errors import InvalidParameterError
+from .seeds import check_seed
 
 __all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of"]
 
@@ -127,3 +128,5 @@ class SamplingSettings(Settings):
         check_at_most(self.n_samples, "n_samples", MAX_SAMPLES, hint="sampled rankings; the paper uses 100",
                       fix="lower N (the paper uses 100)")
         check_positive_int(self.k, "k", hint="documents given to the generator, e.g. 5")
+        if self.seed is not None:
+            check_seed(self.seed)

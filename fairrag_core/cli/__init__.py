@@ -12,20 +12,39 @@ One module per command group, each registering its commands with a handler:
 * :mod:`.warm` — ``warm`` (precompute a collection's answers and judgements into the disk cache);
 * :mod:`.common` — the shared options, argument types and renderers.
 
-Errors of the :class:`~fairrag_core.errors.FairRAGError` family end with exit code 2 and their message, which
-names the fix.
+Errors of the :class:`~fairrag_core.errors.FairRAGError` family and argument errors end with exit code 2 and one
+line that names the fix. With ``--json`` every failure is also one JSON object on standard output,
+``{"error": …, "error_type": …, "exit_code": …}``, so a script can parse whatever happened.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import traceback
 from collections.abc import Sequence
 
-from ..errors import FairRAGError
+from ..errors import FairRAGError, InvalidParameterError
 from . import audit, audit_log, fairqr, rag, ranking, richrag, runs, warm
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "UsageError"]
+
+
+class UsageError(InvalidParameterError):
+    """A command line argparse refuses (unknown option, a value of the wrong type, a missing argument)."""
+
+    def __init__(self, message: str, parser: argparse.ArgumentParser) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a refused command line raises :class:`UsageError` instead of printing and exiting,
+    so that :func:`main` can answer in JSON when asked to (subcommand parsers inherit the class)."""
+
+    def error(self, message: str):
+        raise UsageError(message, self)
 
 _DESCRIPTION = """\
 FairRAG Studio core: fair stochastic retrieval for RAG (Kim & Diaz, ICTIR 2025).
@@ -48,19 +67,42 @@ Examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m fairrag_core", description=_DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="python -m fairrag_core", description=_DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     for group in (ranking, rag, fairqr, runs, audit_log, audit, richrag, warm):
         group.register(sub)
     return parser
 
 
+def _json_error(message: str, error_type: str, exit_code: int, out) -> None:
+    print(json.dumps({"error": message, "error_type": error_type, "exit_code": exit_code}, ensure_ascii=False),
+          file=out)
+
+
 def main(argv: Sequence[str] | None = None, out=None) -> int:
     out = out or sys.stdout
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as err:
+        err.parser.print_usage(sys.stderr)
+        print(f"{err.parser.prog}: error: {err}", file=sys.stderr)
+        if as_json:
+            _json_error(f"{err.parser.prog}: {err}", "usage", 2, out)
+        return 2
     try:
         return args.handler(args, out)
     except FairRAGError as err:
         print(f"error: {err}", file=sys.stderr)
+        if as_json:
+            _json_error(str(err), type(err).__name__, 2, out)
         return 2
+    except Exception as err:  # a bug: keep the traceback for the report, and still answer in JSON when asked
+        if not as_json:
+            raise
+        traceback.print_exc(file=sys.stderr)
+        _json_error(f"internal error ({type(err).__name__}: {err}); please report it with the command line",
+                    "internal", 1, out)
+        return 1

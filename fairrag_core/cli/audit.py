@@ -31,7 +31,7 @@ from ..audit.served import (
 )
 from ..metrics.expeval import METRICS, Bounds, ExposureSettings, UserModel
 from ..seeds import new_seed
-from .common import positive_arg
+from .common import positive_arg, seed_arg
 
 __all__ = ["register"]
 
@@ -66,7 +66,7 @@ def _model_options(p: argparse.ArgumentParser) -> None:
                    help="when QRELS is a collection: group documents by provider (default) or by a category")
     p.add_argument("--format", default="auto", choices=["auto", "trec", "trec-fair-2022"],
                    help="run format (default: auto-detect)")
-    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: fresh, printed)")
+    p.add_argument("--seed", type=seed_arg, default=None, help="bootstrap seed, 0 to 2**63-1 (default: fresh, printed)")
     p.add_argument("--n-boot", type=positive_arg, default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -10,10 +10,10 @@ from ..data import DEMO_COLLECTIONS, Collection, load_collection
 from ..errors import InvalidParameterError
 from ..metrics.utility import UtilityMetric
 from ..retrieval import Retriever, RetrieverKind, build_retriever
+from ..seeds import MAX_SEED, check_seed
 
-__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "add_common", "add_models", "citation_settings", "load_inputs",
-           "id_list",
-           "bar", "fmt", "fmt_ci"]
+__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "add_common", "add_models",
+           "citation_settings", "load_inputs", "id_list", "bar", "fmt", "fmt_ci"]
 
 
 def _argument_type(parse, name: str):
@@ -35,12 +35,43 @@ alphas_arg = _argument_type(parse_alphas, "alphas")
 
 def positive_arg(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
+        value = whole_arg(text)
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return value
+
+
+def whole_arg(text: str) -> int:
+    """A whole number written in ASCII digits, optionally signed (``int()`` would also take ``1_0`` and ``٣``)."""
+    body = text.strip()
+    digits = body[1:] if body[:1] in "+-" else body
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
+        raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9, at most 19), got {text!r}")
+    return int(body)
+
+
+def count_arg(text: str) -> int:
+    """A whole number ≥ 0 (how many to show, folds, …)."""
+    try:
+        value = whole_arg(text)
+    except argparse.ArgumentTypeError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}")
+    return value
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: a whole number from 0 to 2**63 − 1 (:func:`fairrag_core.seeds.check_seed`)."""
+    try:
+        return check_seed(whole_arg(text))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_SEED} (e.g. --seed 42), got "
+                                         f"{text!r}") from None
+    except InvalidParameterError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def optional_float(text: str) -> float | None:
@@ -69,10 +100,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", type=positive_arg, default=5,
                         help="documents per ranking passed to the generator (default 5)")
     parser.add_argument("--samples", "-N", type=positive_arg, default=100, help="sampled rankings N (default 100)")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, printed so you can rerun)")
+    parser.add_argument("--seed", type=seed_arg, default=None,
+                        help="random seed, 0 to 2**63-1 (default: fresh, printed so you can rerun)")
     parser.add_argument("--candidates", type=positive_arg, default=None,
                         help="first-stage cut-off K: sample among the top K only (default: every document)")
-    parser.add_argument("--min-rel", type=int, default=1,
+    parser.add_argument("--min-rel", type=whole_arg, default=1,
                         help="qrels grade from which a document counts as useful for EE-R (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 

@@ -11,7 +11,7 @@ from ..data import load_collection
 from ..data.export import write_table
 from ..retrieval import build_retriever
 from .backend_options import add_backend, on_backend
-from .common import id_list, positive_arg
+from .common import count_arg, id_list, positive_arg
 
 __all__ = ["register"]
 
@@ -53,7 +53,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
                         help="'keywords' (corpus keywords, no model; default) or an LLM: qwen2.5-1.5b, smollm2-135m, "
                              "an HF id or a local folder (the paper's prompt)")
     parser.add_argument("--top-k", type=positive_arg, default=20, help="documents per retrieval K (default 20)")
-    parser.add_argument("--max-iterations", type=int, default=5, help="maximum refinements (default 5, as the paper)")
+    parser.add_argument("--max-iterations", type=count_arg, default=5,
+                        help="maximum refinements (default 5, as the paper)")
     parser.add_argument("--background", action="store_true",
                         help="mix the relevant-document target 50/50 with the corpus distribution (TREC 2022)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")

@@ -9,7 +9,7 @@ import json
 import sys
 
 from ..checks import parse_alphas
-from .common import alphas_arg, positive_arg
+from .common import alphas_arg, count_arg, positive_arg, seed_arg
 
 __all__ = ["add_train_ranker", "add_rich_eval"]
 
@@ -21,7 +21,7 @@ def add_train_ranker(sub) -> None:
                     "(the held-out queries are never seen), write safetensors weights, ranker.json (sha256, split, "
                     "history) and the model card, then score NCOM on the held-out queries. Deterministic: the "
                     "same seed gives the same weights on the same machine. About 5–15 minutes on a 2-core CPU.")
-    p.add_argument("--seed", type=int, default=13, help="training seed (default 13, the shipped model's)")
+    p.add_argument("--seed", type=seed_arg, default=13, help="training seed (default 13, the shipped model's)")
     p.add_argument("--epochs", type=positive_arg, default=None, help="SFT epochs (default: the shipped config's)")
     p.add_argument("--output", default=None,
                    help="folder for the weights and card (default: assets/models/richrag-ranker, the shipped one)")
@@ -39,7 +39,7 @@ def add_rich_eval(sub) -> None:
                     "95% bootstrap intervals over queries and the paired difference to ranker-dpo.")
     p.add_argument("--ranker-dir", default=None, help="trained ranker folder (default: the shipped one)")
     p.add_argument("-k", type=positive_arg, default=5, help="main cut-off (default 5; NCOM also at 3 and 10)")
-    p.add_argument("--folds", type=int, default=0,
+    p.add_argument("--folds", type=count_arg, default=0,
                    help="K ≥ 2: K-fold cross-validation, a fresh ranker per fold (minutes per fold); 0 = the "
                         "fixed split (default)")
     p.add_argument("--answers", action="store_true",
@@ -55,7 +55,7 @@ def add_rich_eval(sub) -> None:
                    help="also print provider exposure and EE-D vs NCOM as α moves (Plackett-Luce)")
     p.add_argument("--alphas", type=alphas_arg, default=parse_alphas("0,1,2,4,8,16"),
                    help="α grid for --fairness (default 0,1,2,4,8,16)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap / sampling seed (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="bootstrap / sampling seed (default 0)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(handler=_cmd_rich_eval)
