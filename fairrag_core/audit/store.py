@@ -15,11 +15,23 @@ scan while another thread closes the database), so an operation also takes this 
 the threads of one process take turns, about 50 ms each. A save is one transaction that writes the run's rows first
 and its ``runs`` line last, so a process killed mid-save leaves nothing listed (DuckDB drops the uncommitted
 transaction when the file is next opened).
+
+A run may name its ``owner``: the app saves each browser's runs under that browser's key, so that an app served to
+a network lists and reopens only a browser's own runs (:meth:`RunStore.list`, :meth:`RunStore.load` with
+``owner=``); the CLI saves without one (NULL) and lists everything. Stores made before the column existed gain it
+(NULL for their runs) the first time this version opens them.
+
+Failures are :class:`~fairrag_core.errors.StoreError` subclasses whose message names the real fix: the file or
+its folder is read-only (:class:`StoreReadOnlyError`), the disk is full (:class:`StoreFullError`), the file is
+not a readable store (:class:`StoreDamagedError`), or another process holds it
+(:class:`~fairrag_core.errors.StoreBusyError`). The way around all of them is the same knob: another store, with
+``--store PATH`` (CLI) or ``$FAIRRAG_RUNS``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -36,7 +48,8 @@ import pandas as pd
 from ..errors import InvalidParameterError, StoreBusyError, StoreError
 from ..record import RunRecord, SweepRun
 
-__all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT"]
+__all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT", "StoreReadOnlyError", "StoreFullError",
+           "StoreDamagedError"]
 
 #: Seconds an operation waits for another process to release the store before it gives up.
 DEFAULT_TIMEOUT = 120.0
@@ -44,12 +57,30 @@ DEFAULT_TIMEOUT = 120.0
 _log = logging.getLogger(__name__)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, "
-    "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER)",
+    "collection VARCHAR, label VARCHAR, config JSON, n_rows INTEGER, owner VARCHAR)",
     "CREATE TABLE IF NOT EXISTS run_rows (run_id VARCHAR, row_index INTEGER, data JSON)",
     # Optional second table per run (e.g. per-document exposure behind an audit's ledger).
     "CREATE TABLE IF NOT EXISTS run_details (run_id VARCHAR, row_index INTEGER, data JSON)",
 )
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
+_FILE_NAMED = re.compile(r'(?:Cannot open|Could not write|Could not read|Could not truncate|Could not sync) file '
+                         r'"(?P<file>[^"]+)"')
+# The operating system's words for a read-only place and a full disk, as DuckDB passes them on (strerror).
+_READ_ONLY_WORDS = (os.strerror(errno.EACCES), os.strerror(errno.EPERM), os.strerror(errno.EROFS))
+_FULL_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+_OTHER_STORE = "save to another store with --store PATH or $FAIRRAG_RUNS"
+
+
+class StoreReadOnlyError(StoreError):
+    """The run store's file, or the folder it lives in, cannot be written here (permissions, a read-only mount)."""
+
+
+class StoreFullError(StoreError):
+    """The disk that holds the run store is full (or the user's quota is spent)."""
+
+
+class StoreDamagedError(StoreError):
+    """The run store's file cannot be opened as a DuckDB database (damaged, or not a store at all)."""
 _LOCKS: dict[str, threading.Lock] = {}  # one lock per store file, shared by every thread of this process
 _LOCKS_GUARD = threading.Lock()
 
@@ -84,6 +115,44 @@ def _holder(err: Exception) -> str:
     """Who holds the file, from DuckDB's message (``PID 123, /usr/bin/python``), or ``another process``."""
     found = _HOLDER.search(str(err))
     return f"process {found['pid']} ({found['program']})" if found else "another process"
+
+
+def _mount_of(path: Path) -> str:
+    """``/dev/vda (mounted on /)``: the file system holding ``path`` (its mount point, and its device when
+    ``/proc/mounts`` names it)."""
+    place = Path(os.path.abspath(path))
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    mount = place
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    device = None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 1 and fields[1] == str(mount):
+                device = fields[0]  # the last line for a mount point is the one in effect
+    return f"{device} (mounted on {mount})" if device else str(mount)
+
+
+def _store_error(path: Path, text: str, *, doing: str, code: int | None = None) -> StoreError:
+    """The :class:`StoreError` for a failure (DuckDB's message, or an OSError's ``errno``) with its real fix."""
+    read_only = code in (errno.EACCES, errno.EPERM, errno.EROFS) or any(w in text for w in _READ_ONLY_WORDS)
+    full = code in (errno.ENOSPC, errno.EDQUOT) or any(w in text for w in _FULL_WORDS)
+    if full:
+        return StoreFullError(f"the disk holding the run store {path} is full ({text}): free space on "
+                              f"{_mount_of(path)}, or {_OTHER_STORE}")
+    if read_only:
+        named = _FILE_NAMED.search(text)
+        blocked = Path(named["file"]) if named else path
+        if blocked == path and path.exists():
+            where = f"the file {path} is read-only here: make it writable (chmod u+w {path})"
+        else:  # the store's folder: a new store, or DuckDB's write-ahead log beside it (runs.duckdb.wal)
+            where = (f"its folder {path.parent} is read-only here (DuckDB writes {path.name} and {path.name}.wal "
+                     f"in it): make the folder writable (chmod u+w {path.parent})")
+        return StoreReadOnlyError(f"cannot {doing} the run store {path} ({text}): {where}, or {_OTHER_STORE}")
+    return StoreDamagedError(f"cannot {doing} the run store {path}: {text}. If the file is damaged, move it aside "
+                             "(the app and the CLI start a new one) or point $FAIRRAG_RUNS / --store elsewhere")
 
 
 def _process_lock(path: Path) -> threading.Lock:
@@ -135,6 +204,9 @@ class RunStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
+            if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT):
+                raise _store_error(self.path, f"cannot create {err.filename or self.path.parent}: {err.strerror}",
+                                   doing="create", code=err.errno) from None
             raise StoreError(f"cannot create the folder of the run store {self.path} ({err.strerror}); set "
                              "$FAIRRAG_RUNS or --store to a writable file") from None
         deadline = time.monotonic() + self.timeout
@@ -144,9 +216,7 @@ class RunStore:
                 return duckdb.connect(str(self.path))
             except duckdb.Error as err:
                 if not _is_lock_conflict(err):
-                    raise StoreError(f"cannot open the run store {self.path}: {err}. If the file is damaged, move it "
-                                     "aside (the app and the CLI start a new one) or point $FAIRRAG_RUNS / --store "
-                                     "elsewhere") from None
+                    raise _store_error(self.path, str(err), doing="open") from None
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise StoreBusyError(
@@ -187,6 +257,9 @@ class RunStore:
             if not self._schema_ready:
                 for statement in _SCHEMA:
                     con.execute(statement)
+                if not con.execute("SELECT 1 FROM information_schema.columns WHERE table_name = 'runs' AND "
+                                   "column_name = 'owner'").fetchone():  # a store made before runs had owners
+                    con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS owner VARCHAR")
                 self._schema_ready = True
             con.execute("BEGIN TRANSACTION")
             try:
@@ -196,16 +269,20 @@ class RunStore:
                 raise
             con.execute("COMMIT")
         except duckdb.Error as err:
+            text = str(err)
+            if any(w in text for w in _READ_ONLY_WORDS + _FULL_WORDS):
+                raise _store_error(self.path, text, doing="write to" if write else "read") from None
             raise StoreError(f"the run store {self.path} failed to {'write' if write else 'read'}: {err}") from None
         finally:
             con.close()
 
     # -- operations -------------------------------------------------------------------------------------------
-    def save(self, run: SweepRun, *, label: str = "") -> str:
+    def save(self, run: SweepRun, *, label: str = "", owner: str | None = None) -> str:
         """Store ``run`` (its record, table and per-document details) atomically; return its new id.
 
-        The rows go in first and the ``runs`` line last, in one transaction: a reader never lists a run whose
-        rows are not all there, and a process killed mid-save leaves no trace.
+        ``owner``: who saved it (the app's key for a browser; None from the CLI). The rows go in first and the
+        ``runs`` line last, in one transaction: a reader never lists a run whose rows are not all there, and a
+        process killed mid-save leaves no trace.
         """
         run_id = uuid.uuid4().hex[:12]
         record = run.record
@@ -215,16 +292,20 @@ class RunStore:
         with self._connection(write=True) as con:
             _insert_rows(con, "run_rows", run_id, records)
             _insert_rows(con, "run_details", run_id, detail_records)
-            con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO runs (run_id, created, kind, collection, label, config, n_rows, owner) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, datetime.now(UTC).replace(tzinfo=None), record.kind.value, record.collection,
-                         label, config, len(records)])
+                         label, config, len(records), owner])
         return run_id
 
-    def list(self) -> pd.DataFrame:
-        """All runs, newest first: run_id, created, kind, collection, label, rows, and the key settings."""
+    def list(self, *, owner: str | None = None) -> pd.DataFrame:
+        """Runs, newest first: run_id, created, kind, collection, label, rows, and the key settings.
+
+        Every run by default (the CLI); with ``owner``, only the runs saved under that owner."""
+        where, args = ("WHERE owner = ? ", [owner]) if owner is not None else ("", [])
         with self._connection() as con:
             runs = con.execute("SELECT run_id, created, kind, collection, label, n_rows AS rows, config FROM runs "
-                               "ORDER BY created DESC").df()
+                               f"{where}ORDER BY created DESC", args).df()
         if runs.empty:
             return runs.drop(columns=["config"])
         records = [RunRecord.from_dict(json.loads(c), kind=k) for c, k in zip(runs.pop("config"), runs["kind"])]
@@ -236,30 +317,47 @@ class RunStore:
         runs["seed"] = [r.seed for r in records]
         return runs
 
-    def load(self, run_id: str) -> SweepRun:
-        """The stored run: its record, its table and its per-document details (empty when saved without)."""
+    def load(self, run_id: str, *, owner: str | None = None) -> SweepRun:
+        """The stored run: its record, its table and its per-document details (empty when saved without).
+
+        With ``owner``, a run saved under another owner (or by the CLI) is refused as if it did not exist."""
         with self._connection() as con:  # one transaction: the record and its rows come from one snapshot
-            record = self._record(con, run_id)
+            record = self._record(con, run_id, owner)
             rows = con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
             details = con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
                                   [run_id]).fetchall()
         return SweepRun(record=record, table=pd.DataFrame([json.loads(r[0]) for r in rows]),
                         documents=pd.DataFrame([json.loads(r[0]) for r in details]), run_id=run_id)
 
-    def load_record(self, run_id: str) -> RunRecord:
+    def load_record(self, run_id: str, *, owner: str | None = None) -> RunRecord:
         with self._connection() as con:
-            return self._record(con, run_id)
+            return self._record(con, run_id, owner)
 
-    def _record(self, con, run_id: str) -> RunRecord:
-        found = con.execute("SELECT config, kind FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    def owner_of(self, run_id: str) -> str | None:
+        """Who saved ``run_id`` (None for a run saved by the CLI or before runs had owners)."""
+        with self._connection() as con:
+            found = con.execute("SELECT owner FROM runs WHERE run_id = ?", [run_id]).fetchone()
         if found is None:
             raise InvalidParameterError(f"no run {run_id!r} in {self.path}; "
                                         "list runs with `python -m fairrag_core runs`")
+        return found[0]
+
+    def _record(self, con, run_id: str, owner: str | None = None) -> RunRecord:
+        found = con.execute("SELECT config, kind, owner FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if found is None:
+            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; "
+                                        "list runs with `python -m fairrag_core runs`")
+        if owner is not None and found[2] != owner:
+            raise InvalidParameterError(f"run {run_id!r} was not saved from this browser; the app opens only the "
+                                        "runs listed under Stored runs")
         return RunRecord.from_dict(json.loads(found[0]), kind=found[1])
 
-    def delete(self, run_id: str) -> None:
-        """Remove a run (its ``runs`` line first, so it is never listed half-deleted)."""
+    def delete(self, run_id: str, *, owner: str | None = None) -> None:
+        """Remove a run (its ``runs`` line first, so it is never listed half-deleted); with ``owner``, only if it
+        is that owner's."""
         with self._connection(write=True) as con:
+            if owner is not None:
+                self._record(con, run_id, owner)
             con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
             con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])

@@ -1,12 +1,21 @@
 import json
 import math
 
+import duckdb
 import pandas as pd
 import pytest
 
 from fairrag_core import InvalidParameterError, RagSweepConfig, SweepConfig
 from fairrag_core.audit.store import RunStore
 from fairrag_core.record import RunKind, RunRecord, SweepRun
+
+#: The store's tables before runs had an owner (issue 19): what a store file made by an earlier version holds.
+OLD_SCHEMA = (
+    "CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, created TIMESTAMP, kind VARCHAR, collection VARCHAR, "
+    "label VARCHAR, config JSON, n_rows INTEGER)",
+    "CREATE TABLE run_rows (run_id VARCHAR, row_index INTEGER, data JSON)",
+    "CREATE TABLE run_details (run_id VARCHAR, row_index INTEGER, data JSON)",
+)
 
 
 def _record(**overrides) -> RunRecord:
@@ -56,15 +65,14 @@ def test_details_round_trip_and_infinite_alpha(tmp_path):
 
 def test_runs_saved_by_earlier_versions_still_load(tmp_path):
     """Before typed records the store kept a flat ``DataFrame.attrs`` dict: it is read into a RunRecord."""
-    import duckdb
-
     path = tmp_path / "runs.duckdb"
-    RunStore(path).list()  # creates the file and its tables
     legacy = {"collection": "running-shoes", "retriever": "bm25", "generator": "smollm2-135m",
               "attributor": "judge:qwen2.5-1.5b", "alphas": [0.0, 2.0], "n_samples": 10, "k": 3, "seed": 2026,
               "candidates": 10, "metric": "rougeL", "labels": "utility", "prompt_order": "sampled", "oracle": True,
               "query_ids": ["rs-q01"], "complete": True, "wall_seconds": 12.5, "generator_calls": 40}
     con = duckdb.connect(str(path))
+    for statement in OLD_SCHEMA:  # the tables as that version made them (runs without an owner)
+        con.execute(statement)
     con.execute("INSERT INTO runs VALUES ('old', now(), 'rag-sweep', 'running-shoes', '', ?, 1)", [json.dumps(legacy)])
     con.execute("INSERT INTO run_rows VALUES ('old', 0, ?)", [json.dumps({"query_id": "rs-q01", "alpha": 0.0})])
     con.close()
@@ -73,6 +81,34 @@ def test_runs_saved_by_earlier_versions_still_load(tmp_path):
     assert run.record.config == RagSweepConfig(alphas=(0.0, 2.0), n_samples=10, k=3, seed=2026, candidates=10)
     assert run.record.seed == 2026 and run.record.generator_calls == 40 and run.record.query_ids == ("rs-q01",)
     assert "--seed 2026" in run.record.command() and "--candidates 10" in run.record.command()
+
+
+def _exposure_run(tag: str) -> SweepRun:
+    record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=tag, retriever="bm25",
+                       config=SweepConfig(alphas=(0.0, 2.0), seed=1), seed=1)
+    return SweepRun(record=record, table=pd.DataFrame({"query_id": ["q1"], "alpha": [2.0], "ee_d": [0.25]}),
+                    documents=pd.DataFrame())
+
+
+def test_a_store_made_before_owners_gains_the_column_in_place(tmp_path):
+    path = tmp_path / "runs.duckdb"
+    con = duckdb.connect(str(path))  # the tables and a run as the old version wrote them
+    for statement in OLD_SCHEMA:
+        con.execute(statement)
+    con.execute("INSERT INTO runs VALUES ('oldrun', now(), 'exposure-sweep', 'old', '', ?, 1)",
+                [json.dumps(_exposure_run("old").record.to_dict())])
+    con.execute("INSERT INTO run_rows VALUES ('oldrun', 0, ?)", [json.dumps({"query_id": "q1", "ee_d": 0.5})])
+    con.close()
+    old = RunStore(path)
+    new = old.save(_exposure_run("new"), owner="a" * 48)  # the first operation adds the column
+    con = duckdb.connect(str(path))
+    columns = [row[0] for row in con.execute("DESCRIBE runs").fetchall()]
+    con.close()
+    assert columns == ["run_id", "created", "kind", "collection", "label", "config", "n_rows", "owner"]
+    assert old.owner_of("oldrun") is None and old.owner_of(new) == "a" * 48
+    assert set(old.list()["run_id"]) == {"oldrun", new} and old.list(owner="a" * 48)["run_id"].tolist() == [new]
+    assert old.load("oldrun").table["ee_d"].tolist() == [0.5]
+    assert RunStore(path).list(owner="a" * 48)["run_id"].tolist() == [new]  # a second opening: nothing to migrate
 
 
 def test_record_round_trips_through_json_with_enums_and_infinity():
