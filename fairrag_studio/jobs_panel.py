@@ -1,10 +1,12 @@
 """This browser's jobs on every page: the owner key, the sidebar panel, and a page's view of its own job.
 
-Owner key: a random id kept in the URL (``?owner=…``) and in the session. Streamlit's session id changes on a
-reload, the URL does not: a reload of the same address finds its jobs, and another browser (another key) never
-sees them. The key is set once when missing and put back after every page switch (``st.navigation`` drops query
-parameters when it changes page). Anyone given the full address sees the jobs it started: share the address
-without ``owner`` to share only the page.
+Owner key: a key issued by the server (:mod:`.owners`: 128 random bits and an HMAC tag), kept in the URL
+(``?owner=…``) and in the session. Streamlit's session id changes on a reload, the URL does not: a reload of the
+same address finds its jobs (and, on a served app, its stored runs), and another browser (another key) never sees
+them. A key the server did not issue (``?owner=00000000``) is replaced by a fresh one. The key is set once when
+missing and put back after every page switch (``st.navigation`` drops query parameters when it changes page).
+Anyone given the full address sees the jobs it started: share the address without ``owner`` to share only the
+page.
 
 While a job runs, the panel and the page's progress view are fragments that redraw themselves every two seconds
 (``st.fragment(run_every=2)``); when a job they follow ends they rerun the whole app once, so the page shows the
@@ -13,19 +15,16 @@ result, and stop polling.
 
 from __future__ import annotations
 
-import re
 import time
-import uuid
 
 import streamlit as st
 
 from fairrag_core.audit.jobs import Job, JobStatus
 
-from . import jobs
+from . import jobs, owners
 
 __all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "apply_pending_open"]
 
-_OWNER = re.compile(r"^[0-9a-f]{8,64}$")
 POLL_SECONDS = 2.0
 # Material icons ship with Streamlit; emoji need a font a classroom PC may lack (they showed as empty boxes)
 _ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":material/autorenew:",
@@ -34,10 +33,13 @@ _ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":ma
 
 
 def owner_key() -> str:
-    """This browser's owner key (from the session, else the URL, else new), written back to the URL."""
-    owner = st.session_state.get("jobs_owner") or st.query_params.get("owner")
-    if not isinstance(owner, str) or not _OWNER.match(owner):
-        owner = uuid.uuid4().hex
+    """This browser's owner key (from the session, else the URL, else a new one), written back to the URL. Only
+    keys this server issued are kept (:func:`fairrag_studio.owners.is_issued`)."""
+    owner = st.session_state.get("jobs_owner")
+    if not owners.is_issued(owner):
+        owner = st.query_params.get("owner")
+    if not owners.is_issued(owner):
+        owner = owners.new_key()
     st.session_state["jobs_owner"] = owner
     if st.query_params.get("owner") != owner:
         st.query_params["owner"] = owner

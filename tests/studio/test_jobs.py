@@ -13,20 +13,23 @@ from streamlit.testing.v1 import AppTest
 from fairrag_core.audit.jobs import JobStatus, JobTable
 from fairrag_core.errors import StoreError
 from fairrag_core.rag.generation import Generator
-from fairrag_studio import jobs
+from fairrag_studio import jobs, owners
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PLAYGROUND, CURVES, AUDIT = "app_pages/playground.py", "app_pages/disparity_curves.py", "app_pages/audit.py"
-OWNER_A, OWNER_B = "a" * 32, "b" * 32
+#: The server secret of these tests, and two browsers' keys issued under it (a hand-picked key is refused).
+SECRET = bytes(range(32))
+OWNER_A, OWNER_B = owners.sign("a" * 32, SECRET), owners.sign("b" * 32, SECRET)
 
 
 @pytest.fixture(autouse=True)
 def _stores(tmp_path, monkeypatch):
-    """A fresh run store and job table per test."""
+    """A fresh run store and job table per test, with the server secret that issued OWNER_A and OWNER_B."""
     from fairrag_studio import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_JOBS", raising=False)
+    owners.secret_path().write_bytes(SECRET)
     resources.run_store.clear()
     yield
     resources.run_store.clear()
@@ -213,7 +216,7 @@ def test_a_reload_finds_the_job_and_another_browser_does_not(gated_models):
 def test_an_owner_key_is_made_once_and_kept_in_the_address():
     at = start("not a key!")
     owner = at.query_params["owner"]
-    assert owner != "not a key!" and len(owner) == 32
+    assert owner != "not a key!" and len(owner) == owners.KEY_LENGTH == 48 and owners.is_issued(owner)
     at.switch_page(CURVES).run()
     assert at.query_params["owner"] == owner
 
