@@ -22,6 +22,7 @@ from fairrag_studio.audit_view import (
     system_label,
 )
 from fairrag_studio.report import table_csv
+from fairrag_studio.run_scope import browser_runs
 from fairrag_studio.served_panel import render_served_tab, show_served
 from fairrag_studio.state import drop_stale
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
@@ -29,7 +30,7 @@ from fairrag_studio.widgets import chart_with_downloads, explainer
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
-store = resources.run_store()
+store = browser_runs()  # this browser's runs, or the whole store where it is shared (fairrag_studio.run_scope)
 
 st.title("Audit")
 st.caption("Who gets exposure — in the rankings the generator reads and in the answers it gives? Run a batch "
@@ -143,6 +144,7 @@ def _collection_of(name: str):
 
 
 with tab_stored:
+    st.caption(store.caption)
     runs = store.list()
     if runs.empty:
         st.info("No stored runs yet: an audit is saved when it finishes; sweeps can be saved from Disparity curves.")

@@ -8,6 +8,7 @@ from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.explain import recommendation_context
 from fairrag_studio.report import table_csv
+from fairrag_studio.run_scope import browser_runs
 from fairrag_studio.state import drop_stale
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
 from fairrag_studio.widgets import chart_with_downloads, explainer
@@ -165,5 +166,5 @@ else:
     label = right.text_input("Label", key="sweep_label",
                              value=f"{collection.name} · {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'}")
     if right.button("Save to the run store", key="sweep_save"):
-        run_id = resources.run_store().save(result, label=label)
+        run_id = browser_runs().save(result, label=label)
         right.success(f"Saved as run {run_id}; reopen it on the Audit page.")

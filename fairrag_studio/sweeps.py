@@ -26,6 +26,7 @@ from fairrag_core.record import RunKind, SweepRun
 
 from . import jobs, resources
 from .jobs_panel import follow_job, owner_key
+from .run_scope import browser_runs
 from .state import Settings, controls_snapshot
 
 __all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "request_key", "rag_job"]
@@ -124,7 +125,7 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
     live = runner.live(owner, job.job_id) if job is not None else None
     if run and (job is None or job.status in (JobStatus.FAILED, JobStatus.CANCELLED)):
         earlier = dict(live.partial.get("results", {})) if live is not None else {}
-        work = _sweep_work(sweep, resources.run_store(), label=label, save_as=save_as)
+        work = _sweep_work(sweep, browser_runs(), label=label, save_as=save_as)
         job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks),
                             partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
         live = runner.live(owner, job.job_id)
@@ -134,6 +135,6 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
     if live is not None and "result" in live.partial:
         return sweep, job, live.partial["result"]
     if job.run_id is not None:  # done in an earlier process of the app: the store has it
-        return sweep, job, resources.run_store().load(job.run_id)
+        return sweep, job, browser_runs().load(job.run_id)
     finished = dict(live.partial.get("results", {})) if live is not None else {}
     return sweep, job, sweep.collect(list(finished.values())) if finished else None

@@ -284,7 +284,7 @@ def test_a_busy_run_store_is_a_message_not_an_exception_box(monkeypatch):
     from fairrag_core.audit.store import RunStore
     from fairrag_core.errors import StoreBusyError
 
-    def busy(self):
+    def busy(self, **scope):
         raise StoreBusyError("the run store is busy: process 4242 has held it for 120 s; try again when it finishes")
 
     monkeypatch.setattr(RunStore, "list", busy)
