@@ -1,6 +1,7 @@
-"""The Audit page's "Served log or run" tab: pick a log or run (demo, upload, path), audit it, show the headline
-with intervals, the ledger, the per-query drill-down and the report. Streamlit widgets only; the computing is in
-:mod:`fairrag_core.audit.rag_log` and the tables in :mod:`fairrag_studio.served_view`."""
+"""The Audit page's "Served log or run" tab: pick a log or run (demo, upload, a file of the server's data folder
+``$FAIRRAG_DATA_DIR``: :mod:`.data_dir`), audit it, show the headline with intervals, the ledger, the per-query
+drill-down and the report. Streamlit widgets only; the computing is in :mod:`fairrag_core.audit.rag_log` and the
+tables in :mod:`fairrag_studio.served_view`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_
 
 from . import charts, explain, resources
 from .audit_view import display_ledger, groupings
+from .data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
 from .report import table_csv
 from .served_view import (
     DEMO_LOG,
@@ -32,11 +34,19 @@ __all__ = ["render_served_tab", "show_served"]
 
 
 def _served_source(settings: Settings):
-    """The log or run the user picked (demo, upload or path) and the collection to check it against."""
-    choice = st.radio("Source", ["Demo log", "Upload", "Path"], horizontal=True, key="served_source",
+    """The log or run the user picked (demo, upload, or a file of the server's data folder when
+    ``$FAIRRAG_DATA_DIR`` names one) and the collection to check it against."""
+    try:
+        folder = data_dir()
+    except FairRAGError as err:  # the variable names no folder: say so, offer the rest
+        st.error(str(err))
+        folder = None
+    sources = ["Demo log", "Upload", *(["Data folder"] if folder is not None else [])]
+    choice = st.radio("Source", sources, horizontal=True, key="served_source",
                       help="A RAG log is JSONL, one served answer per line (query_id, ranking, optional query, "
                            "answer, citations, session, timestamp). A run file is expeval/TREC with a sample column "
-                           "or TREC Fair 2022; each sample counts as one served ranking.")
+                           "or TREC Fair 2022; each sample counts as one served ranking."
+                           + (f" Data folder: the files in ${DATA_DIR_ENV} on the server." if folder else ""))
     if choice == "Demo log":
         st.caption("200 answers served by a deterministic BM25 + SmolLM2 help bot over running-shoes "
                    "(assets/logs; provenance in assets/README.md).")
@@ -50,8 +60,19 @@ def _served_source(settings: Settings):
             st.error(f"That file was not saved: {err}")
             path = None
         return path, settings.collection
-    typed = st.text_input("Path of a log or run file on this machine", key="served_path").strip()
-    return (typed or None), settings.collection
+    files = data_files(folder)
+    if not files:
+        st.info(f"No log or run files in {folder} (${DATA_DIR_ENV}); put .jsonl logs or run files there, or upload "
+                "one.")
+        return None, settings.collection
+    picked = st.selectbox(f"File in {folder}", files, key="served_file",
+                          help=f"The app reads server files from ${DATA_DIR_ENV} only: regular files inside that "
+                               "folder, symlinks resolved.")
+    try:
+        return checked_data_file(picked, folder), settings.collection
+    except FairRAGError as err:  # changed on disk since it was listed
+        st.error(f"That file was not read: {err}")
+        return None, settings.collection
 
 
 def _served_audit(settings: Settings, store, path, source_collection):

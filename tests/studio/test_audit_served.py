@@ -33,6 +33,7 @@ def _run_store(tmp_path, monkeypatch):
     from fairrag_studio import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    monkeypatch.delenv("FAIRRAG_DATA_DIR", raising=False)
     resources.run_store.clear()
     yield
     resources.run_store.clear()
@@ -65,10 +66,17 @@ def open_audit() -> AppTest:
     return at
 
 
-def test_a_log_path_is_audited_saved_and_drilled_into(shoe_log):
+def pick_data_file(at: AppTest, name: str) -> None:
+    """Choose ``name`` among the files of the server's data folder ($FAIRRAG_DATA_DIR)."""
+    at.radio(key="served_source").set_value("Data folder").run()
+    at.selectbox(key="served_file").set_value(name).run()
+    assert not at.exception
+
+
+def test_a_log_in_the_data_folder_is_audited_saved_and_drilled_into(shoe_log, monkeypatch):
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(shoe_log.parent))
     at = open_audit()
-    at.radio(key="served_source").set_value("Path").run()
-    at.text_input(key="served_path").set_value(str(shoe_log)).run()
+    pick_data_file(at, shoe_log.name)
     assert any("4 served rankings over 3 queries" in i.value for i in at.info)
     at.button(key="served_run").click().run()
     assert not at.exception
@@ -93,12 +101,12 @@ def test_a_log_path_is_audited_saved_and_drilled_into(shoe_log):
     assert any(b.label == "Report (HTML)" for b in at.get("download_button"))
 
 
-def test_a_bad_log_shows_the_loaders_message(tmp_path):
+def test_a_bad_log_shows_the_loaders_message(tmp_path, monkeypatch):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query_id": "q", "ranking": ["nope"]}\n', encoding="utf-8")
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path))
     at = open_audit()
-    at.radio(key="served_source").set_value("Path").run()
-    at.text_input(key="served_path").set_value(str(bad)).run()
+    pick_data_file(at, "bad.jsonl")
     assert any("not in collection 'running-shoes'" in e.value for e in at.error)
 
 
@@ -107,9 +115,9 @@ def test_the_judge_source_uses_the_sidebar_attributor(shoe_log, monkeypatch):
 
     judge = SubstringAttributor()
     monkeypatch.setattr(resources, "attributor", lambda name, device: judge)
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(shoe_log.parent))
     at = open_audit()
-    at.radio(key="served_source").set_value("Path").run()
-    at.text_input(key="served_path").set_value(str(shoe_log)).run()
+    pick_data_file(at, shoe_log.name)
     at.selectbox(key="served_attr").set_value("both").run()
     at.button(key="served_run").click().run()
     assert not at.exception and judge.scored > 0
