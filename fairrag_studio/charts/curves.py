@@ -19,6 +19,8 @@ from .style import (
     STOCHASTIC_COLOUR,
     alpha_label,
     deterministic_mask,
+    label,
+    labels,
     numeric,
     require_columns,
     style,
@@ -62,7 +64,7 @@ def ee_d_by_alpha(table: pd.DataFrame) -> go.Figure:
             rows = rows.sort_values("alpha")
             xs += rows["alpha"].tolist() + [None]
             ys += rows["ee_d"].tolist() + [None]
-            names += [str(query_id)] * len(rows) + [None]
+            names += [label(query_id)] * len(rows) + [None]
         # One trace with gaps instead of one per query keeps the legend and the browser light.
         fig.add_trace(
             go.Scatter(
@@ -135,7 +137,7 @@ def _metric_scatter(table: pd.DataFrame, metric: str, *, label: str, title: str,
             "alpha": alpha,
             "ee_d": numeric(table, "ee_d"),
             "value": numeric(table, metric),
-            "query_id": table["query_id"].astype(str) if "query_id" in table.columns else "",
+            "query_id": labels(table["query_id"].astype(str)) if "query_id" in table.columns else "",
             "deterministic": deterministic_mask(table, alpha),
         }
     )

@@ -14,6 +14,8 @@ from .style import (
     STOCHASTIC_COLOUR,
     TARGET_COLOUR,
     has_values,
+    label,
+    labels,
     numeric,
     provider_colours,
     require_columns,
@@ -78,10 +80,10 @@ def rankings_grid(
     provider_names = [str(p) for p in providers]
     colours = provider_colours(provider_names)
     cells: dict[str, list[tuple[float, int, list[object]]]] = {}
-    for label, y, positions in rows:
+    for row_label, y, positions in rows:
         for rank, position in enumerate(positions.tolist(), start=1):
             provider = provider_names[position]
-            info = [str(doc_ids[position]), str(titles[position]), provider, rank, label]
+            info = [label(doc_ids[position]), label(titles[position]), label(provider), rank, row_label]
             cells.setdefault(provider, []).append((y, rank, info))
 
     fig = go.Figure()
@@ -92,7 +94,7 @@ def rankings_grid(
         fig.add_trace(
             go.Bar(
                 orientation="h",
-                name=provider,
+                name=label(provider),
                 y=[y for y, _, _ in entries],
                 x=[1.0] * len(entries),
                 base=[rank - 0.5 for _, rank, _ in entries],
@@ -129,7 +131,7 @@ def rankings_grid(
                      zeroline=False)
     fig.update_yaxes(
         tickvals=[y for _, y, _ in rows],
-        ticktext=["<b>deterministic</b>"] + [label for label, _, _ in rows[1:]],
+        ticktext=["<b>deterministic</b>"] + [row_label for row_label, _, _ in rows[1:]],
         range=[rows[-1][1] + 0.6, -0.6],  # reversed, so the deterministic row is on top
         showgrid=False,
         zeroline=False,
@@ -139,13 +141,13 @@ def rankings_grid(
 
 def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) -> list[go.Bar]:
     """The three bar series shared by the document and provider charts; target omitted if all NaN."""
-    categories = table[category].astype(str).tolist()
+    categories = labels(table[category].astype(str))  # user text: escaped for Plotly's HTML-like labels
     series = [
         ("stochastic (sampled)", "exposure", STOCHASTIC_COLOUR),
         ("deterministic", "deterministic_exposure", DETERMINISTIC_COLOUR),
         ("target", "target_exposure", TARGET_COLOUR),
     ]
-    extra = table["provider"].astype(str).tolist() if category != "provider" else categories
+    extra = labels(table["provider"].astype(str)) if category != "provider" else categories
     bars = []
     for name, column, colour in series:
         values = numeric(table, column)

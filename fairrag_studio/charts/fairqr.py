@@ -12,6 +12,7 @@ from .style import (
     MEAN_COLOUR,
     STOCHASTIC_COLOUR,
     TARGET_COLOUR,
+    label,
     style,
 )
 
@@ -28,13 +29,14 @@ def fairqr_distributions(iterations: Sequence[Mapping[str, float]], target: Mapp
     if not iterations:
         raise ValueError("fairqr_distributions: no iterations to draw")
     groups = list(target)
-    names = list(labels) if labels is not None else [f"iteration {i}" for i in range(len(iterations))]
+    shown_groups = [label(g) for g in groups]  # user text: escaped for Plotly's HTML-like labels
+    names = [label(n) for n in labels] if labels is not None else [f"iteration {i}" for i in range(len(iterations))]
     shades = pc.sample_colorscale("Blues", np.linspace(0.35, 0.95, len(iterations)).tolist())
     fig = go.Figure()
     for name, dist, colour in zip(names, iterations, shades):
-        fig.add_trace(go.Bar(name=name, x=groups, y=[float(dist.get(g, 0.0)) for g in groups], marker_color=colour,
-                             hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.0%}}<extra></extra>"))
-    fig.add_trace(go.Scatter(name="target", x=groups, y=[float(target[g]) for g in groups], mode="markers",
+        fig.add_trace(go.Bar(name=name, x=shown_groups, y=[float(dist.get(g, 0.0)) for g in groups],
+                             marker_color=colour, hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.0%}}<extra></extra>"))
+    fig.add_trace(go.Scatter(name="target", x=shown_groups, y=[float(target[g]) for g in groups], mode="markers",
                              marker={"symbol": "diamond", "size": 14, "color": TARGET_COLOUR,
                                      "line": {"width": 1, "color": MEAN_COLOUR}},
                              hovertemplate="<b>%{x}</b><br>target: %{y:.0%}<extra></extra>"))

@@ -12,6 +12,8 @@ from .style import (
     STOCHASTIC_COLOUR,
     TARGET_COLOUR,
     has_values,
+    label,
+    labels,
     numeric,
     require_columns,
     style,
@@ -33,7 +35,7 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
     EAE-D vs EE-D comparison in Kim & Diaz (2025), Figs. 4–5.
     """
     require_columns(ledger, [group_column, "retrieval_share"], "exposure_ledger_chart")
-    groups = ledger[group_column].astype(str).tolist()
+    groups = labels(ledger[group_column].astype(str))  # user text: escaped for Plotly's HTML-like labels
     series = [
         ("retrieval (exposure share)", "retrieval_share", STOCHASTIC_COLOUR),
         ("citations (attributed share)", "attributed_share", ATTRIBUTED_COLOUR),
@@ -61,7 +63,7 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
         title="Exposure ledger: " + _and_list([
             word for word, trace in (("retrieved", "retrieval"), ("cited", "citations"), ("deserved", "target"))
             if any(t.name.startswith(trace) for t in fig.data)]) + " shares",
-        x_title=group_column,
+        x_title=label(group_column),
         y_title="share of exposure",
         height=480,
     )

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import DETERMINISTIC_COLOUR, STOCHASTIC_COLOUR, TARGET_COLOUR, style
+from .style import DETERMINISTIC_COLOUR, STOCHASTIC_COLOUR, TARGET_COLOUR, label, labels, style
 
 __all__ = ["coverage_heatmap", "ncom_bars", "aspect_coverage_bars", "LIST_COLOURS"]
 
@@ -34,13 +34,15 @@ def coverage_heatmap(phi: np.ndarray, documents: Sequence[str], aspects: Sequenc
     phi = np.asarray(phi, dtype=np.float64)
     if phi.shape != (len(documents), len(aspects)):
         raise ValueError(f"coverage_heatmap: phi has shape {phi.shape}, expected ({len(documents)}, {len(aspects)})")
-    labels = [a if len(a) <= 28 else a[:27] + "…" for a in aspects]
+    # user text (aspects, document ids and titles, a list's name): escaped for Plotly's HTML-like labels
+    shown = labels(a if len(a) <= 28 else a[:27] + "…" for a in aspects)
     fig = go.Figure(go.Heatmap(
-        z=phi, x=labels, y=list(documents), zmin=0, zmax=1, colorscale="Cividis", text=np.round(phi, 2),
+        z=phi, x=shown, y=labels(documents), zmin=0, zmax=1, colorscale="Cividis", text=np.round(phi, 2),
         texttemplate="%{text:.2f}", colorbar={"title": "φ"},
-        customdata=np.array([[a] * len(documents) for a in aspects], dtype=object).T if aspects else None,
+        customdata=np.array([[label(a)] * len(documents) for a in aspects], dtype=object).T if aspects else None,
         hovertemplate="<b>%{y}</b><br>aspect: %{customdata}<br>φ = %{z:.3f}<extra></extra>"))
-    style(fig, title=title, x_title="aspect", y_title="document", height=height or max(260, 90 + 26 * len(documents)))
+    style(fig, title=label(title), x_title="aspect", y_title="document",
+          height=height or max(260, 90 + 26 * len(documents)))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", tickangle=-20)
     if compact:
@@ -55,7 +57,7 @@ def ncom_bars(ncom: Mapping[str, float], *, k: int | None = None) -> go.Figure:
     """NCOM@k of each ranked list (the oracle is the greedy silver list: 1 by definition)."""
     names = list(ncom)
     values = [float(ncom[n]) for n in names]
-    fig = go.Figure(go.Bar(x=names, y=values, marker_color=[_colour(n) for n in names],
+    fig = go.Figure(go.Bar(x=labels(names), y=values, marker_color=[_colour(n) for n in names],
                            text=[f"{v:.3f}" for v in values], textposition="outside",
                            hovertemplate="<b>%{x}</b><br>NCOM = %{y:.3f}<extra></extra>"))
     style(fig, title="Coverage of the sub-aspects by each list (NCOM; oracle = 1)", x_title="ranked list",
@@ -68,10 +70,10 @@ def aspect_coverage_bars(aspects: Sequence[str], recall: Sequence[Sequence[float
                          ) -> go.Figure:
     """Com-ROUGE parts of a rich answer: ROUGE-2 and ROUGE-L recall of each sub-answer, with its weight δᵢ."""
     rec = np.asarray(recall, dtype=np.float64).reshape(len(aspects), 3)
-    labels = [f"{a if len(a) <= 28 else a[:27] + '…'} (δ={w:.2f})" for a, w in zip(aspects, weights)]
+    shown = [f"{label(a if len(a) <= 28 else a[:27] + '…')} (δ={w:.2f})" for a, w in zip(aspects, weights)]
     fig = go.Figure([
-        go.Bar(name="ROUGE-2 recall", x=labels, y=rec[:, 1], marker_color=STOCHASTIC_COLOUR),
-        go.Bar(name="ROUGE-L recall", x=labels, y=rec[:, 2], marker_color=TARGET_COLOUR),
+        go.Bar(name="ROUGE-2 recall", x=shown, y=rec[:, 1], marker_color=STOCHASTIC_COLOUR),
+        go.Bar(name="ROUGE-L recall", x=shown, y=rec[:, 2], marker_color=TARGET_COLOUR),
     ])
     style(fig, title="How much of each aspect's sub-answer the answer covers", x_title="aspect (weight δᵢ)",
           y_title="recall of the sub-answer", height=380)

@@ -3,9 +3,10 @@ for contrast, column checks, and export to PNG (through Chromium) and self-conta
 
 from __future__ import annotations
 
+import html
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ __all__ = [
     "TEMPLATE", "FONT_SIZE", "TITLE_SIZE", "EE_D_TITLE", "ALPHA_TITLE", "STOCHASTIC_COLOUR", "DETERMINISTIC_COLOUR",
     "TARGET_COLOUR", "ATTRIBUTED_COLOUR", "MEAN_COLOUR", "hex_colour", "provider_colours", "text_colour_on",
     "require_columns", "numeric", "has_values", "style", "alpha_label", "deterministic_mask", "figure_png",
-    "figure_html",
+    "figure_html", "label", "labels",
 ]
 
 TEMPLATE = "plotly_white"
@@ -63,6 +64,26 @@ def provider_colours(names: Sequence[str]) -> dict[str, str]:
     """
     unique = sorted({str(name) for name in names})
     return {name: _PROVIDER_PALETTE[i % len(_PROVIDER_PALETTE)] for i, name in enumerate(unique)}
+
+
+def label(text: object) -> str:
+    """User text (a provider, group, document id or title, query, aspect, list name) made safe to show in a chart.
+
+    Plotly draws tick labels, legend entries, bar texts, hover boxes, titles and annotations from a subset of HTML
+    (``<a href>``, ``<b>``, ``<i>``, ``<br>``, ``<span style>``, ...), so a provider named
+    ``<a href="https://evil.example">x</a>`` would become a live link in the chart. ``&``, ``<`` and ``>`` become
+    entities, which Plotly shows as the characters typed. Only the figure gets the escaped text: the tables (and
+    their CSV downloads) keep the data as it is.
+
+    >>> label('<a href="https://evil.example">x</a> & co')
+    '&lt;a href="https://evil.example"&gt;x&lt;/a&gt; &amp; co'
+    """
+    return html.escape(str(text), quote=False)
+
+
+def labels(values: Iterable[object]) -> list[str]:
+    """:func:`label` of each value."""
+    return [label(v) for v in values]
 
 
 def _relative_luminance(colour: str) -> float:
