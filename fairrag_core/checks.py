@@ -6,7 +6,8 @@ is made and always names the fix. They raise :class:`~fairrag_core.errors.Invali
 The shared size limits live here too: a query, the number of sampled rankings N and of bootstrap resamples, the
 cells of a work array (N × candidates, samples × depth), a file or an upload. Past them a laptop's memory would
 run out; each refusal says which knob to turn (``FAIRRAG_MAX_FILE_MB`` and ``FAIRRAG_MAX_UPLOAD_MB`` raise the file
-and upload limits).
+and upload limits, ``FAIRRAG_MAX_LINE_MB`` the longest line of a data file, ``FAIRRAG_MAX_LOG_LINES`` the lines of a
+RAG log held in memory).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from .errors import InvalidParameterError
 __all__ = [
     "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
     "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_bytes", "max_file_bytes",
-    "max_upload_bytes", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "MAX_WORK_CELLS", "MAX_ALPHAS",
+    "max_upload_bytes", "max_line_bytes", "max_log_lines", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES",
+    "MAX_WORK_CELLS", "MAX_ALPHAS", "MAX_GRADE",
 ]
 
 #: Longest query (characters) a retriever accepts.
@@ -36,6 +38,9 @@ MAX_RESAMPLES = 1_000_000
 MAX_WORK_CELLS = 50_000_000
 #: Most α values in one grid (the paper's sweeps use 5–6; each α is a full pass over the queries).
 MAX_ALPHAS = 100
+#: Largest |relevance grade| a qrels file may hold. TREC grades are small (0–4; -1/-2 for unjudged or junk); a bound
+#: keeps a typo such as ``99999999999999999999`` from overflowing the int64 arrays the metrics work on.
+MAX_GRADE = 1_000_000
 
 _ALPHA_HINT = "0 = uniform, larger = closer to deterministic"
 
@@ -215,8 +220,35 @@ def max_file_bytes() -> int:
 
 
 def max_upload_bytes() -> int:
-    """Largest file the app accepts as an upload (``$FAIRRAG_MAX_UPLOAD_MB``, default 50 MB)."""
+    """Largest file the app accepts as an upload (``$FAIRRAG_MAX_UPLOAD_MB``, default 50 MB), counted after
+    decompression for a gzipped upload."""
     return _env_megabytes("FAIRRAG_MAX_UPLOAD_MB", 50)
+
+
+def max_line_bytes() -> int:
+    """Longest line of a data file (``$FAIRRAG_MAX_LINE_MB``, default 64 MB): a loader holds one line at a time,
+    so a file without line breaks is refused once its first line is this long instead of being held whole."""
+    return _env_megabytes("FAIRRAG_MAX_LINE_MB", 64)
+
+
+#: Default of :func:`max_log_lines`.
+DEFAULT_MAX_LOG_LINES = 2_000_000
+
+
+def max_log_lines() -> int:
+    """Most lines of a RAG log one load holds in memory (``$FAIRRAG_MAX_LOG_LINES``, default 2,000,000).
+
+    Each line becomes a Python object (:class:`~fairrag_core.data.LogEntry`, about 250 bytes when its strings are
+    shared with earlier lines, measured by ``tests/data/test_rag_log.py``), so 2 M lines stay well under 1.5 GB.
+    A later columnar log will lift this bound.
+    """
+    text = os.environ.get("FAIRRAG_MAX_LOG_LINES", "").strip()
+    if not text:
+        return DEFAULT_MAX_LOG_LINES
+    if not (text.isascii() and text.isdigit()) or len(text) > 12 or int(text) < 1:
+        raise InvalidParameterError(f"$FAIRRAG_MAX_LOG_LINES={text!r} is not a positive whole number of lines; "
+                                    f"e.g. FAIRRAG_MAX_LOG_LINES={DEFAULT_MAX_LOG_LINES}")
+    return int(text)
 
 
 def check_bytes(size: int, limit: int, what: str, *, fix: str) -> None:

@@ -1,55 +1,313 @@
-"""Reading data files safely: a size limit before anything is read, UTF-8 with the offending line, and uploads
-refused above their own limit before they are written.
+"""Reading data files safely: one streaming reader of lines that never hangs and never holds a whole file.
 
-Every loader (:mod:`.loaders`, :mod:`.served`, :mod:`.judgments`, :mod:`.rag_log`) reads through here, so a missing,
-unreadable, oversized or mis-encoded file gets one :class:`~fairrag_core.errors.DataFormatError` wording wherever it
-is met. The limits come from :mod:`fairrag_core.checks` (``$FAIRRAG_MAX_FILE_MB``, ``$FAIRRAG_MAX_UPLOAD_MB``).
+Every loader (:mod:`.loaders`, :mod:`.served`, :mod:`.judgments`, :mod:`.rag_log`) reads through :func:`read_lines`,
+so a missing, unreadable, oversized or mis-encoded file gets one :class:`~fairrag_core.errors.DataFormatError`
+wording wherever it is met. The reader
+
+* opens only a regular file: a FIFO, a device (``/dev/zero``, also through a symlink), a socket or a folder is
+  refused from ``os.stat`` before it is opened, and again from ``os.fstat`` after (it is opened with
+  ``O_NONBLOCK``, so a FIFO swapped in between cannot block);
+* reads chunks of :data:`CHUNK_BYTES` and counts the bytes as they arrive against ``$FAIRRAG_MAX_FILE_MB``
+  (``st_size`` only lets a file that says it is too large be refused before the first read; it is never trusted);
+* inflates gzip (magic bytes ``1f 8b``, RFC 1952) as a stream, member after member, and counts the inflated bytes
+  against the same limit, so a small "gzip bomb" stops at the limit instead of filling the memory;
+* splits lines on ``\\n`` only (a ``\\r`` before it is dropped: CRLF files). U+2028, U+2029 and U+0085 are not line
+  breaks: RFC 8259 lets them stand unescaped inside a JSON string, and ``json.dumps(..., ensure_ascii=False)``
+  writes them so;
+* decodes each line as UTF-8 (a byte-order mark only at the very start), naming the line and the byte offset of a
+  bad byte;
+* refuses a line longer than ``$FAIRRAG_MAX_LINE_MB`` (default 64 MB) as soon as it is that long;
+* skips blank lines (only whitespace): a gap in the line numbers shows where they were, and a chunk that is only
+  whitespace is counted, not split, so a file of a billion newlines is read in seconds.
+
+Memory stays O(chunk + longest line). :func:`check_upload` applies ``$FAIRRAG_MAX_UPLOAD_MB`` to an upload's bytes,
+and to its inflated bytes when it is gzipped. The limits come from :mod:`fairrag_core.checks`.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import stat
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from ..checks import max_file_bytes, max_upload_bytes
+from ..checks import max_file_bytes, max_line_bytes, max_upload_bytes
 from ..errors import DataFormatError
 
-__all__ = ["read_bytes", "read_text", "check_upload"]
+__all__ = ["read_lines", "check_upload", "CHUNK_BYTES", "GZIP_MAGIC"]
+
+#: Bytes read (and inflated) per step.
+CHUNK_BYTES = 1 << 20
+#: The first two bytes of a gzip member (RFC 1952 §2.3.1).
+GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around a deflate stream
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_DATA_FILE_FIX = "give the path of a data file (.jsonl, .csv, .txt, .gz)"
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, refusing a missing, unreadable or too large file (``$FAIRRAG_MAX_FILE_MB``)."""
-    try:
-        size, limit = path.stat().st_size, max_file_bytes()
-        if size > limit:
-            raise DataFormatError(f"the file is {size / 1e6:,.0f} MB, more than the {limit / 1e6:,.0f} MB a loader "
-                                  "reads into memory; split it, or raise the limit with FAIRRAG_MAX_FILE_MB",
-                                  path=path)
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise DataFormatError("file not found; check the path", path=path) from None
-    except IsADirectoryError:
-        raise DataFormatError("is a folder, expected a file", path=path) from None
-    except OSError as err:
-        raise DataFormatError(f"cannot be read ({err.strerror or err}); check its permissions", path=path) from None
+class Digest(Protocol):
+    """What :func:`read_lines` feeds the raw bytes to (``hashlib.sha256()`` and friends)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """A byte limit and the words of its refusal."""
+
+    limit: int
+    what: str   # "the file"
+    holds: str  # "a loader reads into memory"
+    fix: str    # "split it, or raise the limit with FAIRRAG_MAX_FILE_MB"
+
+    def refuse(self, where: object, size: int | None = None) -> DataFormatError:
+        mb = f"{self.limit / 1e6:,.0f} MB"
+        amount = f"{size / 1e6:,.0f} MB, more than the {mb}" if size is not None else f"more than the {mb}"
+        return DataFormatError(f"{self.what} is {amount} {self.holds}; {self.fix}", path=where)
+
+    def refuse_inflated(self, where: object) -> DataFormatError:
+        return DataFormatError(f"{self.what} decompresses to more than {self.limit / 1e6:,.0f} MB, more than "
+                               f"{self.holds}; {self.fix}", path=where)
+
+
+def _file_budget() -> _Budget:
+    return _Budget(max_file_bytes(), "the file", "a loader reads into memory",
+                   "split it, or raise the limit with FAIRRAG_MAX_FILE_MB")
+
+
+def _upload_budget() -> _Budget:
+    return _Budget(max_upload_bytes(), "the upload", "the app accepts",
+                   "load a larger collection from its folder with the CLI (--collection PATH), or raise the limit "
+                   "with FAIRRAG_MAX_UPLOAD_MB")
+
+
+def read_lines(source: os.PathLike | bytes, *, where: object = None,
+               digest: Digest | None = None) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a data file (a path) or of an upload's bytes, as ``(line_number, text)``.
+
+    Line numbers count every ``\\n``-separated line from 1, blank ones included; the text has no line end. A
+    gzipped source is inflated. ``where`` names the source in errors (default: the path, or ``<data>``);
+    ``digest`` receives the raw bytes as they are read (e.g. ``hashlib.sha256()``, so a caller can record which
+    file it loaded without reading it twice). Nothing is read until the iterator is.
+
+    Raises:
+        DataFormatError: a missing or unreadable file, one that is not a regular file, a file or its inflated
+            content above ``$FAIRRAG_MAX_FILE_MB``, broken gzip, a line above ``$FAIRRAG_MAX_LINE_MB``, bytes that
+            are not UTF-8; each names the file (and the line) and the fix.
+
+    >>> list(read_lines("a\\r\\n\\n  \\nb \\u2028 c".encode()))
+    [(1, 'a'), (4, 'b \\u2028 c')]
+    """
+    budget = _file_budget()
+    if isinstance(source, bytes | bytearray | memoryview):
+        where = "<data>" if where is None else where
+        raw = _bytes_chunks(bytes(source), where, budget, digest)
+    elif isinstance(source, os.PathLike):
+        where = Path(source) if where is None else where
+        raw = _file_chunks(Path(source), where, budget, digest)
+    else:
+        raise TypeError(f"read_lines reads a path (os.PathLike) or bytes, got {type(source).__name__}")
+    return _lines(_inflate(raw, where, budget), where, max_line_bytes())
 
 
 def check_upload(name: str, data: bytes) -> None:
-    """Refuse an uploaded file above ``$FAIRRAG_MAX_UPLOAD_MB`` (default 50 MB) before it is written or parsed."""
-    limit = max_upload_bytes()
-    if len(data) > limit:
-        raise DataFormatError(f"the upload is {len(data) / 1e6:,.0f} MB, more than the {limit / 1e6:,.0f} MB the app "
-                              "accepts; load a larger collection from its folder with the CLI (--collection PATH), "
-                              "or raise the limit with FAIRRAG_MAX_UPLOAD_MB", path=name)
+    """Refuse an uploaded file above ``$FAIRRAG_MAX_UPLOAD_MB`` (default 50 MB) before it is written or parsed; a
+    gzipped upload is inflated as a stream (nothing kept) and refused once its content passes the same limit."""
+    budget = _upload_budget()
+    for _ in _inflate(_bytes_chunks(data, name, budget, None), name, budget):
+        pass
 
 
-def read_text(path: Path) -> str:
-    raw = read_bytes(path)
+# -- raw bytes ------------------------------------------------------------------------------------------------
+def _not_regular(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse_kind(kind: str, where: object) -> DataFormatError:
+    return DataFormatError(f"is {kind}, not a regular file; {_DATA_FILE_FIX}", path=where)
+
+
+def _unreadable(err: OSError, where: object) -> DataFormatError:
+    if isinstance(err, FileNotFoundError | NotADirectoryError):
+        return DataFormatError("file not found; check the path", path=where)
+    return DataFormatError(f"cannot be read ({err.strerror or err}); check its permissions", path=where)
+
+
+def _file_chunks(path: Path, where: object, budget: _Budget, digest: Digest | None) -> Iterator[bytes]:
     try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise DataFormatError(
-            f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset {err.start}); re-save the file as UTF-8",
-            path=path,
-            line=line,
-        ) from None
+        info = os.stat(path)  # follows symlinks: a link to /dev/zero is a character device
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the path
+        raise _unreadable(err if isinstance(err, OSError) else FileNotFoundError(), where) from None
+    kind = _not_regular(info.st_mode)
+    if kind:
+        raise _refuse_kind(kind, where)
+    if info.st_size > budget.limit:
+        raise budget.refuse(where, info.st_size)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as err:
+        raise _unreadable(err, where) from None
+    try:
+        kind = _not_regular(os.fstat(fd).st_mode)  # the path may have been swapped since the stat
+        if kind:
+            raise _refuse_kind(kind, where)
+        total = 0
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK_BYTES)
+            except OSError as err:
+                raise _unreadable(err, where) from None
+            if not chunk:
+                return
+            total += len(chunk)
+            if total > budget.limit:  # the file grew, or st_size did not tell the truth
+                raise budget.refuse(where)
+            if digest is not None:
+                digest.update(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def _bytes_chunks(data: bytes, where: object, budget: _Budget, digest: Digest | None) -> Iterator[bytes]:
+    if len(data) > budget.limit:
+        raise budget.refuse(where, len(data))
+    if digest is not None:
+        digest.update(data)
+    for start in range(0, len(data), CHUNK_BYTES):
+        yield data[start:start + CHUNK_BYTES]
+
+
+# -- gzip -----------------------------------------------------------------------------------------------------
+def _inflate(chunks: Iterable[bytes], where: object, budget: _Budget) -> Iterator[bytes]:
+    """The chunks as they are, or inflated when they start with the gzip magic bytes (several members too; zero
+    padding between or after members is skipped, as :mod:`gzip` does), at most ``budget.limit`` bytes of output."""
+    chunks = iter(chunks)
+    head = b""
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= 2:
+            break
+    if head[:2] != GZIP_MAGIC:
+        if head:
+            yield head
+        yield from chunks
+        return
+    inflater, in_member, total = zlib.decompressobj(_GZIP_WBITS), True, 0
+    for data in itertools.chain((head,), chunks):
+        while True:
+            if not in_member:
+                data = data.lstrip(b"\0")
+                if not data:
+                    break
+                inflater, in_member = zlib.decompressobj(_GZIP_WBITS), True
+            try:
+                out = inflater.decompress(data, CHUNK_BYTES)
+            except zlib.error:
+                raise DataFormatError("looks gzipped but cannot be decompressed (the data is corrupt); re-compress it "
+                                      "or save it as plain text", path=where) from None
+            if out:
+                total += len(out)
+                if total > budget.limit:
+                    raise budget.refuse_inflated(where)
+                yield out
+            if inflater.eof:
+                data, in_member = inflater.unused_data, False
+                continue
+            data = inflater.unconsumed_tail
+            if not data and len(out) < CHUNK_BYTES:  # a full output may leave more inside zlib: ask again
+                break
+    if in_member:
+        raise DataFormatError("looks gzipped but cannot be decompressed (the data ends in the middle of the stream); "
+                              "re-compress it or save it as plain text", path=where)
+
+
+# -- lines ----------------------------------------------------------------------------------------------------
+def _too_long(limit: int, where: object, line: int) -> DataFormatError:
+    return DataFormatError(f"the line is longer than the {limit / 1e6:,.0f} MB a loader holds as one line; put one "
+                           "record per line (a file without line breaks is not JSONL or TSV), or raise the limit "
+                           "with FAIRRAG_MAX_LINE_MB", path=where, line=line)
+
+
+def _bad_utf8(line: bytes, err: UnicodeDecodeError, offset: int, where: object, lineno: int) -> DataFormatError:
+    return DataFormatError(f"not valid UTF-8 (byte 0x{line[err.start]:02x} at offset {offset + err.start}); re-save "
+                           "the file as UTF-8", path=where, line=lineno)
+
+
+def _lines(chunks: Iterable[bytes], where: object, limit: int) -> Iterator[tuple[int, str]]:
+    lineno = 0          # lines finished so far
+    offset = 0          # byte offset of the line being gathered
+    parts: list[bytes] = []
+    pending = 0         # bytes in parts
+
+    def finish(line: bytes) -> str | None:
+        """The text of a finished line (numbered ``lineno``, starting at ``offset``), or None when blank."""
+        start = offset
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if lineno == 1 and line.startswith(_BOM):
+            line, start = line[3:], start + 3
+        if not line or line.isspace():
+            return None
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _bad_utf8(line, err, start, where, lineno) from None
+        return None if text.isspace() else text
+
+    for chunk in chunks:
+        if chunk.isspace():  # only whitespace: finish the line being gathered, count the blank ones after it
+            first = chunk.find(b"\n")
+            if first >= 0:
+                if pending + first > limit:
+                    raise _too_long(limit, where, lineno + 1)
+                last = chunk.rfind(b"\n")
+                parts.append(chunk[:first])
+                lineno += 1
+                text = finish(b"".join(parts))
+                if text is not None:
+                    yield lineno, text
+                lineno += chunk.count(b"\n", first + 1)
+                offset += pending + last + 1
+                parts, pending = [], 0
+                chunk = chunk[last + 1:]
+            if chunk:
+                parts.append(chunk)
+                pending += len(chunk)
+                if pending > limit:
+                    raise _too_long(limit, where, lineno + 1)
+            continue
+        pieces = chunk.split(b"\n")
+        tail = pieces.pop()
+        if pieces and parts:
+            parts.append(pieces[0])
+            pieces[0] = b"".join(parts)
+        elif not pieces:
+            parts.append(tail)
+            pending += len(tail)
+            if pending > limit:
+                raise _too_long(limit, where, lineno + 1)
+            continue
+        for line in pieces:
+            lineno += 1
+            if len(line) > limit:
+                raise _too_long(limit, where, lineno)
+            text = finish(line)
+            if text is not None:
+                yield lineno, text
+            offset += len(line) + 1
+        parts, pending = ([tail], len(tail)) if tail else ([], 0)
+    if parts:
+        lineno += 1
+        text = finish(b"".join(parts))
+        if text is not None:
+            yield lineno, text

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import MAX_GRADE
 from ..errors import DataFormatError, InvalidParameterError
 from .collection import UNKNOWN_GROUP, Collection
-from .served import decode, read_file, record_lines, unpack
+from .fields import ascii_int
+from .served import as_source, record_lines
 
 __all__ = ["NO_GROUP", "Judgments", "load_judgments", "parse_judgments", "judgments_from_collection"]
 
@@ -47,9 +49,10 @@ class Judgments:
         for qid, judged in self.relevance.items():
             labelled = self.groups.get(qid, {})
             for doc, grade in judged.items():
-                if isinstance(grade, bool) or not isinstance(grade, int | np.integer) or grade < -1:
-                    raise InvalidParameterError(f"grade of ({qid}, {doc}) must be an integer ≥ -1 (-1 = unjudged), "
-                                                f"got {grade!r}")
+                if (isinstance(grade, bool) or not isinstance(grade, int | np.integer)
+                        or not -1 <= grade <= MAX_GRADE):
+                    raise InvalidParameterError(f"grade of ({qid}, {doc}) must be an integer from -1 (unjudged) to "
+                                                f"{MAX_GRADE:,}, got {grade!r}")
                 if doc not in labelled:
                     raise InvalidParameterError(f"({qid}, {doc}) has no group ids; use ('{NO_GROUP}',) for none")
 
@@ -75,22 +78,22 @@ def load_judgments(path: str | os.PathLike) -> Judgments:
         DataFormatError: naming the file, the line and the fix.
     """
     path = Path(path)
-    return parse_judgments(read_file(path), source=path)
+    return parse_judgments(path, source=path)
 
 
-def parse_judgments(text: str | bytes, *, source: object = "<qrels>") -> Judgments:
-    """Parse judgments from their text; ``source`` names them in error messages.
+def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> Judgments:
+    """Parse judgments from their text or bytes (gzipped bytes are inflated) or from a file, one line at a time;
+    ``source`` names them in error messages. A grade is a whole number in the digits 0-9 from -1 (unjudged) to
+    :data:`~fairrag_core.checks.MAX_GRADE` (1,000,000).
 
     >>> j = parse_judgments("q1 1|2 d1 2\\nq1 d2 0\\nq1 0 d3 -1\\n")
     >>> dict(j.relevance["q1"]), dict(j.groups["q1"])
     ({'d1': 2, 'd2': 0, 'd3': -1}, {'d1': ('1', '2'), 'd2': ('-1',), 'd3': ('0',)})
     """
-    if isinstance(text, bytes):
-        text = decode(unpack(text, source), source)
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
     lines: dict[tuple[str, str], int] = {}
-    for lineno, raw in record_lines(text, source):
+    for lineno, raw in record_lines(as_source(text), source):
         fields = raw.split()
         if len(fields) == 4:
             qid, gid_text, doc, rel = fields
@@ -100,13 +103,10 @@ def parse_judgments(text: str | bytes, *, source: object = "<qrels>") -> Judgmen
             hint = ("; this looks like a run, pass the qrels first and the run second" if len(fields) == 6 else "")
             raise DataFormatError(f"expected 4 fields 'qid group docno rel' (or 3: 'qid docno rel'), found "
                                   f"{len(fields)}{hint}", path=source, line=lineno)
-        try:
-            grade = int(rel)
-        except ValueError:
-            raise DataFormatError(f"relevance {rel!r} is not a whole number; use a grade ≥ 0, or -1 for unjudged",
-                                  path=source, line=lineno) from None
-        if grade < -1:
-            raise DataFormatError(f"relevance {grade} is below -1; use a grade ≥ 0, or -1 for unjudged",
+        grade = ascii_int(rel)
+        if grade is None or not -1 <= grade <= MAX_GRADE:
+            raise DataFormatError(f"relevance {rel[:24]!r} is not a whole number from -1 to {MAX_GRADE:,} in the "
+                                  "digits 0-9; use a grade ≥ 0 (TREC grades are small, e.g. 0-4), or -1 for unjudged",
                                   path=source, line=lineno)
         if "," in gid_text:
             raise DataFormatError(f"group field {gid_text!r} uses ','; separate group ids with '|' (expeval's code "

@@ -24,46 +24,57 @@ collection folder
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from ..checks import MAX_GRADE
 from ..errors import DataFormatError, UnknownCollectionError
 from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
-from .files import check_upload, read_bytes, read_text
+from .fields import SURROGATE_FIX, ascii_int, lone_surrogate_field
+from .files import Digest, check_upload, read_lines
 
-__all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_text",
-           "read_bytes", "json_lines", "check_upload"]
+__all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_lines",
+           "json_lines", "check_upload"]
 
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
 _QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
 _GROUP_PREFIX = "group:"
 
 
-def json_lines(path: Path) -> Iterable[tuple[int, dict]]:
-    text = read_text(path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+def json_lines(source: Path | bytes, *, where: object = None, digest: Digest | None = None
+               ) -> Iterator[tuple[int, dict]]:
+    """The JSON object on each non-blank line of ``source`` (a path or bytes), with its line number.
+
+    Read by :func:`~fairrag_core.data.files.read_lines` (one line at a time, gzip inflated, ``where`` and
+    ``digest`` as there). A string anywhere in the object that holds a lone surrogate escape is refused with its
+    field (:func:`~fairrag_core.data.fields.lone_surrogate_field`).
+    """
+    where = (source if isinstance(source, Path) else "<data>") if where is None else where
+    for lineno, line in read_lines(source, where=where, digest=digest):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
+            hint = (" (the line holds a carriage return: save the file with LF or CRLF line ends, not CR alone)"
+                    if "\r" in line else "")
             raise DataFormatError(
-                f"invalid JSON ({err.msg} at column {err.colno}); each line must be one JSON object",
-                path=path,
+                f"invalid JSON ({err.msg} at column {err.colno}); each line must be one JSON object{hint}",
+                path=where,
                 line=lineno,
             ) from None
         except ValueError as err:  # e.g. an integer of more than 4,300 digits
             raise DataFormatError(f"unreadable JSON value ({str(err).split(';')[0]}); write long numbers as "
-                                  "strings", path=path, line=lineno) from None
+                                  "strings", path=where, line=lineno) from None
         except RecursionError:
             raise DataFormatError("JSON nested too deeply to read; each line must be one flat JSON object",
-                                  path=path, line=lineno) from None
+                                  path=where, line=lineno) from None
         if not isinstance(obj, dict):
-            raise DataFormatError("expected a JSON object on each line", path=path, line=lineno)
+            raise DataFormatError("expected a JSON object on each line", path=where, line=lineno)
+        field = lone_surrogate_field(line, obj)
+        if field is not None:
+            raise DataFormatError(f"{field} holds {SURROGATE_FIX}", path=where, line=lineno)
         yield lineno, obj
 
 
@@ -133,7 +144,26 @@ def _corpus_from_jsonl(path: Path) -> list[Document]:
     return docs
 
 
-def _csv_rows(reader, path: Path) -> Iterable[list[str]]:
+class _CsvFeed:
+    """The lines of a CSV file for :func:`csv.reader`, each with its ``\\n`` (quoted cells span lines), and the
+    number of the last line given (the reader's own count is wrong after a run of blank lines)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.line = path, 0
+
+    def __iter__(self) -> Iterator[str]:
+        # read_lines skips blank lines; give them back (a blank line may sit inside a quoted cell), at most one more
+        # than a cell can hold: a longer run is skipped rows outside a cell and an overlong cell inside one
+        most = csv.field_size_limit() + 1
+        for lineno, text in read_lines(self.path):
+            for blank in range(self.line + 1, min(lineno, self.line + 1 + most)):
+                self.line = blank
+                yield "\n"
+            self.line = lineno
+            yield text + "\n"
+
+
+def _csv_rows(reader, feed: _CsvFeed) -> Iterable[list[str]]:
     """The reader's rows; a CSV error (a cell over the field limit, broken quoting) names its line and the fix."""
     while True:
         try:
@@ -143,14 +173,14 @@ def _csv_rows(reader, path: Path) -> Iterable[list[str]]:
         except csv.Error as err:
             raise DataFormatError(f"unreadable CSV ({err}); close every quote (a quote inside a cell is written "
                                   f"\"\"), and keep cells under {csv.field_size_limit():,} characters (or use "
-                                  "corpus.jsonl for long documents)", path=path, line=reader.line_num) from None
+                                  "corpus.jsonl for long documents)", path=feed.path, line=feed.line) from None
 
 
 def _corpus_from_csv(path: Path) -> list[Document]:
-    text = read_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
+    feed = _CsvFeed(path)
+    reader = csv.reader(feed)
     try:
-        header = [h.strip() for h in next(_csv_rows(reader, path))]
+        header = [h.strip() for h in next(_csv_rows(reader, feed))]
     except StopIteration:
         raise DataFormatError("empty file; expected a header doc_id,text[,title,provider,group:<category>...]",
                               path=path, line=1) from None
@@ -175,8 +205,8 @@ def _corpus_from_csv(path: Path) -> list[Document]:
         raise DataFormatError("repeated column names in the header", path=path, line=1)
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for row in _csv_rows(reader, path):
-        line = reader.line_num
+    for row in _csv_rows(reader, feed):
+        line = feed.line
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
@@ -256,23 +286,42 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
     return queries
 
 
-def load_qrels(path: str | os.PathLike) -> dict[str, dict[str, int]]:
-    """Read TREC qrels (``query_id 0 doc_id relevance``) into ``{query_id: {doc_id: rel}}``."""
+def load_qrels(path: str | os.PathLike, *, doc_ids: Iterable[str] | None = None,
+               query_ids: Iterable[str] | None = None) -> dict[str, dict[str, int]]:
+    """Read TREC qrels (``query_id 0 doc_id relevance``) into ``{query_id: {doc_id: rel}}``.
+
+    ``relevance`` is a whole number in ASCII digits with |relevance| ≤ :data:`~fairrag_core.checks.MAX_GRADE`
+    (1,000,000; negative grades such as TREC's -2 for junk are kept). With ``doc_ids`` (and ``query_ids``, when not
+    empty) every line is checked against them as it is read.
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix.
+    """
     path = Path(path)
+    known_docs = None if doc_ids is None else set(doc_ids)
+    known_queries = set(query_ids or ())
     qrels: dict[str, dict[str, int]] = {}
-    for line, raw in enumerate(read_text(path).splitlines(), start=1):
+    for line, raw in read_lines(path):
         parts = raw.split()
-        if not parts or parts[0].startswith("#"):
+        if parts[0].startswith("#"):
             continue
         if len(parts) != 4:
             raise DataFormatError(
                 f"expected 4 fields 'query_id 0 doc_id relevance', found {len(parts)}", path=path, line=line
             )
         qid, _, doc_id, rel = parts
-        try:
-            grade = int(rel)
-        except ValueError:
-            raise DataFormatError(f"relevance {rel!r} is not an integer", path=path, line=line) from None
+        grade = ascii_int(rel)
+        if grade is None or abs(grade) > MAX_GRADE:
+            raise DataFormatError(f"relevance {rel[:24]!r} is not a whole number from -{MAX_GRADE:,} to "
+                                  f"{MAX_GRADE:,} in the digits 0-9; write grades like 0, 1, 2", path=path, line=line)
+        if known_docs is not None and doc_id not in known_docs:
+            raise DataFormatError(
+                f"unknown doc_id {doc_id!r}; every judged document must be in the corpus", path=path, line=line
+            )
+        if known_queries and qid not in known_queries:
+            raise DataFormatError(
+                f"unknown query_id {qid!r}; every judged query must be in queries.jsonl", path=path, line=line
+            )
         judged = qrels.setdefault(qid, {})
         if doc_id in judged:
             raise DataFormatError(f"duplicate judgement for ({qid}, {doc_id}); keep one line per pair",
@@ -300,8 +349,8 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
     known_docs = set(doc_ids) if doc_ids is not None else None
     found: dict[str, dict[int, list[str]]] = {}
     header_seen = False
-    for line, raw in enumerate(read_text(path).splitlines(), start=1):
-        if not raw.strip() or raw.lstrip().startswith("#"):
+    for line, raw in read_lines(path):
+        if raw.lstrip().startswith("#"):
             continue
         cells = [c.strip() for c in raw.split("\t")]
         if not header_seen:
@@ -315,10 +364,10 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
             raise DataFormatError(f"expected 3 tab-separated cells 'query_id, aspect_index, doc_id', found "
                                   f"{len([c for c in cells if c])}; separate cells with one tab", path=path, line=line)
         qid, index_text, doc_id = cells
-        if not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 6:  # 5,000 digits: no int()
-            raise DataFormatError(f"aspect_index {index_text[:20]!r} is not a whole number ≥ 0 (at most 6 digits); "
-                                  "aspect indices start at 0", path=path, line=line)
-        index = int(index_text)
+        index = ascii_int(index_text) if len(index_text) <= 6 else None
+        if index is None or index < 0:
+            raise DataFormatError(f"aspect_index {index_text[:20]!r} is not a whole number ≥ 0 (at most 6 digits "
+                                  "0-9); aspect indices start at 0", path=path, line=line)
         if by_id is not None:
             if qid not in by_id:
                 raise DataFormatError(f"unknown query_id {qid!r}; every judged query must be in queries.jsonl",
@@ -369,27 +418,9 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
     queries_path = _find(folder, "queries", (".jsonl",))
     queries = load_queries(queries_path) if queries_path else []
     qrels_path = _find(folder, "qrels", (".txt", ".qrels"))
-    qrels = load_qrels(qrels_path) if qrels_path else {}
-    if qrels_path:
-        _check_qrels(qrels, qrels_path, {d.doc_id for d in docs}, {q.query_id for q in queries})
+    qrels = (load_qrels(qrels_path, doc_ids=[d.doc_id for d in docs], query_ids=[q.query_id for q in queries])
+             if qrels_path else {})
     aspects_path = _find(folder, "aspect_qrels", (".tsv",))
     aspect_qrels = (load_aspect_qrels(aspects_path, queries=queries, doc_ids=[d.doc_id for d in docs])
                     if aspects_path else {})
     return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels)
-
-
-def _check_qrels(qrels: Mapping[str, Mapping[str, int]], path: Path, doc_ids: set[str], query_ids: set[str]) -> None:
-    lines = read_text(path).splitlines()
-    for lineno, raw in enumerate(lines, start=1):
-        parts = raw.split()
-        if len(parts) != 4:
-            continue
-        qid, _, doc_id, _ = parts
-        if doc_id not in doc_ids:
-            raise DataFormatError(
-                f"unknown doc_id {doc_id!r}; every judged document must be in the corpus", path=path, line=lineno
-            )
-        if query_ids and qid not in query_ids:
-            raise DataFormatError(
-                f"unknown query_id {qid!r}; every judged query must be in queries.jsonl", path=path, line=lineno
-            )

@@ -30,6 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 
+from ..checks import max_log_lines
 from ..errors import DataFormatError
 from .collection import Collection
 from .loaders import json_lines
@@ -41,9 +42,16 @@ __all__ = ["LogEntry", "RagLog", "load_rag_log", "LOG_FIELDS"]
 LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
 
 
-@dataclass(frozen=True)
+_NO_METADATA: Mapping[str, object] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class LogEntry:
-    """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown)."""
+    """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown).
+
+    Slotted, with an empty ``metadata`` shared by every entry that has none, so that a log of millions of lines fits
+    in memory (see :func:`~fairrag_core.checks.max_log_lines`).
+    """
 
     line: int
     query_id: str
@@ -56,7 +64,7 @@ class LogEntry:
     metadata: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)) if self.metadata else _NO_METADATA)
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,8 @@ def _id(value: object, name: str, path: Path, line: int, *, fix: str) -> str:
     return text
 
 
-def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool) -> tuple[str, ...]:
+def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool, shared: dict) -> tuple[str, ...]:
+    """The doc ids of ``obj[key]``, checked, as one tuple shared with every earlier line that listed the same."""
     value = obj[key]
     if not isinstance(value, list):
         raise DataFormatError(f'field "{key}" must be a list of doc ids, e.g. ["d1", "d2"], '
@@ -150,6 +159,12 @@ def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool) ->
     if not value and not allow_empty:
         raise DataFormatError(f'field "{key}" is empty; list the doc ids the generator was given, best first',
                               path=path, line=line)
+    if all(type(v) is str for v in value):  # the usual case, checked in bulk
+        ids = tuple([v.strip() for v in value])
+        if all(ids) and len(set(ids)) == len(ids):
+            found = shared.get(ids)
+            return found if found is not None else shared.setdefault(ids, tuple([shared.setdefault(d, d)
+                                                                                 for d in ids]))
     ids = tuple(_id(v, f'a doc id in "{key}"', path, line, fix="use the doc ids of the collection")
                 for v in value)
     seen: set[str] = set()
@@ -158,7 +173,7 @@ def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool) ->
             raise DataFormatError(f'field "{key}" lists {doc_id!r} twice; each doc id may appear once',
                                   path=path, line=line)
         seen.add(doc_id)
-    return ids
+    return shared.setdefault(ids, tuple([shared.setdefault(d, d) for d in ids]))
 
 
 def _text(obj: Mapping, key: str, path: Path, line: int) -> str | None:
@@ -181,11 +196,18 @@ def _scalar(obj: Mapping, key: str, path: Path, line: int) -> str | None:
     return str(value)
 
 
-def _entry(obj: dict, path: Path, line: int) -> LogEntry:
-    unknown = sorted(set(obj) - set(LOG_FIELDS))
+def _share(shared: dict, value: str | None) -> str | None:
+    return value if value is None else shared.setdefault(value, value)
+
+
+def _entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
+    """One log line as a :class:`LogEntry`. Its ids, rankings and texts are the objects in ``shared`` (one per
+    distinct value for the whole log): a log repeats its queries, rankings and answers, and a repeat then costs a
+    pointer, not a copy."""
+    unknown = set(obj).difference(LOG_FIELDS)
     if unknown:
-        raise DataFormatError(f"unknown field(s) {unknown}; allowed: {list(LOG_FIELDS)} (put other fields inside "
-                              '"metadata": {...})', path=path, line=line)
+        raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {list(LOG_FIELDS)} (put other fields "
+                              'inside "metadata": {...})', path=path, line=line)
     if "query_id" not in obj:
         raise DataFormatError('missing field "query_id"; every line needs the id of the query it answered',
                               path=path, line=line)
@@ -195,15 +217,17 @@ def _entry(obj: dict, path: Path, line: int) -> LogEntry:
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise DataFormatError('field "metadata" must be a JSON object', path=path, line=line)
-    citations = None if obj.get("citations") is None else _ids(obj, "citations", path, line, allow_empty=True)
+    citations = (None if obj.get("citations") is None
+                 else _ids(obj, "citations", path, line, allow_empty=True, shared=shared))
     return LogEntry(
         line=line,
-        query_id=_id(obj["query_id"], '"query_id"', path, line, fix="every line needs the id of the query it answered"),
-        ranking=_ids(obj, "ranking", path, line, allow_empty=False),
-        query=_text(obj, "query", path, line) or None,
-        answer=_text(obj, "answer", path, line),
+        query_id=_share(shared, _id(obj["query_id"], '"query_id"', path, line,
+                                    fix="every line needs the id of the query it answered")),
+        ranking=_ids(obj, "ranking", path, line, allow_empty=False, shared=shared),
+        query=_share(shared, _text(obj, "query", path, line) or None),
+        answer=_share(shared, _text(obj, "answer", path, line)),
         citations=citations,
-        session=_scalar(obj, "session", path, line),
+        session=_share(shared, _scalar(obj, "session", path, line)),
         timestamp=_scalar(obj, "timestamp", path, line),
         metadata=metadata,
     )
@@ -212,9 +236,14 @@ def _entry(obj: dict, path: Path, line: int) -> LogEntry:
 def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = None) -> RagLog:
     """Read a JSONL RAG log (format in the module docstring); check its doc ids against ``collection`` if given.
 
+    The file is read once, one line at a time (:func:`~fairrag_core.data.files.read_lines`: gzip inflated, the
+    sha256 of its bytes taken on the way). At most :func:`~fairrag_core.checks.max_log_lines` lines
+    (``$FAIRRAG_MAX_LOG_LINES``, default 2,000,000) are held: each is a Python object.
+
     Raises:
         DataFormatError: naming the file, the line and the fix (bad JSON, missing or mistyped fields, repeated
-            doc ids in a ranking, unknown fields, an empty file, doc ids the collection lacks).
+            doc ids in a ranking, unknown fields, a lone surrogate escape, an empty file, more lines than a load
+            holds, doc ids the collection lacks).
 
     >>> import json, tempfile
     >>> line = {"query_id": "q1", "ranking": ["d2", "d1"], "answer": "yes", "citations": ["d2"], "session": 7}
@@ -228,10 +257,22 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     path = Path(path)
     if path.is_file() and path.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
         raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl)", path=path)
-    entries = tuple(_entry(obj, path, line) for line, obj in json_lines(path))
+    # A later, columnar log will lift this bound: today every line is a LogEntry (about 150 bytes when its values
+    # repeat earlier lines, measured in tests/data/test_rag_log.py), so the bound keeps a load well under 1.5 GB.
+    most = max_log_lines()
+    digest = hashlib.sha256()
+    shared: dict = {}
+    entries: list[LogEntry] = []
+    for line, obj in json_lines(path, digest=digest):
+        if len(entries) == most:
+            raise DataFormatError(f"more than {most:,} log lines, more than one load holds in memory; split the log "
+                                  "(e.g. by day) and audit the parts, or raise the limit with FAIRRAG_MAX_LOG_LINES",
+                                  path=path, line=line)
+        entries.append(_entry(obj, path, line, shared))
     if not entries:
         raise DataFormatError("no log lines found; the file is empty (one JSON object per served answer)", path=path)
-    log = RagLog(str(path), entries, hashlib.sha256(path.read_bytes()).hexdigest())
+    log = RagLog(str(path), tuple(entries), digest.hexdigest())
+    del entries, shared
     if collection is not None:
         log.check_against(collection)
     return log

@@ -26,23 +26,21 @@ Judgments (qrels with group ids) are read by :mod:`fairrag_core.data.judgments`.
 from __future__ import annotations
 
 import enum
-import gzip
-import io
+import itertools
 import os
-import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 
-from ..checks import MAX_WORK_CELLS, max_file_bytes
+from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
-from .files import read_bytes
+from .fields import ascii_int
+from .files import read_lines
 
-__all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "read_file", "decode",
-           "record_lines", "unpack"]
+__all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "record_lines", "as_source"]
 
 _FAIR_HEADERS = (("id", "seq_no", "page_id"), ("id", "page_id"))
 _TREC_FIELDS = "'qid sample docno rank score run_id'"
@@ -165,47 +163,22 @@ def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> 
 
 
 # -- reading ---------------------------------------------------------------------------------------------------
-def read_file(path: Path) -> str:
-    return decode(unpack(read_bytes(path), path), path)
-
-
-def unpack(raw: bytes, where: object) -> bytes:
-    """``raw`` itself, or its decompressed content when it is gzipped (at most ``$FAIRRAG_MAX_FILE_MB``, so that
-    a small "gzip bomb" cannot fill the memory)."""
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    limit = max_file_bytes()
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
-            out = handle.read(limit + 1)
-    except (OSError, EOFError, zlib.error):
-        raise DataFormatError("looks gzipped but cannot be decompressed; re-compress it or save it as plain text",
-                              path=where) from None
-    if len(out) > limit:
-        raise DataFormatError(f"decompresses to more than {limit / 1e6:,.0f} MB, more than a loader reads into "
-                              "memory; split it, or raise the limit with FAIRRAG_MAX_FILE_MB", path=where)
-    return out
-
-
-def decode(raw: bytes, where: object) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise DataFormatError(f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at offset {err.start}); re-save the "
-                              "file as UTF-8", path=where, line=raw[: err.start].count(b"\n") + 1) from None
-
-
-def record_lines(text: str, where: object) -> Iterable[tuple[int, str]]:
-    """Non-blank lines with their numbers. Blank lines are refused unless only blank lines follow them."""
-    lines = text.splitlines()
-    last = len(lines)
-    while last and not lines[last - 1].strip():
-        last -= 1
-    for lineno, raw in enumerate(lines[:last], start=1):
-        if not raw.strip():
+def record_lines(source: Path | bytes, where: object) -> Iterator[tuple[int, str]]:
+    """The records of a run or qrels file (a path or bytes, read by :func:`~fairrag_core.data.files.read_lines`:
+    one line at a time, gzip inflated). A blank line is refused unless only blank lines follow it, as expeval stops
+    reading at a blank line; it is found as a gap in the line numbers, so nothing is held to look ahead."""
+    expected = 1
+    for lineno, raw in read_lines(source, where=where):
+        if lineno != expected:
             raise DataFormatError("blank line; delete it (one record per line, expeval stops at blank lines too)",
-                                  path=where, line=lineno)
+                                  path=where, line=expected)
+        expected = lineno + 1
         yield lineno, raw
+
+
+def as_source(text: str | bytes | Path) -> Path | bytes:
+    """What :func:`record_lines` reads: a path or bytes as they are, a text as its UTF-8 bytes."""
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
 def load_run(path: str | os.PathLike, *, format: RunFormat | str = RunFormat.AUTO,
@@ -220,34 +193,36 @@ def load_run(path: str | os.PathLike, *, format: RunFormat | str = RunFormat.AUT
             a rank repeated or skipped in a sample, a document twice in a sample, several run ids, …).
     """
     path = Path(path)
-    return parse_run(read_file(path), source=path, format=format, run_id=run_id or path.name.split(".")[0])
+    return parse_run(path, source=path, format=format, run_id=run_id or path.name.split(".")[0])
 
 
-def parse_run(text: str | bytes, *, source: object = "<run>", format: RunFormat | str = RunFormat.AUTO,
+def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: RunFormat | str = RunFormat.AUTO,
               run_id: str | None = None) -> ServedRankings:
-    """Parse a run from its text (the content of an upload); ``source`` names it in error messages and
-    ``run_id`` names a TREC Fair 2022 run (the TREC format carries its own run id).
+    """Parse a run from its text or bytes (the content of an upload; gzipped bytes are inflated) or from a file;
+    ``source`` names it in error messages and ``run_id`` names a TREC Fair 2022 run (the TREC format carries its
+    own run id). The lines are read one at a time (:func:`record_lines`): the first tells the format, the rest
+    stream into the parser.
 
     >>> run = parse_run("q1 s1 d1 1 2.0 sys\\nq1 s1 d2 2 1.0 sys\\nq1 s2 d2 1 5 sys\\n")
     >>> run.run_id, run.format.value, run["q1"].samples()
     ('sys', 'trec', [['d1', 'd2'], ['d2']])
     """
-    if isinstance(text, bytes):
-        text = decode(unpack(text, source), source)
     try:
         fmt = RunFormat(format)
     except ValueError:
         raise InvalidParameterError(f"run format {format!r} is not one of: auto, trec, trec-fair-2022") from None
-    records = list(record_lines(text, source))
-    if not records:
+    if fmt is RunFormat.LISTS:
+        raise InvalidParameterError("format 'lists' is for ServedRankings.from_lists, not for files")
+    lines = record_lines(as_source(text), source)
+    first = next(lines, None)
+    if first is None:
         raise DataFormatError("no rankings found; the file is empty", path=source)
+    records = itertools.chain((first,), lines)
     if fmt is RunFormat.AUTO:
-        fmt = _detect(records[0], source)
+        fmt = _detect(first, source)
     if fmt is RunFormat.TREC:
         return _parse_trec(records, source)
-    if fmt is RunFormat.TREC_FAIR_2022:
-        return _parse_fair(records, source, run_id or "run")
-    raise InvalidParameterError("format 'lists' is for ServedRankings.from_lists, not for files")
+    return _parse_fair(records, source, run_id or "run")
 
 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:
@@ -266,7 +241,7 @@ def _detect(first: tuple[int, str], source: object) -> RunFormat:
                           path=source, line=lineno)
 
 
-def _parse_trec(records: list[tuple[int, str]], source: object) -> ServedRankings:
+def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRankings:
     run_id, run_line = None, 0
     ranks: dict[tuple[str, str], dict[int, str]] = {}  # (qid, sample) → rank → doc
     where: dict[tuple[str, str], dict[int, int]] = {}  # (qid, sample) → rank → line
@@ -278,11 +253,10 @@ def _parse_trec(records: list[tuple[int, str]], source: object) -> ServedRanking
             raise DataFormatError(f"expected 6 fields {_TREC_FIELDS}, found {len(fields)}{hint}",
                                   path=source, line=lineno)
         qid, sample, doc, rank_text, score_text, rid = fields
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            raise DataFormatError(f"rank {rank_text!r} is not a whole number; the 4th field is the rank (1, 2, …)",
-                                  path=source, line=lineno) from None
+        rank = ascii_int(rank_text)
+        if rank is None:
+            raise DataFormatError(f"rank {rank_text[:24]!r} is not a whole number of at most 18 digits 0-9; the 4th "
+                                  "field is the rank (1, 2, …)", path=source, line=lineno)
         if rank < 1:
             raise DataFormatError(f"rank {rank} is below 1; ranks start at 1 (add 1 to every rank of a run that "
                                   "counts from 0)", path=source, line=lineno)
@@ -323,14 +297,13 @@ def _parse_trec(records: list[tuple[int, str]], source: object) -> ServedRanking
     return ServedRankings(run_id=str(run_id), format=RunFormat.TREC, queries=queries, source=str(source))
 
 
-def _parse_fair(records: list[tuple[int, str]], source: object, run_id: str) -> ServedRankings:
-    header = tuple(f.strip() for f in records[0][1].strip().split("\t"))
-    if header in _FAIR_HEADERS:
-        width, records = len(header), records[1:]
-    else:
-        width = len(header)
-    if not records:
-        raise DataFormatError("only a header; add one line per ranked document", path=source)
+def _parse_fair(records: Iterable[tuple[int, str]], source: object, run_id: str) -> ServedRankings:
+    records = iter(records)
+    first = next(records)
+    header = tuple(f.strip() for f in first[1].strip().split("\t"))
+    width = len(header)
+    if header not in _FAIR_HEADERS:
+        records = itertools.chain((first,), records)
     finished: dict[tuple[str, str], int] = {}
     current: tuple[str, str] | None = None
     lists: dict[tuple[str, str], list[str]] = {}
@@ -363,6 +336,8 @@ def _parse_fair(records: list[tuple[int, str]], source: object, run_id: str) -> 
                                   f"line {seen[doc]}); a ranking shows each page once", path=source, line=lineno)
         seen[doc] = lineno
         lists[key].append(doc)
+    if not lists:
+        raise DataFormatError("only a header; add one line per ranked document", path=source)
     by_query: dict[str, tuple[list[str], list[list[str]]]] = {}
     for (qid, seq), docs in lists.items():
         ids, rows = by_query.setdefault(qid, ([], []))

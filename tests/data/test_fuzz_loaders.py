@@ -101,7 +101,7 @@ def test_a_gzip_bomb_is_refused_without_filling_memory(tmp_path, monkeypatch):
         parse_run(bomb)
     path = tmp_path / "run.txt.gz"
     path.write_bytes(bomb)
-    with pytest.raises(DataFormatError, match="run.txt.gz: decompresses to more than 1 MB"):
+    with pytest.raises(DataFormatError, match="run.txt.gz: the file decompresses to more than 1 MB"):
         load_run(path)
 
 

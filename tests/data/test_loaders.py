@@ -129,7 +129,7 @@ def test_unsupported_format_and_missing_file(tmp_path):
     ("content", "message"),
     [
         ("q1 0 a\n", "expected 4 fields"),
-        ("q1 0 a high\n", "not an integer"),
+        ("q1 0 a high\n", "relevance .high. is not a whole number from -1,000,000 to 1,000,000 in the digits 0-9"),
         ("q1 0 a 1\nq1 0 a 2\n", "line 2: duplicate judgement"),
     ],
 )

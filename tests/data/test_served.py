@@ -134,7 +134,7 @@ def test_expeval_qrels_with_groups_and_unjudged():
     ("q 0 a 1 x\n", 1, "found 5"),
     ("q s a 1 0 r\n", 1, "this looks like a run"),
     ("q 0 a yes\n", 1, "relevance 'yes' is not a whole number"),
-    ("q 0 a -2\n", 1, "relevance -2 is below -1"),
+    ("q 0 a -2\n", 1, "relevance '-2' is not a whole number from -1 to 1,000,000"),
     ("q 1,2 a 1\n", 1, "uses ','; separate group ids with '\\|'"),
     ("q 1||2 a 1\n", 1, "empty group id"),
     ("q 0 a 1\nq 1 a 0\n", 2, "duplicate judgment for \\(q, a\\) \\(first on line 1\\)"),
@@ -149,7 +149,7 @@ def test_bad_judgments(text, line, message):
 def test_judgments_object_checks_itself():
     with pytest.raises(InvalidParameterError, match="at least one judged"):
         Judgments({}, {})
-    with pytest.raises(InvalidParameterError, match="integer ≥ -1"):
+    with pytest.raises(InvalidParameterError, match=r"integer from -1 \(unjudged\) to 1,000,000"):
         Judgments({"q": {"a": -3}}, {"q": {"a": ("1",)}})
     with pytest.raises(InvalidParameterError, match="has no group ids"):
         Judgments({"q": {"a": 1}}, {"q": {}})
