@@ -233,7 +233,8 @@ def _inflate(chunks: Iterable[bytes], where: object, budget: _Budget) -> Iterato
 
 # -- lines ----------------------------------------------------------------------------------------------------
 def _too_long(limit: int, where: object, line: int) -> DataFormatError:
-    return DataFormatError(f"the line is longer than the {limit / 1e6:,.0f} MB a loader holds as one line; put one "
+    size = f"{limit / 1e6:,.0f}" if limit >= 1_000_000 else f"{limit / 1e6:.2g}"
+    return DataFormatError(f"the line is longer than the {size} MB a loader holds as one line; put one "
                            "record per line (a file without line breaks is not JSONL or TSV), or raise the limit "
                            "with FAIRRAG_MAX_LINE_MB", path=where, line=line)
 
@@ -306,6 +307,8 @@ def _lines(chunks: Iterable[bytes], where: object, limit: int) -> Iterator[tuple
                 yield lineno, text
             offset += len(line) + 1
         parts, pending = ([tail], len(tail)) if tail else ([], 0)
+        if pending > limit:
+            raise _too_long(limit, where, lineno + 1)
     if parts:
         lineno += 1
         text = finish(b"".join(parts))

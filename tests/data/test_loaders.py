@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -233,3 +234,110 @@ def test_multi_faceted_queries_have_aspects(demos):
     c = demos["multi-faceted"]
     assert len(c.queries) >= 60 and all(3 <= len(q.aspects) <= 5 for q in c.queries)
     assert all(a.answer for q in c.queries for a in q.aspects)
+
+
+# -- issue 19: line separators, grades, surrogates -------------------------------------------------------------
+SEPARATORS = "\u2028\u2029\u0085"
+
+
+def test_line_separators_inside_json_strings_are_text(tmp_path):
+    """``str.splitlines`` cut these lines at U+2028/U+2029/U+0085 and refused them as "Unterminated string"."""
+    rows = [{"doc_id": "d1", "text": f"one{SEPARATORS}two", "title": "a\u2028b"},
+            {"doc_id": "d2", "text": "plain", "groups": {"region": "E\u2029U"}}]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")  # written raw, not as \u2028
+    docs = load_corpus(path)
+    assert [d.text for d in docs] == [f"one{SEPARATORS}two", "plain"]
+    assert docs[0].title == "a\u2028b" and docs[1].groups == {"region": "E\u2029U"}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"doc_id": "d3", "text": "x\u0085y"}, ensure_ascii=False) + "\n{broken\n")
+    with pytest.raises(DataFormatError, match=r"corpus.jsonl, line 4: invalid JSON"):
+        load_corpus(path)
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query_id": "q\u2028x", "text": "a\u0085b"}, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
+    assert [(q.query_id, q.text) for q in load_queries(queries)] == [("q\u2028x", "a\u0085b")]
+
+
+@pytest.mark.parametrize("ends", ["\n", "\r\n"])
+def test_lf_and_crlf_files_read_alike(tmp_path, ends):
+    corpus = _write(tmp_path / "corpus.csv", ends.join(["doc_id,text", 'd1,"two', 'lines"', "d2,b", ""]))
+    assert [(d.doc_id, d.text) for d in load_corpus(corpus)] == [("d1", "two\nlines"), ("d2", "b")]
+    qrels = _write(tmp_path / "qrels.txt", ends.join(["q1 0 d1 1", "", "q1 0 d2 0", "q1 0 d3 x", ""]))
+    with pytest.raises(DataFormatError, match=r"qrels.txt, line 4: relevance 'x'"):
+        load_qrels(qrels)
+
+
+def test_a_file_with_carriage_returns_alone_is_one_line_and_says_so(tmp_path):
+    path = _write(tmp_path / "corpus.jsonl", '{"doc_id": "d1", "text": "a"}\r{"doc_id": "d2", "text": "b"}\r')
+    with pytest.raises(DataFormatError, match=r"line 1: invalid JSON \(Extra data.*save the file with LF or CRLF "
+                                              r"line ends, not CR alone"):
+        load_corpus(path)
+
+
+def test_blank_lines_in_a_csv_keep_line_numbers_and_quoted_paragraphs(tmp_path):
+    path = _write(tmp_path / "corpus.csv", 'doc_id,text\n\n\nd1,"para one\n\npara two"\n\nd2,\n')
+    with pytest.raises(DataFormatError, match=r"corpus.csv, line 8: field 'text' is empty"):
+        load_corpus(path)
+    path = _write(tmp_path / "corpus.csv", 'doc_id,text\n\n\nd1,"para one\n\npara two"\n' + "\n" * 200_000 + "d2,b\n")
+    assert [d.text for d in load_corpus(path)] == ["para one\n\npara two", "b"]
+
+
+@pytest.mark.parametrize("grade", ["99999999999999999999", "1_0", "\u0663", "+1", "1000001", "-1000001", "1.0",
+                                   "0x1", " 1"])
+def test_a_grade_in_collection_qrels_is_ascii_digits_and_bounded(tmp_path, grade):
+    path = _write(tmp_path / "qrels.txt", f"q1 0 d1 1\nq1 0 d2\t{grade}\n")
+    if grade.strip() != grade:
+        path = _write(tmp_path / "qrels.txt", f"q1 0 d1 1\nq1 0 d2 \u2003{grade}\n")  # an em space is a separator
+        assert load_qrels(path) == {"q1": {"d1": 1, "d2": 1}}
+        return
+    with pytest.raises(DataFormatError, match=rf"qrels.txt, line 2: relevance '{re.escape(grade)}' is not a whole "
+                                              r"number from -1,000,000 to 1,000,000 in the digits 0-9; write grades "
+                                              r"like 0, 1, 2"):
+        load_qrels(path)
+
+
+def test_grades_at_the_bounds_and_negative_grades_are_kept(tmp_path):
+    path = _write(tmp_path / "qrels.txt", "q1 0 d1 1000000\nq1 0 d2 -1000000\nq1 0 d3 -2\nq1 0 d4 007\n")
+    assert load_qrels(path) == {"q1": {"d1": 1_000_000, "d2": -1_000_000, "d3": -2, "d4": 7}}
+
+
+def test_a_huge_grade_in_a_collection_ends_the_rank_command_with_exit_2(tmp_path, capsys):
+    """It was read, then overflowed the int64 relevance array inside ``rank`` (an OverflowError traceback)."""
+    from fairrag_core.cli import main
+
+    _jsonl(tmp_path / "corpus.jsonl", [{"doc_id": "d1", "text": "a cushioned shoe"},
+                                       {"doc_id": "d2", "text": "a racing shoe"}])
+    _jsonl(tmp_path / "queries.jsonl", [{"query_id": "q1", "text": "shoe"}])
+    _write(tmp_path / "qrels.txt", "q1 0 d1 99999999999999999999\n")
+    code = main(["rank", "--collection", str(tmp_path), "--query", "shoe", "--alpha", "1", "--samples", "5", "-k",
+                 "2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert err == (f"error: {tmp_path / 'qrels.txt'}, line 1: relevance '99999999999999999999' is not a whole number "
+                   "from -1,000,000 to 1,000,000 in the digits 0-9; write grades like 0, 1, 2")
+
+
+@pytest.mark.parametrize("field, row", [
+    ('"doc_id"', '{"doc_id": "d\\ud800", "text": "t"}'),
+    ('"text"', '{"doc_id": "d2", "text": "t\\udfff"}'),
+    ('"groups"."region"', '{"doc_id": "d2", "text": "t", "groups": {"region": "\\uDC00"}}'),
+    ("a key of \"groups\"", '{"doc_id": "d2", "text": "t", "groups": {"r\\ud800": "x"}}'),
+])
+def test_a_lone_surrogate_in_a_corpus_names_line_and_field(tmp_path, field, row):
+    path = _write(tmp_path / "corpus.jsonl", '{"doc_id": "d1", "text": "\\ud83d\\ude00 fine"}\n\n' + row + "\n")
+    with pytest.raises(DataFormatError) as err:
+        load_corpus(path)
+    assert str(err.value) == (f"{path}, line 3: {field} holds a lone surrogate escape (\\ud800-\\udfff without its "
+                              "pair) is not text; fix the program that wrote the file to write valid UTF-8, or remove "
+                              "the escape")
+    assert load_corpus(_write(tmp_path / "ok.jsonl", '{"doc_id": "d1", "text": "\\ud83d\\ude00 \\\\ud800"}\n')
+                       )[0].text == "\U0001f600 \\ud800"  # a pair, and an escaped backslash, are text
+
+
+def test_a_lone_surrogate_in_queries(tmp_path):
+    path = _write(tmp_path / "queries.jsonl", '{"query_id": "q1", "text": "t", "aspects": [{"aspect": "a", '
+                                               '"answer": "\\ud800"}]}\n')
+    with pytest.raises(DataFormatError, match=r'line 1: "aspects"\[0\]."answer" holds a lone surrogate'):
+        load_queries(path)
