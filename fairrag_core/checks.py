@@ -238,9 +238,9 @@ DEFAULT_MAX_LOG_LINES = 2_000_000
 def max_log_lines() -> int:
     """Most lines of a RAG log one load holds in memory (``$FAIRRAG_MAX_LOG_LINES``, default 2,000,000).
 
-    Each line becomes a Python object (:class:`~fairrag_core.data.LogEntry`, about 250 bytes when its strings are
-    shared with earlier lines, measured by ``tests/data/test_rag_log.py``), so 2 M lines stay well under 1.5 GB.
-    A later columnar log will lift this bound.
+    Each line becomes a Python object (:class:`~fairrag_core.data.LogEntry`: 145-215 bytes when its values repeat
+    earlier lines, as in a gzip bomb of one line, measured in ``tests/data/test_rag_log.py``), so 2 M lines stay
+    under half a gigabyte (the 900 MB bomb peaks under 0.5 GB). A later columnar log will lift this bound.
     """
     text = os.environ.get("FAIRRAG_MAX_LOG_LINES", "").strip()
     if not text:

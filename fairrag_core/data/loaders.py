@@ -364,8 +364,8 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
             raise DataFormatError(f"expected 3 tab-separated cells 'query_id, aspect_index, doc_id', found "
                                   f"{len([c for c in cells if c])}; separate cells with one tab", path=path, line=line)
         qid, index_text, doc_id = cells
-        index = ascii_int(index_text) if len(index_text) <= 6 else None
-        if index is None or index < 0:
+        index = ascii_int(index_text) if len(index_text) <= 6 and index_text[0] != "-" else None
+        if index is None:
             raise DataFormatError(f"aspect_index {index_text[:20]!r} is not a whole number ≥ 0 (at most 6 digits "
                                   "0-9); aspect indices start at 0", path=path, line=line)
         if by_id is not None:

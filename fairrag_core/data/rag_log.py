@@ -257,7 +257,7 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     path = Path(path)
     if path.is_file() and path.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
         raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl)", path=path)
-    # A later, columnar log will lift this bound: today every line is a LogEntry (about 150 bytes when its values
+    # A later, columnar log will lift this bound: today every line is a LogEntry (145-215 bytes when its values
     # repeat earlier lines, measured in tests/data/test_rag_log.py), so the bound keeps a load well under 1.5 GB.
     most = max_log_lines()
     digest = hashlib.sha256()

@@ -80,3 +80,11 @@ def test_collection_refuses_judgements_that_do_not_fit():
         Collection("c", docs, tuple(QUERIES), aspect_qrels={"q1": {2: ("a",)}})
     with pytest.raises(InvalidParameterError, match="unknown doc ids"):
         Collection("c", docs, tuple(QUERIES), aspect_qrels={"q1": {0: ("b",)}})
+
+
+@pytest.mark.parametrize("index", ["1_0", "\u0663", "+1", "-0", "0x1", "99999999999999999999"])
+def test_an_aspect_index_is_ascii_digits(tmp_path, index):
+    path = _write(tmp_path / "a.tsv", HEADER + f"q1\t0\ta\nq1\t{index}\tb\n")
+    with pytest.raises(DataFormatError, match=r"a.tsv, line 3: aspect_index .* is not a whole number ≥ 0 \(at most 6 "
+                                              r"digits 0-9\); aspect indices start at 0"):
+        load_aspect_qrels(path)

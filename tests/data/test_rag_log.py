@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from fairrag_core import DataFormatError, load_collection
+from fairrag_core import DataFormatError, InvalidParameterError, load_collection
+from fairrag_core.checks import DEFAULT_MAX_LOG_LINES
 from fairrag_core.data import load_rag_log
 
 
@@ -83,3 +84,91 @@ def test_unknown_doc_ids_against_a_collection_are_reported_with_the_fix(tmp_path
     with pytest.raises(DataFormatError, match=message):
         load_rag_log(path, collection=shoes)
     assert len(load_rag_log(path)) == 3  # without a collection the ids are not checked
+
+
+# -- issue 19: line separators, lone surrogates, a bound on the lines held ---------------------------------------
+def test_line_separators_inside_strings_stay_and_line_numbers_stay_right(tmp_path):
+    rows = [{"query_id": "q1", "ranking": ["a"], "answer": "one\u2028two\u2029three\u0085four"},
+            {"query_id": "q\u2028x", "ranking": ["b"], "query": "why\u2029?", "metadata": {"note": "\u0085"}}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows) + '{"query_id": "q3"}\n',
+                    encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"log.jsonl, line 3: missing field \"ranking\""):
+        load_rag_log(path)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows), encoding="utf-8")
+    first, second = load_rag_log(path).entries
+    assert first.answer == "one\u2028two\u2029three\u0085four" and first.line == 1
+    assert (second.query_id, second.query, second.metadata["note"], second.line) == ("q\u2028x", "why\u2029?",
+                                                                                     "\u0085", 2)
+
+
+@pytest.mark.parametrize("field, row", [
+    ('"query_id"', '{"query_id": "q\\ud800", "ranking": ["a"]}'),
+    ('"answer"', '{"query_id": "q1", "ranking": ["a"], "answer": "yes \\udc00"}'),
+    ('"ranking"[1]', '{"query_id": "q1", "ranking": ["a", "\\uDBFF"]}'),
+    ('"metadata"."why"[1]."y"', '{"query_id": "q1", "ranking": ["a"], "metadata": {"why": ["x", {"y": "\\ud800"}]}}'),
+])
+def test_a_lone_surrogate_is_refused_with_line_field_and_fix(tmp_path, field, row):
+    """It loaded, then failed much later (pyarrow's UnicodeEncodeError when the audit was stored)."""
+    path = _log(tmp_path, [GOOD, row])
+    with pytest.raises(DataFormatError) as err:
+        load_rag_log(path)
+    assert str(err.value) == (f"{path}, line 2: {field} holds a lone surrogate escape (\\ud800-\\udfff without its "
+                              "pair) is not text; fix the program that wrote the file to write valid UTF-8, or remove "
+                              "the escape")
+
+
+def test_a_lone_surrogate_ends_audit_log_with_exit_2(tmp_path, capsys):
+    from fairrag_core.cli import main
+
+    path = _log(tmp_path, ['{"query_id": "q\\ud800", "ranking": ["rs-001"]}'])
+    assert main(["audit-log", str(path), "--no-store"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f'error: {path}, line 1: "query_id" holds a lone surrogate') and "\n" not in err
+
+
+def test_a_log_holds_at_most_max_log_lines(tmp_path, monkeypatch):
+    from fairrag_core.checks import DEFAULT_MAX_LOG_LINES, max_log_lines
+
+    assert max_log_lines() == DEFAULT_MAX_LOG_LINES == 2_000_000
+    path = _log(tmp_path, [GOOD, "", GOOD, GOOD, GOOD])
+    monkeypatch.setenv("FAIRRAG_MAX_LOG_LINES", "4")
+    assert len(load_rag_log(path)) == 4
+    monkeypatch.setenv("FAIRRAG_MAX_LOG_LINES", "3")
+    with pytest.raises(DataFormatError, match=r"log.jsonl, line 5: more than 3 log lines, more than one load holds in "
+                                              r"memory; split the log \(e.g. by day\) and audit the parts, or raise "
+                                              r"the limit with FAIRRAG_MAX_LOG_LINES"):
+        load_rag_log(path)
+    for bad in ("0", "1_000", "many", "\u0663"):
+        monkeypatch.setenv("FAIRRAG_MAX_LOG_LINES", bad)
+        with pytest.raises(InvalidParameterError, match=r"\$FAIRRAG_MAX_LOG_LINES=.* is not a positive whole number"):
+            load_rag_log(path)
+
+
+def test_bytes_held_per_log_line_keep_the_default_bound_under_half_a_gigabyte(tmp_path):
+    """What sets FAIRRAG_MAX_LOG_LINES: a line whose values repeat earlier lines (the gzip bomb of one line) costs
+    its LogEntry and little else; measured with tracemalloc (about 145 bytes in CPython 3.11)."""
+    import gc
+    import tracemalloc
+
+    line = json.dumps({"query_id": "q1", "query": "marathon shoe?", "ranking": ["d1", "d2", "d3"], "answer": "yes",
+                       "citations": ["d1"], "session": "s1", "timestamp": "2026-03-02T10:15:00Z"})
+    path = _log(tmp_path, [line] * 20_000)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        log = load_rag_log(path)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    per_line = held / len(log)
+    assert len({id(e.ranking) for e in log.entries}) == 1 and len({id(e.metadata) for e in log.entries}) == 1
+    assert per_line < 250, per_line
+    assert per_line * DEFAULT_MAX_LOG_LINES < 500_000_000
+
+
+def test_the_sha256_is_of_the_file_read_once(tmp_path):
+    import hashlib
+
+    path = _log(tmp_path, [GOOD, GOOD])
+    assert load_rag_log(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

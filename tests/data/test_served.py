@@ -1,4 +1,5 @@
 import gzip
+import re
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,41 @@ def test_judgments_from_a_collection():
 def test_positions_index_doc_ids():
     q = parse_run("q s1 b 1 0 r\nq s1 a 2 0 r\nq s2 a 1 0 r\n")["q"]
     assert np.array_equal(np.array(q.doc_ids)[q.positions[0]], ["b", "a"])
+
+
+# -- issue 19: whole numbers in ASCII digits, bounded grades ---------------------------------------------------
+@pytest.mark.parametrize("rank", ["1_0", "\u0663", "+1", "99999999999999999999", "1e1", "１"])
+def test_a_rank_is_written_in_ascii_digits(rank):
+    with pytest.raises(DataFormatError, match=rf"<run>, line 2: rank '{re.escape(rank)}' is not a whole number of at "
+                                              r"most 18 digits 0-9; the 4th field is the rank \(1, 2, …\)"):
+        parse_run(f"q s a 1 0 r\nq s b {rank} 0 r\n")
+
+
+@pytest.mark.parametrize("grade", ["99999999999999999999", "1000001", "1_0", "\u0663", "+1", "-2", "1.0"])
+def test_a_judgment_grade_is_ascii_digits_from_minus_one_to_a_million(grade):
+    with pytest.raises(DataFormatError, match=rf"<qrels>, line 2: relevance '{re.escape(grade)}' is not a whole number "
+                                              r"from -1 to 1,000,000 in the digits 0-9; use a grade ≥ 0"):
+        parse_judgments(f"q 0 a 1\nq 0 b {grade}\n")
+    assert parse_judgments("q 0 a -1\nq 0 b 1000000\nq c 007\n").relevance == {"q": {"a": -1, "b": 1_000_000, "c": 7}}
+
+
+def test_a_huge_grade_ends_evaluate_run_with_exit_2(tmp_path, capsys):
+    from fairrag_core.cli import main
+
+    qrels = _write(tmp_path / "qrels.txt", "q1 0 d1 99999999999999999999\n")
+    run = _write(tmp_path / "run.txt", "q1 s1 d1 1 1 sys\nq1 s1 d2 2 0.5 sys\n")
+    assert main(["evaluate-run", str(qrels), str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {qrels}, line 1: relevance '99999999999999999999' is not a whole number from -1 to "
+                          "1,000,000") and "\n" not in err
+
+
+def test_runs_and_judgments_are_read_line_by_line(tmp_path):
+    """A blank line is found without holding the file: the line numbers skip it (and trailing ones are fine)."""
+    path = _write(tmp_path / "run.txt", "q s a 1 0 r\n\r\n\t\nq s b 2 0 r\n")
+    with pytest.raises(DataFormatError, match=r"run.txt, line 2: blank line; delete it"):
+        load_run(path)
+    assert load_run(_write(tmp_path / "ok.txt", "q s a 1 0 r\r\nq s b 2 0 r\r\n\r\n\n"))["q"].samples() == [["a", "b"]]
+    with pytest.raises(DataFormatError, match=r"<qrels>, line 1: blank line"):
+        parse_judgments(b"\nq 0 a 1\n")
+    assert parse_run(Path(path).read_bytes().replace(b"\n\r\n\t\n", b"\n")).n_lines == 2
