@@ -13,25 +13,42 @@ what it finished in ``ctx.partial`` (a plain dict the page reads; finished answe
 The thread never touches Streamlit: models and plans are made in the page script (with their spinners) and handed
 over. One process holds the threads; the registry is a module singleton per job-table file, so every session of
 the server shares it while each sees only its own jobs (the owner key, :func:`fairrag_studio.jobs_panel.owner_key`).
+
+Stopping the server (SIGTERM, or Ctrl+C) must not wait for a job. Streamlit's handler stops the server and the
+interpreter then runs its exit handlers; the first is :func:`_stop_jobs_at_exit` (registered with the first runner,
+after the model catalog's, which frees the models and would wait for a model call in progress). It marks every
+running job failed with :data:`~fairrag_core.audit.jobs.INTERRUPTED` at once, asks each to stop at its next model
+call, and gives them :data:`SHUTDOWN_GRACE` seconds. A job still inside one long model call after that (a
+llama.cpp generation cannot be interrupted from Python) would hold the exit for as long as the call lasts, so in a
+Streamlit server the process then ends there (``os._exit(0)``, after flushing the logs): the job's row already says
+what happened, and finished answers are in the caches. Outside a server (tests, scripts) nothing is cut short.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
+import os
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairrag_core import FairRAGError
-from fairrag_core.audit.jobs import Job, JobStatus, JobTable, default_jobs_path
+from fairrag_core.audit.jobs import INTERRUPTED, Job, JobStatus, JobTable, default_jobs_path
 
-__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner"]
+__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "SHUTDOWN_GRACE"]
 
 _log = logging.getLogger(__name__)
 
 #: How many finished jobs keep their results in memory (for their pages and "Show the result").
 KEEP_FINISHED = 64
+#: Seconds the server, once asked to stop, waits for its jobs to reach their next model call and stop.
+SHUTDOWN_GRACE = 1.5
 
 
 class JobCancelled(Exception):
@@ -85,6 +102,7 @@ class JobRunner:
         self.table = table
         self._live: dict[str, LiveJob] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # the process is shutting down: a cancelled job failed, not cancelled
         try:  # rows left running by a process that is gone (an app that was stopped or killed mid-job)
             table.interrupt_orphans(set())
         except FairRAGError as err:
@@ -119,7 +137,8 @@ class JobRunner:
             ctx.tick()  # cancelled while queued
             run_id = work(ctx)
         except JobCancelled:
-            status = JobStatus.CANCELLED
+            status, error = ((JobStatus.FAILED, INTERRUPTED) if self._stopping.is_set()
+                             else (JobStatus.CANCELLED, None))
         except FairRAGError as err:
             status, error = JobStatus.FAILED, str(err)
         except Exception as err:  # a bug or a model crash: the user sees its type and message, the log the trace
@@ -156,6 +175,25 @@ class JobRunner:
             live = self._live.get(job_id)
         return live if live is not None and live.owner == owner else None
 
+    def shutdown(self, grace: float = SHUTDOWN_GRACE) -> list[str]:
+        """Stop every job of this process: mark it failed with :data:`INTERRUPTED` now (so the row is right even if
+        the process is killed next), ask it to stop at its next tick, and wait up to ``grace`` seconds for the
+        threads. Returns the ids of the jobs still running (inside one long model call)."""
+        self._stopping.set()
+        with self._lock:
+            running = [live for live in self._live.values() if live.thread is not None and live.thread.is_alive()]
+        for live in running:
+            live.cancel.set()
+        for live in running:
+            try:
+                self.table.finish(live.job_id, JobStatus.FAILED, error=INTERRUPTED)
+            except FairRAGError as err:
+                _log.warning("job %s: could not mark it interrupted: %s", live.job_id, err)
+        deadline = time.monotonic() + grace
+        for live in running:
+            live.thread.join(max(0.0, deadline - time.monotonic()))
+        return [live.job_id for live in running if live.thread.is_alive()]
+
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
         """Block until the job's thread ends (for tests and scripts); False on timeout."""
         with self._lock:
@@ -168,6 +206,7 @@ class JobRunner:
 
 _runners: dict[Path, JobRunner] = {}
 _runners_lock = threading.Lock()
+_exit_hook = threading.Event()
 
 
 def runner(path: str | Path | None = None) -> JobRunner:
@@ -176,4 +215,32 @@ def runner(path: str | Path | None = None) -> JobRunner:
     with _runners_lock:
         if where not in _runners:
             _runners[where] = JobRunner(JobTable(where))
+        if not _exit_hook.is_set():
+            import fairrag_core.models.catalog  # noqa: F401 (its exit handler, registered first, must run after ours)
+
+            atexit.register(_stop_jobs_at_exit)
+            _exit_hook.set()
         return _runners[where]
+
+
+def _served_by_streamlit() -> bool:
+    """Whether this process is a Streamlit server whose SIGTERM handler stops it (``streamlit run``; not AppTest,
+    pytest or a script)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    return callable(handler) and getattr(handler, "__module__", "").startswith("streamlit.")
+
+
+def _stop_jobs_at_exit(grace: float = SHUTDOWN_GRACE) -> None:
+    """At interpreter exit: stop every runner's jobs (:meth:`JobRunner.shutdown`); in a Streamlit server whose jobs
+    are still inside a model call after ``grace`` seconds, end the process now instead of waiting for the call."""
+    with _runners_lock:
+        runners = list(_runners.values())
+    stuck = [job_id for each in runners for job_id in each.shutdown(grace)]
+    if stuck and _served_by_streamlit():
+        _log.warning("stopping now: job(s) %s were inside a model call; they are marked failed (start them again "
+                     "to resume from the caches)", ", ".join(stuck))
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(0)

@@ -31,10 +31,13 @@ from ..data.sqlite_file import SqliteFile
 from ..errors import InvalidParameterError
 from .store import default_store_path
 
-__all__ = ["JobStatus", "Job", "JobTable", "default_jobs_path", "JOBS_ENV"]
+__all__ = ["JobStatus", "Job", "JobTable", "default_jobs_path", "JOBS_ENV", "INTERRUPTED"]
 
 #: Environment variable naming the job table's file (default: ``jobs.sqlite`` beside the run store).
 JOBS_ENV = "FAIRRAG_JOBS"
+#: The error of a job whose app stopped (or was stopped) while it ran.
+INTERRUPTED = ("the app stopped while this job ran; start it again (finished answers and judgements come from the "
+               "cache)")
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS jobs (job_id TEXT PRIMARY KEY, owner TEXT NOT NULL, kind TEXT NOT NULL, "
            "title TEXT NOT NULL, key TEXT NOT NULL, page TEXT NOT NULL, status TEXT NOT NULL, done INTEGER NOT NULL, "
@@ -189,8 +192,7 @@ class JobTable(SqliteFile):
         lost = [job_id for job_id, owner_pid in rows
                 if (owner_pid == pid and job_id not in alive) or (owner_pid != pid and not _process_exists(owner_pid))]
         for job_id in lost:
-            self.finish(job_id, JobStatus.FAILED, error="the app stopped while this job ran; start it again (finished "
-                                                        "answers and judgements come from the cache)")
+            self.finish(job_id, JobStatus.FAILED, error=INTERRUPTED)
         return len(lost)
 
     def delete_finished(self, owner: str) -> int:

@@ -113,11 +113,12 @@ class AppServer:
 
 
 def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, str] | None = None,
-              via_make: bool = False) -> AppServer:
+              via_make: bool = False, launcher: str | Path | None = None) -> AppServer:
     """Start the app on ``port`` (a free one by default) and wait for ``/_stcore/health``.
 
     ``via_make`` starts it the way a user does, ``make app`` (the checkout's .streamlit/config.toml, no flags of
-    ours), which also checks the installation first.
+    ours), which also checks the installation first. ``launcher``: a Python file run instead of ``-m streamlit``
+    with the same arguments (a test's stand-in models installed before Streamlit's CLI starts, e.g. slow_app.py).
 
     The run store goes to a temporary ``FAIRRAG_RUNS`` file; the Streamlit log goes to a temporary file whose
     tail is part of the error when the app does not come up within ``timeout`` seconds.
@@ -137,7 +138,8 @@ def start_app(port: int | None = None, *, timeout: float = 60.0, env: dict[str, 
         "PYTHONUNBUFFERED": "1",
     })
     child_env.update(env or {})
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    command = [sys.executable, *([str(launcher)] if launcher else ["-m", "streamlit"]), "run", "app.py",
+               "--server.headless", "true",
                "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
     if via_make:

@@ -118,6 +118,42 @@ def test_only_the_newest_finished_jobs_keep_their_results_in_memory(tmp_path, mo
     assert all(runner.get(OWNER_A, i).status is JobStatus.DONE for i in ids)  # the rows stay
 
 
+def test_shutdown_marks_running_jobs_interrupted_at_once_and_stops_them_at_their_next_tick(tmp_path):
+    """What the server does when it is asked to stop (SIGTERM): see test_shutdown.py for the real process."""
+    from fairrag_core.audit.jobs import INTERRUPTED
+
+    runner = jobs.JobRunner(JobTable(tmp_path / "jobs.sqlite"))
+    in_call, release, ticking = threading.Event(), threading.Event(), threading.Event()
+
+    def long_call(ctx):  # one model call that cannot be interrupted, then the next tick
+        ctx.tick()
+        in_call.set()
+        release.wait(30)
+        ctx.tick()
+        return "never saved"
+
+    def many_calls(ctx):
+        while True:
+            ctx.tick()
+            ticking.set()
+            time.sleep(0.005)
+
+    stuck = runner.submit(OWNER_A, "generate", "Stuck", long_call)
+    quick = runner.submit(OWNER_B, "sweep", "Ticking", many_calls)
+    assert in_call.wait(10) and ticking.wait(10)
+    start = time.monotonic()
+    assert runner.shutdown(grace=0.3) == [stuck.job_id]  # still inside its call after the grace
+    assert time.monotonic() - start < 2
+    for owner, job in ((OWNER_A, stuck), (OWNER_B, quick)):
+        row = runner.get(owner, job.job_id)
+        assert (row.status, row.error) == (JobStatus.FAILED, INTERRUPTED)
+    release.set()  # the call returns; the next tick stops the job, which stays failed, not cancelled
+    assert runner.wait(stuck.job_id, 10)
+    row = runner.get(OWNER_A, stuck.job_id)
+    assert (row.status, row.error, row.run_id) == (JobStatus.FAILED, INTERRUPTED, None)
+    assert not jobs._served_by_streamlit()  # under pytest the exit handler never ends the process early
+
+
 # -- in the app -------------------------------------------------------------------------------------------------------
 class GatedModel(FirstDocumentModel):
     """The fake generator, waiting at every call until ``gate`` is open (a job that is still running on demand)."""
