@@ -42,13 +42,17 @@ class BlockingModel(FirstDocumentModel):
             pass
 
 
-model = BlockingModel()
-atexit.register(model.close)
-generator, attributor = Generator(model), SubstringAttributor()
-resources.generator = lambda name, device, style="short": generator
-resources.attributor = lambda name, device: attributor
-
-if __name__ == "__main__":
+def main() -> int:
+    """Install the stand-ins, then run Streamlit's command line (``run app.py …`` from ``sys.argv``)."""
     from streamlit.web import cli
 
-    sys.exit(cli.main(prog_name="streamlit"))
+    model = BlockingModel()
+    atexit.register(model.close)
+    generator, attributor = Generator(model), SubstringAttributor()
+    resources.generator = lambda name, device, style="short": generator
+    resources.attributor = lambda name, device: attributor
+    return cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":  # only then: pytest's doctest collection imports this file too
+    sys.exit(main())
