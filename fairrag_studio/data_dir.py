@@ -23,6 +23,7 @@ DATA_DIR_ENV = "FAIRRAG_DATA_DIR"
 #: Suffixes of the files the app reads from it: RAG logs, and served runs (expeval/TREC, optionally gzipped).
 SERVED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".run", ".tsv", ".trec", ".gz")
 _MAX_LISTED = 500
+_MAX_DEPTH = 3  # subfolder levels listed below the data folder
 
 
 class DataDirError(InvalidParameterError):
@@ -75,12 +76,13 @@ def checked_data_file(name: str | os.PathLike, folder: Path) -> Path:
 
 
 def data_files(folder: Path) -> list[str]:
-    """The files of ``folder`` (and its subfolders) that :func:`checked_data_file` accepts, as sorted paths
-    relative to it (at most 500)."""
+    """The files of ``folder`` (and of its subfolders, three levels down) that :func:`checked_data_file` accepts, as
+    sorted paths relative to it (at most 500)."""
     root = folder.resolve(strict=True)
     found: list[str] = []
     for current, folders, files in os.walk(root):  # symlinked folders are not followed
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        deep = len(Path(current).relative_to(root).parts) >= _MAX_DEPTH
+        folders[:] = [] if deep else sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             if name.startswith(".") or not name.lower().endswith(SERVED_SUFFIXES):
                 continue
@@ -91,5 +93,5 @@ def data_files(folder: Path) -> list[str]:
                 continue  # e.g. a symlink that leads out of the folder
             found.append(relative.as_posix())
             if len(found) >= _MAX_LISTED:
-                return found
-    return found
+                return sorted(found)
+    return sorted(found)

@@ -35,6 +35,9 @@ def folder(tmp_path):
     (data / "week2").mkdir(parents=True)
     (data / "log.jsonl").write_text('{"query_id": "rs-q01", "ranking": ["rs-001"]}\n')
     (data / "week2" / "run.tsv").write_text("rs-q01\tQ0\trs-001\t1\t1.0\tsys\n")
+    (data / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (data / "a" / "b" / "c" / "three.jsonl").write_text("{}\n")  # three levels down: listed
+    (data / "a" / "b" / "c" / "d" / "four.jsonl").write_text("{}\n")  # four: not listed (still readable by name)
     (data / "notes.md").write_text("not a log")
     (data / ".hidden.jsonl").write_text("{}\n")
     (data / "folder.jsonl").mkdir()
@@ -63,11 +66,12 @@ def test_without_the_variable_the_app_offers_no_server_files():
 
 def test_the_data_folder_lists_only_the_files_the_app_may_read(folder, monkeypatch):
     monkeypatch.setenv(DATA_DIR_ENV, str(folder))
-    assert data_files(folder) == ["alias.jsonl", "log.jsonl", "week2/run.tsv"]
+    listed = ["a/b/c/three.jsonl", "alias.jsonl", "log.jsonl", "week2/run.tsv"]
+    assert data_files(folder) == listed
     at = open_audit()
     assert at.radio(key="served_source").options == ["Demo log", "Upload", "Data folder"]
     at.radio(key="served_source").set_value("Data folder").run()
-    assert at.selectbox(key="served_file").options == ["alias.jsonl", "log.jsonl", "week2/run.tsv"]
+    assert at.selectbox(key="served_file").options == listed
     at.selectbox(key="served_file").set_value("log.jsonl").run()
     assert not at.exception and any("1 served rankings over 1 queries" in i.value for i in at.info)
 
