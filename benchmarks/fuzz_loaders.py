@@ -11,6 +11,18 @@ Targets: corpus (JSONL, CSV), queries, qrels, aspect qrels, collection folders, 
 runs, judgments (expeval qrels), RAG logs (with and without a collection check) and the app's two upload paths:
 the sidebar's collection upload (``fairrag_studio.resources.save_upload`` then the collection loader) and the Audit
 page's served log or run upload (``served_view.save_served_upload`` then ``read_served``, odd file names included).
+Three more targets feed the shared reader (``fairrag_core.data.files``) what mutations cannot make (issue 19):
+
+* ``non_regular`` — a FIFO, ``/dev/zero`` (directly and through a symlink), ``/dev/null``, a Unix socket and a folder
+  given to every loader: each must be refused at once as "not a regular file" (a loader that blocks is reported);
+* ``bomb`` — gzip bombs (one member, many members, cut short) and plain files of NUL bytes without a newline, only
+  newlines, only spaces, mixed whitespace, or a repeated *valid* line of each format, a little under or over the
+  limits (lowered for the run: 2 MB per file, 0.5 MB per line, 2,000 log lines, 1 MB per upload), through the
+  loaders, ``parse_run`` / ``parse_judgments`` on bytes and ``check_upload``;
+* ``line_separators`` — valid JSONL corpora, queries and logs whose strings hold raw U+2028, U+2029, U+0085 (and
+  escaped control characters), with LF, CRLF or CR-alone line ends, and TSV files with LF or CRLF: LF and CRLF
+  files must load with the characters kept (and as their LF twins for TSV), an error planted on line k must be
+  reported on line k, and a CR-alone file of several lines must be refused.
 
     python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about 2 minutes on 2 busy cores)
     python benchmarks/fuzz_loaders.py --per-target 200 --seed 7 --json
@@ -21,13 +33,18 @@ The test suite runs a bounded subset (``tests/data/test_fuzz_loaders.py``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import os
 import random
+import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -238,9 +255,94 @@ def _write(folder: Path, name: str, raw: bytes) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _env(**values: str):
+    """Set environment variables for one input, then put back what was there."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class Hang(Exception):
+    """A loader did not return within its time: it is blocked (e.g. reading a FIFO nobody writes)."""
+
+
+def _bounded(call: Callable[[], object], seconds: float = 20.0, fifo: Path | None = None):
+    """``call()`` in a thread; :class:`Hang` if it has not returned within ``seconds`` (a FIFO is then opened for
+    writing and closed, so that a blocked reader gets end-of-file and the thread ends)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = call()
+        except BaseException as err:  # handed back below
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if fifo is not None:
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        raise Hang(f"no answer within {seconds} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+_VALID_LINES = {  # format → (file name, header, one valid line that may repeat, loader name)
+    "corpus.jsonl": ("corpus.jsonl", b"", b'{"doc_id": "d1", "text": "A trainer."}\n', "corpus"),
+    "corpus.csv": ("corpus.csv", b"doc_id,text\n", b'd1,"A trainer, soft."\n', "corpus"),
+    "queries": ("queries.jsonl", b"", b'{"query_id": "q1", "text": "marathon shoe"}\n', "queries"),
+    "qrels": ("qrels.txt", b"", b"q1 0 d1 2\n", "qrels"),
+    "qrels-comment": ("qrels.txt", b"q1 0 d1 2\n", b"# a comment\n", "qrels"),
+    "aspect_qrels": ("aspect_qrels.tsv", b"query_id\taspect_index\tdoc_id\n", b"q1\t0\td1\n", "aspect_qrels"),
+    "run.trec": ("run.txt", b"", b"q1 s1 d1 1 2.0 sys\n", "run"),
+    "run.fair": ("run.tsv", b"id\tseq_no\tpage_id\n", b"q1\t1\td1\n", "run"),
+    "judgments": ("judgments.txt", b"", b"q1 1|2 d1 2\n", "judgments"),
+    "rag_log": ("log.jsonl", b"",
+                b'{"query_id": "q1", "ranking": ["d1", "d2"], "answer": "yes", "citations": ["d1"]}\n', "rag_log"),
+}
+_BOMB_UNITS = {"nul": b"\0", "newlines": b"\n", "spaces": b" ", "whitespace": b" \t\r\n\x0b\x0c\n\n"}
+_BOMB_LIMITS = {"FAIRRAG_MAX_FILE_MB": "2", "FAIRRAG_MAX_LINE_MB": "0.5", "FAIRRAG_MAX_LOG_LINES": "2000",
+                "FAIRRAG_MAX_UPLOAD_MB": "1"}
+
+
+def _bomb_bytes(head: bytes, unit: bytes, size: int, packing: str, rng: random.Random) -> bytes:
+    """``head`` then ``unit`` repeated to about ``size`` bytes, packed as plain bytes, one gzip member, many
+    (64 kB) members, or one member cut short."""
+    body = unit * max(1, size // len(unit))
+    if packing == "plain":
+        return head + body
+    if packing == "members":
+        block = unit * max(1, 65_536 // len(unit))
+        member = zlib.compress(block, 9, wbits=31)
+        return gzip.compress(head) + member * max(1, size // len(block))
+    packed = zlib.compress(head + body, 6, wbits=31)
+    return packed[: rng.randrange(10, len(packed))] if packing == "cut" else packed
+
+
+def _read_alike(kind: str, a, b) -> bool:
+    """Whether two loads of a run, qrels or judgments hold the same rankings or grades."""
+    if kind == "run":
+        return {q: a[q].samples() for q in a.query_ids} == {q: b[q].samples() for q in b.query_ids}
+    if kind == "judgments":
+        return (a.relevance, a.groups) == (b.relevance, b.groups)
+    return a == b
+
+
 def _targets(folder: Path) -> list[Target]:
     from fairrag_core.data import load_collection, load_corpus, load_judgments, load_qrels, load_queries, load_run
     from fairrag_core.data.collection import Collection, Document, Query
+    from fairrag_core.data.files import check_upload
     from fairrag_core.data.judgments import parse_judgments
     from fairrag_core.data.loaders import load_aspect_qrels
     from fairrag_core.data.rag_log import load_rag_log
@@ -287,6 +389,107 @@ def _targets(folder: Path) -> list[Target]:
                            "nul\x00.jsonl", "no-suffix"])
         return read_served(save_served_upload(name, raw, tmp / "uploads"), small)
 
+    loaders = {"corpus": load_corpus, "queries": load_queries, "qrels": load_qrels, "aspect_qrels": load_aspect_qrels,
+               "run": load_run, "judgments": load_judgments, "rag_log": load_rag_log}
+    names = {"corpus": "corpus.jsonl", "queries": "queries.jsonl", "qrels": "qrels.txt",
+             "aspect_qrels": "aspect_qrels.tsv", "run": "run.txt", "judgments": "qrels.txt", "rag_log": "log.jsonl"}
+
+    def non_regular(raw: bytes, tmp: Path, rng: random.Random):
+        loader = rng.choice(sorted(loaders))
+        kind = rng.choice(["fifo", "dev-zero", "link-to-dev-zero", "dev-null", "socket", "folder", "link-to-fifo"])
+        path, held, fifo = tmp / names[loader], None, None
+        if kind == "dev-zero" and loader != "corpus":  # the corpus loader asks for a suffix first
+            path = Path("/dev/zero")
+        elif kind in ("dev-zero", "link-to-dev-zero", "dev-null"):
+            path.symlink_to("/dev/null" if kind == "dev-null" else "/dev/zero")
+        elif kind in ("fifo", "link-to-fifo"):
+            fifo = tmp / "pipe" if kind == "link-to-fifo" else path
+            os.mkfifo(fifo)
+            if kind == "link-to-fifo":
+                path.symlink_to(fifo)
+        elif kind == "socket":
+            held = socket.socket(socket.AF_UNIX)
+            held.bind(str(path))
+        else:
+            path.mkdir()
+        try:
+            if rng.random() < 0.2:  # inside a collection folder: the folder loader looks for regular files only
+                return _bounded(lambda: load_collection(tmp), fifo=fifo)
+            try:
+                return _bounded(lambda: loaders[loader](path), fifo=fifo)
+            except FairRAGError as err:
+                if "not a regular file" not in str(err):
+                    raise AssertionError(f"{kind} given to {loader}: {err}") from None
+                raise
+        finally:
+            if held is not None:
+                held.close()
+
+    def bomb(raw: bytes, tmp: Path, rng: random.Random):
+        content = rng.choice([*_BOMB_UNITS, *_VALID_LINES])
+        name, head, unit, loader = _VALID_LINES.get(content, (None, b"", _BOMB_UNITS.get(content), None))
+        loader = loader or rng.choice(sorted(loaders))
+        name = name or names[loader]
+        size = int(rng.uniform(0.3, 3.0) * 1_000_000)
+        data = _bomb_bytes(head, unit, size, rng.choice(["plain", "member", "members", "members", "cut"]), rng)
+        with _env(**_BOMB_LIMITS):
+            way = rng.random()
+            if way < 0.15:
+                return check_upload(name, data)
+            if way < 0.35 and loader in ("run", "judgments"):
+                return (parse_run if loader == "run" else parse_judgments)(data)
+            return _bounded(lambda: loaders[loader](_write(tmp, name, data)))
+
+    def line_separators(raw: bytes, tmp: Path, rng: random.Random):
+        seps = ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\r", "\U0001f600"]
+        end = rng.choice(["\n", "\n", "\r\n", "\r"])
+
+        def text(i: int) -> str:
+            return "".join(rng.choice(["a", " ", "é", *seps]) for _ in range(rng.randint(1, 12))) + f"x{i}"
+
+        n = rng.randint(1, 6)
+        kind = rng.choice(["corpus", "queries", "rag_log", "run", "qrels", "judgments"])
+        if kind in ("corpus", "queries", "rag_log"):
+            rows = ([{"doc_id": f"d{i}", "text": text(i), "title": text(i)} for i in range(n)] if kind == "corpus"
+                    else [{"query_id": f"q{i}", "text": text(i), "answer": text(i)} for i in range(n)]
+                    if kind == "queries"
+                    else [{"query_id": text(i), "ranking": ["d1"], "answer": text(i), "metadata": {"m": text(i)}}
+                          for i in range(n)])
+            ascii_only = rng.random() < 0.3  # then U+1F600 is written as the escape pair \\ud83d\\ude00
+            lines = [json.dumps(r, ensure_ascii=ascii_only) for r in rows]
+        else:
+            lines = ([f"q1 s1 d{i} {i + 1} 1.0 sys" for i in range(n)] if kind == "run"
+                     else [f"q1 0 d{i} {i % 3}" for i in range(n)] if kind == "qrels"
+                     else [f"q1 {i % 2}|x d{i} {i % 3 - 1}" for i in range(n)])
+        planted = rng.randint(1, n + 1) if rng.random() < 0.5 else None
+        if planted is not None:
+            lines.insert(planted - 1, "{broken" if kind in ("corpus", "queries", "rag_log") else "q1 only three")
+        path = _write(tmp, names[kind], (end.join(lines) + rng.choice([end, ""])).encode())
+        twin = _write(tmp, "lf-" + names[kind], ("\n".join(lines) + "\n").encode())
+        try:
+            got = loaders[kind](path)
+        except FairRAGError as err:
+            if end == "\r" and len(lines) > 1:
+                return None  # refused, as it must be (a CR alone does not end a line)
+            if planted is not None and getattr(err, "line", None) != planted:
+                raise AssertionError(f"error planted on line {planted}, reported on {getattr(err, 'line', None)}: "
+                                     f"{err}") from None
+            if planted is None:
+                raise AssertionError(f"a valid {kind} file with {end!r} line ends was refused: {err}") from None
+            raise
+        if planted is not None or (end == "\r" and len(lines) > 1):
+            raise AssertionError(f"{kind}: accepted a file that should be refused (planted line {planted}, "
+                                 f"line end {end!r})")
+        if kind in ("corpus", "queries", "rag_log"):
+            kept = ([d.text for d in got] if kind == "corpus" else [q.text for q in got] if kind == "queries"
+                    else [e.answer for e in got.entries])
+            want = [r["text"].strip() if kind != "rag_log" else r["answer"].strip() for r in rows]
+            if kept != want:
+                raise AssertionError(f"{kind}: texts changed on the way: {kept!r} != {want!r}")
+        elif _read_alike(kind, got, loaders[kind](twin)) is False:
+            raise AssertionError(f"{kind}: {end!r} line ends read differently from LF")
+        return got
+
     return [
         Target("corpus.jsonl", [CORPUS_JSONL, _demo_head("corpus.jsonl")],
                lambda raw, tmp, rng: load_corpus(_write(tmp, "corpus.jsonl", raw))),
@@ -315,6 +518,9 @@ def _targets(folder: Path) -> list[Target]:
                                                   collection=small if rng.random() < 0.5 else None)),
         Target("upload", [""], upload),
         Target("served_upload", [RAG_LOG, RUN_TREC, RUN_FAIR, _expeval("run_a.txt")], served_upload),
+        Target("non_regular", [""], non_regular),
+        Target("bomb", [""], bomb),
+        Target("line_separators", [""], line_separators),
     ]
 
 
@@ -366,8 +572,8 @@ def fuzz(per_target: int = 2000, seed: int = 0, only: list[str] | None = None, o
                             failure["input"] = str(out / name)
                         report.failures.append(failure)
                 report.inputs += 1
-                for path in sorted(tmp.rglob("*"), reverse=True):
-                    path.unlink() if path.is_file() else path.rmdir()
+                for path in sorted(tmp.rglob("*"), reverse=True):  # FIFOs, sockets and links too
+                    path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
                 tmp.rmdir()
             report.seconds = time.perf_counter() - start
             reports.append(report)
