@@ -9,7 +9,8 @@ line and the fix. The four demo collections ship in ``assets/collections/`` (pro
 Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry),
 :mod:`.rag_log` (JSONL logs of what a deployed RAG system served), :mod:`.served` (served stochastic runs in
 expeval's and TREC Fair 2022's formats), :mod:`.judgments` (qrels with group ids, as expeval reads them),
-:mod:`.files` (size limits and encoding checks every loader reads through), :mod:`.export` (CSV that spreadsheets
+:mod:`.files` (the streaming reader every loader reads through: regular files only, byte budget, gzip, lines),
+:mod:`.fields` (whole numbers in ASCII digits, strings without lone surrogates), :mod:`.export` (CSV that spreadsheets
 open without running formulas), :mod:`.disk_cache` (the SQLite cache of answers and judgements shared by processes).
 """
 

@@ -1,7 +1,9 @@
 """Loaders for collections on disk: corpus, queries and qrels files, and whole collection folders.
 
 Every loader stops at the first problem and raises :class:`~fairrag_core.errors.DataFormatError` naming the
-file, the line and the fix; nothing is half-loaded.
+file, the line and the fix; nothing is half-loaded. Files are read one line at a time by
+:func:`~fairrag_core.data.files.read_lines`: regular files only, gzipped content inflated, lines ended by ``\\n``
+(or ``\\r\\n``), blank lines skipped.
 
 File formats
 ------------
@@ -10,9 +12,11 @@ corpus
     ``groups`` (object of strings). CSV: header ``doc_id,text[,title,provider,group:<category>...]``.
 queries
     JSONL with ``query_id``, ``text``, optional ``answer`` and optional
-    ``aspects: [{"aspect": ..., "answer": ...}]``.
+    ``aspects: [{"aspect": ..., "answer": ...}]``. In every JSONL file a string holding a lone surrogate escape
+    (``"\\ud800"``) is refused; U+2028, U+2029 and U+0085 inside strings are text.
 qrels
-    TREC format, whitespace separated: ``query_id 0 doc_id relevance`` (integer relevance).
+    TREC format, whitespace separated: ``query_id 0 doc_id relevance`` (relevance: a whole number in the digits 0-9,
+    at most 1,000,000 either side of 0); lines starting with ``#`` are comments.
 aspect qrels (RichRAG)
     TSV with the header ``query_id<TAB>aspect_index<TAB>doc_id``: document ``doc_id`` covers aspect
     ``aspect_index`` (0-based, in the order of the query's ``aspects`` in queries.jsonl); one line per pair.
@@ -391,9 +395,11 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
 
 
 def _find(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
+    """The first ``stem + suffix`` in ``folder`` that exists as anything (a FIFO, a link to a device or a folder
+    too: its loader then says what it is, rather than the collection silently lacking it)."""
     for suffix in suffixes:
         candidate = folder / f"{stem}{suffix}"
-        if candidate.is_file():
+        if candidate.is_symlink() or candidate.exists():
             return candidate
     return None
 

@@ -17,8 +17,9 @@ Run formats (:class:`RunFormat`)
     optional header row, rank = order of the lines within a sequence (so a sequence's lines must be consecutive).
     The run id is the file name without its extensions (TREC names runs after their files).
 
-Files ending in ``.gz`` are decompressed. :meth:`ServedRankings.from_lists` builds a run from Python lists (e.g.
-the rankings of a RAG log).
+Gzipped files (``.gz``, found by their first bytes) are inflated as they are read, one line at a time
+(:func:`~fairrag_core.data.files.read_lines`); ranks and grades are whole numbers in the digits 0-9.
+:meth:`ServedRankings.from_lists` builds a run from Python lists (e.g. the rankings of a RAG log).
 
 Judgments (qrels with group ids) are read by :mod:`fairrag_core.data.judgments`.
 """

@@ -418,3 +418,17 @@ def test_a_900_megabyte_bomb_stays_under_one_and_a_half_gigabytes(tmp_path):
             assert words in got, (content, got)
     print("peak resident memory:", {k: f"{v / 1e6:,.0f} MB" for k, v in peaks.items()})
     assert max(peaks.values()) < 1_500_000_000, peaks
+
+
+def test_a_collection_folder_names_what_its_odd_part_is(tmp_path):
+    from fairrag_core.data import load_collection
+
+    (tmp_path / "corpus.jsonl").write_text('{"doc_id": "d1", "text": "a"}\n')
+    os.mkfifo(tmp_path / "queries.jsonl")
+    error = _at_once(lambda: load_collection(tmp_path), fifo=tmp_path / "queries.jsonl")
+    assert str(error) == (f"{tmp_path / 'queries.jsonl'}: is a FIFO (named pipe), not a regular file; give the path of "
+                          "a data file (.jsonl, .csv, .txt, .gz)")
+    (tmp_path / "queries.jsonl").unlink()
+    (tmp_path / "qrels.txt").symlink_to(tmp_path / "gone.txt")
+    with pytest.raises(DataFormatError, match=r"qrels.txt: file not found; check the path"):
+        load_collection(tmp_path)
