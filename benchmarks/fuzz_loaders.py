@@ -16,7 +16,8 @@ Three more targets feed the shared reader (``fairrag_core.data.files``) what mut
 * ``non_regular`` — a FIFO, ``/dev/zero`` (directly and through a symlink), ``/dev/null``, a Unix socket and a folder
   given to every loader: each must be refused at once as "not a regular file" (a loader that blocks is reported);
 * ``bomb`` — gzip bombs (one member, many members, cut short) and plain files of NUL bytes without a newline, only
-  newlines, only spaces, mixed whitespace, or a repeated *valid* line of each format, a little under or over the
+  newlines, only spaces, mixed or non-ASCII whitespace, or a repeated *valid* line of each format (a qrels comment
+  and an empty CSV row among them), a little under or over the
   limits (lowered for the run: 2 MB per file, 0.5 MB per line, 2,000 log lines, 1 MB per upload), through the
   loaders, ``parse_run`` / ``parse_judgments`` on bytes and ``check_upload``;
 * ``line_separators`` — valid JSONL corpora, queries and logs whose strings hold raw U+2028, U+2029, U+0085 (and
@@ -301,6 +302,7 @@ def _bounded(call: Callable[[], object], seconds: float = 20.0, fifo: Path | Non
 _VALID_LINES = {  # format → (file name, header, one valid line that may repeat, loader name)
     "corpus.jsonl": ("corpus.jsonl", b"", b'{"doc_id": "d1", "text": "A trainer."}\n', "corpus"),
     "corpus.csv": ("corpus.csv", b"doc_id,text\n", b'd1,"A trainer, soft."\n', "corpus"),
+    "csv-empty-rows": ("corpus.csv", b"doc_id,text\nd1,a\n", b",\n", "corpus"),
     "queries": ("queries.jsonl", b"", b'{"query_id": "q1", "text": "marathon shoe"}\n', "queries"),
     "qrels": ("qrels.txt", b"", b"q1 0 d1 2\n", "qrels"),
     "qrels-comment": ("qrels.txt", b"q1 0 d1 2\n", b"# a comment\n", "qrels"),
@@ -311,7 +313,8 @@ _VALID_LINES = {  # format → (file name, header, one valid line that may repea
     "rag_log": ("log.jsonl", b"",
                 b'{"query_id": "q1", "ranking": ["d1", "d2"], "answer": "yes", "citations": ["d1"]}\n', "rag_log"),
 }
-_BOMB_UNITS = {"nul": b"\0", "newlines": b"\n", "spaces": b" ", "whitespace": b" \t\r\n\x0b\x0c\n\n"}
+_BOMB_UNITS = {"nul": b"\0", "newlines": b"\n", "spaces": b" ", "whitespace": b" \t\r\n\x0b\x0c\n\n",
+               "non-ascii spaces": "\u00a0\u3000\n".encode()}
 _BOMB_LIMITS = {"FAIRRAG_MAX_FILE_MB": "2", "FAIRRAG_MAX_LINE_MB": "0.5", "FAIRRAG_MAX_LOG_LINES": "2000",
                 "FAIRRAG_MAX_UPLOAD_MB": "1"}
 

@@ -15,7 +15,6 @@ import re
 
 __all__ = ["ascii_int", "lone_surrogate_field", "SURROGATE_FIX"]
 
-_WHOLE = re.compile(r"-?[0-9]{1,18}")  # 18 digits: always an int64
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -25,12 +24,14 @@ SURROGATE_FIX = ("a lone surrogate escape (\\ud800-\\udfff without its pair) is 
 
 
 def ascii_int(text: str) -> int | None:
-    """``text`` as an int when it is 1-18 ASCII digits with an optional leading ``-``; None otherwise.
+    """``text`` as an int when it is 1-18 ASCII digits (always an int64) with an optional leading ``-``; None
+    otherwise.
 
     >>> ascii_int("12"), ascii_int("-1"), ascii_int("1_0"), ascii_int("+1"), ascii_int("٣"), ascii_int(" 3")
     (12, -1, None, None, None, None)
     """
-    return int(text) if _WHOLE.fullmatch(text) else None
+    digits = text[1:] if text[:1] == "-" else text
+    return int(text) if digits.isdigit() and digits.isascii() and len(digits) <= 18 else None
 
 
 def lone_surrogate_field(raw: str, obj: object) -> str | None:

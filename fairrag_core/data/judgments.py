@@ -103,7 +103,7 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
             hint = ("; this looks like a run, pass the qrels first and the run second" if len(fields) == 6 else "")
             raise DataFormatError(f"expected 4 fields 'qid group docno rel' (or 3: 'qid docno rel'), found "
                                   f"{len(fields)}{hint}", path=source, line=lineno)
-        grade = ascii_int(rel)
+        grade = int(rel) if rel.isdigit() and rel.isascii() and len(rel) < 7 else ascii_int(rel)  # the usual case first
         if grade is None or not -1 <= grade <= MAX_GRADE:
             raise DataFormatError(f"relevance {rel[:24]!r} is not a whole number from -1 to {MAX_GRADE:,} in the "
                                   "digits 0-9; use a grade ≥ 0 (TREC grades are small, e.g. 0-4), or -1 for unjudged",

@@ -46,6 +46,7 @@ __all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "lo
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
 _QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
 _GROUP_PREFIX = "group:"
+_MOST_EMPTY_ROWS = 1_000_000  # in a row, in a CSV corpus
 
 
 def json_lines(source: Path | bytes, *, where: object = None, digest: Digest | None = None
@@ -209,10 +210,16 @@ def _corpus_from_csv(path: Path) -> list[Document]:
         raise DataFormatError("repeated column names in the header", path=path, line=1)
     docs: list[Document] = []
     seen: dict[str, int] = {}
+    empty = 0  # empty rows in a row: skipped, but each costs a step, so a file of nothing but ",\n" is cut short
     for row in _csv_rows(reader, feed):
         line = feed.line
         if not any(cell.strip() for cell in row):
+            empty += 1
+            if empty > _MOST_EMPTY_ROWS:
+                raise DataFormatError(f"more than {_MOST_EMPTY_ROWS:,} empty rows in a row; delete them (a corpus "
+                                      "row holds a doc_id and a text)", path=path, line=line)
             continue
+        empty = 0
         if len(row) != len(header):
             raise DataFormatError(
                 f"expected {len(header)} cells, found {len(row)}; quote cells that contain commas",
@@ -305,16 +312,16 @@ def load_qrels(path: str | os.PathLike, *, doc_ids: Iterable[str] | None = None,
     known_docs = None if doc_ids is None else set(doc_ids)
     known_queries = set(query_ids or ())
     qrels: dict[str, dict[str, int]] = {}
-    for line, raw in read_lines(path):
+    for line, raw in read_lines(path, comments=True):
         parts = raw.split()
-        if parts[0].startswith("#"):
+        if parts and parts[0].startswith("#"):  # "#" after a non-ASCII space
             continue
         if len(parts) != 4:
             raise DataFormatError(
                 f"expected 4 fields 'query_id 0 doc_id relevance', found {len(parts)}", path=path, line=line
             )
         qid, _, doc_id, rel = parts
-        grade = ascii_int(rel)
+        grade = int(rel) if rel.isdigit() and rel.isascii() and len(rel) < 7 else ascii_int(rel)  # the usual case first
         if grade is None or abs(grade) > MAX_GRADE:
             raise DataFormatError(f"relevance {rel[:24]!r} is not a whole number from -{MAX_GRADE:,} to "
                                   f"{MAX_GRADE:,} in the digits 0-9; write grades like 0, 1, 2", path=path, line=line)
@@ -353,8 +360,8 @@ def load_aspect_qrels(path: str | os.PathLike, *, queries: Iterable[Query] | Non
     known_docs = set(doc_ids) if doc_ids is not None else None
     found: dict[str, dict[int, list[str]]] = {}
     header_seen = False
-    for line, raw in read_lines(path):
-        if raw.lstrip().startswith("#"):
+    for line, raw in read_lines(path, comments=True):
+        if raw.lstrip().startswith("#"):  # "#" after a non-ASCII space
             continue
         cells = [c.strip() for c in raw.split("\t")]
         if not header_seen:

@@ -254,7 +254,8 @@ def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRan
             raise DataFormatError(f"expected 6 fields {_TREC_FIELDS}, found {len(fields)}{hint}",
                                   path=source, line=lineno)
         qid, sample, doc, rank_text, score_text, rid = fields
-        rank = ascii_int(rank_text)
+        rank = (int(rank_text) if rank_text.isdigit() and rank_text.isascii() and len(rank_text) < 10
+                else ascii_int(rank_text))  # the usual case first
         if rank is None:
             raise DataFormatError(f"rank {rank_text[:24]!r} is not a whole number of at most 18 digits 0-9; the 4th "
                                   "field is the rank (1, 2, …)", path=source, line=lineno)
