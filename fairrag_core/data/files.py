@@ -41,7 +41,7 @@ from typing import Protocol
 from ..checks import max_file_bytes, max_line_bytes, max_upload_bytes
 from ..errors import DataFormatError
 
-__all__ = ["read_lines", "check_upload", "CHUNK_BYTES", "GZIP_MAGIC"]
+__all__ = ["read_lines", "check_upload", "Digest", "CHUNK_BYTES", "GZIP_MAGIC"]
 
 #: Bytes read (and inflated) per step.
 CHUNK_BYTES = 1 << 20
