@@ -210,11 +210,27 @@ def _sample_chunk(logits: np.ndarray, n_samples: int, k: int, rng: np.random.Gen
 
 
 def _sample_deterministic_limit(s_bar: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The α → ∞ limit: sorted by score, each group of equal scores in uniformly random order.
+
+    Only the documents that can reach the top k get random numbers: those scoring above the k-th score (ties among
+    them shuffled per sample, fewer than k of them) and the boundary group scoring exactly the k-th score, from
+    which the remaining slots take a uniformly random ordered subset (the exact Gumbel top-k of equal logits, so
+    the boundary group costs ``O(sqrt(k·t))`` per sample, not ``O(t)``).
+    """
     q, n = s_bar.shape
-    rows = q * n_samples
-    tiebreak = rng.random((rows, n))
-    keys = np.repeat(s_bar, n_samples, axis=0)
-    return _top_k(keys, tiebreak, k).reshape(q, n_samples, k)
+    out = np.empty((q, n_samples, k), dtype=np.int64)
+    for r in range(q):
+        s = s_bar[r]
+        kth = np.partition(s, n - k)[n - k]  # the k-th largest score
+        above = np.flatnonzero(s > kth)
+        above = above[np.lexsort((rng.random((n_samples, above.size)), np.broadcast_to(-s[above], (n_samples,
+                                                                                           above.size))), axis=1)]
+        out[r, :, : above.shape[1]] = above
+        tied = np.flatnonzero(s == kth)
+        slots = k - above.shape[1]
+        picks = _sample_chunk(np.zeros((1, tied.size)), n_samples, slots, rng)[0]
+        out[r, :, above.shape[1]:] = tied[picks]
+    return out
 
 
 def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -222,7 +238,7 @@ def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng:
     out = np.empty((q, n_samples, k), dtype=np.int64)
     s_bar = normalise_scores(scores)
     finite = alphas <= ALPHA_DETERMINISTIC
-    per_query = n_samples * max(n if n <= 4096 else _head_size(n, k) * 3, 1)
+    per_query = n_samples * 3 * _work_width(n, k)
     chunk = max(1, _CHUNK_ENTRIES // per_query)
     for mask, deterministic in ((finite, False), (~finite, True)):
         rows = np.flatnonzero(mask)
@@ -235,11 +251,22 @@ def _sample(scores: np.ndarray, alphas: np.ndarray, n_samples: int, k: int, rng:
     return out
 
 
-def _check_n_samples(n_samples: object, n: int) -> int:
-    """N as an int, refused when N or the N × candidates work array would not fit in memory."""
+def _work_width(n: int, k: int) -> int:
+    """Columns of the largest per-sample work array for ``n`` candidates: all of them when the head covers them,
+    else the head (the tail costs about as much again, in flat candidate arrays). The deterministic limit's
+    boundary group is sampled the same way, so the same bound holds for it."""
+    head = _head_size(n, k)
+    return n if head >= n else head
+
+
+def _check_n_samples(n_samples: object, n: int, k: int) -> int:
+    """N as an int, refused when N or the largest work array of one query (N × :func:`_work_width`) would not fit
+    in memory: for n = 10⁶ candidates and k = 5 that is N × 4,472, not N × 10⁶."""
     n_samples = check_at_most(n_samples, "n_samples", MAX_SAMPLES, hint="sampled rankings; the paper uses 100",
                               fix="lower N (the paper uses 100)")
-    check_work(n_samples * n, f"N × candidates ({n_samples:,} × {n:,})",
+    width = _work_width(n, k)
+    check_work(n_samples * width, f"N × {'candidates' if width == n else 'sampled head of the candidates'} "
+               f"({n_samples:,} × {width:,})",
                fix="lower N, or sample among fewer candidates (the first-stage cut-off K, --candidates)")
     return n_samples
 
@@ -274,8 +301,8 @@ def sample_rankings(
     """
     s = _check_scores(scores, ndim=1)
     alpha = check_alpha(alpha)
-    n_samples = _check_n_samples(n_samples, s.size)
     k = check_k(k, s.size)
+    n_samples = _check_n_samples(n_samples, s.size, k)
     return _sample(s[None, :], np.array([alpha]), n_samples, k, as_generator(seed))[0]
 
 
@@ -306,6 +333,6 @@ def sample_rankings_batch(
         if raw.shape != (q,):
             raise InvalidParameterError(f"alpha must be a number or have shape ({q},), got shape {raw.shape}")
         alphas = np.array([check_alpha(float(a)) for a in raw])
-    n_samples = _check_n_samples(n_samples, s.shape[1])
     k = check_k(k, s.shape[1])
+    n_samples = _check_n_samples(n_samples, s.shape[1], k)
     return _sample(s, alphas, n_samples, k, as_generator(seed))

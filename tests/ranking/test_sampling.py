@@ -220,3 +220,39 @@ def test_bad_scores(scores, message):
 def test_batch_alpha_shape_mismatch():
     with pytest.raises(InvalidParameterError, match="shape"):
         sample_rankings_batch(np.ones((2, 3)), alpha=np.ones(3), n_samples=1, k=1)
+
+
+# -- size guard: it bounds what the sampler really allocates (issue 19, item 6) ----------------------
+def test_the_benchmark_case_n_one_million_runs():
+    # bench_sampler.py's single query: n = 10⁶ candidates, N = 100, k = 5 (55 ms before a guard on N × n refused it)
+    scores = np.random.default_rng(0).random(1_000_000)
+    for alpha in (0.0, 2.0, math.inf):
+        out = sample_rankings(scores, alpha=alpha, n_samples=100, k=5, seed=1)
+        assert out.shape == (100, 5) and all(len(set(row)) == 5 for row in out.tolist())
+    top5 = set(np.argsort(-scores)[:5].tolist())
+    assert all(set(row) == top5 for row in sample_rankings(scores, alpha=math.inf, n_samples=100, k=5,
+                                                           seed=1).tolist())
+
+
+def test_the_guard_refuses_what_would_really_not_fit():
+    # N × head: 1,000,000 × 4,472 cells of noise for n = 10⁶, k = 5, whatever the α
+    scores = np.zeros(1_000_000)
+    with pytest.raises(InvalidParameterError, match=r"N × sampled head of the candidates \(1,000,000 × 4,472\)"):
+        sample_rankings(scores, alpha=2.0, n_samples=1_000_000, k=5)
+    with pytest.raises(InvalidParameterError, match=r"\(1,000,000 × 4,472\)"):
+        sample_rankings(scores, alpha=math.inf, n_samples=1_000_000, k=5)
+    # a small candidate set is sampled whole: N × n
+    with pytest.raises(InvalidParameterError, match=r"N × candidates \(1,000,000 × 60\)"):
+        sample_rankings(np.zeros(60), alpha=1.0, n_samples=1_000_000, k=5)
+
+
+def test_deterministic_limit_keeps_tie_groups_random_inside_and_at_the_boundary():
+    # two tied leaders (always ranks 1–2, in random order), then a 4-way tie for the last slot of k = 3
+    scores = np.array([0.0, 5.0, 3.0, 3.0, 9.0, 9.0, 3.0, 3.0])
+    out = sample_rankings(scores, alpha=math.inf, n_samples=8_000, k=3, seed=5)
+    assert set(map(tuple, np.sort(out[:, :2], axis=1).tolist())) == {(4, 5)}
+    assert np.mean(out[:, 0] == 4) == pytest.approx(0.5, abs=0.03)
+    assert np.all(out[:, 2] == 1)  # 5.0 is the third-best score: no tie there
+    out = sample_rankings(scores, alpha=math.inf, n_samples=8_000, k=4, seed=5)
+    fourth = np.bincount(out[:, 3], minlength=8) / 8_000
+    assert fourth[[2, 3, 6, 7]] == pytest.approx([0.25] * 4, abs=0.03) and fourth[[0, 1, 4, 5]].sum() == 0
