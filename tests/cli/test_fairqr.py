@@ -1,8 +1,6 @@
 import io
 import json
 
-import pytest
-
 from fairrag_core.cli import main
 
 
