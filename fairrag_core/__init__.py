@@ -60,6 +60,7 @@ from .errors import (
     InvalidParameterError,
     MissingGroupLabelError,
     ModelUnavailableError,
+    UndefinedMetricError,
     UnknownCollectionError,
 )
 from .fairqr import CorpusKeywordRefiner, FairQRConfig, FairQRResult, LLMRefiner, fair_qr
@@ -113,7 +114,7 @@ from .richrag import greedy_coverage, ncom
 __all__ = [
     "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",
     "load_collection", "load_corpus", "load_qrels", "load_queries",
-    "FairRAGError", "InvalidParameterError", "DataFormatError", "MissingGroupLabelError",
+    "FairRAGError", "InvalidParameterError", "UndefinedMetricError", "DataFormatError", "MissingGroupLabelError",
     "ModelUnavailableError", "UnknownCollectionError",
     "sample_rankings", "sample_rankings_batch", "deterministic_ranking", "normalise_scores",
     "expected_exposure", "target_exposure", "ee_disparity", "ee_relevance",

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "FairRAGError",
     "InvalidParameterError",
+    "UndefinedMetricError",
     "DataFormatError",
     "MissingGroupLabelError",
     "UnknownCollectionError",
@@ -25,6 +26,12 @@ class FairRAGError(Exception):
 
 class InvalidParameterError(FairRAGError, ValueError):
     """A numeric or categorical argument is out of its domain (NaN α, k > n, N = 0, ...)."""
+
+
+class UndefinedMetricError(FairRAGError, ValueError):
+    """A metric has no value for these inputs (EE-R with no useful document, an interval from one sample, the
+    disparity of attributed exposure when nothing is attributed); the message says why. Reports show "—" (JSON:
+    null) with that reason instead of a number made from nothing."""
 
 
 class DataFormatError(FairRAGError, ValueError):

@@ -20,7 +20,7 @@ PUBLIC_API = {
     "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",
     "LLMJudgeAttributor", "LLMRefiner", "MissingGroupLabelError", "ModelUnavailableError", "Query", "RagConfig",
     "RagRun", "RagSweep", "RagSweepConfig", "RankingConfig", "RankingRun", "Retriever", "RetrieverKind", "RunStore",
-    "SweepConfig", "TargetKind", "UnknownCollectionError", "UtilityLabelConfig", "UtilityMetric", "awrf",
+    "SweepConfig", "TargetKind", "UndefinedMetricError", "UnknownCollectionError", "UtilityLabelConfig", "UtilityMetric", "awrf",
     "bootstrap_exposure_ci", "build_prompt", "build_retriever", "default_attributor", "deterministic_ranking",
     "disparity_quality_table", "ee_disparity", "ee_relevance", "expected_exposure", "exposure_ledger",
     "exposure_sweep", "fair_qr", "greedy_coverage", "label_utility", "load_collection", "load_corpus", "load_qrels",

@@ -17,7 +17,7 @@ from ..errors import InvalidParameterError
 from ..metrics.expeval import UserModel
 from ..record import SweepRun
 from .ledger import exposure_ledger
-from .query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval, ratio_interval
+from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
 from .rag_log import SOURCE_LABELS
 
 __all__ = ["log_summary", "log_ledger", "default_ledger_scope"]
@@ -26,7 +26,9 @@ __all__ = ["log_summary", "log_ledger", "default_ledger_scope"]
 def log_summary(run: SweepRun) -> pd.DataFrame:
     """The headline numbers of a log audit, each with its interval (:data:`ESTIMATE_NOTE` says which).
 
-    One row per metric: ``metric, label, estimate, low, high, queries, over, direction``. Means over queries:
+    One row per metric: ``metric, label, estimate, low, high, queries, over, direction, note``. ``low`` and
+    ``high`` are NaN when a single query holds the metric (``note`` says so: no interval over one query). Means
+    over queries:
     EE-D over every query, EE-R over the queries with relevance labels (m ≥ 1), EAR and EAE-D per source over
     the queries with attributed lines; when both sources ran, the pooled shares "cited and entailed / cited" and
     "cited and entailed / entailed".
@@ -53,18 +55,32 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     for column, label, over, direction in specs:
         if column not in table or not table[column].notna().any():
             continue
-        ci = mean_interval(table[column].to_numpy(dtype=float), **boot)
-        rows.append({"metric": column, "label": label, "estimate": ci.estimate, "low": ci.low, "high": ci.high,
-                     "queries": int(table[column].notna().sum()), "over": over, "direction": direction})
+        values = table[column].to_numpy(dtype=float)
+        ci = mean_interval(values, **boot)
+        row = {"metric": column, "label": label, "queries": int(table[column].notna().sum()), "over": over,
+               "direction": direction}
+        if ci is None:  # one query: its value, no interval
+            row.update(estimate=float(np.nanmean(values)), low=np.nan, high=np.nan, note=ONE_QUERY)
+        else:
+            row.update(estimate=ci.estimate, low=ci.low, high=ci.high, note="")
+        rows.append(row)
     if "agreed_slots" in table:
         for name, label, den in (("cited_entailed", "citations the judge supports", "cited_slots"),
                                  ("entailed_cited", "entailing documents the system cited", "entailed_slots")):
+            total = float(table[den].sum())
+            if total <= 0:
+                continue
             ci = ratio_interval(table["agreed_slots"], table[den], **boot)
-            if ci is not None:
-                rows.append({"metric": name, "label": label, "estimate": ci.estimate, "low": ci.low,
-                             "high": ci.high, "queries": int((table[den] > 0).sum()), "over": "pooled slots",
-                             "direction": "agreement of the two sources"})
-    out = pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "queries", "over", "direction"])
+            row = {"metric": name, "label": label, "queries": int((table[den] > 0).sum()), "over": "pooled slots",
+                   "direction": "agreement of the two sources"}
+            if ci is None:
+                row.update(estimate=float(table["agreed_slots"].sum()) / total, low=np.nan, high=np.nan,
+                           note=ONE_QUERY)
+            else:
+                row.update(estimate=ci.estimate, low=ci.low, high=ci.high, note="")
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "queries", "over", "direction",
+                                      "note"])
     out.attrs["note"] = ESTIMATE_NOTE.format(level=config.level)
     return out
 

@@ -25,10 +25,12 @@ from ..errors import InvalidParameterError
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
 from ..seeds import SeedLike, as_generator
 
-__all__ = ["ESTIMATE_NOTE", "mean_interval", "ratio_interval", "ledger_intervals"]
+__all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals"]
 
 #: What every interval of this module is, in words a reader can check.
 ESTIMATE_NOTE = "plug-in value on the audited queries; {level:.0%} percentile bootstrap interval over queries"
+#: Why an interval over queries has no bounds: resampling one query always gives it back.
+ONE_QUERY = "one query: no interval over queries (audit two or more queries)"
 
 
 def _weights(n_units: int, n_boot: int, seed: SeedLike) -> np.ndarray:
@@ -53,7 +55,8 @@ def mean_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 1000, l
                   seed: SeedLike = None) -> ConfidenceInterval | None:
     """The mean of the finite ``values`` (one per query) with a percentile bootstrap interval over them.
 
-    NaN values (queries where the metric is undefined) are left out; None when none is left.
+    NaN values (queries where the metric is undefined) are left out; None when fewer than two are left (one query
+    says nothing about the next: every resample would give it back, a zero-width "interval").
 
     >>> ci = mean_interval([0.2, 0.4, 0.6, 0.8], seed=0)
     >>> round(ci.estimate, 3), ci.low <= ci.estimate <= ci.high
@@ -62,7 +65,7 @@ def mean_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 1000, l
     n_boot, level = _check(n_boot, level)
     arr = np.asarray(values, dtype=np.float64)
     arr = arr[np.isfinite(arr)]
-    if arr.size == 0:
+    if arr.size < 2:
         return None
     weights = _weights(arr.size, n_boot, seed)
     return _interval(float(arr.mean()), weights @ arr / arr.size, level)
@@ -72,7 +75,7 @@ def ratio_interval(numerators: Sequence[float] | np.ndarray, denominators: Seque
                    n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None) -> ConfidenceInterval | None:
     """Σ numerators / Σ denominators (pooled over queries) with a percentile bootstrap interval over queries.
 
-    None when the denominators sum to 0.
+    None when the denominators sum to 0, or only one query has a denominator (no interval over one query).
 
     >>> ci = ratio_interval([1, 2, 0], [2, 2, 1], seed=0)
     >>> round(ci.estimate, 3), ci.low <= ci.estimate <= ci.high
@@ -82,7 +85,7 @@ def ratio_interval(numerators: Sequence[float] | np.ndarray, denominators: Seque
     num, den = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
     if num.shape != den.shape or num.ndim != 1:
         raise InvalidParameterError("numerators and denominators need one value per query each")
-    if den.sum() <= 0:
+    if den.sum() <= 0 or int((den > 0).sum()) < 2:
         return None
     weights = _weights(num.size, n_boot, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -97,7 +100,8 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     ``documents`` is what :func:`~fairrag_core.audit.ledger.exposure_ledger` reads (one system), with a
     ``query_id`` column. Returns one row per group with ``retrieval_share_low/high``,
     ``attributed_share_low/high``, ``target_share_low/high`` and ``share_gap_low/high`` (NaN where the column
-    is absent), each containing the ledger's plug-in share.
+    is absent, and every bound when the documents come from a single query: :data:`ONE_QUERY`), each containing
+    the ledger's plug-in share.
     """
     n_boot, level = _check(n_boot, level)
     if "query_id" not in documents or "doc_id" not in documents:
@@ -113,6 +117,10 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     weights = _weights(n_q, n_boot, seed)
     tail = (1.0 - level) / 2.0
     out = pd.DataFrame({"group": list(group_names)})
+    if n_q < 2:
+        for name in ("retrieval_share", "attributed_share", "target_share", "share_gap"):
+            out[f"{name}_low"] = out[f"{name}_high"] = np.nan
+        return out
 
     def per_query(column: str) -> np.ndarray | None:
         if column not in documents or not documents[column].notna().any():

@@ -333,7 +333,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
             rect_a, n_a = _padded(local[keep], served.size)
             eps_a = attributed_exposure(rect_a, verdicts[lines][keep], n_a)[:served.size]
             row[f"ear_{name}"] = expected_attribution_rate(verdicts[lines][keep])
-            row[f"eae_d_{name}"] = eae_disparity(_vector(eps_a, k), k)
+            # nothing attributed for this query: EAE-D is undefined (NaN), not a "fair" 0
+            row[f"eae_d_{name}"] = eae_disparity(_vector(eps_a, k), k) if eps_a.any() else np.nan
             credit = pd.Series(eps_a, index=doc_ids[served])
             doc_part[f"{name}_exposure"] = doc_part["doc_id"].map(credit).fillna(0.0).to_numpy()
         if cited is not None and entailed is not None:

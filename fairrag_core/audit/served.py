@@ -55,7 +55,7 @@ from ..metrics.trec_fair import awrf_samples, measure_names, ndcg_samples
 from ..seeds import SeedLike, as_generator
 
 __all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "as_run",
-           "as_judgments", "unjudged_queries", "DIRECTION"]
+           "as_judgments", "unjudged_queries", "measured", "DIRECTION"]
 
 #: Which way is better, per metric.
 DIRECTION = {"disparity": "lower is fairer", "relevance": "higher is better", "difference": "lower is better"}
@@ -166,6 +166,14 @@ def _settings(**kwargs) -> ExposureSettings:
         raise InvalidParameterError(f"unknown option(s) {unknown}; the user model takes: {known}") from None
 
 
+def _undefined(query: _Query, settings: ExposureSettings) -> str:
+    """The metrics whose normalised value is expeval's stand-in because their bounds coincide (e.g. relevance of a
+    query with one relevance level: every ranking scores 1), comma-separated; "" when all are measured."""
+    if not settings.normalize:
+        return ""
+    return ",".join(m for m in METRICS if query.bounds[m].low == query.bounds[m].high)
+
+
 def _values(query: _Query, settings: ExposureSettings) -> dict[str, float]:
     raw = query.raw(settings) if query.matrix is not None else missing_values(query.bounds, query.target, settings)
     if not settings.normalize:
@@ -193,8 +201,11 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", pa
         DataFrame indexed by ``query_id`` (qrels order) with ``disparity``, ``relevance``, ``difference`` and
         ``n_samples``, ``n_judged`` (judged documents as read), ``n_relevant``, ``relevance_levels`` (1 with
         expeval bounds ⇒ normalised relevance is the constant 1), ``in_run`` (False ⇒ expeval's default values for
-        a query the run lacks), and ``n_groups`` in group mode. Queries of the run without judged documents are
-        left out, as expeval does (:func:`unjudged_queries` lists them).
+        a query the run lacks), ``undefined`` (the metrics whose normalised value is only expeval's stand-in, its
+        bounds being equal: e.g. "relevance" for a query with a single relevance level; the values are kept for
+        parity with expeval, and :func:`summarise_run`, :func:`compare_runs` and the CLI's reports leave them
+        out), and ``n_groups`` in group mode. Queries of the run without judged documents are left out, as expeval
+        does (:func:`unjudged_queries` lists them).
 
     >>> from fairrag_core.data.judgments import parse_judgments
     >>> qrels = parse_judgments("q1 0 a 1\\nq1 0 b 1\\nq1 0 c 0\\n")
@@ -209,11 +220,11 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", pa
     for query in _prepare(loaded, judged, settings):
         row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
                "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
-               "in_run": query.matrix is not None}
+               "in_run": query.matrix is not None, "undefined": _undefined(query, settings)}
         if settings.groups:
             row["n_groups"] = query.n_groups
         rows.append(row)
-    columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run"]
+    columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run", "undefined"]
     return pd.DataFrame(rows, columns=columns + (["n_groups"] if settings.groups else [])).set_index("query_id")
 
 
@@ -272,17 +283,37 @@ def summarise_run(table: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.9
                   seed: SeedLike = None) -> pd.DataFrame:
     """Mean of each metric over the queries of an :func:`evaluate_run` table, with a percentile bootstrap
     interval over queries: ``estimate`` (the plug-in mean, inside ``[low, high]``), ``low``, ``high``,
-    ``level``, ``method``, ``n_queries``, ``direction``."""
+    ``level``, ``method``, ``n_queries``, ``direction``.
+
+    A metric's mean covers the queries where it is measured (finite, and not one of the query's ``undefined``
+    metrics); with a single such query the interval is NaN (no interval over one query), with none the row is
+    NaN throughout."""
     rng = as_generator(seed)
     rows = []
     for metric in METRICS:
         if metric not in table.columns:
             raise InvalidParameterError(f"table has no {metric!r} column; pass the output of evaluate_run")
-        ci = bootstrap_mean(table[metric].to_numpy(dtype=float), n_boot=n_boot, level=level, seed=rng)
-        rows.append({"metric": metric, "estimate": ci.estimate, "low": ci.low, "high": ci.high, "level": ci.level,
-                     "method": "mean over queries; percentile bootstrap over queries", "n_queries": len(table),
-                     "direction": DIRECTION[metric]})
+        values = measured(table, metric)
+        row = {"metric": metric, "estimate": np.nan, "low": np.nan, "high": np.nan, "level": level,
+               "method": "mean over queries; percentile bootstrap over queries", "n_queries": int(values.size),
+               "direction": DIRECTION[metric]}
+        if values.size:
+            row["estimate"] = float(values.mean())
+        if values.size > 1:
+            ci = bootstrap_mean(values, n_boot=n_boot, level=level, seed=rng)
+            row.update(estimate=ci.estimate, low=ci.low, high=ci.high)
+        rows.append(row)
     return pd.DataFrame(rows).set_index("metric")
+
+
+def measured(table: pd.DataFrame, metric: str) -> np.ndarray:
+    """The finite values of ``metric`` in an :func:`evaluate_run` table, without the queries where it is only
+    expeval's stand-in (``undefined``)."""
+    values = table[metric].to_numpy(dtype=float)
+    keep = np.isfinite(values)
+    if "undefined" in table:
+        keep &= ~table["undefined"].fillna("").str.split(",").map(lambda names: metric in names).to_numpy(bool)
+    return values[keep]
 
 
 def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: int = 1000,
@@ -294,6 +325,8 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
     Returns one row per metric: ``mean_a``, ``mean_b``, ``difference`` (mean of A − B, plug-in), ``low``,
     ``high`` (percentile bootstrap over queries), ``p_value`` (paired randomization test, two-sided; exact
     enumeration up to 16 queries), ``p_value_t`` (paired t-test), ``n_queries``, ``test``, ``direction``.
+    Queries where a metric is only expeval's stand-in in either run (``undefined`` in :func:`evaluate_run`) are
+    left out of that metric's comparison.
     """
     judged = as_judgments(qrels, groups_by=groups_by)
     table_a = evaluate_run(as_run(run_a, run_format=run_format), judged, **model)
@@ -301,7 +334,14 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
     rng = as_generator(seed)
     rows = []
     for metric in METRICS:
-        result: PairedComparison = paired_comparison(table_a[metric].to_numpy(float), table_b[metric].to_numpy(float),
+        # pairs where either value is only expeval's stand-in (equal bounds) compare nothing: left out
+        both = table_a.index[[metric not in str(u).split(",") for u in table_a["undefined"]]].intersection(
+            table_b.index[[metric not in str(u).split(",") for u in table_b["undefined"]]])
+        if both.empty:
+            raise InvalidParameterError(f"no query has a measured {metric} in both runs (each is expeval's stand-in "
+                                        "for equal bounds); use --bounds corrected or -U")
+        result: PairedComparison = paired_comparison(table_a.loc[both, metric].to_numpy(float),
+                                                     table_b.loc[both, metric].to_numpy(float),
                                                      n_boot=n_boot, n_permutations=n_permutations, level=level,
                                                      seed=rng)
         rows.append({"metric": metric, "mean_a": result.mean_a, "mean_b": result.mean_b,

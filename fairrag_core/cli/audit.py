@@ -144,11 +144,15 @@ def _notes(table: pd.DataFrame, skipped: list[str], settings: ExposureSettings) 
         one = len(skipped) == 1
         notes.append(f"{len(skipped)} quer{'y' if one else 'ies'} of the run ha{'s' if one else 've'} no judged "
                      f"document and {'is' if one else 'are'} left out, as expeval does ({', '.join(skipped[:5])})")
+    stand_ins = {m: table.index[[m in str(u).split(",") for u in table["undefined"]]].tolist() for m in METRICS}
+    for metric, queries in stand_ins.items():
+        if queries:
+            notes.append(f"{metric} is undefined for {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
+                         f"({', '.join(queries[:5])}{', …' if len(queries) > 5 else ''}): its bounds are equal, so "
+                         "every ranking would get expeval's stand-in value; the trec_eval-style lines print that "
+                         "value, as expeval does, while means, intervals, --ci and --json leave it out (null); "
+                         "--bounds corrected or -U measure it")
     if settings.normalize and not settings.corrected:
-        single = table.index[table["relevance_levels"] <= 1].tolist()
-        if single and not settings.groups:
-            notes.append(f"{len(single)} quer{'y has' if len(single) == 1 else 'ies have'} a single relevance level: "
-                         "expeval's normalised relevance is then the constant 1 (use --bounds corrected or -U)")
         if settings.groups:
             notes.append("group mode: expeval's normalised group relevance is the constant 1 and its group disparity "
                          "is constant (rbp) or can be negative (gerr); use --bounds corrected or -U")
@@ -204,8 +208,11 @@ def _cmd_evaluate(args, out) -> int:
             print(f"note: {note}", file=sys.stderr)
         return 0
     args.seed = new_seed() if args.seed is None else args.seed
-    finite = table[np.isfinite(table[list(METRICS)].to_numpy(float)).all(axis=1)]
-    summary = summarise_run(finite, n_boot=args.n_boot, level=args.level, seed=args.seed) if len(finite) else None
+    summary = summarise_run(table, n_boot=args.n_boot, level=args.level, seed=args.seed) if len(table) else None
+    # our reports show a value only where it is measured: expeval's stand-in for equal bounds becomes null / "—"
+    reported = table.copy()
+    for metric in METRICS:
+        reported.loc[[metric in str(u).split(",") for u in reported["undefined"]], metric] = np.nan
     intervals = (bootstrap_run(run, judgments, n_boot=args.n_boot, level=args.level, seed=args.seed, **_model(args))
                  if args.ci else None)
     command = _command(args, [args.qrels, args.run]) + (" --ci" if args.ci else "") + (" --json" if args.json else "")
@@ -213,7 +220,7 @@ def _cmd_evaluate(args, out) -> int:
         payload = {"run": {"run_id": run.run_id, "format": run.format.value, "source": run.source,
                            "queries": len(run), "lines": run.n_lines},
                    "qrels": judgments.source, "settings": settings.to_dict(), "seed": args.seed,
-                   "queries": json.loads(table.reset_index().to_json(orient="records")),
+                   "queries": json.loads(reported.reset_index().to_json(orient="records")),
                    "mean": None if summary is None else json.loads(summary.reset_index().to_json(orient="records")),
                    "skipped_queries": skipped, "notes": notes, "command": command}
         if intervals is not None:
@@ -236,7 +243,9 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
         print(f"Mean over queries (plug-in mean; {args.level:.0%} percentile bootstrap interval over "
               f"{summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
-            print(f"  {metric:<11} {row.estimate:8.4f}  [{row.low:.4f}, {row.high:.4f}]   {DIRECTION[metric]}",
+            value = "       —" if pd.isna(row.estimate) else f"{row.estimate:8.4f}"
+            interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"
+            print(f"  {metric:<11} {value}  {interval}   {DIRECTION[metric]} (over {row.n_queries} queries)",
                   file=out)
     print(f"\nPer query ({args.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
           "estimate with a basic interval, the plug-in beside it; relevance: plug-in with a percentile interval):",
@@ -245,6 +254,9 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
         cells = []
         for metric in METRICS:
             row = intervals.loc[(qid, metric)]
+            if metric in str(table.loc[qid, "undefined"]).split(","):
+                cells.append(f"{metric} —")
+                continue
             text = f"{row.estimate:.4f} [{row.low:.4f}, {row.high:.4f}]"
             if metric != "relevance":
                 text += f" (plug-in {row.plug_in:.4f})"

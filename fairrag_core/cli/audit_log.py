@@ -154,8 +154,9 @@ def _cmd_audit_log(args, out) -> int:
         print(f"note: {note}", file=out)
     print(f"\nHeadline ({summary.attrs['note']}):", file=out)
     for row in summary.itertuples():
-        print(f"  {row.label:<48} {row.estimate:.3f}  [{row.low:.3f}, {row.high:.3f}]  "
-              f"over {row.queries} {row.over} · {row.direction}", file=out)
+        interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
+        print(f"  {row.label:<48} {row.estimate:.3f}  {interval}  over {row.queries} {row.over} · {row.direction}"
+              + (f" ({row.note})" if row.note else ""), file=out)
     scope = "the queries with relevance labels" if labelled_only else "every query"
     for by, ledger in ledgers.items():
         shown = ledger[["group", "retrieval_share", "retrieval_share_low", "retrieval_share_high", "attributed_share",

@@ -13,7 +13,8 @@ from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..seeds import MAX_SEED, check_seed
 
 __all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "add_common", "add_models",
-           "citation_settings", "load_inputs", "id_list", "bar", "fmt", "fmt_ci"]
+           "citation_settings", "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined",
+           "METRIC_NAMES"]
 
 
 def _argument_type(parse, name: str):
@@ -193,4 +194,16 @@ def fmt_ci(ci) -> str:
 
 
 def fmt(value) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    """A metric to three decimals, or "—" when it has no value (None or NaN: undefined, or not measured)."""
+    return "—" if value is None or value != value else f"{value:.3f}"
+
+
+#: How the text output names each metric (and interval) that may be left without a value.
+METRIC_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "normalised EU", "ear": "EAR",
+                "eae_d": "EAE-D", "ee_d_interval": "EE-D's interval", "ee_r_interval": "EE-R's interval"}
+
+
+def print_undefined(undefined: dict[str, str], out, *, names: dict[str, str] | None = None) -> None:
+    """One line per metric shown as "—": its name and why it has no value."""
+    for metric, reason in undefined.items():
+        print(f"  — {(names or {}).get(metric, metric)}: {reason}", file=out)

@@ -13,6 +13,7 @@ from ..rag.sweep import Usefulness
 from ..ranking import DEFAULT_ALPHAS
 from .backend_options import add_backend, inputs_spec, models_spec, on_backend
 from .common import (
+    METRIC_NAMES,
     add_common,
     add_models,
     alpha_arg,
@@ -22,6 +23,7 @@ from .common import (
     id_list,
     load_inputs,
     positive_arg,
+    print_undefined,
 )
 from .ranking import rank_payload
 
@@ -108,6 +110,7 @@ def _rag_payload(run) -> dict:
             for g in run.answers
         ],
         attributed_exposure={ids[i]: float(v) for i, v in enumerate(run.attributed_exposure) if v > 0},
+        undefined=run.undefined,
     )
     return payload
 
@@ -142,6 +145,7 @@ def _cmd_rag(args, out) -> int:
     print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU {fmt(m['eu'])}  normalised EU "
           f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}  "
           f"degenerate answers {m['degenerate_share']:.0%} of samples", file=out)
+    print_undefined(run.undefined, out, names=METRIC_NAMES)
     print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in run.timings.items()), file=out)
     return 0
 

@@ -20,7 +20,19 @@ from ..ranking import (
     summarise_sweep,
 )
 from .backend_options import add_backend, on_backend
-from .common import add_common, alpha_arg, alphas_arg, bar, count_arg, fmt_ci, id_list, load_inputs
+from .common import (
+    METRIC_NAMES,
+    add_common,
+    alpha_arg,
+    alphas_arg,
+    bar,
+    count_arg,
+    fmt,
+    fmt_ci,
+    id_list,
+    load_inputs,
+    print_undefined,
+)
 
 __all__ = ["register", "rank_payload"]
 
@@ -75,14 +87,18 @@ def rank_payload(run: RankingRun) -> dict:
         "seed": run.seed,
         "n_candidates": int(run.candidate_indices.size),
         "n_useful": None if run.labels is None else int(run.labels.sum()),
+        "min_rel": run.config.min_rel,
         "deterministic_ranking": [ids[i] for i in run.deterministic],
         "rankings": [[ids[i] for i in row] for row in run.rankings],
-        "ee_d": run.summary.ee_d.to_dict(),
+        # an interval object {estimate, low, high, …} (estimate inside it), or null with the reason in `undefined`
+        "ee_d": None if run.summary.ee_d is None else run.summary.ee_d.to_dict(),
+        "ee_d_plug_in": run.summary.ee_d_plug_in,
         "ee_d_unbiased": run.summary.ee_d_unbiased,
         "ee_r": None if run.summary.ee_r is None else run.summary.ee_r.to_dict(),
-        "deterministic_ee_d": run.deterministic_summary.ee_d.plug_in,
-        "deterministic_ee_r": (None if run.deterministic_summary.ee_r is None
-                               else run.deterministic_summary.ee_r.estimate),
+        "ee_r_plug_in": run.summary.ee_r_plug_in,
+        "undefined": dict(run.summary.undefined),
+        "deterministic_ee_d": run.deterministic_summary.ee_d_plug_in,
+        "deterministic_ee_r": run.deterministic_summary.ee_r_plug_in,
         "providers_reached": int((providers["exposure"] > 0).sum()),
         "providers_total": int(providers.shape[0]),
         "documents": json.loads(docs.to_json(orient="records")),
@@ -100,7 +116,7 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     print(f"Collection {run.collection.name}: {n} candidates, retriever {run.retriever}, k={k}, "
           f"N={run.config.n_samples}, α={run.config.alpha:g}, seed={run.seed}", file=out)
     if run.labels is not None:
-        print(f"Useful candidates (qrels rel ≥ {run.config.min_rel}): {int(run.labels.sum())}", file=out)
+        print(f"Useful candidates (qrels grade ≥ {run.config.min_rel}): {int(run.labels.sum())}", file=out)
 
     def label(i: int) -> str:
         d = docs.iloc[i]
@@ -128,16 +144,23 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     det_reached = int((providers["deterministic_exposure"] > 0).sum())
     print(f"\nProviders with exposure: {reached} of {providers.shape[0]} (deterministic: {det_reached})", file=out)
     uniform = k / n
-    print(f"EE-D (disparity, lower is fairer): {fmt_ci(run.summary.ee_d)}   "
-          f"[deterministic 1.000, uniform {uniform:.3f}]", file=out)
-    plug_in = (f"     plug-in over these N={run.config.n_samples} samples {run.summary.ee_d.plug_in:.3f} "
-               "(biased upward by the finite N)")
-    if run.summary.ee_d_unbiased is not None:
-        plug_in += f"; unbiased estimate {run.summary.ee_d_unbiased:.3f}"
-    print(plug_in, file=out)
-    if run.summary.ee_r is not None:
-        print(f"EE-R (exposure on useful docs):    {fmt_ci(run.summary.ee_r)}   "
-              f"[deterministic {run.deterministic_summary.ee_r.estimate:.3f}]", file=out)
+    summary = run.summary
+    ee_d = fmt_ci(summary.ee_d) if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
+    print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {uniform:.3f}]", file=out)
+    if summary.ee_d is not None:
+        plug_in = (f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} "
+                   "(biased upward by the finite N)")
+        if summary.ee_d_unbiased is not None:
+            plug_in += f"; unbiased estimate {summary.ee_d_unbiased:.3f}"
+        print(plug_in, file=out)
+    if run.labels is not None:
+        if summary.ee_r is not None:
+            ee_r = fmt_ci(summary.ee_r)
+        else:
+            ee_r = "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)"
+        det = run.deterministic_summary.ee_r_plug_in
+        print(f"EE-R (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
+    print_undefined(summary.undefined, out, names=METRIC_NAMES)
     print(f"Reproduce: --seed {run.seed}", file=out)
 
 

@@ -18,10 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..checks import check_k
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, UndefinedMetricError
 from .exposure import ee_disparity
 
-__all__ = ["attribution_rate", "expected_attribution_rate", "attributed_exposure", "eae_disparity"]
+__all__ = ["attribution_rate", "expected_attribution_rate", "attributed_exposure", "eae_disparity",
+           "NOTHING_ATTRIBUTED"]
+
+#: Why EAE-D has no value when no answer rests on any document (a disparity of nothing would read 0, "fair").
+NOTHING_ATTRIBUTED = ("no answer cites any of the documents it was shown, so there is no attributed exposure whose "
+                      "fairness could be measured (EAR = 0 says how little is cited)")
 
 
 def _check_entails(entails: object) -> np.ndarray:
@@ -96,7 +101,12 @@ def eae_disparity(attributed: np.ndarray, k: int) -> float:
 
     >>> eae_disparity(np.array([0.75, 0.25, 0.25, 0.0]), 2)
     0.34375
+
+    Raises:
+        UndefinedMetricError: nothing is attributed (ε^a = 0): the disparity of no exposure is not "fair".
     """
     eps = np.asarray(attributed, dtype=np.float64)
     check_k(k, eps.size)
+    if eps.ndim == 1 and eps.size and np.all(np.isfinite(eps)) and not eps.any():
+        raise UndefinedMetricError(f"EAE-D is undefined: {NOTHING_ATTRIBUTED}")
     return ee_disparity(eps, k)

@@ -15,18 +15,20 @@ The target ε* is the exposure under an oracle that ranks the m useful items fir
     EE-R = ⟨ε, ε*⟩ / ‖ε*‖²,  ‖ε*‖² = m + (k−m)²/(n−m) (m ≤ k) or k²/m (m > k)   (Eq. 28)
 
 EE-D is 1 for a deterministic ranker and ~k/n for a uniform one; higher EE-R means exposure sits on
-useful items. ``compat=True`` reproduces the authors' released code, whose ε* is zero on non-useful
+useful items. EE-R is *undefined* when no item is useful (m = 0): ε* is then uniform and every ranking scores
+exactly 1, a perfect score from nothing, so :func:`ee_relevance` refuses it (:class:`UndefinedMetricError`) and
+the summaries report None with the reason. An interval needs at least two sampled rankings. ``compat=True`` reproduces the authors' released code, whose ε* is zero on non-useful
 items while the normaliser stays as above, so its EE-R cannot reach 1 when m < k.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_binary, check_k, check_open_unit, check_positive_int
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, UndefinedMetricError
 from ..seeds import SeedLike, as_generator
 from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
 
@@ -40,7 +42,15 @@ __all__ = [
     "ExposureSummary",
     "bootstrap_exposure_ci",
     "summarise_exposure",
+    "NO_USEFUL_ITEM",
+    "ONE_SAMPLE",
 ]
+
+#: Why EE-R (and the fair target's relevance side) has no value: the reason shown beside "—".
+NO_USEFUL_ITEM = ("no candidate is useful (m = 0), so every ranking would score EE-R = 1; EE-R needs at least one "
+                  "useful document (lower the usefulness grade, e.g. --min-rel, or pick a query with relevance labels)")
+#: Why an interval has no bounds.
+ONE_SAMPLE = "one sampled ranking: no interval (sample N ≥ 2 rankings)"
 
 
 
@@ -139,10 +149,15 @@ def ee_relevance(exposure: np.ndarray, labels: np.ndarray, k: int, *, compat: bo
 
     >>> ee_relevance(np.array([1.0, 1.0, 0.0, 0.0]), np.array([1, 1, 0, 0]), 2)
     1.0
+
+    Raises:
+        UndefinedMetricError: no item is useful (m = 0).
     """
     eps = _check_exposure(exposure)
     lab = _check_labels(labels, eps.size)
     k = check_k(k, eps.size)
+    if not lab.any():
+        raise UndefinedMetricError(f"EE-R is undefined: {NO_USEFUL_ITEM}")
     target = target_exposure(lab, k, compat=compat)
     return float(eps @ target / _relevance_normaliser(int(lab.sum()), lab.size, k))
 
@@ -167,14 +182,23 @@ def unbiased_ee_disparity(rankings: np.ndarray, n_items: int) -> float:
 
 @dataclass(frozen=True)
 class ExposureSummary:
-    """Exposure of every item and the EE metrics (EE-R is None when no labels were given)."""
+    """Exposure of every item and the EE metrics over N sampled rankings.
+
+    ``ee_d`` and ``ee_r`` carry their bootstrap intervals (None when N < 2: one ranking gives no interval);
+    ``ee_d_plug_in`` and ``ee_r_plug_in`` are the plug-in values over the N rankings (what the paper reports;
+    ``ee_r_plug_in`` is None without labels or when no item is useful). ``undefined`` maps each metric left
+    without a value to the reason, in words a reader can act on.
+    """
 
     exposure: np.ndarray
     k: int
     n_samples: int
-    ee_d: ConfidenceInterval
+    ee_d: ConfidenceInterval | None
     ee_r: ConfidenceInterval | None
     ee_d_unbiased: float | None = None  # None when N < 2
+    ee_d_plug_in: float = float("nan")
+    ee_r_plug_in: float | None = None
+    undefined: dict[str, str] = field(default_factory=dict)
 
 
 def bootstrap_exposure_ci(
@@ -220,7 +244,7 @@ def bootstrap_exposure_ci(
     ee_d = bias_corrected_interval(float(point_eps @ point_eps / k), np.einsum("bi,bi->b", boot_eps, boot_eps) / k,
                                    level=level, bounds=(0.0, 1.0))
     ee_r = None
-    if labels is not None:
+    if labels is not None and _check_labels(labels, n_items).any():  # m = 0: EE-R is undefined (ee_relevance)
         lab = _check_labels(labels, n_items)
         target = target_exposure(lab, k, compat=compat)[items]
         norm = _relevance_normaliser(int(lab.sum()), lab.size, k)
@@ -238,10 +262,30 @@ def summarise_exposure(
     compat: bool = False,
     seed: SeedLike = None,
 ) -> ExposureSummary:
-    """Exposure vector plus EE-D (and EE-R when ``labels`` are given) with bootstrap intervals."""
-    ee_d, ee_r = bootstrap_exposure_ci(
-        rankings, n_items, labels=labels, n_boot=n_boot, level=level, compat=compat, seed=seed
-    )
-    arr = np.asarray(rankings)
-    unbiased = unbiased_ee_disparity(arr, n_items) if arr.shape[0] > 1 else None
-    return ExposureSummary(expected_exposure(arr, n_items), arr.shape[1], arr.shape[0], ee_d, ee_r, unbiased)
+    """Exposure vector plus EE-D (and EE-R when ``labels`` are given) with bootstrap intervals.
+
+    Undefined values are None, with their reason in ``undefined``: EE-R when no item is useful, every interval
+    (and the unbiased EE-D) when there is a single ranking.
+    """
+    arr = _check_rankings(rankings, n_items)
+    eps = expected_exposure(arr, n_items)
+    k = arr.shape[1]
+    undefined: dict[str, str] = {}
+    useful = None if labels is None else _check_labels(labels, n_items)
+    ee_r_plug_in = None
+    if useful is not None:
+        if useful.any():
+            ee_r_plug_in = ee_relevance(eps, useful, k, compat=compat)
+        else:
+            undefined["ee_r"] = NO_USEFUL_ITEM
+    ee_d = ee_r = unbiased = None
+    if arr.shape[0] > 1:
+        ee_d, ee_r = bootstrap_exposure_ci(arr, n_items, labels=useful, n_boot=n_boot, level=level, compat=compat,
+                                           seed=seed)
+        unbiased = unbiased_ee_disparity(arr, n_items)
+    else:
+        undefined["ee_d_interval"] = ONE_SAMPLE
+        if ee_r_plug_in is not None:
+            undefined["ee_r_interval"] = ONE_SAMPLE
+    return ExposureSummary(eps, k, arr.shape[0], ee_d, ee_r, unbiased, ee_disparity(eps, k), ee_r_plug_in,
+                           undefined)

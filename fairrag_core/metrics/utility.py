@@ -17,7 +17,11 @@ from functools import lru_cache
 
 from ..errors import InvalidParameterError
 
-__all__ = ["UtilityMetric", "normalise_answer", "rouge", "token_f1", "exact_match", "mae_utility", "utility"]
+__all__ = ["UtilityMetric", "normalise_answer", "rouge", "token_f1", "exact_match", "mae_utility", "utility",
+           "NO_UTILITY_ABOVE_ZERO"]
+
+#: Why normalised EU (EU / u_max, App. C.3) has no value: every answer, the oracle's included, scored 0.
+NO_UTILITY_ABOVE_ZERO = "no answer scored above 0 against the gold answer, so EU / max utility is 0/0"
 
 
 class UtilityMetric(str, enum.Enum):

@@ -25,8 +25,8 @@ import pandas as pd
 
 from ..checks import check_positive_int
 from ..data import Collection, Document
-from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
-from ..metrics.utility import UtilityMetric, utility
+from ..metrics.attribution import NOTHING_ATTRIBUTED, attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.utility import NO_UTILITY_ABOVE_ZERO, UtilityMetric, utility
 from ..models.llm import Completion
 from ..ranking.run import RankingConfig, RankingRun, run_ranking
 from ..retrieval import Retriever
@@ -127,17 +127,29 @@ class RagRun:
     oracle_eu: float | None
     ear: float
     attributed_exposure: np.ndarray  # (n_candidates,)
-    eae_d: float
+    eae_d: float | None  # None when no answer cites any document: no attributed exposure to be (un)fair about
     degenerate_share: float = 0.0  # share of the N samples whose answer is degenerate
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def ee_d(self) -> float:
-        return self.ranking.summary.ee_d.plug_in
+        """EE-D of the N sampled rankings, the plug-in (as in the paper's tables and figures)."""
+        return self.ranking.summary.ee_d_plug_in
 
     @property
     def ee_r(self) -> float | None:
-        return None if self.ranking.summary.ee_r is None else self.ranking.summary.ee_r.estimate
+        """EE-R plug-in; None without relevance labels or when no candidate is useful."""
+        return self.ranking.summary.ee_r_plug_in
+
+    @property
+    def undefined(self) -> dict[str, str]:
+        """Each metric left without a value (None), with the reason."""
+        reasons = {k: v for k, v in self.ranking.summary.undefined.items() if k == "ee_r"}
+        if self.eae_d is None:
+            reasons["eae_d"] = NOTHING_ATTRIBUTED
+        if self.eu is not None and self.eu_normalised is None:
+            reasons["eu_normalised"] = NO_UTILITY_ABOVE_ZERO
+        return reasons
 
     def metrics(self) -> dict[str, float | None]:
         return {"ee_d": self.ee_d, "ee_r": self.ee_r, "eu": self.eu, "eu_normalised": self.eu_normalised,
@@ -386,8 +398,9 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
             oracle_eu = float(oracle_utils.mean())
             u_max = max(u_max, float(oracle_utils.max()))
             timings["oracle"] = time.perf_counter() - start
-        eu_norm = eu / u_max if u_max > 0 else 0.0  # nothing scored above 0: EU is 0 as well
+        eu_norm = eu / u_max if u_max > 0 else None  # nothing scored above 0: 0/0, undefined
     return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=config.metric,
                   answers=tuple(answers), answer_of_sample=which, eu=eu, eu_normalised=eu_norm, u_max=u_max,
                   oracle_eu=oracle_eu, ear=ear, attributed_exposure=attributed,
-                  eae_d=eae_disparity(attributed, config.k), degenerate_share=degenerate_share, timings=timings)
+                  eae_d=eae_disparity(attributed, config.k) if attributed.any() else None,
+                  degenerate_share=degenerate_share, timings=timings)

@@ -121,7 +121,8 @@ class RagSweep:
                       stream=None if tick is None else AnswerStream(tick=tick))
         m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
         row = {"query_id": query.query_id, "system": system_of(task.alpha), "alpha": task.alpha, "m": m,
-               "fairness_question": m > 1, **run.metrics(), "oracle_eu": run.oracle_eu,
+               "fairness_question": m > 1, **{name: np.nan if value is None else value  # None: undefined
+                                              for name, value in run.metrics().items()}, "oracle_eu": run.oracle_eu,
                "distinct_lists": len(run.answers), "seed": run.ranking.seed}
         documents = run.ranking.documents_table()[["doc_id", "exposure", "target_exposure"]]
         documents.insert(0, "alpha", task.alpha)

@@ -127,7 +127,7 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
                 "m": int(lab.sum()),
                 "fairness_question": bool(lab.sum() > 1),
                 "ee_d": ee_disparity(eps, config.k),
-                "ee_r": ee_relevance(eps, lab, config.k),
+                "ee_r": ee_relevance(eps, lab, config.k) if lab.any() else np.nan,  # m = 0: undefined
                 "providers_reached": int(np.unique(reached).size),
             }
         )

@@ -80,3 +80,69 @@ def test_argument_errors_under_json_are_one_json_object(capsys):
     assert code == 2 and payload["error_type"] == "InvalidParameterError" and "k=500" in payload["error"]
     code, text = run(["rank", *MARATHON, "-k", "500"])  # without --json, nothing on stdout
     assert code == 2 and text == ""
+
+
+# -- item 4: no number from nothing ------------------------------------------------------------------
+def test_rank_with_no_useful_document_reports_no_ee_r(capsys):
+    # --min-rel above every grade: EE-R was 1.0 ("perfect") with n_useful 0
+    code, text = run(["rank", *MARATHON, "--seed", "1", "--min-rel", "9", "--samples", "30", "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["n_useful"] == 0 and payload["min_rel"] == 9
+    assert payload["ee_r"] is None and payload["ee_r_plug_in"] is None and payload["deterministic_ee_r"] is None
+    assert "no candidate is useful (m = 0)" in payload["undefined"]["ee_r"]
+    code, text = run(["rank", *MARATHON, "--seed", "1", "--min-rel", "9", "--samples", "30"])
+    assert "EE-R (exposure on useful docs):    —   [deterministic —]" in text
+    assert "— EE-R: no candidate is useful" in text
+
+
+def test_rank_with_one_sample_gives_no_interval():
+    code, text = run(["rank", *MARATHON, "--seed", "1", "--samples", "1", "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["ee_d"] is None and payload["ee_d_plug_in"] == 1.0  # one ranking: ‖ε‖²/k = 1
+    assert payload["ee_r"] is None and payload["ee_r_plug_in"] is not None
+    assert "one sampled ranking" in payload["undefined"]["ee_d_interval"]
+    code, text = run(["rank", *MARATHON, "--seed", "1", "--samples", "1"])
+    assert "EE-D (disparity, lower is fairer): 1.000 (no interval)" in text
+
+
+def _log(tmp_path, rows):
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_audit_log_of_one_query_and_no_citations(tmp_path):
+    # one query, two served lines, citations logged but empty: EAR 0 is a measurement, EAE-D has nothing to measure
+    log = _log(tmp_path, [{"query_id": "rs-q01", "ranking": ["rs-001", "rs-002"], "answer": "x", "citations": []},
+                          {"query_id": "rs-q01", "ranking": ["rs-003", "rs-002"], "answer": "y", "citations": []}])
+    code, text = run(["audit-log", log, "--no-store", "--seed", "0", "--json"])
+    payload = json.loads(text)
+    assert code == 0
+    query = payload["queries"][0]
+    assert query["ear_cited"] == 0.0 and query["eae_d_cited"] is None
+    summary = {row["metric"]: row for row in payload["summary"]}
+    assert "eae_d_cited" not in summary  # no query has a value: no headline
+    assert summary["ee_d"]["estimate"] == pytest.approx(0.75)  # ε = (.5, 1, .5), ‖ε‖²/k = 1.5/2
+    assert summary["ee_d"]["low"] is None and summary["ee_d"]["high"] is None  # one query: no interval over queries
+    assert "one query" in summary["ee_d"]["note"]
+    for ledger in payload["ledgers"].values():
+        assert all(row["retrieval_share_low"] is None for row in ledger)
+    code, text = run(["audit-log", log, "--no-store", "--seed", "0"])
+    assert "[—]" in text and "one query: no interval over queries" in text
+
+
+def test_evaluate_run_json_leaves_expeval_stand_ins_out():
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[1] / "data" / "expeval"
+    code, text = run(["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "-u", "rbp",
+                      "--seed", "1", "--n-boot", "100", "--json"])
+    payload = json.loads(text)
+    assert code == 0
+    relevance = {q["query_id"]: q["relevance"] for q in payload["queries"]}
+    assert [q for q, v in relevance.items() if v is None] == ["q2", "q3", "q5"]  # one relevance level each
+    mean = {m["metric"]: m for m in payload["mean"]}
+    assert mean["relevance"]["n_queries"] == 2 and mean["disparity"]["n_queries"] == 5
+    assert mean["relevance"]["estimate"] == pytest.approx((relevance["q1"] + relevance["q6"]) / 2)
+    # the trec_eval-style lines keep expeval's own numbers (parity with the reference tool)
+    code, text = run(["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "-u", "rbp"])
+    assert "relevance\tq2\t1.000000" in text

@@ -14,6 +14,7 @@ from fairrag_core import (
     summarise_exposure,
     target_exposure,
 )
+from fairrag_core.errors import UndefinedMetricError
 from fairrag_core.metrics.exposure import unbiased_ee_disparity
 
 
@@ -158,6 +159,10 @@ def test_metric_invariants(n, data):
     ee_d = ee_disparity(eps, k)
     assert k / n - 1e-12 <= ee_d <= 1 + 1e-12
     for compat in (False, True):
+        if not labels.any():  # no useful item: EE-R is undefined, not a perfect 1
+            with pytest.raises(UndefinedMetricError, match="no candidate is useful"):
+                ee_relevance(eps, labels, k, compat=compat)
+            continue
         assert -1e-12 <= ee_relevance(eps, labels, k, compat=compat) <= 1 + 1e-12
 
 

@@ -162,3 +162,22 @@ def test_ticks_come_before_every_model_call_so_a_stop_is_quick(toy):
         run_rag(collection, retriever, Generator(fresh), attributor, "marathon shoe", config, n_boot=10,
                 stream=AnswerStream(chunk=8, tick=stop_after(2)))
     assert fresh.prompts_seen == 2  # stopped after two answers, not after the chunk of eight
+
+
+class _UnsupportedModel(FirstDocumentModel):
+    """Answers something no document contains: nothing is ever cited."""
+
+    def complete(self, prompts, decoding=None):
+        return [type(c)("zebra crossing", c.finish_reason) for c in super().complete(prompts, decoding)]
+
+
+def test_nothing_cited_leaves_eae_d_undefined(toy):
+    collection, retriever = toy
+    run = run_rag(collection, retriever, Generator(_UnsupportedModel()), SubstringAttributor(), "marathon shoe",
+                  RagConfig(alpha=1.0, n_samples=20, k=3, seed=4), n_boot=20)
+    assert run.ear == 0.0 and not run.attributed_exposure.any()
+    assert run.eae_d is None  # it read 0.0, "perfectly fair", with nothing cited
+    assert "no answer cites any" in run.undefined["eae_d"]
+    # every answer scores 0 against the gold answer: normalised EU is 0/0
+    assert run.eu == 0.0 and run.eu_normalised is None and "0/0" in run.undefined["eu_normalised"]
+    assert run.metrics()["eae_d"] is None

@@ -12,7 +12,9 @@ def test_known_query_gets_labels_and_ee_r(shoes, shoes_bm25):
     assert run.query.query_id == "rs-q01"
     assert run.rankings.shape == (50, 5) and run.labels is not None
     assert run.summary.ee_r is not None and 0 <= run.summary.ee_r.estimate <= 1
-    assert run.deterministic_summary.ee_d.estimate == 1.0
+    # one deterministic ranking: EE-D is exactly 1, with no interval (there is nothing to resample)
+    assert run.deterministic_summary.ee_d_plug_in == 1.0 and run.deterministic_summary.ee_d is None
+    assert "one sampled ranking" in run.deterministic_summary.undefined["ee_d_interval"]
     docs = run.documents_table()
     assert docs["exposure"].sum() == pytest.approx(5) and docs["deterministic_exposure"].sum() == 5
     assert docs["target_exposure"].sum() == pytest.approx(5)
