@@ -152,10 +152,9 @@ def _notes(table: pd.DataFrame, skipped: list[str], settings: ExposureSettings) 
                          "every ranking would get expeval's stand-in value; the trec_eval-style lines print that "
                          "value, as expeval does, while means, intervals, --ci and --json leave it out (null); "
                          "--bounds corrected or -U measure it")
-    if settings.normalize and not settings.corrected:
-        if settings.groups:
-            notes.append("group mode: expeval's normalised group relevance is the constant 1 and its group disparity "
-                         "is constant (rbp) or can be negative (gerr); use --bounds corrected or -U")
+    if settings.normalize and not settings.corrected and settings.groups:
+        notes.append("group mode: expeval's normalised group relevance is the constant 1 and its group disparity "
+                     "is constant (rbp) or can be negative (gerr); use --bounds corrected or -U")
     if not np.all(np.isfinite(table[list(METRICS)].to_numpy(float))):
         notes.append("an infinite value means no judged document of the query got exposure (expeval's util.l2)")
     return notes

@@ -17,8 +17,10 @@ The target ε* is the exposure under an oracle that ranks the m useful items fir
 EE-D is 1 for a deterministic ranker and ~k/n for a uniform one; higher EE-R means exposure sits on
 useful items. EE-R is *undefined* when no item is useful (m = 0): ε* is then uniform and every ranking scores
 exactly 1, a perfect score from nothing, so :func:`ee_relevance` refuses it (:class:`UndefinedMetricError`) and
-the summaries report None with the reason. An interval needs at least two sampled rankings. ``compat=True`` reproduces the authors' released code, whose ε* is zero on non-useful
-items while the normaliser stays as above, so its EE-R cannot reach 1 when m < k.
+the summaries report None with the reason. An interval needs at least two sampled rankings.
+
+``compat=True`` reproduces the authors' released code, whose ε* is zero on non-useful items while the normaliser
+stays as above, so its EE-R cannot reach 1 when m < k.
 """
 
 from __future__ import annotations
