@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..data.export import write_table
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_citation_rule, citation_settings, positive_arg, seed_arg, whole_arg
+from .common import add_citation_rule, citation_settings, keep_run, positive_arg, seed_arg, whole_arg
 
 __all__ = ["register"]
 
@@ -103,7 +103,6 @@ def _chunk_printer():
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
     from ..audit.rag_log import LogAuditConfig, audit_rag_log
-    from ..audit.store import RunStore
     from ..data import load_collection, load_rag_log
 
     collection = load_collection(args.collection)
@@ -134,14 +133,12 @@ def _cmd_audit_log(args, out) -> int:
     labelled_only = default_ledger_scope(run)
     groupings = ["provider", *collection.categories()]
     ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
-    run_id = None
-    if not args.no_store:
-        with RunStore(args.store) as store:
-            run_id = store.save(run, label=f"log {Path(args.log).name} · {len(log)} lines")
-    if args.output:
-        write_table(run.table, args.output)
+    outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
+    kept = keep_run(args, run, label=f"log {Path(args.log).name} · {len(log)} lines", outputs=outputs)
+    kept.report()
+    run_id = kept.run_id
     if args.json:
-        print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),
+        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
                           "estimate": summary.attrs["note"], "summary": _records(summary),
                           "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
@@ -177,6 +174,8 @@ def _cmd_audit_log(args, out) -> int:
     print(per_query.round(3).to_string(index=False), file=out)
     if run_id:
         print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
+    for problem in kept.problems:
+        print(f"\nNot kept: {problem}", file=out)
     wall = record.wall_seconds
     print(f"Audited in {wall:.2f} s." if wall is not None and math.isfinite(wall) else "", file=out)
     print(f"Reproduce with: {record.command()}", file=out)

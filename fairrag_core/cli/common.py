@@ -4,16 +4,19 @@ collection with its retriever, and small text renderers."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..checks import parse_alpha, parse_alphas, parse_list
 from ..data import DEMO_COLLECTIONS, Collection, load_collection
-from ..errors import InvalidParameterError
+from ..errors import FairRAGError, InvalidParameterError, StoreError
 from ..metrics.utility import UtilityMetric
 from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..seeds import MAX_SEED, check_seed
 
 __all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "add_common", "add_models",
-           "citation_settings", "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined",
+           "citation_settings", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined",
            "METRIC_NAMES"]
 
 
@@ -173,6 +176,49 @@ def citation_settings(args) -> dict:
     return CitationSettings.citation_fields(CitationPolicy(
         per_claim=args.per_claim, threshold=args.entail_threshold, control_margin=getattr(args, "control_margin", None),
         skip_degenerate=args.skip_degenerate, min_support=args.min_support))
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What became of a finished run's extras: the run store's id (None when not stored) and each failure to keep
+    it (store, --output), in words that say why and what to do. The result itself is printed either way."""
+
+    run_id: str | None = None
+    problems: tuple[str, ...] = ()
+
+    def report(self, out=None) -> None:
+        """One warning line per problem on standard error (the result goes to standard output)."""
+        for problem in self.problems:
+            print(f"warning: {problem} (the finished result is printed all the same)", file=out or sys.stderr)
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "stored": self.run_id is not None, "problems": list(self.problems)}
+
+
+def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str, Callable[[], object]]] = ()) -> Kept:
+    """Save a finished ``run`` in the run store (unless ``--no-store``) and write its ``--output`` files, never
+    losing the run when one of them fails: a full disk, a read-only or damaged store, an unwritable path each
+    becomes a problem line naming the fix, and the caller prints the result all the same (issue: a full store
+    printed only the store's error after a finished audit)."""
+    from ..audit.store import RunStore
+
+    run_id, problems = None, []
+    if not getattr(args, "no_store", False):
+        try:
+            with RunStore(args.store) as store:
+                run_id = store.save(run, label=label)
+        except StoreError as err:
+            problems.append(f"the run was not stored: {err} (or rerun with --no-store)")
+        except OSError as err:
+            problems.append(f"the run was not stored ({err.strerror or err}); free space or fix the store's "
+                            "permissions, or rerun with --store PATH or --no-store")
+    for path, write in outputs:
+        try:
+            write()
+        except (OSError, FairRAGError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            problems.append(f"{path} was not written ({reason}); pick a writable path with free space")
+    return Kept(run_id, tuple(problems))
 
 
 def load_inputs(args) -> tuple[Collection, Retriever]:

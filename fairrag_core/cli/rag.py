@@ -21,6 +21,7 @@ from .common import (
     citation_settings,
     fmt,
     id_list,
+    keep_run,
     load_inputs,
     positive_arg,
     print_undefined,
@@ -197,7 +198,6 @@ def _cmd_label_utility(args, out) -> int:
 
 
 def _cmd_rag_sweep(args, out) -> int:
-    from ..audit.store import RunStore
     from ..rag import RagSweepConfig, disparity_quality_table, rag_sweep, utility_by_disparity_table
     from ..rag.attribution import load_attributor
     from ..rag.labels import has_utility_labels
@@ -233,16 +233,16 @@ def _cmd_rag_sweep(args, out) -> int:
     table, record = run.table, run.record
     table1 = disparity_quality_table(table)
     table2 = utility_by_disparity_table(table)
-    run_id = None
-    if not args.no_store:
-        with RunStore(args.store) as store:
-            run_id = store.save(run)
+    outputs = []
     if args.output:
         base = Path(args.output).with_suffix("")
-        write_table(table, base.with_suffix(".csv"))
-        table.to_parquet(base.with_suffix(".parquet"), index=False)
+        outputs = [(str(base.with_suffix(".csv")), lambda: write_table(table, base.with_suffix(".csv"))),
+                   (str(base.with_suffix(".parquet")), lambda: table.to_parquet(base.with_suffix(".parquet"),
+                                                                                index=False))]
+    kept = keep_run(args, run, outputs=outputs)
+    kept.report()
     if args.json:
-        print(json.dumps({"run_id": run_id, "config": record.to_dict(), "command": record.command(),
+        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
                           "rows": json.loads(table.to_json(orient="records")),
                           "table1": json.loads(table1.to_json(orient="records")),
                           "table2": json.loads(table2.to_json(orient="records"))}, indent=2), file=out)
@@ -258,7 +258,9 @@ def _cmd_rag_sweep(args, out) -> int:
     print(table1.round(3).to_string(index=False), file=out)
     print(f"\nTable 2 — EU minus deterministic EU ({table2.attrs['baseline_mean']:.3f}) per EE-D interval:", file=out)
     print(table2.round(3).to_string(index=False), file=out)
-    if run_id:
-        print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
+    if kept.run_id:
+        print(f"\nSaved as run {kept.run_id} (python -m fairrag_core runs show {kept.run_id})", file=out)
+    for problem in kept.problems:
+        print(f"\nNot kept: {problem}", file=out)
     print(f"Reproduce with: {record.command()}", file=out)
     return 0

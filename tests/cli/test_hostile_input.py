@@ -4,6 +4,7 @@ one JSON object a script can parse (issue 19, items 3–5)."""
 import argparse
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +147,65 @@ def test_evaluate_run_json_leaves_expeval_stand_ins_out():
     # the trec_eval-style lines keep expeval's own numbers (parity with the reference tool)
     code, text = run(["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "-u", "rbp"])
     assert "relevance\tq2\t1.000000" in text
+
+
+# -- item 7: a failure never throws a finished result away -------------------------------------------
+DEMO_LOG = str(Path(__file__).resolve().parents[2] / "assets" / "logs" / "running-shoes.jsonl")
+
+
+def test_a_store_that_fails_keeps_the_finished_audit(monkeypatch, tmp_path, capsys):
+    from fairrag_core.audit.store import RunStore
+    from fairrag_core.errors import StoreError
+
+    def full(self, run, label=None, **kwargs):
+        raise StoreError(f"the run store {self.path} failed to write: No space left on device")
+
+    monkeypatch.setattr(RunStore, "save", full)
+    code, text = run(["audit-log", DEMO_LOG, "--seed", "1", "--store", str(tmp_path / "runs.duckdb"), "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["stored"] is False and payload["run_id"] is None
+    assert payload["summary"] and payload["queries"]  # the audit is all there
+    assert "not stored" in payload["problems"][0] and "No space left on device" in payload["problems"][0]
+    assert "warning: the run was not stored" in capsys.readouterr().err
+    code, text = run(["audit-log", DEMO_LOG, "--seed", "1", "--store", str(tmp_path / "runs.duckdb")])
+    assert code == 0 and "Headline" in text and "Not kept: the run was not stored" in text
+
+
+def test_an_unwritable_output_keeps_the_printed_result(tmp_path, capsys):
+    target = tmp_path / "no-such-folder" / "table.csv"
+    code, text = run(["audit-log", DEMO_LOG, "--seed", "1", "--no-store", "--output", str(target), "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["queries"] and f"{target} was not written" in payload["problems"][0]
+
+
+@pytest.fixture()
+def tiny_filesystem(tmp_path):
+    """A 160 KB tmpfs (root only; skipped where mounting is not allowed): a disk that really fills up."""
+    import os
+    import subprocess
+
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root and permission to mount a tmpfs")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_really_full_or_read_only_store(tiny_filesystem):
+    import subprocess
+
+    code, text = run(["audit-log", DEMO_LOG, "--seed", "1", "--store", str(tiny_filesystem / "runs.duckdb"),
+                      "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["queries"] and payload["stored"] is False
+    assert "No space left on device" in payload["problems"][0]
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_filesystem)], check=True)
+    code, text = run(["audit-log", DEMO_LOG, "--seed", "1", "--store", str(tiny_filesystem / "other.duckdb"),
+                      "--json"])
+    payload = json.loads(text)
+    assert code == 0 and payload["queries"] and payload["stored"] is False
+    assert "Read-only file system" in payload["problems"][0]
