@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,7 +21,31 @@ import pandas as pd
 from .errors import InvalidParameterError
 from .settings import SamplingSettings, Settings, settings_class
 
-__all__ = ["RunKind", "RunRecord", "SweepRun"]
+__all__ = ["RunKind", "RunRecord", "SweepRun", "command_path"]
+
+
+def command_path(value: str) -> str:
+    """A path as a printed command should name it: relative when it lies under the current directory, absolute
+    otherwise, so the command works from here and, copied elsewhere, still finds the file. A bare name (a demo
+    collection, or a file name without a folder) is kept as it is.
+
+    >>> command_path("running-shoes")
+    'running-shoes'
+    >>> command_path(os.path.join(os.getcwd(), "data", "qrels.txt")) == os.path.join("data", "qrels.txt")
+    True
+    >>> command_path("/srv/elsewhere/log.jsonl")
+    '/srv/elsewhere/log.jsonl'
+    """
+    text = str(value)
+    if not text or (os.sep not in text and (os.altsep is None or os.altsep not in text)):
+        return text
+    absolute = os.path.abspath(os.path.expanduser(text))
+    here = os.getcwd()
+    if absolute == here:
+        return "."
+    if absolute.startswith(here.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, here)
+    return absolute
 
 
 class RunKind(str, enum.Enum):
@@ -52,6 +77,11 @@ class RunRecord:
     generator_calls: int | None = None
     sampled_rankings: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the first-stage depth actually used
+
+    @property
+    def collection_name(self) -> str:
+        """The collection's short name: a demo name, or the last part of a folder path."""
+        return os.path.basename(self.collection.rstrip(os.sep)) or self.collection
 
     @property
     def answers(self) -> bool:
@@ -88,7 +118,7 @@ class RunRecord:
         if self.kind is RunKind.AUDIT_LOG:
             return self._audit_log_command()
         words = ["python", "-m", "fairrag_core", "sweep" if self.answers else "exposure-sweep",
-                 "--collection", self.collection]
+                 "--collection", command_path(self.collection)]
         kind, _, model = self.retriever.partition(":")
         words += ["--retriever", kind] + (["--model", model] if model else [])
         if self.answers:
@@ -129,8 +159,8 @@ class RunRecord:
         config = self.config
         attribution = getattr(config, "attribution", "auto")
         attribution = attribution.value if isinstance(attribution, enum.Enum) else str(attribution)
-        words = ["python", "-m", "fairrag_core", "audit-log", str(getattr(config, "log", "")),
-                 "--collection", self.collection, "--attribution", attribution]
+        words = ["python", "-m", "fairrag_core", "audit-log", command_path(str(getattr(config, "log", ""))),
+                 "--collection", command_path(self.collection), "--attribution", attribution]
         if self.attributor is not None:
             words += ["--nli", _attributor_name(self.attributor)]
             # the judge's citation rule (audits stored before it was a setting used the paper's argmax)

@@ -25,6 +25,7 @@ a 10,000-line log audits in well under a second on a laptop (``benchmarks/bench_
 from __future__ import annotations
 
 import enum
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -230,7 +231,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         attributor: the NLI judge, needed for attribution ``judge`` or ``both``.
         progress: called as ``progress(done, total)`` over the distinct (document, answer) pairs judged; raise
             from it to stop (finished pairs stay in the attributor's cache).
-        collection_source: what ``--collection`` should say in the reproduce command (default: its name).
+        collection_source: what ``--collection`` should say in the reproduce command (default: the collection's
+            ``source``, its demo name or folder path).
 
     Returns:
         A :class:`LogAuditRun` with a :class:`~fairrag_core.record.RunRecord` of kind ``audit-log``.
@@ -349,9 +351,14 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     if config.user_model is not UserModel.STEP:
         table = _with_user_model(table, log, collection, config)
     documents = pd.concat(doc_parts, ignore_index=True)
-    resolved = replace(config, log=config.log or log.source, k=k if config.k is not None else None,
+    # the log's absolute path, so that the reproduce command finds it from any directory
+    logged = config.log or log.source
+    if logged and os.path.isfile(logged):
+        logged = os.path.abspath(logged)
+    resolved = replace(config, log=logged, k=k if config.k is not None else None,
                        attribution=source, seed=seed)
-    record = RunRecord(kind=RunKind.AUDIT_LOG, collection=collection_source or collection.name, retriever="served",
+    record = RunRecord(kind=RunKind.AUDIT_LOG, collection=collection_source or collection.source or collection.name,
+                       retriever="served",
                        config=resolved, seed=seed, query_ids=tuple(query_ids),
                        attributor=attributor.name if entailed is not None else None,
                        attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,

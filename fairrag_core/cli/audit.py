@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 
@@ -29,7 +30,9 @@ from ..audit.served import (
     summarise_run,
     unjudged_queries,
 )
+from ..data import DEMO_COLLECTIONS
 from ..metrics.expeval import METRICS, Bounds, ExposureSettings, UserModel
+from ..record import command_path
 from ..seeds import new_seed
 from .common import positive_arg, seed_arg
 
@@ -164,8 +167,16 @@ def _means(table: pd.DataFrame) -> dict[str, float]:
     return {m: float(table[m].mean()) if len(table) else math.nan for m in METRICS}
 
 
+def _input_path(value: str) -> str:
+    """A file argument as a reproduce command should name it (:func:`~fairrag_core.record.command_path`): relative
+    under the current directory, else absolute; a collection name stays a name."""
+    if value in DEMO_COLLECTIONS or not os.path.exists(value):
+        return value
+    return command_path(os.path.abspath(value))
+
+
 def _command(args, extra: list[str]) -> str:
-    words = ["python", "-m", "fairrag_core", args.command, *extra, "-u", args.user_model]
+    words = ["python", "-m", "fairrag_core", args.command, *map(_input_path, extra), "-u", args.user_model]
     if args.user_model == "step":
         words += ["-k", str(args.k)]
     else:

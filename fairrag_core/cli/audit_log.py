@@ -118,13 +118,13 @@ def _cmd_audit_log(args, out) -> int:
 
     def local():
         return audit_rag_log(log, collection, config, attributor=attributor, progress=_progress_printer(),
-                             collection_source=args.collection)
+                             collection_source=collection.source)
 
     def remote(backend):
         from ..backends.workloads import JudgeSpec, audit_rag_log_on, cache_setting
 
         return audit_rag_log_on(backend, log, collection, config, JudgeSpec(models_spec(args), cache_setting()),
-                                attributor.name, progress=_chunk_printer(), collection_source=args.collection)
+                                attributor.name, progress=_chunk_printer(), collection_source=collection.source)
 
     # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
     run = local() if attributor is None else on_backend(args, local, remote)

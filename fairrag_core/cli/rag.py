@@ -247,7 +247,7 @@ def _cmd_rag_sweep(args, out) -> int:
                           "table1": json.loads(table1.to_json(orient="records")),
                           "table2": json.loads(table2.to_json(orient="records"))}, indent=2), file=out)
         return 0
-    print(f"RAG sweep on {record.collection}: {record.generator} + {record.attributor}, k={config.k}, "
+    print(f"RAG sweep on {record.collection_name}: {record.generator} + {record.attributor}, k={config.k}, "
           f"N={config.n_samples}, labels={config.usefulness.value}, seed={record.seed}", file=out)
     print(f"{record.sampled_rankings} sampled rankings → {record.generator_calls} generator calls, "
           f"{record.wall_seconds:.0f} s", file=out)

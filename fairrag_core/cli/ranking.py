@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import math
+import shlex
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,7 @@ from ..ranking import (
     run_ranking,
     summarise_sweep,
 )
+from ..record import command_path
 from .backend_options import add_backend, on_backend
 from .common import (
     METRIC_NAMES,
@@ -34,7 +37,7 @@ from .common import (
     print_undefined,
 )
 
-__all__ = ["register", "rank_payload"]
+__all__ = ["register", "rank_payload", "rank_command"]
 
 
 def register(sub) -> None:
@@ -72,6 +75,23 @@ def register(sub) -> None:
     p.set_defaults(handler=_cmd_sweep)
 
 
+def rank_command(run: RankingRun) -> str:
+    """The ``rank`` command that reproduces ``run`` (collection as :func:`~fairrag_core.record.command_path` names it,
+    α, N, k, K, the usefulness grade and the seed)."""
+    config = run.config
+    kind, _, model = run.retriever.partition(":")
+    words = ["python", "-m", "fairrag_core", "rank", "--collection",
+             command_path(run.collection.source or run.collection.name), "--retriever", kind]
+    words += ["--model", model] if model else []
+    words += ["--query", run.query_text, "--alpha", "inf" if math.isinf(config.alpha) else f"{config.alpha:g}",
+              "--samples", str(config.n_samples), "-k", str(config.k), "--seed", str(run.seed)]
+    if config.candidates is not None:
+        words += ["--candidates", str(config.candidates)]
+    if config.min_rel != 1:
+        words += ["--min-rel", str(config.min_rel)]
+    return shlex.join(words)
+
+
 def rank_payload(run: RankingRun) -> dict:
     docs = run.documents_table()
     providers = run.providers_table()
@@ -103,6 +123,7 @@ def rank_payload(run: RankingRun) -> dict:
         "providers_total": int(providers.shape[0]),
         "documents": json.loads(docs.to_json(orient="records")),
         "providers": json.loads(providers.to_json(orient="records")),
+        "command": rank_command(run),
     }
     return payload
 
@@ -161,7 +182,7 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
         det = run.deterministic_summary.ee_r_plug_in
         print(f"EE-R (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
     print_undefined(summary.undefined, out, names=METRIC_NAMES)
-    print(f"Reproduce: --seed {run.seed}", file=out)
+    print(f"Reproduce with: {rank_command(run)}", file=out)
 
 
 def _cmd_collections(args, out) -> int:
@@ -211,8 +232,8 @@ def _cmd_sweep(args, out) -> int:
                    "summary": json.loads(summary.to_json(orient="records"))}
         print(json.dumps(payload, indent=2), file=out)
         return 0
-    print(f"Exposure sweep on {record.collection} ({record.retriever}, {record.extra['candidates_used']} candidates, "
-          f"k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
+    print(f"Exposure sweep on {record.collection_name} ({record.retriever}, {record.extra['candidates_used']} "
+          f"candidates, k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
     wide = table.pivot(index="query_id", columns="alpha", values=["ee_d", "ee_r"])
     wide.columns = [f"{metric.upper().replace('_', '-')} α={alpha:g}" for metric, alpha in wide.columns]
     print(wide.round(3).to_string(), file=out)

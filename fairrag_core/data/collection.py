@@ -85,13 +85,19 @@ class Query:
 
 @dataclass(frozen=True)
 class Collection:
-    """A corpus with its queries and relevance labels (``qrels[query_id][doc_id] = rel``)."""
+    """A corpus with its queries and relevance labels (``qrels[query_id][doc_id] = rel``).
+
+    ``source`` says where it was loaded from, as a command line names it: a demo collection's name, or the absolute
+    path of its folder ("" when built in memory). Reproduce commands print it (see
+    :func:`fairrag_core.record.command_path`), so that they work from any directory.
+    """
 
     name: str
     documents: tuple[Document, ...]
     queries: tuple[Query, ...] = ()
     qrels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     aspect_qrels: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.documents:
@@ -245,4 +251,4 @@ class Collection:
         qrels = {q: {d: r for d, r in j.items() if d in keep} for q, j in self.qrels.items()}
         aspect_qrels = {q: {i: tuple(d for d in ds if d in keep) for i, ds in per.items()}
                         for q, per in self.aspect_qrels.items()}
-        return Collection(self.name, docs, self.queries, qrels, aspect_qrels)
+        return Collection(self.name, docs, self.queries, qrels, aspect_qrels, source=self.source)

@@ -436,4 +436,5 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
     aspects_path = _find(folder, "aspect_qrels", (".tsv",))
     aspect_qrels = (load_aspect_qrels(aspects_path, queries=queries, doc_ids=[d.doc_id for d in docs])
                     if aspects_path else {})
-    return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels)
+    source = str(name_or_path) if str(name_or_path) in DEMO_COLLECTIONS else str(folder.resolve())
+    return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels, source=source)

@@ -138,7 +138,8 @@ class RagSweep:
         frames = [r.documents for r in ordered]
         documents = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_DOCUMENT_COLUMNS)
         record = RunRecord(
-            kind=RunKind.RAG_SWEEP, collection=self.collection.name, retriever=self.retriever.name,
+            kind=RunKind.RAG_SWEEP, collection=self.collection.source or self.collection.name,
+            retriever=self.retriever.name,
             config=self.config, seed=self.seed, query_ids=tuple(q.query_id for q in self.queries),
             generator=self.generator.name, prompt_style=self.generator.style.name,
             attributor=self.attributor.name, attributor_prompt=getattr(self.attributor, "prompt_version", None),

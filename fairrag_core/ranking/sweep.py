@@ -98,7 +98,8 @@ def plan_exposure_sweep(collection: Collection, retriever: Retriever, config: Sw
     check_k(config.k, n_cand)
     cands = [top_candidates(row, n_cand) for row in scores]
     return ExposurePlan(
-        collection=collection.name, retriever=retriever.name, config=config, seed=seed, alphas=alphas,
+        collection=collection.source or collection.name, retriever=retriever.name, config=config, seed=seed,
+        alphas=alphas,
         query_ids=tuple(q.query_id for q in queries), n_candidates=n_cand,
         candidates=np.stack([c.indices for c in cands]), scores=np.stack([c.scores for c in cands]),
         useful=np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices]

@@ -209,3 +209,78 @@ def test_a_really_full_or_read_only_store(tiny_filesystem):
     payload = json.loads(text)
     assert code == 0 and payload["queries"] and payload["stored"] is False
     assert "Read-only file system" in payload["problems"][0]
+
+
+# -- item 8: reproduce commands reproduce --------------------------------------------------------------
+def _copy_demo(dest):
+    import shutil
+
+    source = Path(__file__).resolve().parents[2] / "assets" / "collections" / "running-shoes"
+    shutil.copytree(source, dest)
+    return dest
+
+
+def _rerun(command: str):
+    import shlex
+
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "fairrag_core"]
+    return run([*words[3:], "--json"] if "--json" not in words else words[3:])
+
+
+def test_a_folder_collection_is_named_by_its_path_and_reruns_from_anywhere(tmp_path, monkeypatch):
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _copy_demo(work / "data" / "qrels_neg")
+    monkeypatch.chdir(work)
+    code, text = run(["exposure-sweep", "--collection", "data/qrels_neg", "--alphas", "0,2", "--samples", "10",
+                      "--seed", "4", "--queries", "rs-q01,rs-q02", "--json"])
+    first = json.loads(text)
+    assert code == 0 and "--collection data/qrels_neg" in first["command"]  # relative: under the current folder
+    assert first["config"]["collection"] == str(work / "data" / "qrels_neg")  # stored absolute
+    monkeypatch.chdir(elsewhere)
+    from fairrag_core.record import RunRecord
+
+    command = RunRecord.from_dict(first["config"]).command()
+    assert f"--collection {work / 'data' / 'qrels_neg'}" in command  # absolute: not under this folder
+    code, text = _rerun(command)
+    assert code == 0 and json.loads(text)["rows"] == first["rows"]
+
+
+def test_audit_log_and_rank_commands_name_their_files_by_path(tmp_path, monkeypatch):
+    import shutil
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _copy_demo(work / "shoes")
+    shutil.copy(DEMO_LOG, work / "served.jsonl")
+    monkeypatch.chdir(work)
+    code, text = run(["audit-log", "served.jsonl", "--collection", "shoes", "--seed", "2", "--no-store", "--json"])
+    first = json.loads(text)
+    assert code == 0 and first["command"].startswith("python -m fairrag_core audit-log served.jsonl --collection shoes")
+    code, text = run(["rank", "--collection", "shoes", "--query", "best shoes for a first marathon", "--seed", "3",
+                      "--samples", "12", "--json"])
+    ranked = json.loads(text)
+    assert code == 0 and "--collection shoes" in ranked["command"] and "--seed 3" in ranked["command"]
+    monkeypatch.chdir(elsewhere)
+    from fairrag_core.record import RunRecord
+
+    command = RunRecord.from_dict(first["config"]).command()
+    assert f"audit-log {work / 'served.jsonl'} --collection {work / 'shoes'}" in command
+    code, text = _rerun(command + " --no-store")
+    again = json.loads(text)
+    assert code == 0 and again["summary"] == first["summary"] and again["queries"] == first["queries"]
+    code, text = _rerun(ranked["command"].replace("--collection shoes", f"--collection {work / 'shoes'}"))
+    assert code == 0 and json.loads(text)["rankings"] == ranked["rankings"]
+
+
+def test_runs_show_prints_the_path(tmp_path, monkeypatch):
+    store = tmp_path / "runs.duckdb"
+    _copy_demo(tmp_path / "folder_coll")
+    monkeypatch.chdir(tmp_path)
+    code, text = run(["audit-log", DEMO_LOG, "--collection", "folder_coll", "--seed", "2", "--store", str(store),
+                      "--json"])
+    run_id = json.loads(text)["run_id"]
+    monkeypatch.chdir(Path(DEMO_LOG).parent)
+    code, text = run(["runs", "--store", str(store), "show", run_id])
+    assert code == 0 and f"--collection {tmp_path / 'folder_coll'}" in text
