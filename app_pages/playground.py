@@ -104,9 +104,12 @@ def ranking_and_answers() -> None:
     providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
     in_pool = len({d.provider for d in docs})
     tiles = st.columns(4)
-    metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k")
+    metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k",
+                   value=summary.ee_d_plug_in, reason=summary.undefined.get("ee_d_interval"))
     metric_with_ci(tiles[1], "EE-R (higher = better)", summary.ee_r,
-                   help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)")
+                   help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)",
+                   value=summary.ee_r_plug_in,
+                   reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
     tiles[2].metric(f"Providers reached (top {len(docs)})", f"{providers_reached} of {in_pool}",
                     help=f"Providers with at least one document in some sampled top k, out of the {in_pool} "
                          f"providers among the {len(docs)} candidates sampled from (the collection has "
@@ -117,7 +120,7 @@ def ranking_and_answers() -> None:
         st.caption(f"The {distinct} distinct rankings are orders of the same {settings.k} documents: the "
                    "generator reads the whole top k, so exposure — and EE-D — counts which documents are "
                    "shown, not their order.")
-    if summary.ee_r is None:
+    if ranking.labels is None:
         st.caption("EE-R needs relevance labels: pick one of the collection's example queries to see it.")
     explainer(explain.METRICS)
 
@@ -213,6 +216,9 @@ def ranking_and_answers() -> None:
                          "is the bias-corrected estimate with its interval (its caption shows this plug-in value)")
     if rag.eu is None:
         st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
+    for name, reason in rag.undefined.items():
+        if name in ("eae_d", "eu_normalised"):  # shown as "—" in the tiles above
+            st.caption(f"{'EAE-D' if name == 'eae_d' else 'EU normalised'} has no value: {reason}.")
     explainer(explain.ANSWERS)
 
     ids = ranking.doc_ids

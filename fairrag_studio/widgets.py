@@ -36,11 +36,17 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:.{digits}f}"
 
 
-def metric_with_ci(column, label: str, interval, help: str | None = None) -> None:
+def metric_with_ci(column, label: str, interval, help: str | None = None, *, value: float | None = None,
+                   reason: str | None = None) -> None:
     """A metric tile: the estimate inside the interval (``interval.estimate``), the interval underneath, and what
-    they are; for a bias-corrected estimate also the plug-in over the samples (same text as the CLI's)."""
+    they are; for a bias-corrected estimate also the plug-in over the samples (same text as the CLI's).
+
+    Without an interval the tile shows ``value`` (e.g. the plug-in of a single sampled ranking) or "—", and
+    ``reason`` underneath: why there is no number, or no interval."""
     if interval is None:
-        column.metric(label, "—", help=help)
+        column.metric(label, "—" if value is None else f"{value:.3f}", help=help)
+        if reason:
+            column.caption(reason[:1].upper() + reason[1:])
         return
     column.metric(label, f"{interval.estimate:.3f}", help=help)
     caption = f"{interval.level:.0%} CI [{interval.low:.3f}, {interval.high:.3f}] · {interval.method_text}"

@@ -149,6 +149,26 @@ def test_generate_shows_answers_with_citations(fake_models):
     assert model.prompts_seen == again
 
 
+
+def test_nothing_cited_shows_eae_d_as_undefined_with_the_reason(monkeypatch):
+    """EAE-D of no attributed exposure is not 0 ("fair"): the tile says "—" and the page says why."""
+    from fairrag_core.models.llm import Completion
+    from fairrag_studio import resources
+
+    class Unsupported(FirstDocumentModel):
+        def complete(self, prompts, decoding=None):
+            return [Completion("zebra crossing", "stop") for _ in super().complete(prompts, decoding)]
+
+    generator = Generator(Unsupported("fake-unsupported"))
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
+    monkeypatch.setattr(resources, "attributor", lambda name, device: SubstringAttributor())
+    at = start()
+    at.sidebar.slider(key="k").set_value(3).run()
+    at.button(key="generate").click().run()
+    finish_jobs(at)
+    assert metric(at, "EAR") == "0.000" and metric(at, "EAE-D") == "—"
+    assert any("EAE-D has no value: no answer cites any" in c.value for c in at.caption)
+
 @pytest.mark.model
 def test_generate_with_the_real_offline_models():
     at = start()
