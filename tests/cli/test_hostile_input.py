@@ -284,3 +284,50 @@ def test_runs_show_prints_the_path(tmp_path, monkeypatch):
     monkeypatch.chdir(Path(DEMO_LOG).parent)
     code, text = run(["runs", "--store", str(store), "show", run_id])
     assert code == 0 and f"--collection {tmp_path / 'folder_coll'}" in text
+
+
+# -- item 5: in every JSON output, `estimate` is the number the interval is for -----------------------
+def _intervals(node, where=""):
+    """Every object holding estimate/low/high, and every row with X, X_low, X_high, anywhere in a JSON payload."""
+    if isinstance(node, dict):
+        if {"estimate", "low", "high"} <= set(node):
+            yield where, node["estimate"], node["low"], node["high"]
+        for key in node:
+            if isinstance(key, str) and f"{key}_low" in node and f"{key}_high" in node:
+                yield f"{where}.{key}", node[key], node[f"{key}_low"], node[f"{key}_high"]
+        for key, value in node.items():
+            yield from _intervals(value, f"{where}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _intervals(value, f"{where}[{i}]")
+
+
+def _assert_inside(payload):
+    found = 0
+    for where, estimate, low, high in _intervals(payload):
+        if low is None or high is None or estimate is None:
+            continue
+        found += 1
+        assert low - 1e-9 <= estimate <= high + 1e-9, (where, estimate, low, high)
+    return found
+
+
+def test_every_json_interval_contains_its_estimate():
+    data = Path(__file__).resolve().parents[1] / "data" / "expeval"
+    checked = 0
+    for alpha in ("0", "0.5", "1", "2", "4", "8", "inf"):  # α 0.5 and 1 put the plug-in outside before
+        for seed in ("3", "4"):
+            code, text = run(["rank", *MARATHON, "--alpha", alpha, "--samples", "100", "--seed", seed, "--json"])
+            payload = json.loads(text)
+            assert code == 0 and payload["ee_d"]["method"] == "bias-corrected"
+            assert payload["ee_d"]["plug_in"] == pytest.approx(payload["ee_d_plug_in"])
+            checked += _assert_inside(payload)
+    for argv in (["audit-log", DEMO_LOG, "--seed", "1", "--no-store", "--json"],
+                 ["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "--ci", "--json",
+                  "--seed", "2", "--n-boot", "100"],
+                 ["compare-runs", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), str(data / "run_b.txt"),
+                  "--seed", "2", "--n-boot", "100", "--json"]):
+        code, text = run(argv)
+        assert code == 0, argv
+        checked += _assert_inside(json.loads(text))
+    assert checked > 40
