@@ -16,6 +16,9 @@ __all__ = [
     "ModelUnavailableError",
     "StoreError",
     "StoreBusyError",
+    "StoreReadOnlyError",
+    "StoreFullError",
+    "StoreDamagedError",
     "BackendError",
 ]
 
@@ -68,6 +71,19 @@ class StoreError(FairRAGError, RuntimeError):
 class StoreBusyError(StoreError):
     """Another process held the run store or the answer cache for longer than the wait allowed; the message names
     the process and the fix."""
+
+
+class StoreReadOnlyError(StoreError):
+    """The store's file, or the folder it lives in, cannot be written here (permissions, a read-only mount); the
+    message says to make it writable or to use another store."""
+
+
+class StoreFullError(StoreError):
+    """The disk that holds the store is full (or the user's quota is spent); the message names the device."""
+
+
+class StoreDamagedError(StoreError):
+    """The store's file cannot be opened as a database (damaged, or not a store at all); move it aside."""
 
 
 class BackendError(FairRAGError, RuntimeError):

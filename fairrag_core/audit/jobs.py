@@ -120,6 +120,9 @@ class JobTable(SqliteFile):
     def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = 30.0) -> None:
         super().__init__(path or default_jobs_path(), timeout=timeout)
 
+    what = "the job table"
+    elsewhere = f"set ${JOBS_ENV} (or $FAIRRAG_RUNS) to a writable place"
+
     def _open_message(self, err: Exception) -> str:
         return (f"cannot open the job table {self.path} ({err}); set ${JOBS_ENV} (or $FAIRRAG_RUNS) to a writable "
                 "place")

@@ -45,7 +45,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InvalidParameterError, StoreBusyError, StoreError
+from ..errors import (
+    InvalidParameterError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreError,
+    StoreFullError,
+    StoreReadOnlyError,
+)
 from ..record import RunRecord, SweepRun
 
 __all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT", "StoreReadOnlyError", "StoreFullError",
@@ -71,16 +78,6 @@ _FULL_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
 _OTHER_STORE = "save to another store with --store PATH or $FAIRRAG_RUNS"
 
 
-class StoreReadOnlyError(StoreError):
-    """The run store's file, or the folder it lives in, cannot be written here (permissions, a read-only mount)."""
-
-
-class StoreFullError(StoreError):
-    """The disk that holds the run store is full (or the user's quota is spent)."""
-
-
-class StoreDamagedError(StoreError):
-    """The run store's file cannot be opened as a DuckDB database (damaged, or not a store at all)."""
 _LOCKS: dict[str, threading.Lock] = {}  # one lock per store file, shared by every thread of this process
 _LOCKS_GUARD = threading.Lock()
 

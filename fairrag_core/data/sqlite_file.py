@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import StoreBusyError, StoreError
+from ..errors import StoreBusyError, StoreError, StoreFullError, StoreReadOnlyError
 
 __all__ = ["SqliteFile"]
 
@@ -26,11 +26,16 @@ T = TypeVar("T")
 class SqliteFile:
     """Base of a store kept in one SQLite file: short-lived connections, WAL, queued writers, clear errors.
 
-    Subclasses give ``schema`` (``CREATE … IF NOT EXISTS`` statements, run once per object) and the three
-    messages: :meth:`_open_message`, :meth:`_busy_message` and :meth:`_broken_message`.
+    Subclasses give ``schema`` (``CREATE … IF NOT EXISTS`` statements, run once per object), ``what`` (the file's
+    name for a reader) and ``elsewhere`` (how to point it at another file), and the three messages:
+    :meth:`_open_message`, :meth:`_busy_message` and :meth:`_broken_message`. A read-only file or folder and a full
+    disk get their own errors (:class:`~fairrag_core.errors.StoreReadOnlyError`,
+    :class:`~fairrag_core.errors.StoreFullError`), never the "delete it" advice meant for a damaged file.
     """
 
     schema: tuple[str, ...] = ()
+    what = "the file"
+    elsewhere = "point it to another file"
 
     def __init__(self, path: str | os.PathLike, *, timeout: float) -> None:
         self.path = Path(path)
@@ -50,11 +55,28 @@ class SqliteFile:
     def _broken_message(self, text: str) -> str:
         raise NotImplementedError
 
-    def _error(self, err: sqlite3.Error) -> StoreError:
+    def _error(self, err: Exception) -> StoreError:
         text = str(err)
         if "locked" in text or "busy" in text:
             return StoreBusyError(self._busy_message())
+        lowered = text.lower()
+        if ("disk is full" in lowered or "no space left" in lowered or getattr(err, "errno", None) == 28
+                or self._disk_full()):  # SQLite may only say "disk I/O error" or "unable to open database file"
+            return StoreFullError(f"the disk holding {self.what} {self.path} is full ({text}): free space there, or "
+                                  f"{self.elsewhere}")
+        if ("readonly" in lowered or "read-only" in lowered or "permission denied" in lowered
+                or getattr(err, "errno", None) in (1, 13, 30)):
+            return StoreReadOnlyError(f"{self.what} {self.path} cannot be written here ({text}): make it and its "
+                                      f"folder writable, or {self.elsewhere}")
         return StoreError(self._broken_message(text))
+
+    def _disk_full(self) -> bool:
+        """Whether the folder of the file has (almost) no free space left."""
+        try:
+            stats = os.statvfs(self.path.parent)
+        except OSError:
+            return False
+        return stats.f_bavail * stats.f_frsize < 64 * 1024
 
     # -- connections ----------------------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -62,7 +84,8 @@ class SqliteFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         except (OSError, sqlite3.Error) as err:
-            raise StoreError(self._open_message(err)) from None
+            problem = self._error(err)
+            raise (problem if type(problem) is not StoreError else StoreError(self._open_message(err))) from None
         try:
             con.execute("PRAGMA synchronous=NORMAL")  # with WAL: safe against a killed process
             if not self._ready:
