@@ -231,14 +231,25 @@ def _served_by_streamlit() -> bool:
 
 
 def _stop_jobs_at_exit(grace: float = SHUTDOWN_GRACE) -> None:
-    """At interpreter exit: stop every runner's jobs (:meth:`JobRunner.shutdown`); in a Streamlit server whose jobs
-    are still inside a model call after ``grace`` seconds, end the process now instead of waiting for the call."""
+    """At interpreter exit: stop every runner's jobs (:meth:`JobRunner.shutdown`); in a Streamlit server where a job,
+    a page (FAIR-QR, RichRAG) or the preload is still inside a model call after ``grace`` seconds, end the process now
+    instead of waiting for the call (llama.cpp cannot be interrupted mid-call)."""
     with _runners_lock:
         runners = list(_runners.values())
+    started = time.monotonic()
     stuck = [job_id for each in runners for job_id in each.shutdown(grace)]
-    if stuck and _served_by_streamlit():
-        _log.warning("stopping now: job(s) %s were inside a model call; they are marked failed (start them again "
-                     "to resume from the caches)", ", ".join(stuck))
+    if not _served_by_streamlit():
+        return
+    # a page's own model call (FAIR-QR, RichRAG) or the preload holds a model too: the catalog's exit handler would
+    # wait for it to finish before freeing the weights
+    from fairrag_core.models.catalog import busy_models
+
+    while busy_models() and time.monotonic() - started < grace:
+        time.sleep(0.05)
+    busy = busy_models()
+    if stuck or busy:
+        _log.warning("stopping now: %s inside a model call; jobs are marked failed (start them again to resume "
+                     "from the caches)", ", ".join([*(f"job {j}" for j in stuck), *(f"model {m}" for m in busy)]))
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):

@@ -131,6 +131,17 @@ def _close_loaded() -> None:
             close()
 
 
+def busy_models() -> list[str]:
+    """Names of the shared models inside a call right now (their call lock held): a page's FAIR-QR or RichRAG call,
+    a job's generation, the app's preload. A process that must stop soon waits for these, or not at all."""
+    busy = []
+    for (name, _), model in loaded_models().items():
+        lock = getattr(model, "_lock", None)
+        if lock is not None and lock.locked():
+            busy.append(name)
+    return busy
+
+
 def loaded_models() -> dict[tuple[str, str | None], object]:
     """The shared models built so far, by (name, device) (for the app's models panel; loads nothing)."""
     with _load_lock:

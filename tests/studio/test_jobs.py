@@ -351,3 +351,36 @@ def test_generate_runs_as_a_job_that_outlives_the_playground(gated_models):
     assert not at.exception and at.select_slider(key="alpha").value == 0.0
     assert 0 < float(next(m.value for m in at.metric if m.label == "EAR")) <= 1
     assert [m.value for m in at.markdown if "uses 1 of 3 documents" in m.value]
+
+
+def test_a_page_s_model_call_does_not_hold_the_server_at_exit(monkeypatch):
+    """SIGTERM while FAIR-QR's or RichRAG's own model call (not a job) runs: the server still ends within the grace
+    period instead of waiting for llama.cpp to return (the catalog's exit handler waits for the call's lock)."""
+    import threading
+    import time
+
+    from fairrag_core.models import catalog
+    from fairrag_studio import jobs as jobs_module
+
+    class Busy:
+        name = "busy-model"
+
+        def __init__(self):
+            self._lock = threading.Lock()
+
+    model = Busy()
+    monkeypatch.setitem(catalog._loaded, ("busy-model", None), model)
+    monkeypatch.setattr(jobs_module, "_served_by_streamlit", lambda: True)
+    exits = []
+    monkeypatch.setattr(jobs_module.os, "_exit", exits.append)
+    model._lock.acquire()  # a call in progress
+    try:
+        assert catalog.busy_models() == ["busy-model"]
+        started = time.monotonic()
+        jobs_module._stop_jobs_at_exit(grace=0.3)
+        assert exits == [0] and time.monotonic() - started < 1.5
+    finally:
+        model._lock.release()
+    exits.clear()
+    jobs_module._stop_jobs_at_exit(grace=0.3)  # nothing busy: a normal exit, the handlers run
+    assert exits == [] and catalog.busy_models() == []
