@@ -249,7 +249,8 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     with the interval, inside it), ``low``, ``high``, ``level``, ``method``. Relevance is linear in ε: plug-in
     with a percentile interval. Disparity and difference are quadratic: their plug-in is biased upward by
     ``Σ_d Var(ε̂_d)``, so they come bias-corrected (``2θ̂ − median θ*``) with the basic interval, floored at the
-    metric's least possible value. A query with one sample, or absent from the run, has a zero-width interval.
+    metric's least possible value. A query with one sample, or absent from the run, has no interval: ``low`` and
+    ``high`` are NaN and ``estimate`` is the plug-in (resampling one ranking always gives it back).
     """
     n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                            fix="1,000 resamples are the usual number")
@@ -260,13 +261,16 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     for query in _prepare(loaded, judged, settings):
         point = _values(query, settings)
         if query.matrix is None or query.n_samples == 1:
-            draws = {m: np.full(1, point[m]) for m in METRICS}
-        else:
-            n = query.n_samples
-            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n
-            draws = resampled_values(query.matrix, query.target, weights)
-            if settings.normalize:
-                draws = {m: query.bounds[m].normalise(draws[m]) for m in METRICS}
+            why = "no interval: not in the run" if query.matrix is None else "no interval: one sampled ranking"
+            rows.extend({"query_id": query.query_id, "metric": metric, "plug_in": point[metric],
+                         "estimate": point[metric], "low": np.nan, "high": np.nan, "level": level, "method": why,
+                         "n_samples": query.n_samples} for metric in METRICS)
+            continue
+        n = query.n_samples
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n
+        draws = resampled_values(query.matrix, query.target, weights)
+        if settings.normalize:
+            draws = {m: query.bounds[m].normalise(draws[m]) for m in METRICS}
         for metric in METRICS:
             if metric == "relevance":
                 ci = percentile_interval(point[metric], draws[metric], level=level)

@@ -267,8 +267,9 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
             if metric in str(table.loc[qid, "undefined"]).split(","):
                 cells.append(f"{metric} —")
                 continue
-            text = f"{row.estimate:.4f} [{row.low:.4f}, {row.high:.4f}]"
-            if metric != "relevance":
+            interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"
+            text = f"{row.estimate:.4f} {interval}"
+            if metric != "relevance" and not pd.isna(row.low):
                 text += f" (plug-in {row.plug_in:.4f})"
             cells.append(f"{metric} {text}")
         print(f"  {qid:<8} " + "   ".join(cells) + f"   N={int(table.loc[qid, 'n_samples'])}", file=out)

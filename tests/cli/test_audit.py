@@ -62,7 +62,11 @@ def test_ci_report_prints_estimates_inside_their_intervals():
     # q2, q3, q5 have one relevance level: every ranking gets expeval's stand-in relevance, so it is shown as "—"
     undefined = [row.split()[0] for row in rows if "relevance —" in row]
     assert undefined == ["q2", "q3", "q5"] and "relevance is undefined for 3 queries (q2, q3, q5)" in text
-    assert len(rows) == 5 and all(len(c) == (2 if row.split()[0] in undefined else 3) for row, c in zip(rows, cells))
+    # q5 is not in the run: its values are expeval's defaults, with no interval ("[—]")
+    expected = {"q5": 0}
+    assert len(rows) == 5 and all(len(c) == expected.get(row.split()[0], 2 if row.split()[0] in undefined else 3)
+                                  for row, c in zip(rows, cells))
+    assert "disparity 1.0000 [—]" in next(row for row in rows if row.split()[0] == "q5")
     for _, value, low, high in (cell for row in cells for cell in row):
         assert float(low) <= float(value) <= float(high)
 
