@@ -72,4 +72,4 @@ def test_sigterm_during_a_generate_job_stops_the_server_within_5_seconds(tmp_pat
     assert server.process.returncode == 0
     assert rows == [("failed", INTERRUPTED)]
     log = server.log_text()
-    assert "Traceback" not in log and "were inside a model call; they are marked failed" in log
+    assert "Traceback" not in log and "inside a model call; jobs are marked failed" in log
