@@ -22,8 +22,9 @@ import pandas as pd
 from ..checks import check_open_unit, check_positive_int
 from ..data import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
+from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
-from ..seeds import SeedLike, as_generator
+from ..seeds import SeedLike
 
 __all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals"]
 
@@ -34,9 +35,8 @@ ONE_QUERY = "one query: no interval over queries (audit two or more queries)"
 
 
 def _weights(n_units: int, n_boot: int, seed: SeedLike) -> np.ndarray:
-    """``(n_boot, n_units)`` resampling counts (each row sums to ``n_units``)."""
-    rng = as_generator(seed)
-    return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(np.float64)
+    """``(n_boot, n_units)`` resampling counts over queries (:func:`.metrics.bootstrap.resample_counts`)."""
+    return resample_counts(n_units, n_boot, seed)
 
 
 def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:

@@ -40,9 +40,9 @@ from ..data.rag_log import RagLog, load_rag_log
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.bootstrap import exposure_intervals
 from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
-from ..metrics.intervals import bias_corrected_interval, percentile_interval
 from ..rag.attribution import Attributor
 from ..rag.citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
 from ..rag.degenerate import answer_flags
@@ -205,16 +205,13 @@ def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Gener
     n_lines = rect.shape[0]
     incidence = np.zeros((n_lines, n_items))
     np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
-    weights = rng.multinomial(n_lines, np.full(n_lines, 1.0 / n_lines), size=n_boot) / n_lines
-    draws = weights @ incidence  # ε of every resample, (n_boot, n_items)
-    eps = incidence.mean(axis=0)
-    ee_d = bias_corrected_interval(float(eps @ eps / k), (draws * draws).sum(axis=1) / k, level=level,
-                                   bounds=(0.0, 1.0))
+    weights = None
+    if relevance_weights is not None:  # over the served documents; the padding items beyond them weigh 0
+        weights = np.zeros(n_items)
+        weights[:relevance_weights.size] = relevance_weights
+    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng)
     out = {"ee_d_corrected": ee_d.estimate, "ee_d_corrected_low": ee_d.low, "ee_d_corrected_high": ee_d.high}
-    if relevance_weights is not None:
-        served = relevance_weights.size
-        ee_r = percentile_interval(float(eps[:served] @ relevance_weights), draws[:, :served] @ relevance_weights,
-                                   level=level)
+    if ee_r is not None:
         out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
     return out
 

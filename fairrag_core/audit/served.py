@@ -31,6 +31,7 @@ from ..data.demo import DEMO_COLLECTIONS
 from ..data.judgments import Judgments, judgments_from_collection, load_judgments
 from ..data.served import ServedRankings, load_run
 from ..errors import InvalidParameterError
+from ..metrics.bootstrap import resample_counts
 from ..metrics.expeval import (
     METRICS,
     ExposureSettings,
@@ -266,8 +267,7 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
                          "estimate": point[metric], "low": np.nan, "high": np.nan, "level": level, "method": why,
                          "n_samples": query.n_samples} for metric in METRICS)
             continue
-        n = query.n_samples
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot) / n
+        weights = resample_counts(query.n_samples, n_boot, rng) / query.n_samples
         draws = resampled_values(query.matrix, query.target, weights)
         if settings.normalize:
             draws = {m: query.bounds[m].normalise(draws[m]) for m in METRICS}

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import MAX_RESAMPLES, check_at_most, check_binary, check_k, check_open_unit, check_positive_int
+from ..checks import check_binary, check_k, check_positive_int
 from ..errors import InvalidParameterError, UndefinedMetricError
-from ..seeds import SeedLike, as_generator
-from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
+from ..seeds import SeedLike
+from .bootstrap import exposure_intervals
+from .intervals import ConfidenceInterval
 
 __all__ = [
     "expected_exposure",
@@ -230,28 +231,17 @@ def bootstrap_exposure_ci(
     ``n_boot × N × (distinct items)`` whatever the corpus size.
     """
     arr = _check_rankings(rankings, n_items)
-    n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
-                           fix="1,000 resamples are the usual number")
-    level = check_open_unit(level, "level", hint="e.g. 0.95")
     n_samples, k = arr.shape
     k = check_k(k, n_items)
     items, compact = np.unique(arr, return_inverse=True)
-    compact = compact.reshape(arr.shape)
     member = np.zeros((n_samples, items.size))
-    np.put_along_axis(member, compact, 1.0, axis=1)
-    rng = as_generator(seed)
-    weights = rng.multinomial(n_samples, np.full(n_samples, 1.0 / n_samples), size=n_boot) / n_samples
-    boot_eps = weights @ member  # (n_boot, distinct items)
-    point_eps = member.mean(axis=0)
-    ee_d = bias_corrected_interval(float(point_eps @ point_eps / k), np.einsum("bi,bi->b", boot_eps, boot_eps) / k,
-                                   level=level, bounds=(0.0, 1.0))
-    ee_r = None
+    np.put_along_axis(member, compact.reshape(arr.shape), 1.0, axis=1)
+    weights = None
     if labels is not None and _check_labels(labels, n_items).any():  # m = 0: EE-R is undefined (ee_relevance)
         lab = _check_labels(labels, n_items)
         target = target_exposure(lab, k, compat=compat)[items]
-        norm = _relevance_normaliser(int(lab.sum()), lab.size, k)
-        ee_r = percentile_interval(float(point_eps @ target / norm), boot_eps @ target / norm, level=level)
-    return ee_d, ee_r
+        weights = target / _relevance_normaliser(int(lab.sum()), lab.size, k)
+    return exposure_intervals(member, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=seed)
 
 
 def summarise_exposure(

@@ -1,0 +1,86 @@
+"""One bootstrap for every exposure number: resample the units (sampled rankings, served lines, queries) with
+replacement and read the statistic on each resample.
+
+Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), §6 (the nonparametric bootstrap), §13 (percentile
+intervals); Davison & Hinkley (1997), §5.2 (basic intervals). A resample of n units is a vector of counts drawn
+from Multinomial(n, 1/n); with the units' contributions as the rows of a matrix ``M`` (one row per unit, e.g. the
+top-k indicator of each sampled ranking over the documents), the resampled means are ``W @ M / n`` for the
+``(B, n)`` count matrix ``W`` — one matrix product for all B resamples, whatever the statistic.
+
+* :func:`resample_counts` — the ``(B, n)`` counts, the only place randomness enters;
+* :func:`resampled_means` — ``W @ M / n``: e.g. the exposure vector ε of every resample;
+* :func:`exposure_intervals` — EE-D (‖ε‖²/k, quadratic: bias-corrected estimate with the basic interval) and EE-R
+  (⟨ε, w⟩, linear: plug-in with the percentile interval) from a unit × item matrix, as Kim & Diaz (2025) define them.
+
+Every audit uses these: one query's N sampled rankings (:mod:`fairrag_core.metrics.exposure`), one query's served
+lines (:mod:`fairrag_core.audit.rag_log`), a run's samples under expeval's user models
+(:mod:`fairrag_core.audit.served`), and the queries of an audit (:mod:`fairrag_core.audit.query_bootstrap`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, check_positive_int
+from ..seeds import SeedLike, as_generator
+from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
+
+__all__ = ["resample_counts", "resampled_means", "exposure_intervals"]
+
+
+def resample_counts(n_units: int, n_boot: int, seed: SeedLike = None) -> np.ndarray:
+    """``(n_boot, n_units)`` counts of a bootstrap resample: row b says how often each unit is drawn (sums to n).
+
+    >>> counts = resample_counts(4, 3, seed=0)
+    >>> counts.shape, counts.sum(axis=1).tolist()
+    ((3, 4), [4.0, 4.0, 4.0])
+    """
+    n_units = check_positive_int(n_units, "n_units", hint="units to resample: rankings, lines or queries")
+    n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                           fix="1,000 resamples are the usual number")
+    rng = as_generator(seed)
+    return rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(np.float64)
+
+
+def resampled_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The mean row of ``matrix`` (units × items) in every resample: ``counts @ matrix / n``, shape (B, items).
+
+    >>> resampled_means(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[2.0, 0.0], [1.0, 1.0]])).tolist()
+    [[1.0, 0.0], [0.5, 0.5]]
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    return counts @ matrix / matrix.shape[0]
+
+
+def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.ndarray | None = None,
+                       n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None
+                       ) -> tuple[ConfidenceInterval, ConfidenceInterval | None]:
+    """EE-D and EE-R with bootstrap intervals over the units (rows) of an incidence matrix.
+
+    Args:
+        incidence: ``(n_units, n_items)``: 1 where the unit (a sampled ranking, a served line) put the item in its
+            top k. Its mean row is the exposure ε (Eq. 5).
+        k: the ranking length; EE-D = ‖ε‖²/k (Eq. 16).
+        relevance_weights: ``(n_items,)`` ε*/‖ε*‖² of the items (Eq. 28), or None for no EE-R.
+        n_boot, level, seed: the bootstrap.
+
+    EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution,
+    hence the bias-corrected estimate ``2θ̂ − median θ*`` with the basic interval, clipped to [0, 1]. EE-R is
+    linear in ε: the plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
+
+    >>> ee_d, ee_r = exposure_intervals(np.eye(4), 1, relevance_weights=np.full(4, 0.25), n_boot=200, seed=0)
+    >>> round(ee_d.plug_in, 3), ee_d.low <= ee_d.estimate <= ee_d.high, round(ee_r.estimate, 3)
+    (0.25, True, 0.25)
+    """
+    level = check_open_unit(level, "level", hint="e.g. 0.95")
+    incidence = np.asarray(incidence, dtype=np.float64)
+    counts = resample_counts(incidence.shape[0], n_boot, seed)
+    draws = resampled_means(incidence, counts)
+    eps = incidence.mean(axis=0)
+    ee_d = bias_corrected_interval(float(eps @ eps / k), np.einsum("bi,bi->b", draws, draws) / k, level=level,
+                                   bounds=(0.0, 1.0))
+    ee_r = None
+    if relevance_weights is not None:
+        weights = np.asarray(relevance_weights, dtype=np.float64)
+        ee_r = percentile_interval(float(eps @ weights), draws @ weights, level=level)
+    return ee_d, ee_r
