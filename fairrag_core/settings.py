@@ -5,7 +5,9 @@ Every run of the package — one query (:class:`~fairrag_core.ranking.RankingCon
 :class:`~fairrag_core.rag.RagSweepConfig`) — shares the :class:`SamplingSettings`: N sampled rankings of k
 documents among the first-stage candidates, the seed, and the grade from which a document counts as useful.
 Settings round-trip through JSON (:meth:`Settings.to_dict` / :meth:`Settings.from_dict`), so a stored run can
-be rebuilt and reproduced from its record.
+be rebuilt and reproduced from its record. Each field that the command line sets declares its option where it is
+defined (:func:`fairrag_core.options.option`): flag, help and default are written once, and the CLI's flags and
+the reproduce commands are derived from them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 from .checks import MAX_SAMPLES, check_at_most, check_positive_int
 from .errors import InvalidParameterError
+from .option_types import positive_arg
+from .options import MIN_REL, SEED, option
 from .seeds import check_seed
 
 __all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of"]
@@ -116,11 +120,12 @@ class SamplingSettings(Settings):
     ``seed = None`` draws a fresh seed, which the run records so that it can be reproduced.
     """
 
-    n_samples: int = 100
-    k: int = 5
-    seed: int | None = None
-    candidates: int | None = None
-    min_rel: int = 1
+    n_samples: int = option("--samples", "-N", default=100, parse=positive_arg, help="sampled rankings N")
+    k: int = option("-k", default=5, parse=positive_arg, help="documents per ranking passed to the generator")
+    seed: int | None = SEED.field(default=None)
+    candidates: int | None = option("--candidates", default=None, parse=positive_arg, default_text="every document",
+                                    help="first-stage cut-off K: sample among the top K only")
+    min_rel: int = MIN_REL.field(default=1)
 
     def __post_init__(self) -> None:
         super().__post_init__()

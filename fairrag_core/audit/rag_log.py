@@ -43,6 +43,8 @@ from ..metrics.attribution import attributed_exposure, eae_disparity, expected_a
 from ..metrics.bootstrap import exposure_intervals
 from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
+from ..option_types import level_arg, positive_arg, unit_arg
+from ..options import MIN_REL, SEED, no_option, option
 from ..rag.attribution import Attributor
 from ..rag.citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
 from ..rag.degenerate import answer_flags
@@ -79,16 +81,25 @@ class LogAuditConfig(CitationSettings):
     paper's argmax by default; the CLI and the app use the fitted preset rule) decide "entailed per the judge";
     a log has no retrieved pool, so there is no control document."""
 
-    log: str = ""
-    k: int | None = None
-    attribution: AttributionSource = AttributionSource.AUTO
-    min_rel: int = 1
-    user_model: UserModel = UserModel.STEP
-    patience: float = 0.5
-    utility: float = 0.5
-    n_boot: int = 1000
-    level: float = 0.95
-    seed: int | None = None
+    control_margin: float | None = no_option(default=None)  # a log has no retrieved pool: no control document
+    log: str = option("log", default="", path=True, help="the RAG log (.jsonl), or a served run file (expeval/TREC "
+                                                         "with samples, TREC Fair 2022): each sample is one line")
+    k: int | None = option("-k", "--k", default=None, parse=positive_arg, default_text="the longest ranking",
+                           help="documents the generator read; set it when the log's rankings are longer than what "
+                                "the generator saw")
+    attribution: AttributionSource = option(
+        "--attribution", default=AttributionSource.AUTO,
+        help="auto (logged citations if the log has them, else none), none, logged, judge (NLI), or both side by side")
+    min_rel: int = MIN_REL.field(default=1)
+    user_model: UserModel = option(
+        "--user-model", default=UserModel.STEP,
+        help="step (the paper's 1[i ≤ k], EE-D and EE-R) or also expeval's gerr/rbp on the whole rankings "
+             "(normalised disparity, relevance, difference per labelled query)")
+    patience: float = option("--patience", default=0.5, parse=unit_arg, help="gerr/rbp patience p")
+    utility: float = option("--utility", default=0.5, parse=unit_arg, help="gerr utility u")
+    n_boot: int = option("--boot", default=1000, parse=positive_arg, help="bootstrap resamples over queries")
+    level: float = option("--level", default=0.95, parse=level_arg, help="interval level")
+    seed: int | None = SEED.field(default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -65,6 +65,8 @@ from scipy import sparse
 
 from ..checks import check_open_unit, check_positive_int
 from ..errors import InvalidParameterError
+from ..option_types import positive_arg, unit_arg
+from ..options import Kind, option
 from ..settings import Settings
 
 __all__ = [
@@ -100,15 +102,23 @@ class ExposureSettings(Settings):
     'rbp'
     """
 
-    user_model: UserModel = UserModel.GERR
-    patience: float = 0.5
-    utility: float = 0.5
-    k: int | None = None
-    binarize: bool = False
-    complete: bool = False
-    normalize: bool = True
-    groups: bool = False
-    bounds: Bounds = Bounds.EXPEVAL
+    user_model: UserModel = option("-u", "--user-model", default=UserModel.GERR,
+                                   help="browsing model: gerr, rbp, or step (Fair RAG's machine user; needs -k)")
+    patience: float = option("-p", "--patience", default=0.5, parse=unit_arg,
+                             help="patience p: probability of reading on to the next rank (gerr, rbp)")
+    utility: float = option("-r", "--utility", default=0.5, parse=unit_arg,
+                            help="utility u: probability of stopping after a relevant document (gerr)")
+    k: int | None = option("-k", default=None, parse=positive_arg,
+                           help="documents the step user reads (--user-model step)")
+    binarize: bool = option("-B", "--binarize", kind=Kind.ON, default=False, help="binary relevance (grade > 0 → 1)")
+    complete: bool = option("-C", "--complete", kind=Kind.ON, default=False,
+                            help="complete judgments (every qrels line is judged, grade 0 and -1 too); use for "
+                                 "re-ranking")
+    normalize: bool = option("-U", "--unnormalized", kind=Kind.OFF, default=True, help="unnormalised metrics")
+    groups: bool = option("-G", "--groups", kind=Kind.ON, default=False, help="group exposure (the qrels' group ids)")
+    bounds: Bounds = option("--bounds", default=Bounds.EXPEVAL,
+                            help="normalisation bounds: expeval's (identical numbers) or corrected (fixes expeval's "
+                                 "constant/negative values; see fairrag_core.metrics.expeval)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

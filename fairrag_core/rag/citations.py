@@ -35,6 +35,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import InvalidParameterError
+from ..option_types import optional_float
+from ..options import Kind, option
 from ..settings import Settings
 from ..text import DEFAULT_TOKENIZER
 
@@ -84,11 +86,23 @@ class CitationSettings(Settings):
     audit): stored with each run, rebuilt from JSON, and printed in its reproduce command. Defaults are the
     paper's rule; :meth:`citation_fields` turns a :class:`CitationPolicy` (e.g. a preset's) into these fields."""
 
-    per_claim: bool = False
-    entail_threshold: float | None = None
-    control_margin: float | None = None
-    skip_degenerate: bool = False
-    min_support: float | None = None
+    # the command line's defaults are the app's fitted rule (cli.common binds them); a command always prints the rule
+    per_claim: bool = option("--per-claim", kind=Kind.TOGGLE, default=False, group="citation", always=True,
+                             help="judge each sentence of an answer; a document is cited when it entails one")
+    entail_threshold: float | None = option(
+        "--entail-threshold", default=None, parse=optional_float, group="citation", always=True,
+        help="cite when P(entailment) reaches this ('none': entailment is the most likely class, as in the paper)")
+    control_margin: float | None = option(
+        "--control-margin", default=None, parse=optional_float, group="citation", always=True,
+        help="cite only when P(entailment) beats an unseen on-topic control document by this much ('none': no "
+             "control document)")
+    skip_degenerate: bool = option(
+        "--skip-degenerate", kind=Kind.TOGGLE, default=False, group="citation", always=True,
+        help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites nothing")
+    min_support: float | None = option(
+        "--min-support", default=None, parse=optional_float, group="citation", always=True,
+        help="cite only when this share of the answer's own words (not the question's) occurs in the document "
+             "('none': no lexical check)")
 
     def __post_init__(self) -> None:
         super().__post_init__()

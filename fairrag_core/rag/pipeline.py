@@ -28,6 +28,7 @@ from ..data import Collection, Document
 from ..metrics.attribution import NOTHING_ATTRIBUTED, attributed_exposure, eae_disparity, expected_attribution_rate
 from ..metrics.utility import NO_UTILITY_ABOVE_ZERO, UtilityMetric, utility
 from ..models.llm import Completion
+from ..options import Kind, option
 from ..ranking.run import RankingConfig, RankingRun, run_ranking
 from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
@@ -68,9 +69,15 @@ class AnswerSettings(CitationSettings):
     :class:`~fairrag_core.rag.citations.CitationSettings`).
     """
 
-    metric: UtilityMetric = UtilityMetric.ROUGEL
-    prompt_order: PromptOrder = PromptOrder.SAMPLED
-    oracle: bool = True
+    metric: UtilityMetric = option("--metric", default=UtilityMetric.ROUGEL,
+                                   help="utility metric against the gold answer")
+    prompt_order: PromptOrder = option(
+        "--prompt-order", default=PromptOrder.SAMPLED,
+        help="order of the k documents in the prompt: as sampled (paper) or by retrieval score (identical sets then "
+             "share one generation)")
+    oracle: bool = option("--no-oracle", kind=Kind.OFF, default=True,
+                          help="skip the stochastic oracle's answers (fewer generations; normalised EU then divides by "
+                               "the best answer of each run itself)")
     question_in_hypothesis: bool = True
     exclude_degenerate: bool = False
 

@@ -19,6 +19,7 @@ import pandas as pd
 from ..checks import check_alpha
 from ..data import Collection
 from ..errors import InvalidParameterError
+from ..options import option
 from ..ranking.sweep import SweepConfig, select_queries, system_of
 from ..record import RunKind, RunRecord, SweepRun
 from ..retrieval import Retriever
@@ -45,7 +46,9 @@ class RagSweepConfig(SweepConfig, AnswerSettings):
     usefulness labels come from, and whether the deterministic baseline (α = ∞) is added."""
 
     n_samples: int = 20
-    usefulness: Usefulness = Usefulness.UTILITY
+    usefulness: Usefulness = option("--labels", default=Usefulness.UTILITY, cli_default=None, always=True,
+                                    default_text="the generator's utility labels when they exist, else relevance",
+                                    help="usefulness labels for EE-R and the oracle")
     deterministic_baseline: bool = True
 
 

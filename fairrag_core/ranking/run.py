@@ -15,6 +15,8 @@ from ..checks import check_k
 from ..data import Collection, Query
 from ..errors import InvalidParameterError
 from ..metrics.exposure import ExposureSummary, summarise_exposure, target_exposure
+from ..option_types import alpha_arg
+from ..options import option
 from ..retrieval import Retriever, check_query, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
@@ -27,7 +29,8 @@ __all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure"]
 class RankingConfig(SamplingSettings):
     """Everything that determines a ranking run (with the retriever and the collection): α and the sampling."""
 
-    alpha: float
+    alpha: float = option("--alpha", parse=alpha_arg, cli_default=2.0, always=True,
+                          help="fairness knob α ≥ 0 (0 = uniform, inf = deterministic)")
 
 
 @dataclass(frozen=True)

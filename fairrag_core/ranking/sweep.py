@@ -8,7 +8,7 @@ sweep is reproducible from ``(collection, retriever, alphas, N, k, seed, candida
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,6 +17,8 @@ from ..checks import check_alpha, check_k
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
+from ..option_types import alphas_arg, id_list_arg
+from ..options import option
 from ..record import RunKind, RunRecord, SweepRun
 from ..retrieval import Retriever, top_candidates
 from ..seeds import new_seed
@@ -35,8 +37,10 @@ class SweepConfig(SamplingSettings):
     """An exposure sweep: the α grid (``inf`` = the deterministic ranker) over a query set (empty: every query
     with qrels), with the shared sampling settings."""
 
-    alphas: tuple[float, ...] = DEFAULT_ALPHAS
-    query_ids: tuple[str, ...] = field(default=())
+    alphas: tuple[float, ...] = option("--alphas", default=DEFAULT_ALPHAS, parse=alphas_arg,
+                                       help="comma-separated α grid (inf = the deterministic ranker)")
+    query_ids: tuple[str, ...] = option("--queries", default=(), parse=id_list_arg, default_text="every query",
+                                        help="comma-separated query ids")
 
 
 def select_queries(collection: Collection, query_ids: Sequence[str], *, need_qrels: bool) -> list:
