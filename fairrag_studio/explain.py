@@ -1,6 +1,9 @@
-"""'What am I looking at?' — one short paragraph per panel, written for students."""
+"""'What am I looking at?' — one short paragraph per panel, written for students, followed by the glossary's line
+for each metric it shows (:mod:`fairrag_core.glossary`: the same words as the tiles' help and the report)."""
 
 import math
+
+from fairrag_core.glossary import GLOSSARY
 
 RANKINGS = (
     "Each row is one ranking the stochastic retriever drew; each cell is a document, coloured by its provider. "
@@ -17,49 +20,77 @@ EXPOSURE = (
     "Provider bars add up the exposure of each provider's documents."
 )
 
-METRICS = (
-    "EE-D (expected exposure disparity) is ‖ε‖²/k: it is 1 when the same k documents are always shown and "
-    "falls as exposure spreads — lower is fairer. EE-R (expected exposure relevance) says how much of the "
-    "exposure goes to useful documents, normalised to [0, 1]: higher is better. The intervals are 95% "
-    "bootstrap intervals over the N rankings (Diaz et al. 2020; Kim & Diaz 2025, §3)."
-)
+def glossary_lines(*names: str) -> str:
+    """The glossary's line for each metric (:mod:`fairrag_core.glossary`) as a Markdown list: the words every page
+    and the report share."""
+    return "\n".join(f"- **{GLOSSARY[name].key}** — {markdown_gloss(GLOSSARY[name].gloss)}" for name in names)
 
-ANSWERS = (
+
+def markdown_gloss(text: str) -> str:
+    """Glossary text as Markdown shows it literally (``ε*`` is not the start of emphasis)."""
+    return text.replace("*", "\\*").replace("_", "\\_")
+
+
+def _with_glossary(text: str, *names: str) -> str:
+    return f"{text}\n\n{glossary_lines(*names)}"
+
+
+METRICS = _with_glossary(
+    "The two numbers above summarise the N sampled rankings. The intervals are 95% bootstrap intervals over the N "
+    "rankings; the EE-D tile shows the bias-corrected estimate (its caption gives the plug-in).",
+    "EE-D", "EE-R")
+
+ANSWERS = _with_glossary(
     "The generator answers once for every distinct ranking (identical rankings share an answer). A citation "
     "chip is green when the NLI model judges that the document entails the answer; grey, struck-through chips "
-    "are documents the generator saw but the answer does not rest on. EU is the expected utility of the "
-    "answers against the gold answer, EAR the share of retrieved documents the answers actually use, and "
-    "EAE-D the disparity of that attributed exposure (Kim & Diaz 2025, §3.4)."
-)
+    "are documents the generator saw but the answer does not rest on.",
+    "EU", "EU (normalised)", "EAR", "EAE-D")
 
-CURVES = (
+CURVES = _with_glossary(
     "Each point is one query at one α. The paper's picture: as α grows, rankings become deterministic and "
     "EE-D rises towards 1 (Figure 3); quality (EE-R) changes little over much of the range (Figure 4), and "
     "answer utility can often be kept while exposure is spread (Figure 5 and Table 2). Points below the "
-    "y = x line in the EAE-D chart mean the answers cite documents more evenly than they were retrieved."
-)
+    "y = x line in the EAE-D chart mean the answers cite documents more evenly than they were retrieved.",
+    "EE-D", "EE-R", "EU (normalised)", "EAR", "EAE-D")
 
-RECOMMENDER = (
-    "The recommender picks the fairest α (lowest mean EE-D) whose mean utility stays within your tolerance of "
-    "the deterministic retriever. It is a summary of this sweep only: with few queries or few samples its "
-    "choice is noisy, so read it with the Table 2 p-values."
-)
+RECOMMENDER = _with_glossary(
+    "The recommender picks the fairest α (lowest mean EE-D) whose mean utility (EU, or EE-R without answers) stays "
+    "within your tolerance of the deterministic retriever. It is a summary of this sweep only: with few queries or "
+    "few samples its choice is noisy, so read it with the Table 2 p-values.",
+    "EE-D", "EU", "EE-R")
 
-LEDGER = (
+LEDGER = _with_glossary(
     "The ledger adds up, per provider or group, how much of the top-k exposure it received (retrieval), how "
-    "much of the answers' citations (attributed) and what it would receive under the fair target. A positive "
-    "gap means the group is shown more than its useful documents warrant; a negative gap means less."
-)
+    "much of the answers' citations (attributed) and what it would receive under the fair target. The chart's "
+    "lower panel draws the gaps with their 95% intervals: a dot right of (above) zero means the group is shown "
+    "or credited more than its useful documents warrant; below zero, less.",
+    "retrieval share", "attributed share", "target share", "gap (retrieval − target)", "gap (attributed − target)")
 
-FAIRQR = (
+FAIRQR = _with_glossary(
     "FAIR-QR makes a ranking fairer to groups (e.g. gender, region) by changing the query, not the ranker. Each "
     "iteration counts the groups in the top K, compares them with the target (by default: the groups of the "
     "relevant documents), finds the group that is most missing, and asks a language model for a few keywords "
     "about that group to add to the query. It stops when the distance Δ to the target stops shrinking, then "
-    "re-ranks the kept documents by the original query so relevance comes back to the top. AWRF (higher = "
-    "fairer) compares the attention-weighted group shares with the target; nDCG measures relevance "
-    "(Chen & Fang; TREC Fair 2022)."
-)
+    "re-ranks the kept documents by the original query so relevance comes back to the top (Chen & Fang; TREC "
+    "Fair 2022).",
+    "Δ", "AWRF", "nDCG")
+
+#: The opening of every audit report: how the report is built and how to read its numbers (the metrics' lines
+#: follow, from the glossary).
+REPORT_INTRO = (
+    "A deterministic retriever always shows the generator the same top-k documents; a stochastic retriever with "
+    "fairness knob α spreads that exposure over equally useful sources. Each number comes with a 95% interval: "
+    "read a difference as real only when the intervals say so. The ledgers show, per provider and group, who was "
+    "shown (retrieval), who the answers credit (attributed) and who a fair ranker would show (target), with the "
+    "gaps. Every metric is explained the first time it appears, below and beside its table; the methodology lists "
+    "them all with their sources. Metrics follow Kim & Diaz (2025).")
+
+SERVED_REPORT_INTRO = (
+    "This report audits what a deployed system served: every {unit} is one ranking shown to the generator, and the "
+    "rankings of a query are its N. Each number comes with a 95% interval: read a difference as real only when the "
+    "intervals say so. The ledgers show, per provider and group, who was shown (retrieval), who the answers "
+    "credit (attributed) and who a fair ranker would show (target), with the gaps. Every metric is explained the "
+    "first time it appears; the methodology lists them all with their sources. Metrics follow Kim & Diaz (2025).")
 
 
 def recommendation_context(table, k: int, metric: str) -> str:

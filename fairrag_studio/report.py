@@ -28,6 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from fairrag_core.data.export import csv_bytes
+from fairrag_core.glossary import Term, terms_in
 
 __all__ = ["ReportSection", "audit_report_html", "table_csv", "render_svgs", "FIGURE_MODES"]
 
@@ -41,17 +42,19 @@ FOOTER = (
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; color: #1f2933;
-       max-width: 1100px; margin: 2rem auto; padding: 0 1.5rem; line-height: 1.5; }
+       max-width: 1320px; margin: 2rem auto; padding: 0 1.5rem; line-height: 1.5; }
 header { border-bottom: 3px solid #0072B2; margin-bottom: 1.5rem; }
 h1 { font-size: 1.9rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.4rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; padding-bottom: .2rem; }
 .generated { color: #52606d; margin: 0 0 1rem; }
 dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1.2rem; }
 dl.summary dt { font-weight: 600; }
-dl.summary dd { margin: 0; }
-table.table { border-collapse: collapse; margin: 1rem 0; font-size: .9rem; display: block; max-width: 100%;
-              overflow-x: auto; }
-table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .6rem; text-align: left; }
+dl.summary dd { margin: 0; overflow-wrap: anywhere; }
+table.table { border-collapse: collapse; margin: 1rem 0; font-size: .9rem; width: 100%; }
+table.table.wide { font-size: .8rem; }
+table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left;
+                                 vertical-align: top; overflow-wrap: anywhere; hyphens: auto; }
+table.table.wide th, table.table.wide td { padding: .2rem .3rem; }
 table.table thead th { background: #f0f4f8; }
 .figure { margin: 1rem 0; }
 .figure img { max-width: 100%; height: auto; }
@@ -59,6 +62,8 @@ pre.command { background: #f0f4f8; padding: .6rem .8rem; overflow-x: auto; white
 details { margin: .4rem 0; }
 details > summary { cursor: pointer; font-weight: 600; }
 p.note { color: #52606d; font-size: .95rem; }
+ul.glossary { color: #3e4c59; font-size: .9rem; margin: .4rem 0 .8rem; padding-left: 1.2rem; }
+ul.glossary li { margin: .15rem 0; }
 footer { margin-top: 3rem; padding-top: .8rem; border-top: 1px solid #d0d7de; color: #52606d; font-size: .9rem; }
 @media print {
   body { max-width: none; margin: 0; }
@@ -78,6 +83,17 @@ class ReportSection:
     figure: go.Figure | None = None
     code: str = ""  # a command, shown verbatim (e.g. the one that reproduces the run)
     details: tuple[ReportSection, ...] = ()  # collapsible parts (per-query drill-down): heading, text, table
+    metrics: tuple[str, ...] = ()  # metrics to explain here besides the table's (its columns, its "metric" column)
+
+    def metric_labels(self) -> list[str]:
+        """What this section shows that the glossary may explain: ``metrics``, then the table's headers and the
+        values of its ``metric`` column (a headline table lists one metric per row)."""
+        labels = list(self.metrics)
+        if self.table is not None:
+            labels += [str(c) for c in self.table.columns]
+            if "metric" in self.table:
+                labels += [str(v) for v in self.table["metric"]]
+        return labels
 
 
 def _format_value(value: object) -> str:
@@ -102,10 +118,21 @@ def _paragraphs(text: str) -> str:
     return "\n".join(f"<p>{html.escape(block)}</p>" for block in blocks if block)
 
 
+#: From this many columns a table is set smaller (still wrapped to the page's width: nothing scrolls sideways).
+WIDE_COLUMNS = 9
+
+
 def _table_html(table: pd.DataFrame) -> str:
+    classes = ["table", "wide"] if len(table.columns) >= WIDE_COLUMNS else "table"
     return table.to_html(
-        index=False, float_format=lambda x: f"{x:.3f}", na_rep="—", escape=True, classes="table"
+        index=False, float_format=lambda x: f"{x:.3f}", na_rep="—", escape=True, classes=classes
     )
+
+
+def _glossary_html(terms: Sequence[Term]) -> str:
+    """The glossary's line for each metric, shown beside the part where the metric first appears."""
+    items = "".join(f"<li><b>{html.escape(t.key)}</b> — {html.escape(t.gloss)}</li>" for t in terms)
+    return f'<ul class="glossary">{items}</ul>' if terms else ""
 
 
 def render_svgs(figures: Sequence[go.Figure], *, width: int = 1000) -> list[bytes]:
@@ -170,8 +197,10 @@ def audit_report_html(
     """A complete, self-contained HTML audit report.
 
     Layout: header (title, generation time), a "Summary" definition list, one ``<section>`` per
-    :class:`ReportSection` (heading, paragraphs, figure, table, command, collapsible details) and a footer
-    citing the metrics. Everything user-provided is HTML-escaped. There are no external resources.
+    :class:`ReportSection` (heading, paragraphs, the glossary's line for each metric the section shows first,
+    figure, table, command, collapsible details) and a footer citing the metrics. Everything user-provided is
+    HTML-escaped. There are no external resources. Tables wrap to the page's width (no sideways scrolling at
+    1400 px; ``tests/studio/test_report_layout.py`` measures it in Chromium).
 
     ``figures="interactive"`` inlines plotly.js once, with the first figure, and later figures reuse it.
     ``figures="static"`` draws every figure to SVG with ``renderer`` (default :func:`render_svgs`) and embeds
@@ -217,11 +246,16 @@ def audit_report_html(
         parts.append("</section>")
 
     plotlyjs_inlined = False
+    explained: set[str] = set()
     for index, section in enumerate(sections):
         parts.append("<section>")
         parts.append(f"<h2>{html.escape(section.heading)}</h2>")
         if section.text:
             parts.append(_paragraphs(section.text))
+        new = [t for t in terms_in(section.metric_labels()) if t.key not in explained]
+        explained.update(t.key for t in new)
+        if new:
+            parts.append(_glossary_html(new))
         if index in drawn:
             parts.append(f'<div class="figure">{_svg_img(drawn[index], section.heading)}</div>')
         elif section.figure is not None:

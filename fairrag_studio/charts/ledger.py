@@ -1,11 +1,21 @@
-"""The exposure ledger as a chart: who is retrieved, who is cited, and who the fair target would expose."""
+"""The exposure ledger as a chart: who is retrieved, who is cited, who the fair target would expose — and the gaps.
+
+The upper panel draws the three shares per group as bars; the lower panel (when the ledger has a fair target)
+draws the gaps to that target as dots with their 95% intervals around a zero line, so a reader sees at a glance
+which groups are over- or under-exposed and whether the interval leaves no doubt. The words (axis titles, legend
+entries) come from :mod:`fairrag_core.glossary`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from fairrag_core.glossary import GLOSSARY
 
 from .style import (
     ATTRIBUTED_COLOUR,
@@ -19,7 +29,13 @@ from .style import (
     style,
 )
 
-__all__ = ["exposure_ledger_chart"]
+__all__ = ["exposure_ledger_chart", "GAP_SERIES"]
+
+#: The gap traces of the lower panel: (legend name, share column, interval columns when the ledger has them).
+GAP_SERIES = (
+    ("gap (retrieval − target)", "retrieval_share", ("share_gap_low", "share_gap_high")),
+    ("gap (attributed − target)", "attributed_share", ("attributed_gap_low", "attributed_gap_high")),
+)
 
 
 def _and_list(words: Sequence[str]) -> str:
@@ -27,12 +43,40 @@ def _and_list(words: Sequence[str]) -> str:
     return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
 
 
-def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") -> go.Figure:
-    """Each group's share of retrieval exposure, of citation (attributed) exposure and its fair target share.
+def _gap_trace(ledger: pd.DataFrame, groups: list[str], name: str, share: str, bounds: tuple[str, str],
+               colour: str) -> tuple[go.Scatter, float] | None:
+    """One gap series (share − target) as dots, with error bars where the ledger has the interval's bounds, and
+    how far from zero it reaches (interval included)."""
+    if share not in ledger or not has_values(numeric(ledger, share)):
+        return None
+    gap = numeric(ledger, share) - numeric(ledger, "target_share")
+    if not has_values(gap):
+        return None
+    with_interval = all(b in ledger for b in bounds) and has_values(numeric(ledger, bounds[0]))
+    error, low, high = None, gap, gap
+    if with_interval:
+        low, high = numeric(ledger, bounds[0]).fillna(gap), numeric(ledger, bounds[1]).fillna(gap)
+        error = {"type": "data", "symmetric": False, "array": (high - gap).clip(lower=0).tolist(),
+                 "arrayminus": (gap - low).clip(lower=0).tolist(), "thickness": 2, "width": 6}
+    legend = name + (" with its 95% interval" if with_interval else " (no interval computed)")
+    reach = float(np.nanmax(np.abs(np.concatenate([low.to_numpy(), high.to_numpy(), gap.to_numpy()]))))
+    return go.Scatter(
+        name=legend, x=groups, y=gap.tolist(), mode="markers", error_y=error, offsetgroup=share,
+        marker={"color": colour, "size": 12, "symbol": "diamond" if share == "retrieval_share" else "circle",
+                "line": {"width": 1, "color": "#FFFFFF"}},
+        hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:+.1%}}<extra></extra>",
+    ), reach
 
-    Grouped bars per group, labelled as percentages. ``attributed_share`` and ``target_share`` are omitted
-    when absent or all NaN (no attribution run / no relevance labels). The group-level counterpart of the
-    EAE-D vs EE-D comparison in Kim & Diaz (2025), Figs. 4–5.
+
+def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group", gaps: bool = True) -> go.Figure:
+    """Each group's share of retrieval exposure, of citation (attributed) exposure and its fair target share, and
+    (``gaps``, when there is a target) the gaps retrieval − target and attributed − target with their intervals.
+
+    Upper panel: grouped bars per group, labelled as percentages. ``attributed_share`` and ``target_share`` are
+    omitted when absent or all NaN (no attribution run / no relevance labels). Lower panel: one dot per group and
+    gap around a zero line, with the 95% interval of ``share_gap_low/high`` (and of ``attributed_gap_low/high``
+    when the ledger has them; without, the legend says that gap has no interval). The group-level counterpart of
+    the EAE-D vs EE-D comparison in Kim & Diaz (2025), Figs. 4–5.
     """
     require_columns(ledger, [group_column, "retrieval_share"], "exposure_ledger_chart")
     groups = labels(ledger[group_column].astype(str))  # user text: escaped for Plotly's HTML-like labels
@@ -41,8 +85,7 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
         ("citations (attributed share)", "attributed_share", ATTRIBUTED_COLOUR),
         ("target (fair share)", "target_share", TARGET_COLOUR),
     ]
-    fig = go.Figure()
-    highest = 0.0
+    bars, highest = [], 0.0
     for name, column, colour in series:
         if column not in ledger.columns:
             continue
@@ -50,25 +93,42 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group") 
         if not has_values(values):
             continue
         highest = max(highest, float(values.max()))
-        fig.add_trace(
-            go.Bar(
-                name=name, x=groups, y=values.tolist(), marker_color=colour,
-                # labels only when bars are wide enough to keep neighbours' labels apart
-                texttemplate="%{y:.0%}" if len(groups) * 3 <= 24 else None, textposition="outside", cliponaxis=False,
-                hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.1%}}<extra></extra>",
-            )
-        )
-    style(
-        fig,
-        title="Exposure ledger: " + _and_list([
-            word for word, trace in (("retrieved", "retrieval"), ("cited", "citations"), ("deserved", "target"))
-            if any(t.name.startswith(trace) for t in fig.data)]) + " shares",
-        x_title=label(group_column),
-        y_title="share of exposure",
-        height=480,
-    )
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0])
+        bars.append(go.Bar(
+            name=name, x=groups, y=values.tolist(), marker_color=colour, offsetgroup=column,
+            # labels only when bars are wide enough to keep neighbours' labels apart
+            texttemplate="%{y:.0%}" if len(groups) * 3 <= 24 else None, textposition="outside", cliponaxis=False,
+            hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.1%}}<extra></extra>",
+        ))
+    gap_traces, reach = [], 0.05
+    if gaps and "target_share" in ledger and has_values(numeric(ledger, "target_share")):
+        for (name, share, bounds), colour in zip(GAP_SERIES, (STOCHASTIC_COLOUR, ATTRIBUTED_COLOUR)):
+            found = _gap_trace(ledger, groups, name, share, bounds, colour)
+            if found is not None:
+                gap_traces.append(found[0])
+                reach = max(reach, found[1])
+    words = _and_list([word for word, trace in (("retrieved", "retrieval"), ("cited", "citations"),
+                                                ("deserved", "target")) if any(b.name.startswith(trace) for b in bars)])
+    x_title = label(group_column)
+    if not gap_traces:
+        fig = go.Figure(bars)
+        style(fig, title=f"Exposure ledger: {words} shares", x_title=x_title, y_title="share of exposure",
+              height=480)
+        fig.update_layout(barmode="group")
+        fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0])
+        return fig
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.58, 0.42], vertical_spacing=0.08)
+    for trace in bars:
+        fig.add_trace(trace, row=1, col=1)
+    for trace in gap_traces:
+        fig.add_trace(trace, row=2, col=1)
+    style(fig, title=f"Exposure ledger: {words} shares, and the gaps to the fair target", x_title="",
+          y_title="share of exposure", height=720,
+          subtitle="Gap: " + GLOSSARY["gap (retrieval − target)"].direction)
+    fig.update_layout(barmode="group", scattermode="group", scattergap=0.55,
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0})
+    fig.update_xaxes(title_text=x_title, row=2, col=1)
+    fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0], row=1, col=1)
+    fig.update_yaxes(title_text="gap to the target", tickformat="+.0%", zeroline=True, zerolinewidth=2,
+                     zerolinecolor="#52606D", range=[-reach * 1.15, reach * 1.15], row=2, col=1)
+    fig.update_layout(margin={"b": 140})
     return fig
-
-

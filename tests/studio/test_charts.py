@@ -297,14 +297,28 @@ def test_exposure_ledger_chart():
         }
     )
     fig = exposure_ledger_chart(ledger, group_column="provider")
-    assert [t.name for t in fig.data] == ["retrieval (exposure share)", "target (fair share)"]
+    assert [t.name for t in fig.data] == ["retrieval (exposure share)", "target (fair share)",
+                                          "gap (retrieval − target) (no interval computed)"]
     assert list(fig.data[0].x) == ["a", "b"]
     assert list(fig.data[0].y) == [0.7, 0.3]
-    assert fig.layout.yaxis.tickformat == ".0%"
-    assert fig.layout.xaxis.title.text == "provider"
-    assert_projector_ready(fig)
-    full = exposure_ledger_chart(ledger.rename(columns={"provider": "group"}).assign(attributed_share=[0.9, 0.1]))
-    assert len(full.data) == 3
+    assert list(fig.data[2].y) == pytest.approx([0.2, -0.2]) and fig.data[2].yaxis == "y2"  # the lower panel
+    assert fig.layout.yaxis.tickformat == ".0%" and fig.layout.yaxis2.tickformat == "+.0%"
+    assert fig.layout.xaxis2.title.text == "provider" and fig.layout.height >= 600 and "gaps" in fig.layout.title.text
+    bars_only = exposure_ledger_chart(ledger, group_column="provider", gaps=False)
+    assert len(bars_only.data) == 2 and bars_only.layout.xaxis.title.text == "provider"
+    assert_projector_ready(bars_only)
+    full = exposure_ledger_chart(ledger.rename(columns={"provider": "group"}).assign(
+        attributed_share=[0.9, 0.1], share_gap_low=[0.1, -0.3], share_gap_high=[0.3, -0.1]))
+    assert [t.name for t in full.data][3:] == ["gap (retrieval − target) with its 95% interval",
+                                               "gap (attributed − target) (no interval computed)"]
+    gap = full.data[3]
+    assert list(gap.error_y.array) == pytest.approx([0.1, 0.1]) and list(gap.error_y.arrayminus) == pytest.approx(
+        [0.1, 0.1])
+    assert list(full.data[4].y) == pytest.approx([0.4, -0.4]) and full.data[4].error_y.array is None
+    low, high = full.layout.yaxis2.range
+    assert low < -0.4 and high > 0.4  # every gap and interval is inside the panel
+    no_target = exposure_ledger_chart(ledger.rename(columns={"provider": "group"}).assign(target_share=np.nan))
+    assert [t.name for t in no_target.data] == ["retrieval (exposure share)"]  # no labels: no gap to draw
     with pytest.raises(ValueError, match="'group'"):
         exposure_ledger_chart(ledger)
 
