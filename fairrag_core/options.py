@@ -194,7 +194,7 @@ def _help(opt: Option, default: Any) -> str:
     text = opt.help
     if opt.kind is Kind.TOGGLE:
         text += f" (default {'on' if default else 'off'})"
-    elif opt.kind is Kind.VALUE and not opt.positional and (opt.default_text or default is not None):
+    elif opt.kind is Kind.VALUE and not opt.positional and not opt.required:
         text += f" (default {opt.default_text or render(default)})"
     return text.replace("%", "%%")
 
@@ -219,7 +219,8 @@ def add_option(parser: argparse.ArgumentParser, opt: Option, *, dest: str | None
     elif opt.kind is Kind.OFF:
         kwargs["action"] = "store_false"
     else:
-        kwargs.update(type=opt.parse, choices=choices, metavar=opt.metavar, required=opt.required)
+        kwargs.update(type=opt.parse, choices=choices, required=opt.required,
+                      metavar=opt.metavar or (None if choices else opt.dest.upper()))
     parser.add_argument(*opt.flags, dest=dest, default=default, **kwargs)
 
 

@@ -4,48 +4,37 @@ A :class:`SweepRun` bundles the per-(query, α) table, the per-candidate exposur
 :class:`RunRecord`: the run's kind, collection, retriever, models, its full settings (a
 :class:`~fairrag_core.settings.Settings` subclass), the seed actually used and what the run cost. The record
 serialises itself (:meth:`RunRecord.to_dict` / :meth:`RunRecord.from_dict`, which also reads records saved by
-earlier versions) and writes the command that reproduces the run (:meth:`RunRecord.command`).
+earlier versions) and writes the command that reproduces the run (:meth:`RunRecord.command`), derived from the option
+declarations of its settings and inputs (:mod:`fairrag_core.options`), never from a hand-written flag list.
 """
 
 from __future__ import annotations
 
 import enum
-import math
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from .errors import InvalidParameterError
-from .settings import SamplingSettings, Settings, settings_class
+from .options import (
+    COLLECTION,
+    GENERATOR,
+    MODEL,
+    NLI,
+    PROMPT_STYLE,
+    RETRIEVER,
+    Entry,
+    argv,
+    command_path,
+    setting_entries,
+)
+from .settings import Settings, settings_class
 
 __all__ = ["RunKind", "RunRecord", "SweepRun", "command_path"]
-
-
-def command_path(value: str) -> str:
-    """A path as a printed command should name it: relative when it lies under the current directory, absolute
-    otherwise, so the command works from here and, copied elsewhere, still finds the file. A bare name (a demo
-    collection, or a file name without a folder) is kept as it is.
-
-    >>> command_path("running-shoes")
-    'running-shoes'
-    >>> command_path(os.path.join(os.getcwd(), "data", "qrels.txt")) == os.path.join("data", "qrels.txt")
-    True
-    >>> command_path("/srv/elsewhere/log.jsonl")
-    '/srv/elsewhere/log.jsonl'
-    """
-    text = str(value)
-    if not text or (os.sep not in text and (os.altsep is None or os.altsep not in text)):
-        return text
-    absolute = os.path.abspath(os.path.expanduser(text))
-    here = os.getcwd()
-    if absolute == here:
-        return "."
-    if absolute.startswith(here.rstrip(os.sep) + os.sep):
-        return os.path.relpath(absolute, here)
-    return absolute
 
 
 class RunKind(str, enum.Enum):
@@ -113,82 +102,52 @@ class RunRecord:
                    extra=dict(data.get("extra") or {}))
 
     def command(self) -> str:
-        """The ``python -m fairrag_core …`` command that reproduces this run's table."""
-        config = self.config
-        if self.kind is RunKind.AUDIT_LOG:
-            return self._audit_log_command()
-        words = ["python", "-m", "fairrag_core", "sweep" if self.answers else "exposure-sweep",
-                 "--collection", command_path(self.collection)]
-        kind, _, model = self.retriever.partition(":")
-        words += ["--retriever", kind] + (["--model", model] if model else [])
-        if self.answers:
-            words += ["--generator", str(self.generator), "--nli", _attributor_name(self.attributor)]
-        alphas = getattr(config, "alphas", ())
-        words += ["--alphas", ",".join(_alpha_text(a) for a in alphas)]
-        words += ["--samples", str(config.n_samples), "-k", str(config.k), "--seed", str(self.seed)]
-        if isinstance(config, SamplingSettings):
-            if config.candidates is not None:
-                words += ["--candidates", str(config.candidates)]
-            if config.min_rel != 1:
-                words += ["--min-rel", str(config.min_rel)]
-        if getattr(config, "query_ids", ()):
-            words += ["--queries", ",".join(config.query_ids)]
-        if self.answers:
-            # runs saved before prompt styles and citation rules were settings used the original ones
-            words += ["--prompt-style", self.prompt_style or "short"]
-            if getattr(config, "per_claim", False):
-                words.append("--per-claim")
-            else:
-                words.append("--no-per-claim")
-            threshold, margin = getattr(config, "entail_threshold", None), getattr(config, "control_margin", None)
-            words += ["--entail-threshold", "none" if threshold is None else f"{threshold:g}"]
-            words += ["--control-margin", "none" if margin is None else f"{margin:g}"]
-            support = getattr(config, "min_support", None)
-            words += ["--min-support", "none" if support is None else f"{support:g}"]
-            words.append("--skip-degenerate" if getattr(config, "skip_degenerate", False) else "--no-skip-degenerate")
-            for flag, name in (("--labels", "usefulness"), ("--metric", "metric"), ("--prompt-order", "prompt_order")):
-                value = getattr(config, name, None)
-                if value is not None:
-                    words += [flag, value.value if isinstance(value, enum.Enum) else str(value)]
-            if getattr(config, "oracle", True) is False:
-                words.append("--no-oracle")
-        return shlex.join(words)
+        """The ``python -m fairrag_core …`` command that reproduces this run's table (paths as
+        :func:`command_path` names them from the current directory)."""
+        return shlex.join(["python", "-m", "fairrag_core", *self.argv()])
 
-    def _audit_log_command(self) -> str:
-        """``audit-log LOG --collection …``: the log audit's settings (``config`` is a ``LogAuditConfig``)."""
-        config = self.config
-        attribution = getattr(config, "attribution", "auto")
-        attribution = attribution.value if isinstance(attribution, enum.Enum) else str(attribution)
-        words = ["python", "-m", "fairrag_core", "audit-log", command_path(str(getattr(config, "log", ""))),
-                 "--collection", command_path(self.collection), "--attribution", attribution]
-        if self.attributor is not None:
-            words += ["--nli", _attributor_name(self.attributor)]
-            # the judge's citation rule (audits stored before it was a setting used the paper's argmax)
-            threshold, support = getattr(config, "entail_threshold", None), getattr(config, "min_support", None)
-            words.append("--per-claim" if getattr(config, "per_claim", False) else "--no-per-claim")
-            words += ["--entail-threshold", "none" if threshold is None else f"{threshold:g}"]
-            words += ["--min-support", "none" if support is None else f"{support:g}"]
-            words.append("--skip-degenerate" if getattr(config, "skip_degenerate", False) else "--no-skip-degenerate")
-        if getattr(config, "k", None) is not None:
-            words += ["-k", str(config.k)]
-        if getattr(config, "min_rel", 1) != 1:
-            words += ["--min-rel", str(config.min_rel)]
-        model = getattr(config, "user_model", None)
-        model = model.value if isinstance(model, enum.Enum) else model
-        if model not in (None, "step"):
-            words += ["--user-model", model, "--patience", f"{config.patience:g}"]
-            if model == "gerr":
-                words += ["--utility", f"{config.utility:g}"]
-        if getattr(config, "n_boot", 1000) != 1000:
-            words += ["--boot", str(config.n_boot)]
-        if getattr(config, "level", 0.95) != 0.95:
-            words += ["--level", f"{config.level:g}"]
-        words += ["--seed", str(self.seed)]
-        return shlex.join(words)
+    def argv(self) -> list[str]:
+        """The command's words after ``python -m fairrag_core``, derived from the option declarations of the
+        record's settings (:mod:`fairrag_core.options`) and of its inputs: every value that differs from the command
+        line's default, the seed the run used, and the collection, retriever and models.
+
+        Raises:
+            InvalidParameterError: the settings hold a value that no option sets (no command reproduces them).
+        """
+        words = _COMMANDS.get(self.kind)
+        if words is None:  # a new kind of run (e.g. a stored comparison) adds its command here
+            raise InvalidParameterError(f"no reproduce command is declared for runs of kind {self.kind.value!r}; "
+                                        "add one to record._COMMANDS")
+        return words(self)
 
 
-def _alpha_text(alpha: float) -> str:
-    return "inf" if math.isinf(alpha) else f"{alpha:g}"
+def _sweep_argv(record: RunRecord) -> list[str]:
+    """``exposure-sweep`` or ``sweep`` (a sweep saved from the Audit page too): inputs, then the settings."""
+    kind, _, model = record.retriever.partition(":")
+    inputs = [Entry(COLLECTION, record.collection), Entry(RETRIEVER, kind), Entry(MODEL, model or None)]
+    if record.answers:
+        # runs saved before prompt styles were recorded used the original short prompt
+        inputs += [Entry(GENERATOR, record.generator), Entry(NLI, _attributor_name(record.attributor)),
+                   Entry(PROMPT_STYLE, record.prompt_style or "short")]
+    entries = setting_entries(record.config, values={"seed": record.seed})
+    return ["sweep" if record.answers else "exposure-sweep", *argv(inputs + entries)]
+
+
+def _audit_log_argv(record: RunRecord) -> list[str]:
+    """``audit-log LOG``: the log audit's settings; the citation rule only when a judge attributed."""
+    judged = record.attributor is not None
+    inputs = [Entry(COLLECTION, record.collection)] + ([Entry(NLI, _attributor_name(record.attributor))]
+                                                       if judged else [])
+    entries = setting_entries(record.config, values={"seed": record.seed}, skip_groups=() if judged else ("citation",))
+    return ["audit-log", *argv(inputs + entries)]
+
+
+#: The command that reproduces each kind of run. TODO(comparisons): a stored comparison of two runs adds its kind to
+#: RunKind and a function here that returns its words (``compare-runs QRELS A B`` + its settings' entries).
+_COMMANDS: dict[RunKind, Callable[[RunRecord], list[str]]] = {
+    RunKind.EXPOSURE_SWEEP: _sweep_argv, RunKind.RAG_SWEEP: _sweep_argv, RunKind.AUDIT: _sweep_argv,
+    RunKind.AUDIT_LOG: _audit_log_argv,
+}
 
 
 def _attributor_name(attributor: str | None) -> str:

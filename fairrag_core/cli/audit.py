@@ -9,12 +9,11 @@ Diaz et al., CIKM 2020 (expected exposure); Kim & Diaz 2025 (the step model).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import shlex
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -30,56 +29,51 @@ from ..audit.served import (
     summarise_run,
     unjudged_queries,
 )
-from ..data import DEMO_COLLECTIONS
-from ..metrics.expeval import METRICS, Bounds, ExposureSettings, UserModel
-from ..record import command_path
+from ..metrics.expeval import METRICS, ExposureSettings, UserModel
+from ..option_types import level_arg, positive_arg
+from ..options import JSON, SEED, Entry, Kind, Option, add_option, add_options, argv, option, setting_entries
 from ..seeds import new_seed
-from .common import positive_arg, seed_arg
+from .common import settings
 
-__all__ = ["register"]
+__all__ = ["register", "ServedOptions", "EvaluateOptions", "CompareOptions"]
 
-
-def _unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
-    return value
+#: The files the commands read (printed by :func:`~fairrag_core.options.command_path` in the reproduce command).
+QRELS = Option(("qrels",), "qrels file (expeval or TREC format) or a collection name/folder", path=True)
+RUN = Option(("run",), "run file (.gz too)", path=True)
+RUN_A = Option(("run_a",), "run A (e.g. the new system)", path=True)
+RUN_B = Option(("run_b",), "run B (e.g. the baseline)", path=True)
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-u", "--user-model", default="gerr", choices=[m.value for m in UserModel],
-                   help="browsing model: gerr (default), rbp, or step (Fair RAG's machine user; needs -k)")
-    p.add_argument("-p", "--patience", type=_unit, default=0.5,
-                   help="patience p: probability of reading on to the next rank (gerr, rbp; default 0.5)")
-    p.add_argument("-r", "--utility", type=_unit, default=0.5,
-                   help="utility u: probability of stopping after a relevant document (gerr; default 0.5)")
-    p.add_argument("-k", type=positive_arg, default=None, help="documents the step user reads (--user-model step)")
-    p.add_argument("-B", "--binarize", action="store_true", help="binary relevance (grade > 0 → 1)")
-    p.add_argument("-C", "--complete", action="store_true",
-                   help="complete judgments (every qrels line is judged, grade 0 and -1 too); use for re-ranking")
-    p.add_argument("-U", "--unnormalized", action="store_true", help="unnormalised metrics")
-    p.add_argument("-G", "--groups", action="store_true", help="group exposure (the qrels' group ids)")
-    p.add_argument("--bounds", default="expeval", choices=[b.value for b in Bounds],
-                   help="normalisation bounds: expeval's (default, identical numbers) or corrected (fixes expeval's "
-                        "constant/negative values; see fairrag_core.metrics.expeval)")
-    p.add_argument("--group-by", default="provider",
-                   help="when QRELS is a collection: group documents by provider (default) or by a category")
-    p.add_argument("--format", default="auto", choices=["auto", "trec", "trec-fair-2022"],
-                   help="run format (default: auto-detect)")
-    p.add_argument("--seed", type=seed_arg, default=None, help="bootstrap seed, 0 to 2**63-1 (default: fresh, printed)")
-    p.add_argument("--n-boot", type=positive_arg, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+@dataclass(frozen=True, kw_only=True)
+class ServedOptions:
+    """What ``evaluate-run`` and ``compare-runs`` read besides the user model (:class:`ExposureSettings`): how the
+    files are read, and the bootstrap."""
+
+    group_by: str = option("--group-by", default="provider",
+                           help="when QRELS is a collection: group documents by provider or by a category")
+    format: str = option("--format", default="auto", choices=("auto", "trec", "trec-fair-2022"),
+                         help="run format (auto: detect it)")
+    seed: int | None = SEED.field(default=None)
+    n_boot: int = option("--n-boot", default=1000, parse=positive_arg, help="bootstrap resamples")
+    level: float = option("--level", default=0.95, parse=level_arg, help="interval level")
 
 
-def _level(text: str) -> float:
-    value = _unit(text)
-    if value in (0.0, 1.0):
-        raise argparse.ArgumentTypeError(f"expected a level strictly between 0 and 1, e.g. 0.95, got {text!r}")
-    return value
+@dataclass(frozen=True, kw_only=True)
+class EvaluateOptions(ServedOptions):
+    """``evaluate-run``'s own: the readable report with intervals, and the TREC Fair 2022 measures."""
+
+    ci: bool = option("--ci", kind=Kind.ON, default=False,
+                      help="readable report with intervals: per query over its samples, means over queries")
+    awrf: int | None = option("--awrf", default=None, parse=positive_arg, metavar="K",
+                              help="also nDCG@K and AWRF@K (TREC Fair 2022) per query, from the qrels' groups")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions(ServedOptions):
+    """``compare-runs``'s own: the randomization test's sign flips."""
+
+    n_permutations: int = option("--n-permutations", default=10000, parse=positive_arg,
+                                 help="random sign flips when there are more than 16 queries")
 
 
 def register(sub) -> None:
@@ -92,13 +86,9 @@ def register(sub) -> None:
                     "(rel -1 = unjudged), or a collection name/folder. Prints expeval's per-query lines, then the "
                     "means as 'all'.",
     )
-    p.add_argument("qrels", help="qrels file (expeval or TREC format) or a collection name/folder")
-    p.add_argument("run", help="run file (.gz too)")
-    _model_options(p)
-    p.add_argument("--ci", action="store_true",
-                   help="readable report with intervals: per query over its samples, means over queries")
-    p.add_argument("--awrf", type=positive_arg, default=None, metavar="K",
-                   help="also nDCG@K and AWRF@K (TREC Fair 2022) per query, from the qrels' groups")
+    for opt in (QRELS, RUN):
+        add_option(p, opt)
+    _add_options(p, EvaluateOptions)
     p.set_defaults(handler=_cmd_evaluate)
 
     p = sub.add_parser(
@@ -107,19 +97,32 @@ def register(sub) -> None:
                     "bootstrap interval over queries and the p-value of a two-sided paired randomization "
                     "(sign-flip) test (exact up to 16 queries); the paired t-test's p-value beside it.",
     )
-    p.add_argument("qrels", help="qrels file (expeval or TREC format) or a collection name/folder")
-    p.add_argument("run_a", help="run A (e.g. the new system)")
-    p.add_argument("run_b", help="run B (e.g. the baseline)")
-    _model_options(p)
-    p.add_argument("--n-permutations", type=positive_arg, default=10000,
-                   help="random sign flips when there are more than 16 queries (default 10000)")
+    for opt in (QRELS, RUN_A, RUN_B):
+        add_option(p, opt)
+    _add_options(p, CompareOptions)
     p.set_defaults(handler=_cmd_compare)
 
 
-def _model(args) -> dict:
-    return {"user_model": args.user_model, "patience": args.patience, "utility": args.utility, "k": args.k,
-            "binarize": args.binarize, "complete": args.complete, "normalize": not args.unnormalized,
-            "groups": args.groups, "bounds": args.bounds}
+def _add_options(p, cls: type) -> None:
+    add_options(p, ExposureSettings)
+    add_options(p, cls)
+    add_option(p, JSON)
+
+
+def _read(cls: type, args) -> tuple[ExposureSettings, ServedOptions]:
+    """The user model and the command's options; the seed drawn now when none was given (printed, so it reruns)."""
+    model = settings(ExposureSettings, args)
+    options = settings(cls, args)
+    if options.seed is None:
+        options = settings(cls, args, seed=new_seed())
+    return model, options
+
+
+def _model(settings: ExposureSettings) -> dict:
+    """The user model as keyword arguments of :func:`~fairrag_core.audit.served.evaluate_run` and its siblings."""
+    return {"user_model": settings.user_model.value, "patience": settings.patience, "utility": settings.utility,
+            "k": settings.k, "binarize": settings.binarize, "complete": settings.complete,
+            "normalize": settings.normalize, "groups": settings.groups, "bounds": settings.bounds.value}
 
 
 def _describe(settings: ExposureSettings) -> str:
@@ -167,42 +170,22 @@ def _means(table: pd.DataFrame) -> dict[str, float]:
     return {m: float(table[m].mean()) if len(table) else math.nan for m in METRICS}
 
 
-def _input_path(value: str) -> str:
-    """A file argument as a reproduce command should name it (:func:`~fairrag_core.record.command_path`): relative
-    under the current directory, else absolute; a collection name stays a name."""
-    if value in DEMO_COLLECTIONS or not os.path.exists(value):
-        return value
-    return command_path(os.path.abspath(value))
-
-
-def _command(args, extra: list[str]) -> str:
-    words = ["python", "-m", "fairrag_core", args.command, *map(_input_path, extra), "-u", args.user_model]
-    if args.user_model == "step":
-        words += ["-k", str(args.k)]
-    else:
-        words += ["-p", f"{args.patience:g}"] + (["-r", f"{args.utility:g}"] if args.user_model == "gerr" else [])
-    words += [flag for flag, on in (("-B", args.binarize), ("-C", args.complete), ("-U", args.unnormalized),
-                                    ("-G", args.groups)) if on]
-    if args.bounds != "expeval":
-        words += ["--bounds", args.bounds]
-    if args.group_by != "provider":
-        words += ["--group-by", args.group_by]
-    if args.format != "auto":
-        words += ["--format", args.format]
-    if getattr(args, "awrf", None):
-        words += ["--awrf", str(args.awrf)]
-    return shlex.join(words + ["--seed", str(args.seed), "--n-boot", str(args.n_boot), "--level", f"{args.level:g}"])
+def _command(command: str, files: list[tuple[Option, str]], model: ExposureSettings, options: ServedOptions,
+             *extra: str) -> str:
+    """The command that reproduces this evaluation, from the option declarations of its files and settings."""
+    entries = [Entry(opt, path) for opt, path in files] + setting_entries(model) + setting_entries(options)
+    return shlex.join(["python", "-m", "fairrag_core", command, *argv(entries), *extra])
 
 
 def _cmd_evaluate(args, out) -> int:
-    settings = ExposureSettings(**_model(args))
-    run = as_run(args.run, run_format=args.format)
-    judgments = as_judgments(args.qrels, groups_by=args.group_by)
-    table = evaluate_run(run, judgments, **_model(args))
-    skipped = unjudged_queries(run, judgments, binarize=args.binarize, complete=args.complete)
-    awrf = evaluate_run_awrf(run, judgments, cutoff=args.awrf) if args.awrf else None
-    notes = _notes(table, skipped, settings)
-    if not (args.ci or args.json):
+    model, opts = _read(EvaluateOptions, args)
+    run = as_run(args.run, run_format=opts.format)
+    judgments = as_judgments(args.qrels, groups_by=opts.group_by)
+    table = evaluate_run(run, judgments, **_model(model))
+    skipped = unjudged_queries(run, judgments, binarize=model.binarize, complete=model.complete)
+    awrf = evaluate_run_awrf(run, judgments, cutoff=opts.awrf) if opts.awrf else None
+    notes = _notes(table, skipped, model)
+    if not (opts.ci or args.json):
         for qid, row in table.iterrows():
             for metric in METRICS:
                 print(f"{metric}\t{qid}\t{row[metric]:f}", file=out)
@@ -217,19 +200,19 @@ def _cmd_evaluate(args, out) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         return 0
-    args.seed = new_seed() if args.seed is None else args.seed
-    summary = summarise_run(table, n_boot=args.n_boot, level=args.level, seed=args.seed) if len(table) else None
+    summary = summarise_run(table, n_boot=opts.n_boot, level=opts.level, seed=opts.seed) if len(table) else None
     # our reports show a value only where it is measured: expeval's stand-in for equal bounds becomes null / "—"
     reported = table.copy()
     for metric in METRICS:
         reported.loc[[metric in str(u).split(",") for u in reported["undefined"]], metric] = np.nan
-    intervals = (bootstrap_run(run, judgments, n_boot=args.n_boot, level=args.level, seed=args.seed, **_model(args))
-                 if args.ci else None)
-    command = _command(args, [args.qrels, args.run]) + (" --ci" if args.ci else "") + (" --json" if args.json else "")
+    intervals = (bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
+                 if opts.ci else None)
+    command = _command("evaluate-run", [(QRELS, args.qrels), (RUN, args.run)], model, opts,
+                       *(["--json"] if args.json else []))
     if args.json:
         payload = {"run": {"run_id": run.run_id, "format": run.format.value, "source": run.source,
                            "queries": len(run), "lines": run.n_lines},
-                   "qrels": judgments.source, "settings": settings.to_dict(), "seed": args.seed,
+                   "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
                    "queries": json.loads(reported.reset_index().to_json(orient="records")),
                    "mean": None if summary is None else json.loads(summary.reset_index().to_json(orient="records")),
                    "skipped_queries": skipped, "notes": notes, "command": command}
@@ -239,25 +222,25 @@ def _cmd_evaluate(args, out) -> int:
             payload["awrf"] = json.loads(awrf.reset_index().to_json(orient="records"))
         print(json.dumps(payload, indent=2), file=out)
         return 0
-    _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, args, command, out)
+    _print_report(run, judgments, model, table, summary, intervals, awrf, notes, opts, command, out)
     return 0
 
 
-def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, args, command, out) -> None:
+def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, opts, command, out) -> None:
     samples = sorted({int(n) for n in table["n_samples"] if n})
     print(f"Run {run.run_id} ({run.format.value}, {len(run)} queries, {run.n_lines} ranked lines; samples per query: "
           f"{', '.join(map(str, samples[:3])) + (' …' if len(samples) > 3 else '') or 'none'}) judged by "
           f"{judgments.source}", file=out)
     print(f"User model {_describe(settings)}; {len(table)} judged queries\n", file=out)
     if summary is not None:
-        print(f"Mean over queries (plug-in mean; {args.level:.0%} percentile bootstrap interval over "
+        print(f"Mean over queries (plug-in mean; {opts.level:.0%} percentile bootstrap interval over "
               f"{summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
             value = "       —" if pd.isna(row.estimate) else f"{row.estimate:8.4f}"
             interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"
             print(f"  {metric:<11} {value}  {interval}   {DIRECTION[metric]} (over {row.n_queries} queries)",
                   file=out)
-    print(f"\nPer query ({args.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
+    print(f"\nPer query ({opts.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
           "estimate with a basic interval, the plug-in beside it; relevance: plug-in with a percentile interval):",
           file=out)
     for qid in table.index:
@@ -282,29 +265,28 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
 
 
 def _cmd_compare(args, out) -> int:
-    settings = ExposureSettings(**_model(args))
-    args.seed = new_seed() if args.seed is None else args.seed
-    judgments = as_judgments(args.qrels, groups_by=args.group_by)
-    run_a, run_b = as_run(args.run_a, run_format=args.format), as_run(args.run_b, run_format=args.format)
-    result = compare_runs(run_a, run_b, judgments, n_boot=args.n_boot, n_permutations=args.n_permutations,
-                          level=args.level, seed=args.seed, **_model(args))
-    command = _command(args, [args.qrels, args.run_a, args.run_b])
+    model, opts = _read(CompareOptions, args)
+    judgments = as_judgments(args.qrels, groups_by=opts.group_by)
+    run_a, run_b = as_run(args.run_a, run_format=opts.format), as_run(args.run_b, run_format=opts.format)
+    result = compare_runs(run_a, run_b, judgments, n_boot=opts.n_boot, n_permutations=opts.n_permutations,
+                          level=opts.level, seed=opts.seed, **_model(model))
+    command = _command("compare-runs", [(QRELS, args.qrels), (RUN_A, args.run_a), (RUN_B, args.run_b)], model, opts)
     if args.json:
         payload = {"run_a": run_a.run_id, "run_b": run_b.run_id, "qrels": judgments.source,
-                   "settings": settings.to_dict(), "seed": args.seed,
+                   "settings": model.to_dict(), "seed": opts.seed,
                    "metrics": json.loads(result.reset_index().to_json(orient="records")), "command": command}
         print(json.dumps(payload, indent=2), file=out)
         return 0
     n = int(result["n_queries"].iloc[0])
     print(f"Run A {run_a.run_id} vs run B {run_b.run_id} on {n} judged queries ({judgments.source})", file=out)
-    print(f"User model {_describe(settings)}\n", file=out)
-    print(f"  {'metric':<11} {'A':>8} {'B':>8} {'A − B':>9}  {args.level:.0%} interval        p (rand.)  p (t)   ",
+    print(f"User model {_describe(model)}\n", file=out)
+    print(f"  {'metric':<11} {'A':>8} {'B':>8} {'A − B':>9}  {opts.level:.0%} interval        p (rand.)  p (t)   ",
           file=out)
     for metric, row in result.iterrows():
         print(f"  {metric:<11} {row.mean_a:8.4f} {row.mean_b:8.4f} {row.difference:+9.4f}  "
               f"[{row.low:+.4f}, {row.high:+.4f}]  {row.p_value:9.4f}  {row.p_value_t:.4f}  {DIRECTION[metric]}",
               file=out)
-    exact = "exact over all 2^n sign vectors" if n <= 16 else f"{args.n_permutations} random sign vectors"
+    exact = "exact over all 2^n sign vectors" if n <= 16 else f"{opts.n_permutations} random sign vectors"
     print(f"\nA − B: mean of the per-query differences (plug-in) with a percentile bootstrap interval over queries; "
           f"p: paired randomization (sign-flip) test, two-sided, {exact}; p (t): paired t-test.", file=out)
     print(f"Reproduce: {command}", file=out)

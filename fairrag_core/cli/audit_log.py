@@ -7,31 +7,24 @@ target, every headline with a percentile bootstrap interval over queries.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
+from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
+from ..options import COLLECTION, DEVICE, JSON, NLI, add_option
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_citation_rule, citation_settings, keep_run, positive_arg, seed_arg, whole_arg
+from .common import add_settings, keep_run, settings
 
-__all__ = ["register"]
+__all__ = ["register", "read_log"]
 
-_SOURCES = ("auto", "none", "logged", "judge", "both")
-
-
-def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a level between 0 and 1, e.g. 0.95, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a level between 0 and 1, e.g. 0.95, got {text!r}")
-    return value
+#: Suffixes of a RAG log; any other file is read as a served run (expeval/TREC with samples, TREC Fair 2022).
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 
 def register(sub) -> None:
@@ -42,36 +35,19 @@ def register(sub) -> None:
                     "order given to the generator) and optional query, answer, citations, session, timestamp. "
                     "Lines with the same query_id are that query's served rankings. Attribution comes from the "
                     "logged citations (cited by the system), the NLI judge (entailed per the judge; slow: one "
-                    "call per new document-answer pair) or both side by side.",
+                    "call per new document-answer pair) or both side by side. A served run file (expeval/TREC with "
+                    "samples, TREC Fair 2022) is read as a log of its samples, without answers.",
     )
-    p.add_argument("log", help="the RAG log (.jsonl)")
-    p.add_argument("--collection", default="running-shoes",
-                   help="the collection the system retrieved from: a demo name or a folder with corpus.jsonl|csv, "
-                        "queries.jsonl, qrels.txt (qrels give EE-R and the fair target)")
-    p.add_argument("--attribution", default="auto", choices=_SOURCES,
-                   help="auto (default: logged citations if the log has them, else none), none, logged, judge (NLI), "
-                        "or both side by side")
-    p.add_argument("--nli", default=None, help="NLI attributor for judge/both (default: the offline qwen-judge)")
-    p.add_argument("--device", default=None, help="device of the NLI attributor: auto (default), cpu, cuda")
-    add_citation_rule(p, control=False)  # what "entailed per the judge" means: the app's fitted rule by default
-    p.add_argument("-k", "--k", type=positive_arg, default=None, dest="k",
-                   help="documents the generator read (default: the longest ranking); set it when the log's "
-                        "rankings are longer than what the generator saw")
-    p.add_argument("--min-rel", type=whole_arg, default=1,
-                   help="qrels grade from which a document is useful (default 1)")
-    p.add_argument("--user-model", default="step", choices=["step", "gerr", "rbp"],
-                   help="step (default: the paper's 1[i ≤ k], EE-D and EE-R) or also expeval's gerr/rbp on the whole "
-                        "rankings (normalised disparity, relevance, difference per labelled query)")
-    p.add_argument("--patience", type=float, default=0.5, help="gerr/rbp patience p (default 0.5)")
-    p.add_argument("--utility", type=float, default=0.5, help="gerr utility u (default 0.5)")
-    p.add_argument("--seed", type=seed_arg, default=None,
-                   help="bootstrap seed, 0 to 2**63-1 (default: fresh, printed so you can rerun)")
-    p.add_argument("--boot", type=positive_arg, default=1000, help="bootstrap resamples over queries (default 1000)")
-    p.add_argument("--level", type=_level, default=0.95, help="interval level (default 0.95)")
+    add_settings(p, LogAuditConfig, only=("log",))
+    add_option(p, COLLECTION)
+    add_option(p, replace(NLI, help="NLI attributor for judge/both", default_text="the offline qwen-judge"))
+    add_option(p, DEVICE)
+    # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
+    add_settings(p, LogAuditConfig, skip=("log",))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the audit in the run store")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_option(p, JSON)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
     p.set_defaults(handler=_cmd_audit_log)
 
@@ -100,18 +76,29 @@ def _chunk_printer():
     return progress
 
 
+def read_log(path: str, collection):
+    """The log at ``path`` checked against ``collection``: a JSONL RAG log, or a served run file read as a log of
+    its samples (as the app reads an upload, so that the command the app prints for a run file reruns here)."""
+    from ..data import RagLog, load_rag_log
+    from ..data.served import load_run
+
+    if Path(path).suffix.lower() in LOG_SUFFIXES or not Path(path).is_file():
+        return load_rag_log(path, collection=collection)
+    log = RagLog.from_served(load_run(path))
+    log.check_against(collection)
+    return log
+
+
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
-    from ..audit.rag_log import LogAuditConfig, audit_rag_log
-    from ..data import load_collection, load_rag_log
+    from ..audit.rag_log import audit_rag_log
+    from ..data import load_collection
 
+    config = settings(LogAuditConfig, args)
     collection = load_collection(args.collection)
-    log = load_rag_log(args.log, collection=collection)
-    config = LogAuditConfig(log=str(args.log), k=args.k, attribution=args.attribution, min_rel=args.min_rel,
-                            n_boot=args.boot, level=args.level, seed=args.seed, user_model=args.user_model,
-                            patience=args.patience, utility=args.utility, **citation_settings(args))
+    log = read_log(args.log, collection)
     attributor = None
-    if args.attribution in ("judge", "both"):
+    if config.attribution.value in ("judge", "both"):
         from ..rag.attribution import load_attributor
 
         attributor = load_attributor(args.nli, device=args.device)

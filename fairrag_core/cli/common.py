@@ -1,91 +1,48 @@
-"""What every command shares: argument types (one α parser, one list parser), the common options, loading a
-collection with its retriever, and small text renderers."""
+"""What every command shares: the inputs and settings options (declared once in :mod:`fairrag_core.options` and on
+the settings fields), the citation rule's command-line defaults, keeping a finished run, loading a collection with
+its retriever, and small text renderers."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ..checks import parse_alpha, parse_alphas, parse_list
-from ..data import DEMO_COLLECTIONS, Collection, load_collection
-from ..errors import FairRAGError, InvalidParameterError, StoreError
-from ..metrics.utility import UtilityMetric
+from ..checks import parse_list
+from ..data import Collection as DataCollection
+from ..data import load_collection
+from ..errors import FairRAGError, StoreError
+from ..option_types import (
+    alpha_arg,
+    alphas_arg,
+    count_arg,
+    optional_float,
+    positive_arg,
+    seed_arg,
+    whole_arg,
+)
+from ..options import (
+    COLLECTION,
+    DEVICE,
+    GENERATOR,
+    JSON,
+    MODEL,
+    NLI,
+    PROMPT_STYLE,
+    RETRIEVER,
+    add_option,
+    add_options,
+    options_of,
+    settings_from_args,
+)
 from ..retrieval import Retriever, RetrieverKind, build_retriever
-from ..seeds import MAX_SEED, check_seed
+from ..settings import SamplingSettings
 
-__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "add_common", "add_models",
-           "citation_settings", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined",
-           "METRIC_NAMES"]
-
-
-def _argument_type(parse, name: str):
-    def convert(text: str):
-        try:
-            return parse(text)
-        except InvalidParameterError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-
-    convert.__name__ = name  # argparse names the type in its messages
-    return convert
-
-
-#: ``--alpha``: a number ≥ 0 or ``inf`` (the deterministic ranker); the app parses α the same way.
-alpha_arg = _argument_type(parse_alpha, "alpha")
-#: ``--alphas``: a comma-separated α grid.
-alphas_arg = _argument_type(parse_alphas, "alphas")
-
-
-def positive_arg(text: str) -> int:
-    try:
-        value = whole_arg(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
-def whole_arg(text: str) -> int:
-    """A whole number written in ASCII digits, optionally signed (``int()`` would also take ``1_0`` and ``٣``)."""
-    body = text.strip()
-    digits = body[1:] if body[:1] in "+-" else body
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19:
-        raise argparse.ArgumentTypeError(f"expected a whole number (digits 0-9, at most 19), got {text!r}")
-    return int(body)
-
-
-def count_arg(text: str) -> int:
-    """A whole number ≥ 0 (how many to show, folds, …)."""
-    try:
-        value = whole_arg(text)
-    except argparse.ArgumentTypeError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 0, got {text!r}")
-    return value
-
-
-def seed_arg(text: str) -> int:
-    """``--seed``: a whole number from 0 to 2**63 − 1 (:func:`fairrag_core.seeds.check_seed`)."""
-    try:
-        return check_seed(whole_arg(text))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 0 to {MAX_SEED} (e.g. --seed 42), got "
-                                         f"{text!r}") from None
-    except InvalidParameterError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def optional_float(text: str) -> float | None:
-    """A number, or ``none`` for "no such rule"."""
-    if text.strip().lower() in ("none", "off", "argmax"):
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "optional_float",
+           "add_inputs", "add_settings", "settings", "add_common", "fitted_citation", "keep_run", "Kept",
+           "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined", "METRIC_NAMES"]
 
 
 def id_list(text: str | None) -> tuple[str, ...]:
@@ -93,89 +50,62 @@ def id_list(text: str | None) -> tuple[str, ...]:
     return parse_list(text)
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--collection", default="running-shoes",
-                        help=f"demo collection ({', '.join(DEMO_COLLECTIONS)}) or a folder with corpus.jsonl|csv, "
-                             "queries.jsonl, qrels.txt (default: running-shoes)")
-    parser.add_argument("--retriever", default="bm25", choices=[k.value for k in RetrieverKind],
-                        help="first-stage scorer (default: bm25); dense uses the offline MiniLM unless --model")
-    parser.add_argument("--model", default=None, help="dense model: short name (minilm), HF id or local folder")
-    parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps (dense retriever only)")
-    parser.add_argument("-k", type=positive_arg, default=5,
-                        help="documents per ranking passed to the generator (default 5)")
-    parser.add_argument("--samples", "-N", type=positive_arg, default=100, help="sampled rankings N (default 100)")
-    parser.add_argument("--seed", type=seed_arg, default=None,
-                        help="random seed, 0 to 2**63-1 (default: fresh, printed so you can rerun)")
-    parser.add_argument("--candidates", type=positive_arg, default=None,
-                        help="first-stage cut-off K: sample among the top K only (default: every document)")
-    parser.add_argument("--min-rel", type=whole_arg, default=1,
-                        help="qrels grade from which a document counts as useful for EE-R (default 1)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-
-
-def add_models(parser: argparse.ArgumentParser, *, attributor: bool = True) -> None:
-    from ..models.catalog import DEFAULTS, GENERATORS
-    from ..rag.pipeline import PromptOrder
-
-    parser.add_argument("--generator", default=DEFAULTS["generator"],
-                        help=f"generator: {', '.join(GENERATORS)}, any HF id or folder "
-                             f"(default {DEFAULTS['generator']})")
-    if attributor:
-        parser.add_argument("--nli", default=DEFAULTS["attributor"],
-                            help="NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder")
-    parser.add_argument("--prompt-order", default="sampled", choices=[o.value for o in PromptOrder],
-                        help="order of the k documents in the prompt: as sampled (paper, default) or by retrieval "
-                             "score (identical sets then share one generation)")
-    parser.add_argument("--metric", default="rougeL", choices=[m.value for m in UtilityMetric],
-                        help="utility metric against the gold answer (default rougeL)")
+def add_inputs(parser: argparse.ArgumentParser, *, models: bool = False, attributor: bool = True) -> None:
+    """The run's inputs: ``--collection``, ``--retriever``, ``--model``, ``--device`` and, with ``models``, the
+    generator, its prompt style and (with ``attributor``) the NLI attributor, with their defaults from the model
+    catalog and the default answer preset."""
+    add_option(parser, COLLECTION)
+    add_option(parser, RETRIEVER, choices=[k.value for k in RetrieverKind])
+    add_option(parser, MODEL)
+    add_option(parser, DEVICE)
+    if not models:
+        return
+    from ..models.catalog import DEFAULTS
     from ..rag.generation import PROMPT_STYLES
     from ..rag.presets import DEFAULT_PRESET, PRESETS
 
-    preset = PRESETS[DEFAULT_PRESET]
-    parser.add_argument("--prompt-style", default=preset.style, choices=list(PROMPT_STYLES),
-                        help=f"how the generator is asked (default {preset.style}; 'short' is the original few-word "
-                             "prompt; docs/answers.md compares them)")
+    add_option(parser, GENERATOR, default=DEFAULTS["generator"])
     if attributor:
-        add_citation_rule(parser)
+        add_option(parser, NLI, default=DEFAULTS["attributor"])
+    add_option(parser, PROMPT_STYLE, default=PRESETS[DEFAULT_PRESET].style, choices=list(PROMPT_STYLES))
 
 
-def add_citation_rule(parser: argparse.ArgumentParser, *, control: bool = True) -> None:
-    """The citation rule's options, defaulting to the Fast preset's fitted rule (docs/answers.md); ``control``:
-    offer the control-document margin (not for RAG logs, which have no retrieved pool)."""
+def fitted_citation() -> dict[str, Any]:
+    """The command line's default citation rule: the default answer preset's fitted rule (docs/answers.md), as
+    settings fields (the dataclasses default to the paper's rule)."""
+    from ..rag.citations import CitationSettings
     from ..rag.presets import DEFAULT_PRESET, PRESETS
 
-    rule = PRESETS[DEFAULT_PRESET].citation
-    parser.add_argument("--per-claim", action=argparse.BooleanOptionalAction, default=rule.per_claim,
-                        help="judge each sentence of an answer; a document is cited when it entails one "
-                             f"(default {'on' if rule.per_claim else 'off'})")
-    parser.add_argument("--entail-threshold", type=optional_float, default=rule.threshold,
-                        help=f"cite when P(entailment) reaches this (default {rule.threshold}; 'none': entailment "
-                             "is the most likely class, as in the paper)")
-    if control:
-        parser.add_argument("--control-margin", type=optional_float, default=rule.control_margin,
-                            help="cite only when P(entailment) beats an unseen on-topic control document by this "
-                                 f"much (default {rule.control_margin}; 'none': no control document)")
-    parser.add_argument("--min-support", type=optional_float, default=rule.min_support,
-                        help="cite only when this share of the answer's own words (not the question's) occurs "
-                             f"in the document (default {rule.min_support}; 'none': no lexical check)")
-    parser.add_argument("--skip-degenerate", action=argparse.BooleanOptionalAction, default=rule.skip_degenerate,
-                        help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites "
-                             f"nothing (default {'on' if rule.skip_degenerate else 'off'})")
-    parser.add_argument("--paper-citations", action="store_true",
-                        help="the paper's rule: the whole answer, entailment the most likely class, no control, "
-                             "no lexical check")
+    return CitationSettings.citation_fields(PRESETS[DEFAULT_PRESET].citation)
 
 
-def citation_settings(args) -> dict:
-    """The citation rule of ``args`` (:func:`add_citation_rule`) as RagConfig / RagSweepConfig / LogAuditConfig
-    keyword arguments."""
-    from ..rag.citations import CitationPolicy, CitationSettings
+def add_settings(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[str] = (),
+                 only: Collection[str] | None = None, defaults: dict[str, Any] | None = None) -> None:
+    """The options of the settings class ``cls`` (:func:`fairrag_core.options.add_options`); when it has the citation
+    rule, its defaults are the fitted rule and ``--paper-citations`` is offered."""
+    names = options_of(cls)
+    citation = any(o.group == "citation" for n, o in names.items()
+                   if n not in skip and (only is None or n in only))
+    add_options(parser, cls, skip=skip, only=only, defaults={**(fitted_citation() if citation else {}),
+                                                             **(defaults or {})})
+    if citation:
+        parser.add_argument("--paper-citations", action="store_true",
+                            help="the paper's rule: the whole answer, entailment the most likely class, no control, "
+                                 "no lexical check (every citation option at its settings default)")
 
-    if getattr(args, "paper_citations", False):
-        return CitationSettings.citation_fields(CitationPolicy())
-    return CitationSettings.citation_fields(CitationPolicy(
-        per_claim=args.per_claim, threshold=args.entail_threshold, control_margin=getattr(args, "control_margin", None),
-        skip_degenerate=args.skip_degenerate, min_support=args.min_support))
+
+def settings(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
+    """The settings ``cls`` of the parsed ``args`` (:func:`add_settings`); ``--paper-citations`` resets the rule."""
+    reset = ("citation",) if getattr(args, "paper_citations", False) else ()
+    return settings_from_args(cls, args, reset=reset, **overrides)
+
+
+def add_common(parser: argparse.ArgumentParser, cls: type = SamplingSettings, *, models: bool = False,
+               attributor: bool = True, **options: Any) -> None:
+    """Inputs (:func:`add_inputs`), the settings options of ``cls`` (:func:`add_settings`) and ``--json``."""
+    add_inputs(parser, models=models, attributor=attributor)
+    add_settings(parser, cls, **options)
+    add_option(parser, JSON)
 
 
 @dataclass(frozen=True)
@@ -221,7 +151,7 @@ def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str
     return Kept(run_id, tuple(problems))
 
 
-def load_inputs(args) -> tuple[Collection, Retriever]:
+def load_inputs(args) -> tuple[DataCollection, Retriever]:
     """The collection and first-stage retriever named by the common options."""
     collection = load_collection(args.collection)
     retriever = build_retriever(args.retriever, collection.texts, model=args.model, device=args.device)

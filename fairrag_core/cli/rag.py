@@ -9,24 +9,24 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..data.export import write_table
-from ..rag.sweep import Usefulness
-from ..ranking import DEFAULT_ALPHAS
+from ..options import add_option
+from ..rag.pipeline import AnswerSettings, RagConfig
+from ..rag.sweep import RagSweepConfig
+from ..settings import SamplingSettings
 from .backend_options import add_backend, inputs_spec, models_spec, on_backend
 from .common import (
     METRIC_NAMES,
     add_common,
-    add_models,
-    alpha_arg,
-    alphas_arg,
-    citation_settings,
+    add_settings,
     fmt,
     id_list,
     keep_run,
     load_inputs,
     positive_arg,
     print_undefined,
+    settings,
 )
-from .ranking import rank_payload
+from .ranking import QUERY, rank_payload
 
 __all__ = ["register"]
 
@@ -39,19 +39,17 @@ def register(sub) -> None:
                     "with the NLI model, and report all six metrics of the Fair RAG paper. Offline by default: "
                     "SmolLM2-135M generates, Qwen2.5-1.5B judges entailment.",
     )
-    add_common(p)
-    add_models(p)
-    p.add_argument("--query", required=True, help="the question (one of the collection's queries gives EU and EE-R)")
-    p.add_argument("--alpha", type=alpha_arg, default=2.0, help="fairness knob α ≥ 0 (default 2)")
-    p.set_defaults(samples=20, handler=_cmd_rag)
+    add_common(p, RagConfig, models=True, skip=("oracle",))  # one query always answers the oracle's lists
+    add_option(p, QUERY)
+    p.set_defaults(handler=_cmd_rag)
 
     p = sub.add_parser(
         "label-utility", help="Algorithm 1: label each candidate useful when it improves the generator's answer",
         description="For every query: the closed-book answer gives u0; each candidate alone gives u; δ = u − u0 > 0 "
                     "means useful. Writes utility.<generator>.qrels (+ .tsv with u0, u, δ, answers).",
     )
-    add_common(p)
-    add_models(p, attributor=False)
+    add_common(p, SamplingSettings, models=True, attributor=False)
+    add_settings(p, AnswerSettings, only=("metric", "prompt_order"))
     p.add_argument("--depth", type=positive_arg, default=20,
                    help="first-stage candidates labelled per query (default 20)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
@@ -65,22 +63,12 @@ def register(sub) -> None:
                     "paper's Table 1 (slope and AUC of EE-R vs EE-D) and Table 2 (EU difference from the "
                     "deterministic baseline per EE-D interval, Welch t-test). Saves CSV/Parquet and the run store.",
     )
-    add_common(p)
-    add_models(p)
-    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS,
-                   help="comma-separated α grid (default 0,1,2,4,8)")
-    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
-    p.add_argument("--labels", choices=[u.value for u in Usefulness], default=None,
-                   help="usefulness labels for EE-R and the oracle (default: the generator's utility labels when "
-                        "they exist, else relevance)")
-    p.add_argument("--no-oracle", action="store_true",
-                   help="skip the stochastic oracle's answers (fewer generations; normalised EU then divides by the "
-                        "best answer of each run itself)")
+    add_common(p, RagSweepConfig, models=True)
     p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
     add_backend(p, unit="(query, α) with its own seeds")
-    p.set_defaults(samples=20, handler=_cmd_rag_sweep)
+    p.set_defaults(handler=_cmd_rag_sweep)
 
 
 def _generator(args):
@@ -117,25 +105,23 @@ def _rag_payload(run) -> dict:
 
 
 def _cmd_rag(args, out) -> int:
-    from ..rag import RagConfig, run_rag
+    from ..rag import run_rag
     from ..rag.attribution import load_attributor
 
+    config = settings(RagConfig, args)  # checked before any model loads
     collection, retriever = load_inputs(args)
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
-    config = RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
-                       candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                       prompt_order=args.prompt_order, **citation_settings(args))
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
     if args.json:
         print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
         return 0
     payload = _rag_payload(run)
     print(f"Query: {run.ranking.query_text}   gold answer: {payload['gold_answer'] or 'n/a'}", file=out)
-    print(f"{collection.name}, {run.ranking.retriever}, k={args.k}, N={args.samples}, α={args.alpha:g}, "
+    print(f"{collection.name}, {run.ranking.retriever}, k={config.k}, N={config.n_samples}, α={config.alpha:g}, "
           f"seed={run.ranking.seed}; generator {run.generator}, NLI {run.attributor}", file=out)
-    print(f"\n{len(run.answers)} distinct top-{args.k} lists → {len(run.answers)} generations "
-          f"(instead of {args.samples})\n", file=out)
+    print(f"\n{len(run.answers)} distinct top-{config.k} lists → {len(run.answers)} generations "
+          f"(instead of {config.n_samples})\n", file=out)
     for a in payload["answers"][:8]:
         cites = ", ".join(f"{c['doc_id']} ({c['provider']})" for c in a["citations"]) or "none"
         flagged = f"  [degenerate: {', '.join(a['flags'])}]" if a["flags"] else ""
@@ -198,20 +184,16 @@ def _cmd_label_utility(args, out) -> int:
 
 
 def _cmd_rag_sweep(args, out) -> int:
-    from ..rag import RagSweepConfig, disparity_quality_table, rag_sweep, utility_by_disparity_table
+    from ..rag import disparity_quality_table, rag_sweep, utility_by_disparity_table
     from ..rag.attribution import load_attributor
     from ..rag.labels import has_utility_labels
 
-    ids = id_list(args.queries)
     # settings are checked before any model loads (a typo in N should not cost a model load)
-    config = RagSweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
-                            candidates=args.candidates, min_rel=args.min_rel, metric=args.metric,
-                            usefulness=args.labels or "relevance", query_ids=ids, prompt_order=args.prompt_order,
-                            oracle=not args.no_oracle, **citation_settings(args))
+    config = settings(RagSweepConfig, args, usefulness=args.usefulness or "relevance")
     collection, retriever = load_inputs(args)
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
-    if args.labels is None:
+    if args.usefulness is None:
         labels = "utility" if has_utility_labels(args.collection, generator.name) else "relevance"
         if labels == "relevance":
             print(f"No utility labels for {generator.name} on {collection.name}: EE-R and the oracle use relevance "

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shlex
 
 import numpy as np
@@ -12,8 +11,9 @@ import pandas as pd
 
 from ..data import DEMO_COLLECTIONS, load_collection
 from ..data.export import write_table
+from ..option_types import count_arg
+from ..options import COLLECTION, MODEL, RETRIEVER, Entry, Option, add_option, argv, setting_entries
 from ..ranking import (
-    DEFAULT_ALPHAS,
     RankingConfig,
     RankingRun,
     SweepConfig,
@@ -21,23 +21,14 @@ from ..ranking import (
     run_ranking,
     summarise_sweep,
 )
-from ..record import command_path
 from .backend_options import add_backend, on_backend
-from .common import (
-    METRIC_NAMES,
-    add_common,
-    alpha_arg,
-    alphas_arg,
-    bar,
-    count_arg,
-    fmt,
-    fmt_ci,
-    id_list,
-    load_inputs,
-    print_undefined,
-)
+from .common import METRIC_NAMES, add_common, bar, fmt, fmt_ci, load_inputs, print_undefined, settings
 
-__all__ = ["register", "rank_payload", "rank_command"]
+__all__ = ["register", "rank_payload", "rank_command", "QUERY"]
+
+#: ``--query``: the one question of ``rank`` and ``rag``.
+QUERY = Option(("--query",), "the question; if it is one of the collection's queries, its relevance labels give EE-R "
+               "(and its gold answer EU)", required=True)
 
 
 def register(sub) -> None:
@@ -52,10 +43,8 @@ def register(sub) -> None:
         description="Rank one query with the deterministic retriever and with the stochastic retriever at α, "
                     "and show who gets exposure. Lower α spreads exposure across more providers.",
     )
-    add_common(p)
-    p.add_argument("--query", required=True, help="the question; if it is one of the collection's queries, "
-                                                  "its relevance labels give EE-R")
-    p.add_argument("--alpha", type=alpha_arg, default=2.0, help="fairness knob α ≥ 0 (0 = uniform; default 2)")
+    add_common(p, RankingConfig)
+    add_option(p, QUERY)
     p.add_argument("--show", type=count_arg, default=5, help="sampled rankings to print (default 5)")
 
     p.set_defaults(handler=_cmd_rank)
@@ -65,10 +54,7 @@ def register(sub) -> None:
         description="Sample rankings at each α for every query with relevance labels and report EE-D and EE-R "
                     "(the retrieval half of the paper's Figures 3 and 4).",
     )
-    add_common(p)
-    p.add_argument("--alphas", type=alphas_arg, default=DEFAULT_ALPHAS,
-                   help="comma-separated α grid (default 0,1,2,4,8)")
-    p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
+    add_common(p, SweepConfig)
     p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
     add_backend(p, unit="α (all queries at once, from the α's own seeded stream)")
 
@@ -76,20 +62,14 @@ def register(sub) -> None:
 
 
 def rank_command(run: RankingRun) -> str:
-    """The ``rank`` command that reproduces ``run`` (collection as :func:`~fairrag_core.record.command_path` names it,
-    α, N, k, K, the usefulness grade and the seed)."""
-    config = run.config
+    """The ``rank`` command that reproduces ``run``, from the option declarations of its inputs and
+    :class:`~fairrag_core.ranking.RankingConfig` (collection as :func:`~fairrag_core.options.command_path` names it,
+    the seed the run drew)."""
     kind, _, model = run.retriever.partition(":")
-    words = ["python", "-m", "fairrag_core", "rank", "--collection",
-             command_path(run.collection.source or run.collection.name), "--retriever", kind]
-    words += ["--model", model] if model else []
-    words += ["--query", run.query_text, "--alpha", "inf" if math.isinf(config.alpha) else f"{config.alpha:g}",
-              "--samples", str(config.n_samples), "-k", str(config.k), "--seed", str(run.seed)]
-    if config.candidates is not None:
-        words += ["--candidates", str(config.candidates)]
-    if config.min_rel != 1:
-        words += ["--min-rel", str(config.min_rel)]
-    return shlex.join(words)
+    inputs = [Entry(COLLECTION, run.collection.source or run.collection.name), Entry(RETRIEVER, kind),
+              Entry(MODEL, model or None), Entry(QUERY, run.query_text)]
+    words = argv(inputs + setting_entries(run.config, values={"seed": run.seed}))
+    return shlex.join(["python", "-m", "fairrag_core", "rank", *words])
 
 
 def rank_payload(run: RankingRun) -> dict:
@@ -201,8 +181,7 @@ def _cmd_collections(args, out) -> int:
 
 def _cmd_rank(args, out) -> int:
     collection, retriever = load_inputs(args)
-    config = RankingConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
-                           candidates=args.candidates, min_rel=args.min_rel)
+    config = settings(RankingConfig, args)
     run = run_ranking(collection, retriever, args.query, config)
     if args.json:
         print(json.dumps(rank_payload(run), indent=2, ensure_ascii=False), file=out)
@@ -213,9 +192,8 @@ def _cmd_rank(args, out) -> int:
 
 def _cmd_sweep(args, out) -> int:
     collection, retriever = load_inputs(args)
-    ids = id_list(args.queries)
-    config = SweepConfig(alphas=args.alphas, n_samples=args.samples, k=args.k, seed=args.seed,
-                         candidates=args.candidates, min_rel=args.min_rel, query_ids=ids)
+    config = settings(SweepConfig, args)
+
     def remote(backend):
         from ..backends.workloads import exposure_sweep_on
 

@@ -14,17 +14,20 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 
 from ..checks import parse_alphas
 from ..data.disk_cache import CACHE_ENV, DiskCache, default_disk_cache
 from ..errors import InvalidParameterError
-from .common import add_common, add_models, alphas_arg, citation_settings, id_list, load_inputs
+from ..rag.pipeline import RagConfig
+from ..ranking.sweep import SweepConfig
+from .common import add_common, add_settings, load_inputs, settings
 
 __all__ = ["register"]
 
 #: The Playground's defaults (fairrag_studio/state.py): α = 2 and the Deterministic toggle, k, N, K and seed.
 PLAYGROUND_ALPHAS = parse_alphas("2,inf")
-PLAYGROUND = {"samples": 20, "k": 5, "candidates": 20, "seed": 42}
+PLAYGROUND = {"n_samples": 20, "k": 5, "candidates": 20, "seed": 42}
 
 
 def register(sub) -> None:
@@ -36,15 +39,13 @@ def register(sub) -> None:
                     "read (" + CACHE_ENV + " or ~/.cache/fairrag/cache.sqlite). Defaults are the Playground's: "
                     "k=5, N=20, K=20, seed 42, α=2 and deterministic. Cached work is skipped and reported.",
     )
-    add_common(p)
-    add_models(p)
-    p.add_argument("--alphas", type=alphas_arg, default=PLAYGROUND_ALPHAS,
-                   help="comma-separated α values; inf = the Deterministic toggle (default 2,inf)")
-    p.add_argument("--queries", default=None, help="comma-separated query ids (default: every example query)")
+    # RagConfig's options but α (a grid here) and the oracle (off unless asked: the Playground shows no oracle)
+    add_common(p, RagConfig, models=True, skip=("alpha", "oracle"), defaults=PLAYGROUND)
+    add_settings(p, SweepConfig, only=("alphas", "query_ids"), defaults={"alphas": PLAYGROUND_ALPHAS})
     p.add_argument("--oracle", action="store_true",
                    help="also answer the stochastic oracle's lists (what sweeps and the Disparity page need)")
     p.add_argument("--cache", default=None, help=f"cache file (default ${CACHE_ENV} or ~/.cache/fairrag/cache.sqlite)")
-    p.set_defaults(handler=_cmd_warm, **PLAYGROUND)
+    p.set_defaults(handler=_cmd_warm)
 
 
 def _cache(path: str | None) -> DiskCache:
@@ -57,31 +58,24 @@ def _cache(path: str | None) -> DiskCache:
     return cache
 
 
-def _answer_settings(args) -> tuple[dict, dict]:
-    """Generator and RagConfig keyword arguments for the prompt style and the citation rule (the shared model
-    options of :func:`~fairrag_core.cli.common.add_models`, as every answering command reads them)."""
-    style = {"style": args.prompt_style} if getattr(args, "prompt_style", None) else {}
-    return style, citation_settings(args)
-
-
 def _alpha_text(alpha: float) -> str:
     return "det" if math.isinf(alpha) else f"{alpha:g}"
 
 
 def _cmd_warm(args, out) -> int:
     from ..models.catalog import load_language_model
-    from ..rag import Generator, RagConfig, run_rag
+    from ..rag import Generator, run_rag
     from ..rag.attribution import load_attributor
 
     cache = _cache(args.cache)
     collection, retriever = load_inputs(args)
-    ids = id_list(args.queries)
+    ids = args.query_ids
     queries = [collection.query(q) for q in ids] if ids else list(collection.queries)
     if not queries:
         raise InvalidParameterError(f"{collection.name} has no example queries; pass a collection with "
                                     "queries.jsonl")
-    style, citation = _answer_settings(args)
-    generator = Generator(load_language_model(args.generator, device=args.device), **style)
+    shared = settings(RagConfig, args, alpha=args.alphas[0], oracle=args.oracle)  # checked once, before the loop
+    generator = Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
     generator.cache.disk = cache
     attributor = load_attributor(args.nli, device=args.device)
     attributor.disk = cache
@@ -96,9 +90,7 @@ def _cmd_warm(args, out) -> int:
         made, served = generator.cache.misses, generator.cache.hits
         asked, judged = attributor.pairs, attributor.model_pairs
         began = time.perf_counter()
-        config = RagConfig(alpha=alpha, n_samples=args.samples, k=args.k, seed=args.seed, candidates=args.candidates,
-                           min_rel=args.min_rel, metric=args.metric, prompt_order=args.prompt_order,
-                           oracle=args.oracle, **citation)
+        config = replace(shared, alpha=alpha)
         run_rag(collection, retriever, generator, attributor, query.text, config, n_boot=10)
         generated, cached = generator.cache.misses - made, generator.cache.hits - served  # distinct lists (+ oracle)
         pairs = attributor.pairs - asked  # (document, answer or claim) pairs, control documents included
@@ -114,7 +106,7 @@ def _cmd_warm(args, out) -> int:
     stats = cache.stats()
     payload = {"collection": collection.name, "generator": generator.name, "generator_identity": generator.identity,
                "attributor": attributor.name, "attributor_identity": attributor.cache_identity(),
-               "alphas": ["inf" if math.isinf(a) else a for a in args.alphas], "k": args.k, "n_samples": args.samples,
+               "alphas": ["inf" if math.isinf(a) else a for a in args.alphas], "k": args.k, "n_samples": args.n_samples,
                "candidates": args.candidates, "seed": args.seed, "oracle": args.oracle, "tasks": rows, **totals,
                "seconds": round(time.perf_counter() - start, 1), "cache": str(stats.path),
                "cache_entries": stats.entries, "cache_bytes": stats.bytes}
@@ -122,7 +114,7 @@ def _cmd_warm(args, out) -> int:
         print(json.dumps(payload, indent=2), file=out)
         return 0
     print(f"Warmed {collection.name} for {len(queries)} queries × α {', '.join(map(_alpha_text, args.alphas))} "
-          f"(k={args.k}, N={args.samples}, K={args.candidates}, seed {args.seed}) with {generator.name} + "
+          f"(k={args.k}, N={args.n_samples}, K={args.candidates}, seed {args.seed}) with {generator.name} + "
           f"{attributor.name} in {payload['seconds']:.0f} s", file=out)
     print(f"  answers:    {totals['answers'] - totals['answers_cached']} generated, {totals['answers_cached']} "
           "already cached", file=out)
