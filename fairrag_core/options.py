@@ -266,9 +266,22 @@ class Entry:
             return [opt.flags[0] if value else "--no-" + opt.flags[0].removeprefix("--")]
         if opt.kind in (Kind.ON, Kind.OFF):
             return [opt.flags[0]] if bool(value) is (opt.kind is Kind.ON) else []
-        if value is None and not opt.always and self.default is UNSET:
-            return []
-        return [opt.flags[0], render(value, path=opt.path)]
+        if value is None and not _reads_none(opt):
+            if opt.always or self.default is UNSET or self.default is None:
+                return []  # the command line's None: a fresh seed, every document, no dense model
+            raise InvalidParameterError(f"{opt.flags[0]} cannot say None (its default is {render(self.default)}), "
+                                        "so no command line reproduces this value; give it a value")
+        text = render(value, path=opt.path)
+        # "--control-margin=-1e-05": argparse would take a separate "-1e-05" for an option of its own
+        return [f"{opt.flags[0]}={text}"] if text.startswith("-") else [opt.flags[0], text]
+
+
+def _reads_none(opt: Option) -> bool:
+    """Whether the option reads ``none`` back as None (a citation rule's "no threshold")."""
+    try:
+        return opt.parse is not None and opt.parse("none") is None
+    except (argparse.ArgumentTypeError, ValueError, TypeError):
+        return False
 
 
 def _same(a: Any, b: Any) -> bool:
