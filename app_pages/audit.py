@@ -21,12 +21,13 @@ from fairrag_studio.audit_view import (
     summary_with_intervals,
     system_label,
 )
+from fairrag_studio.identity import audit_inputs, collection_label, reproduce_command, served_counts, with_inputs
 from fairrag_studio.report import table_csv
 from fairrag_studio.run_scope import browser_runs
 from fairrag_studio.served_panel import render_served_tab, show_served
 from fairrag_studio.state import drop_stale
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
-from fairrag_studio.widgets import chart_with_downloads, explainer
+from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note, markdown_text
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
@@ -63,7 +64,7 @@ with tab_run:
                                    usefulness=Usefulness.RELEVANCE)
             pressed = st.button("Run the audit", type="primary", key="audit_run")
             result, job = None, None
-            label = f"{collection.name} · {len(chosen)} queries · {mode.lower()}"
+            label = f"{collection_label(settings.collection)} · {len(chosen)} queries · {mode.lower()}"
             try:
                 if generate:  # a background job: it saves the audit when every run is in
                     sweep, job, result = rag_job(request, run=pressed, kind="audit", title=f"Audit · {label}",
@@ -84,15 +85,25 @@ with tab_run:
             else:
                 saved = st.session_state["audit_saved"]
                 if not generate and result.record.complete and request not in saved:
-                    saved[request] = store.save(result.as_kind(RunKind.AUDIT), label=label)
+                    audit = result.as_kind(RunKind.AUDIT)
+                    inputs, fingerprint = audit_inputs(audit.record)
+                    found = store.find(fingerprint, kind=RunKind.AUDIT.value, collection=audit.record.collection)
+                    if found is not None:  # the same collection and settings: reopen it, add no copy
+                        st.session_state["audit_reopened"].add(request)
+                    saved[request] = found or store.save(with_inputs(audit, inputs, fingerprint_of=fingerprint),
+                                                         label=label)
                 if request in saved:
                     result = result.saved_as(saved[request])
-                if result.run_id is not None:
+                if request in st.session_state["audit_reopened"]:
+                    st.caption(f"Reopened stored run **{result.run_id}**: this collection was audited with these "
+                               "settings before, so nothing new was saved.")
+                elif result.run_id is not None:
                     st.caption(f"Saved in the run store as **{result.run_id}** ({store.path}).")
                 table, documents = result.table, result.documents
                 st.subheader("Metrics per system")
-                st.dataframe(display_summary(summary_with_intervals(table, seed=result.record.seed)),
-                             hide_index=True)
+                summary_table = display_summary(summary_with_intervals(table, seed=result.record.seed))
+                st.dataframe(summary_table, hide_index=True)
+                glossary_note(summary_table.columns)
                 asked = table.loc[table["fairness_question"], "query_id"].nunique()
                 total = table["query_id"].nunique()
                 if 0 < asked < total:
@@ -109,7 +120,9 @@ with tab_run:
                 by = lcols[1].radio("Group by", groupings(collection), horizontal=True, key="ledger_by")
                 ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=result.record.seed)
                 chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
-                st.dataframe(display_ledger(ledger), hide_index=True)
+                shown_ledger = display_ledger(ledger)
+                st.dataframe(shown_ledger, hide_index=True)
+                glossary_note(shown_ledger.columns)
                 st.subheader("Per query")
                 picked = st.selectbox("Drill down into a query", sorted(table["query_id"].unique()),
                                       key="audit_drill")
@@ -150,6 +163,7 @@ with tab_stored:
         st.info("No stored runs yet: an audit is saved when it finishes; sweeps can be saved from Disparity curves.")
     else:
         runs["when"] = pd.to_datetime(runs["created"]).dt.strftime("%Y-%m-%d %H:%M")
+        runs["collection"] = runs["collection"].map(lambda c: collection_label(c) if c else c)  # names, not paths
         runs["alphas"] = runs["alphas"].map(lambda a: ", ".join(map(str, a)) if isinstance(a, list) else a)
         st.dataframe(runs[["run_id", "when", "kind", "collection", "label", "rows", "alphas", "n_samples", "k",
                            "seed", "generator"]], hide_index=True)
@@ -161,12 +175,15 @@ with tab_stored:
         if len(loaded) == 1:
             stored = loaded[0]
             run_id, table, documents, record = stored.run_id, stored.table, stored.documents, stored.record
-            n_text = (f"{record.extra.get('lines', '?')} served lines" if record.kind is RunKind.AUDIT_LOG
+            n_text = (served_counts(record) or "size not recorded" if record.kind is RunKind.AUDIT_LOG
                       else f"N {record.config.n_samples}")
             st.markdown(f"**Run {run_id}** · seed {record.seed} · {n_text} · "
                         f"k {record.extra.get('k_used', getattr(record.config, 'k', None))} · "
                         f"retriever {record.retriever}")
-            st.code(record.command(), language="bash")
+            command, where = reproduce_command(record)
+            st.code(command, language="bash")
+            if where:
+                st.caption(markdown_text(where))
             if record.kind is RunKind.AUDIT_LOG:
                 stored_collection = _collection_of(record.collection)
                 if stored_collection is None:

@@ -7,10 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
+from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.rag.presets import preset_costs
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
 from fairrag_studio.grid_html import rankings_grid_html
+from fairrag_studio.identity import collection_label
+from fairrag_studio.state import drop_stale, query_after_collection_change
 from fairrag_studio.widgets import FLAG_WORDS, chart_with_downloads, explainer, fmt, markdown_text, metric_with_ci
 
 #: The α slider's stops (see ranking_and_answers).
@@ -26,8 +29,16 @@ st.caption("Type a query, slide α, and watch how a stochastic retriever spreads
 examples = [q.text for q in collection.queries]
 if not st.session_state["query_seeded"]:  # start on the first example query, once per session
     st.session_state["query_seeded"] = True
+    st.session_state["query_collection"] = settings.collection
     if examples:
         st.session_state["query"] = examples[0]
+elif st.session_state["query_collection"] != settings.collection:
+    # The collection changed: a query taken from the old collection's examples becomes the new one's first
+    # example; a typed query is kept (the note under the box says what it lacks here).
+    st.session_state["query"] = query_after_collection_change(
+        st.session_state["query"], st.session_state["query_collection"], collection, load=resources.collection)
+    st.session_state["query_collection"] = settings.collection
+drop_stale(st.session_state, "example", examples)
 
 
 def _use_example() -> None:
@@ -41,6 +52,10 @@ with top[1]:
                  placeholder=f"{len(examples)} queries of {collection.name}" if examples else "no example queries")
 with top[0]:
     query = st.text_input("Query", key="query", max_chars=2000)
+    if query.strip() and collection.find_query(query) is None:
+        st.caption(f"Not one of {markdown_text(collection_label(settings.collection))}'s queries: it has no "
+                   "relevance labels and no gold answer here, so EE-R and EU are not available. Pick an example "
+                   "query to see them.")
 
 
 
@@ -104,16 +119,18 @@ def ranking_and_answers() -> None:
     providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
     in_pool = len({d.provider for d in docs})
     tiles = st.columns(4)
-    metric_with_ci(tiles[0], "EE-D (lower = fairer)", summary.ee_d, help="Expected exposure disparity ‖ε‖²/k",
+    metric_with_ci(tiles[0], GLOSSARY["EE-D"].label, summary.ee_d,
+                   help=help_text("EE-D", "This tile: the bias-corrected estimate from the N sampled rankings; its "
+                                          "caption gives the plug-in."),
                    value=summary.ee_d_plug_in, reason=summary.undefined.get("ee_d_interval"))
-    metric_with_ci(tiles[1], "EE-R (higher = better)", summary.ee_r,
-                   help="Expected exposure relevance; needs relevance labels (only for the collection's own queries)",
+    metric_with_ci(tiles[1], GLOSSARY["EE-R"].label, summary.ee_r,
+                   help=help_text("EE-R", "Only the collection's own queries have relevance labels."),
                    value=summary.ee_r_plug_in,
                    reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
     tiles[2].metric(f"Providers reached (top {len(docs)})", f"{providers_reached} of {in_pool}",
-                    help=f"Providers with at least one document in some sampled top k, out of the {in_pool} "
-                         f"providers among the {len(docs)} candidates sampled from (the collection has "
-                         f"{len(set(collection.providers))}; raise K in the sidebar to sample from more)")
+                    help=help_text("providers reached", f"Out of the {in_pool} providers among the {len(docs)} "
+                                   f"candidates sampled from (the collection has {len(set(collection.providers))}; "
+                                   "raise K in the sidebar to sample from more)."))
     tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
                     help="Generation runs once per distinct ranking")
     if distinct > 1 and distinct_sets == 1:
@@ -206,14 +223,14 @@ def ranking_and_answers() -> None:
         return
 
     tiles = st.columns(5)
-    tiles[0].metric("EU (utility)", fmt(rag.eu), help=f"Expected {rag.metric.value} against the gold answer")
-    tiles[1].metric("EU normalised", fmt(rag.eu_normalised),
-                    help="EU / the best utility among these answers (the sweeps normalise by the stochastic oracle)")
-    tiles[2].metric("EAR", fmt(rag.ear), help="Expected attribution rate: share of the k documents the answer uses")
-    tiles[3].metric("EAE-D", fmt(rag.eae_d), help="Disparity of attributed exposure; compare with EE-D")
+    tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {rag.metric.value}."))
+    tiles[1].metric("EU normalised", fmt(rag.eu_normalised), help=help_text("EU normalised"))
+    tiles[2].metric("EAR", fmt(rag.ear), help=help_text("EAR"))
+    tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D", "Compare with EE-D beside it."))
     tiles[4].metric("EE-D (plug-in)", fmt(rag.ee_d),
-                    help="‖ε‖²/k of these N samples as drawn, comparable with EAE-D beside it; the EE-D tile above "
-                         "is the bias-corrected estimate with its interval (its caption shows this plug-in value)")
+                    help=help_text("EE-D", "This tile: the plug-in of these N samples as drawn, comparable with "
+                                           "EAE-D beside it; the EE-D tile above is the bias-corrected estimate "
+                                           "with its interval."))
     if rag.eu is None:
         st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
     for name, reason in rag.undefined.items():

@@ -17,6 +17,7 @@ from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, 
 from fairrag_core.record import SweepRun
 
 from . import charts, explain
+from .identity import record_inputs, reproduce_command
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
@@ -34,7 +35,8 @@ DISPLAY_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "E
                  "documents": "documents", "retrieval_exposure": "retrieval exposure",
                  "retrieval_share": "retrieval share", "attributed_exposure": "attributed exposure",
                  "attributed_share": "attributed share", "target_exposure": "target exposure",
-                 "target_share": "target share", "share_gap": "gap (retrieval − target)"}
+                 "target_share": "target share", "share_gap": "gap (retrieval − target)",
+                 "attributed_gap": "gap (attributed − target)"}
 
 METRIC_COLUMNS = ("ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d")
 
@@ -108,11 +110,22 @@ def _rename(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns={c: name(c) for c in frame.columns})
 
 
-def display_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The ledger for readers: columns without values (no answers, no labels) dropped, intervals in brackets
-    beside their share, readable headers."""
-    empty = [c for c in ledger.columns if ledger[c].isna().all()]
-    return _rename(_merge_intervals(ledger.drop(columns=empty)))
+def display_ledger(ledger: pd.DataFrame, *, compact: bool = False) -> pd.DataFrame:
+    """The ledger for readers: the gap attributed − target beside retrieval − target, columns without values (no
+    answers, no labels) dropped, intervals in brackets beside their share, readable headers. ``compact`` (the
+    report) leaves out the summed exposures, whose shares are beside them, so the table fits a page."""
+    out = ledger.copy()
+    if {"attributed_share", "target_share"} <= set(out.columns):
+        gap = out["attributed_share"] - out["target_share"]
+        out.insert(out.columns.get_loc("share_gap") + 1 if "share_gap" in out else len(out.columns),
+                   "attributed_gap", gap)
+        for bound in ("low", "high"):  # when the core bootstraps this gap too
+            if f"attributed_gap_{bound}" in ledger:
+                out[f"attributed_gap_{bound}"] = ledger[f"attributed_gap_{bound}"]
+    if compact:
+        out = out.drop(columns=[c for c in out.columns if c.endswith("_exposure")])
+    empty = [c for c in out.columns if out[c].isna().all()]
+    return _rename(_merge_intervals(out.drop(columns=empty)))
 
 
 def groupings(collection: Collection) -> list[str]:
@@ -170,8 +183,12 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
     table, documents, record = run.table, run.documents, run.record
     alphas = sorted((float(a) for a in table["alpha"].unique()), key=lambda a: (not np.isinf(a), a))
     generated = "eu" in table and table["eu"].notna().any()
+    inputs = record_inputs(record)
+    by_role = {i.role: i for i in inputs}
     summary = {
-        "collection": record.collection or collection.name,
+        "collection": by_role["collection"].full_text if "collection" in by_role else (record.collection
+                                                                                       or collection.name),
+        "qrels": by_role["qrels"].full_text if "qrels" in by_role else "none (no relevance labels)",
         "queries": table["query_id"].nunique(),
         "systems": ", ".join(system_label(a) for a in alphas),
         "retriever": record.retriever,
@@ -181,16 +198,11 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
         "k": record.config.k,
         "seed": record.seed,
         "run id": run.run_id or "not saved",
-        "reproduce": record.command(),
+        "reproduce": reproduce_command(record, inputs)[0],
     }
     sections = [
-        ReportSection("How to read this report",
-                      "A deterministic retriever always shows the generator the same top-k documents; a stochastic "
-                      "retriever with fairness knob α spreads that exposure over equally useful sources. EE-D is the "
-                      "exposure disparity (1 = always the same documents; lower is fairer). EE-R is how much exposure "
-                      "goes to useful documents (higher is better). EU is answer utility against gold answers, EAR the "
-                      "share of shown documents the answers rest on (checked by an NLI model), and EAE-D the "
-                      "disparity of those citations. Metrics follow Kim & Diaz (2025).\n\n" + explain.LEDGER),
+        ReportSection("How to read this report", explain.REPORT_INTRO,
+                      metrics=("EE-D", "EE-R", *(("EU", "EU (normalised)", "EAR", "EAE-D") if generated else ()))),
         ReportSection("Metrics per system", "Means over the queries with at least two useful documents. "
                       + INTERVAL_NOTE, table=display_summary(summary_with_intervals(table, seed=record.seed))),
     ]
@@ -206,10 +218,11 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
                 f"Exposure ledger by {by} — {system_label(alpha)}",
                 "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target, each "
                 "with its 95% percentile bootstrap interval over queries.",
-                table=display_ledger(ledger), figure=charts.exposure_ledger_chart(ledger)))
+                table=display_ledger(ledger, compact=True), figure=charts.exposure_ledger_chart(ledger)))
     names = ["EE-D", "EE-R", *(["EU", "EU (normalised)", "EAR", "EAE-D"] if generated else []), "retrieval share",
-             *(["attributed share"] if generated else []), "target share", "gap (retrieval − target)"]
-    sections += methodology_sections(record, collection, metrics=names,
+             *(["attributed share"] if generated else []), "target share", "gap (retrieval − target)",
+             *(["gap (attributed − target)"] if generated else [])]
+    sections += methodology_sections(record, collection, metrics=names, inputs=inputs,
                                      attribution=(f"An answer is attributed to a shown document when the NLI judge "
                                                   f"({record.attributor}) finds that the document entails it."
                                                   if generated else None))

@@ -75,6 +75,19 @@ FAIRQR = _with_glossary(
     "Fair 2022).",
     "Δ", "AWRF", "nDCG")
 
+RICHRAG = _with_glossary(
+    """* **Aspects** come from you (edit the box), from the collection (its queries ship with aspects and
+  sub-answers), or from an LLM asked to list them as `[s1] … [sn]` (the paper's format); a reply without usable
+  aspects falls back with a note.
+* **Coverage φ(d, aᵢ)** is the ROUGE recall of aspect i's *sub-answer* by document d (max of ROUGE-1/2/L, as the
+  authors' released code). It needs the sub-answers, so it exists for the collection's own queries only — and it
+  always uses the collection's aspects, whatever aspects drove retrieval (the paper's evaluation does the same).
+* **NCOM@k** compares a list's coverage gains (each pick weighted by what the list had not covered yet) with those
+  of the greedy **oracle** list, which reads the sub-answers: oracle = 1 by definition, an upper bound.
+* **Round robin** lets the aspects take turns picking their best document; **MMR** trades relevance against
+  similarity to the documents already picked; **relevance** ranks by the query alone.""",
+    "NCOM", "Com-ROUGE")
+
 #: The opening of every audit report: how the report is built and how to read its numbers (the metrics' lines
 #: follow, from the glossary).
 REPORT_INTRO = (
@@ -82,15 +95,16 @@ REPORT_INTRO = (
     "fairness knob α spreads that exposure over equally useful sources. Each number comes with a 95% interval: "
     "read a difference as real only when the intervals say so. The ledgers show, per provider and group, who was "
     "shown (retrieval), who the answers credit (attributed) and who a fair ranker would show (target), with the "
-    "gaps. Every metric is explained the first time it appears, below and beside its table; the methodology lists "
+    "gaps. Every metric is explained in one line where it first appears, above its table; the methodology lists "
     "them all with their sources. Metrics follow Kim & Diaz (2025).")
 
 SERVED_REPORT_INTRO = (
     "This report audits what a deployed system served: every {unit} is one ranking shown to the generator, and the "
     "rankings of a query are its N. Each number comes with a 95% interval: read a difference as real only when the "
     "intervals say so. The ledgers show, per provider and group, who was shown (retrieval), who the answers "
-    "credit (attributed) and who a fair ranker would show (target), with the gaps. Every metric is explained the "
-    "first time it appears; the methodology lists them all with their sources. Metrics follow Kim & Diaz (2025).")
+    "credit (attributed) and who a fair ranker would show (target), with the gaps. Every metric is explained in "
+    "one line where it first appears, above its table; the methodology lists them all with their sources. Metrics "
+    "follow Kim & Diaz (2025).")
 
 
 def recommendation_context(table, k: int, metric: str) -> str:

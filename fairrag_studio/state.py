@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fairrag_core import FairRAGError
 from fairrag_core.models.catalog import DEFAULTS
 from fairrag_core.rag.citations import CitationPolicy
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
-           "drop_stale", "RESTORE_KEYS", "controls_snapshot"]
+           "drop_stale", "RESTORE_KEYS", "controls_snapshot", "query_after_collection_change"]
 
 DEFAULT_COLLECTION = "running-shoes"
 
@@ -43,7 +44,10 @@ class Settings:
 #: Session-state keys and their initial values. Pages only use these keys.
 SESSION_DEFAULTS: dict[str, object] = {
     "collection_choice": DEFAULT_COLLECTION,
-    "uploaded_collection": None,  # folder of the last valid upload
+    "uploaded_collection": None,  # folder of the last valid upload (fairrag_studio.uploads; kept per owner key)
+    "uploads_restored": False,  # whether this session has read back its owner's uploads (after a reload)
+    "upload_selected_saved": None,  # whether the owner's index says the uploaded collection is selected
+    "query_collection": None,  # the collection whose example queries the Playground's query was taken from
     "query": "",
     "query_seeded": False,
     "alpha": 2.0,
@@ -52,8 +56,11 @@ SESSION_DEFAULTS: dict[str, object] = {
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store
-    "served_runs": {},  # (log sha256, collection, settings) → LogAuditRun of the Audit page's served tab
+    "audit_reopened": set(),  # audit requests whose run was reopened from the store (same inputs and settings)
+    "served_runs": {},  # (log or run sha256, collection, fingerprint) → the audit of the Audit page's served tab
     "served_saved": {},  # the same key → run id in the store
+    "served_reopened": set(),  # keys whose run was reopened from the store (the same input and settings before)
+    "served_remembered": set(),  # uploaded logs and runs already written to this browser's upload index
     "fqr_runs": {},  # FAIR-QR run key → FairQRResult
     "rr_explored": {},  # (collection, query) → AspectSet from the explorer LLM (Multi-faceted page)
     "rr_answers": {},  # (collection, query, aspects, list, generator, attributor) → RichAnswer
@@ -65,7 +72,7 @@ def init_session(state) -> None:
     """Put every key of :data:`SESSION_DEFAULTS` into ``state`` (st.session_state) once."""
     for key, value in SESSION_DEFAULTS.items():
         if key not in state:
-            state[key] = value.copy() if isinstance(value, dict) else value
+            state[key] = value.copy() if isinstance(value, (dict, set, list)) else value
 
 
 #: Widgets of the pages that start background jobs: what a job was asked for (the Playground's query and α too).
@@ -106,3 +113,20 @@ RESTORE_KEYS = ("collection_choice", "uploaded_collection", "retriever", "embedd
 def controls_snapshot(state) -> dict:
     """The current values of :data:`RESTORE_KEYS` (those that are set)."""
     return {key: state[key] for key in RESTORE_KEYS if key in state}
+
+
+def query_after_collection_change(query: str, previous: str | None, collection, *, load) -> str:
+    """What the Playground's query becomes when the sidebar's collection changes from ``previous`` (its source) to
+    ``collection``: a query taken from the old collection's example queries (found by ``load(previous)``) is
+    replaced by the new collection's first example, since its relevance labels and gold answer do not exist there;
+    a query the user typed is kept (the page says it is not one of this collection's queries)."""
+    first = collection.queries[0].text if collection.queries else ""
+    if not query.strip():
+        return first
+    if previous is None or collection.find_query(query) is not None:
+        return query
+    try:
+        old = load(previous)
+    except FairRAGError:  # an upload whose folder is gone: the query cannot be told apart, keep it
+        return query
+    return first if old.find_query(query) is not None else query

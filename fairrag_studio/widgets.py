@@ -6,10 +6,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from fairrag_core.glossary import terms_in
+
 from .charts import figure_html, figure_png
 from .report import table_csv
 
-__all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt", "markdown_text", "FLAG_WORDS"]
+__all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt", "markdown_text", "FLAG_WORDS",
+           "glossary_note", "glossary_markdown"]
 
 #: How the page names a degenerate answer's flags (fairrag_core.rag.degenerate.AnswerFlag values).
 FLAG_WORDS = {"empty": "empty", "echo": "repeats the prompt", "loop": "repetition loop", "cut": "cut mid-sentence",
@@ -25,6 +28,21 @@ def markdown_text(text: str) -> str:
     'Crumb & Crust \\\\[1\\\\] \\\\*best\\\\*'
     """
     return text.translate(_MARKDOWN_SPECIALS)
+
+
+def glossary_markdown(labels, skip=()) -> str:
+    """The glossary's line (:mod:`fairrag_core.glossary`) of each metric the ``labels`` name (those ``skip`` names
+    left out: explained further up), as Markdown lines."""
+    done = {t.key for t in terms_in(skip)}
+    return "  \n".join(f"**{markdown_text(t.key)}** — {markdown_text(t.gloss)}" for t in terms_in(labels)
+                        if t.key not in done)
+
+
+def glossary_note(labels, container=None, *, skip=()) -> None:
+    """Under a table or tiles: the glossary's line for each metric they show first (the words of the report)."""
+    text = glossary_markdown(labels, skip)
+    if text:
+        (container or st).caption(text)
 
 
 def explainer(text: str) -> None:

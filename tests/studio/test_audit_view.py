@@ -112,10 +112,10 @@ def test_uploads_go_through_the_core_loaders(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "UPLOAD_ROOT", tmp_path)
     good = b'{"doc_id": "d1", "text": "a red shoe", "provider": "P"}\n{"doc_id": "d2", "text": "a blue shoe"}\n'
     folder = resources.save_upload(("my.jsonl", good), None, None)
-    assert folder.parent == tmp_path and (folder / "corpus.jsonl").read_bytes() == good
-    assert resources.save_upload(("my.jsonl", good), None, None) == folder  # same content, same folder
+    assert folder.parent.parent == tmp_path and (folder / "corpus.jsonl").read_bytes() == good
+    assert resources.save_upload(("my.jsonl", good), None, None) == folder  # same content and name, same folder
     collection = load_collection(folder)
-    assert collection.doc_ids == ["d1", "d2"]
+    assert collection.doc_ids == ["d1", "d2"] and collection.name == "my"  # the upload keeps its name
     duplicate = b'{"doc_id": "d1", "text": "x"}\n{"doc_id": "d1", "text": "y"}\n'
     bad = resources.save_upload(("dup.jsonl", duplicate), None, None)
     with pytest.raises(DataFormatError, match="d1"):
