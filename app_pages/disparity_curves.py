@@ -3,6 +3,7 @@
 import streamlit as st
 
 from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
+from fairrag_core.glossary import GLOSSARY
 from fairrag_core.rag.labels import has_utility_labels
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts, explain, resources
@@ -105,9 +106,10 @@ explainer(explain.CURVES)
 st.subheader("EE-D by α (Figure 3)")
 chart_with_downloads(charts.ee_d_by_alpha(table), table, "ee_d_by_alpha", key="fig3")
 st.subheader("Quality against disparity (Figures 4–5)")
-figures = [("ee_r", "EE-R (exposure on useful documents)", "ee_r_vs_ee_d")]
+figures = [("ee_r", GLOSSARY["EE-R"].axis_title, "ee_r_vs_ee_d")]
 if generate:
-    figures += [("eu_normalised", "EU, normalised", "eu_vs_ee_d"), ("ear", "EAR (attribution rate)", "ear_vs_ee_d")]
+    figures += [("eu_normalised", GLOSSARY["EU (normalised)"].axis_title, "eu_vs_ee_d"),
+                ("ear", GLOSSARY["EAR"].axis_title, "ear_vs_ee_d")]
 for metric, label, name in figures:
     if metric in table and table[metric].notna().any():
         chart_with_downloads(charts.metric_vs_disparity(table, metric, label=label), table, name, key=name)

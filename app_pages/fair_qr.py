@@ -10,7 +10,7 @@ from fairrag_core.fairqr import FairQRConfig, fair_qr
 from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_studio import charts, explain, resources
-from fairrag_studio.widgets import chart_with_downloads, explainer
+from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 #: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
 SHOWCASE = {"people": "award-winning film directors"}
@@ -133,6 +133,7 @@ try:
     st.caption("nDCG@20 and AWRF@20 with the TREC Fair 2022 discount; AWRF against this run's target. MMR and FA*IR "
                "re-rank BM25's top 60. For the whole query set with paired t-tests run "
                "`python -m fairrag_core fair-qr-eval`.")
+    glossary_note(scores.columns)
 except FairRAGError as err:
     st.caption(str(err))
 st.download_button("Trace (JSON)", result.to_json(), file_name="fair_qr_trace.json", mime="application/json",

@@ -7,13 +7,14 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError
+from fairrag_core.glossary import help_text
 from fairrag_core.models.catalog import load_language_model
 from fairrag_core.richrag.answer import write_rich_answer
 from fairrag_core.richrag.aspects import AspectExplorer, AspectSet, AspectSource, user_aspects
 from fairrag_core.richrag.coverage import com_rouge
 from fairrag_core.richrag.flow import rich_rank
 from fairrag_core.richrag.pool import PoolSettings
-from fairrag_studio import charts, resources
+from fairrag_studio import charts, explain, resources
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
 settings = st.session_state["settings"]
@@ -23,18 +24,7 @@ st.title("Multi-faceted (RichRAG)")
 st.caption("Broad questions have several sub-intents. RichRAG (Wang et al.) finds the query's aspects, retrieves "
            "the top N documents for every 'query + aspect', merges them into a pool, ranks the pool for coverage "
            "of all the aspects, and writes a long answer with one paragraph per aspect.")
-explainer("""
-* **Aspects** come from you (edit the box), from the collection (its queries ship with aspects and sub-answers), or
-  from an LLM asked to list them as `[s1] … [sn]` (the paper's format); a reply without usable aspects falls back
-  with a note.
-* **Coverage φ(d, aᵢ)** is the ROUGE recall of aspect i's *sub-answer* by document d (max of ROUGE-1/2/L, as the
-  authors' released code). It needs the sub-answers, so it exists for the collection's own queries only — and it
-  always uses the collection's aspects, whatever aspects drove retrieval (the paper's evaluation does the same).
-* **NCOM@k** compares a list's coverage gains (each pick weighted by what the list had not covered yet) with those
-  of the greedy **oracle** list, which reads the sub-answers: oracle = 1 by definition, an upper bound.
-* **Round robin** lets the aspects take turns picking their best document; **MMR** trades relevance against
-  similarity to the documents already picked; **relevance** ranks by the query alone.
-""")
+explainer(explain.RICHRAG)
 
 with_aspects = [q for q in collection.queries if q.aspects]
 if not with_aspects:
@@ -133,7 +123,7 @@ for column, name in zip(columns, names):
     ranking = result.lists[name]
     column.markdown(f"**{name}**")
     if name in result.ncom:
-        column.metric(f"NCOM@{result.k}", f"{result.ncom[name]:.3f}")
+        column.metric(f"NCOM@{result.k}", f"{result.ncom[name]:.3f}", help=help_text("NCOM"))
     column.dataframe(pd.DataFrame({"doc_id": [result.documents[j].doc_id for j in ranking],
                                    "title": [result.documents[j].title for j in ranking]}),
                      hide_index=True, key=f"rr_list_{name}")
@@ -188,7 +178,7 @@ if answer.finish_reason == "length":
     st.caption("The answer hit its length limit and may end mid-sentence.")
 if result.sub_answers:  # the yardstick is the collection's sub-answers, whatever aspects drove the answer
     scored = com_rouge(answer.text, list(result.sub_answers))
-    cols[2].metric("Com-ROUGE-L", f"{scored.rougeL:.3f}", help="δ-weighted ROUGE-L recall of the sub-answers (Eq. 11)")
+    cols[2].metric("Com-ROUGE-L", f"{scored.rougeL:.3f}", help=help_text("Com-ROUGE", "Here: ROUGE-L."))
     chart_with_downloads(charts.aspect_coverage_bars(result.gold_aspects, scored.per_aspect, scored.weights),
                          pd.DataFrame(scored.per_aspect, columns=["rouge1", "rouge2", "rougeL"],
                                       index=list(result.gold_aspects)).reset_index(names="aspect"),

@@ -35,14 +35,15 @@ DIAZ_2020 = "Diaz et al. 2020, Evaluating Stochastic Rankings with Expected Expo
 @dataclass(frozen=True)
 class Term:
     """One metric: ``key`` (its canonical name), ``meaning`` (one line, no final full stop), ``direction``
-    (``lower = fairer``, ``higher = better``…), ``source`` (paper and section) and the other ``aliases`` the product
-    prints for it."""
+    (``lower = fairer``, ``higher = better``…), ``source`` (paper and section), the other ``aliases`` the product
+    prints for it, and ``long`` (what the abbreviation stands for, e.g. ``expected exposure disparity``)."""
 
     key: str
     meaning: str
     direction: str
     source: str
     aliases: tuple[str, ...] = ()
+    long: str = ""
 
     @property
     def help(self) -> str:
@@ -61,14 +62,20 @@ class Term:
 
     @property
     def label(self) -> str:
-        """``name (direction)``: a tile's or an axis's label."""
+        """``name (direction)``: a tile's label."""
         return f"{self.key} ({self.direction})"
+
+    @property
+    def axis_title(self) -> str:
+        """``EE-D (expected exposure disparity; lower = fairer)``: a chart axis's title."""
+        return f"{self.key} ({self.long}; {self.direction})" if self.long else self.label
 
 
 _TERMS = (
     Term("EE-D", "expected exposure disparity ‖ε‖²/k: how concentrated the exposure of the k shown slots is; 1 = "
          "the same k documents every time, about k/n = spread evenly over n candidates", "lower = fairer",
-         f"{KIM_DIAZ}, Eq. 16; {DIAZ_2020}", aliases=("EE-D (plug-in)", "expected exposure disparity")),
+         f"{KIM_DIAZ}, Eq. 16; {DIAZ_2020}", aliases=("EE-D (plug-in)", "expected exposure disparity"),
+         long="expected exposure disparity"),
     Term("EE-D (bias-corrected)", "EE-D of the ranking policy, corrected for the upward bias of a plug-in from few "
          "rankings (2θ̂ − median of the bootstrap θ*), with the basic bootstrap interval over the rankings",
          "lower = fairer", f"{KIM_DIAZ}, Eq. 16; bias correction by the bootstrap (Efron & Tibshirani 1993, §10)",
@@ -78,19 +85,20 @@ _TERMS = (
          f"{KIM_DIAZ}, Eq. 16; U-statistic over pairs of rankings"),
     Term("EE-R", "expected exposure relevance ⟨ε, ε*⟩/‖ε*‖²: how much exposure goes where the fair oracle would "
          "put it (the useful documents, in random order); needs relevance labels", "higher = better",
-         f"{KIM_DIAZ}, Eq. 28; {DIAZ_2020}", aliases=("EE-R [95% over lines]", "expected exposure relevance")),
+         f"{KIM_DIAZ}, Eq. 28; {DIAZ_2020}", aliases=("EE-R [95% over lines]", "expected exposure relevance"),
+         long="expected exposure relevance"),
     Term("EU", "expected utility: mean similarity of the answers to the gold answer (ROUGE-L unless said "
          "otherwise); needs a gold answer", "higher = better", f"{KIM_DIAZ}, Eq. 7",
-         aliases=("EU (utility)", "mean EU")),
+         aliases=("EU (utility)", "mean EU"), long="expected utility"),
     Term("EU (normalised)", "EU divided by the best utility seen, from the oracle's rankings in a sweep or among "
          "the answers of this run in the Playground", "higher = better", f"{KIM_DIAZ}, App. C.3",
          aliases=("EU normalised", "EU, normalised")),
     Term("EAR", "expected attribution rate: the share of the k shown documents the answer rests on (the document "
          "entails the answer per the NLI judge, or the system cited it)",
          "higher = answers use more of what they were shown", f"{KIM_DIAZ}, Eq. 9",
-         aliases=("EAR (attribution rate)",)),
+         aliases=("EAR (attribution rate)",), long="expected attribution rate"),
     Term("EAE-D", "disparity of attributed exposure ‖ε^a‖²/k: EE-D counted only where a document was credited; "
-         "never above EE-D", "lower = fairer", f"{KIM_DIAZ}, Eq. 11"),
+         "never above EE-D", "lower = fairer", f"{KIM_DIAZ}, Eq. 11", long="attributed exposure disparity"),
     Term("retrieval share", "a provider's or group's share of all exposure in the shown top k",
          "compare with the target share", f"{KIM_DIAZ}, Eq. 5, summed per group",
          aliases=("retrieval exposure",)),
@@ -116,14 +124,16 @@ _TERMS = (
          aliases=("difference",)),
     Term("NCOM", "normalised coverage of the query's aspects by a list's top k: the coverage gains of its picks "
          "divided by those of the greedy silver list", "higher = covers more aspects",
-         "Wang et al., RichRAG, Eq. 13", aliases=("COM",)),
+         "Wang et al., RichRAG, Eq. 13", aliases=("COM",), long="normalised aspect coverage"),
     Term("Com-ROUGE", "ROUGE recall of each aspect's sub-answer by the response, weighted by the sub-answer's share "
          "of words (δ)", "higher = the answer covers more aspects", "Wang et al., RichRAG, Eq. 11",
          aliases=("Com-ROUGE-L", "Com-ROUGE-1", "Com-ROUGE-2", "CR-L", "CR-2")),
     Term("AWRF", "attention-weighted rank fairness 1 − JSD(attention-weighted group shares of the top K, target "
-         "shares)", "higher = fairer (1 = the target)", "TREC Fair Ranking 2022 (Ekstrand et al. 2023); FAIR-QR"),
+         "shares)", "higher = fairer; 1 = the target", "TREC Fair Ranking 2022 (Ekstrand et al. 2023); FAIR-QR",
+         long="attention-weighted rank fairness"),
     Term("nDCG", "normalised discounted cumulative gain of the ranking (TREC Fair 2022 discount, linear gains)",
-         "higher = more relevant", "Järvelin & Kekäläinen 2002; TREC Fair Ranking 2022"),
+         "higher = more relevant", "Järvelin & Kekäläinen 2002; TREC Fair Ranking 2022",
+         long="normalised discounted cumulative gain"),
     Term("Δ", "KL divergence of the top K's group shares from the target shares (smoothed)",
          "lower = closer to the target", "Chen & Fang, FAIR-QR", aliases=("delta",)),
     Term("providers reached", "providers with at least one document in some shown top k",

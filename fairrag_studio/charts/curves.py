@@ -10,6 +10,8 @@ import pandas as pd
 import plotly.colors as pc
 import plotly.graph_objects as go
 
+from fairrag_core.glossary import GLOSSARY
+
 from .style import (
     ALPHA_TITLE,
     DETERMINISTIC_COLOUR,
@@ -219,7 +221,7 @@ def attributed_vs_retrieval_disparity(table: pd.DataFrame) -> go.Figure:
     below it are runs whose citations spread exposure more fairly than the retrieved lists did, points above
     it are runs where the generator concentrates credit on fewer documents (Kim & Diaz 2025, EAE-D vs EE-D).
     """
-    label = "EAE-D (attributed exposure disparity; lower = fairer)"
+    label = GLOSSARY["EAE-D"].axis_title  # "EAE-D (attributed exposure disparity; lower = fairer)"
     fig = _metric_scatter(
         table, "eae_d", label=label, title="Citation disparity vs retrieval disparity",
         chart="attributed_vs_retrieval_disparity",

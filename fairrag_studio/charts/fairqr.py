@@ -8,6 +8,8 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
+from fairrag_core.glossary import GLOSSARY
+
 from .style import (
     MEAN_COLOUR,
     STOCHASTIC_COLOUR,
@@ -62,7 +64,7 @@ def fairqr_delta(deltas: Sequence[float], *, chosen: int | None = None) -> go.Fi
         fig.add_trace(go.Scatter(x=[chosen], y=[float(deltas[chosen])], mode="markers", name="kept (lowest Δ)",
                                  marker={"size": 18, "symbol": "star", "color": TARGET_COLOUR},
                                  hovertemplate="kept: iteration %{x}<extra></extra>"))
-    style(fig, title="Δ per iteration (lower = closer)", x_title="iteration",
+    style(fig, title=f"Δ per iteration ({GLOSSARY['Δ'].direction})", x_title="iteration",
            y_title="Δ = KL(target ‖ top K)", height=360)
     fig.update_xaxes(dtick=1)
     fig.update_yaxes(rangemode="tozero")

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from fairrag_core.glossary import GLOSSARY
+
 from .style import DETERMINISTIC_COLOUR, STOCHASTIC_COLOUR, TARGET_COLOUR, label, labels, style
 
 __all__ = ["coverage_heatmap", "ncom_bars", "aspect_coverage_bars", "LIST_COLOURS"]
@@ -60,7 +62,8 @@ def ncom_bars(ncom: Mapping[str, float], *, k: int | None = None) -> go.Figure:
     fig = go.Figure(go.Bar(x=labels(names), y=values, marker_color=[_colour(n) for n in names],
                            text=[f"{v:.3f}" for v in values], textposition="outside",
                            hovertemplate="<b>%{x}</b><br>NCOM = %{y:.3f}<extra></extra>"))
-    style(fig, title="Coverage of the sub-aspects by each list (NCOM; oracle = 1)", x_title="ranked list",
+    style(fig, title=f"Coverage of the sub-aspects by each list (NCOM: {GLOSSARY['NCOM'].direction}; oracle = 1)",
+          x_title="ranked list",
           y_title="NCOM" + (f"@{k}" if k else ""), height=380)
     fig.update_yaxes(range=[0, max(1.1, max(values, default=1) + 0.1)])
     return fig

@@ -15,6 +15,8 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from fairrag_core.glossary import GLOSSARY
+
 __all__ = [
     "TEMPLATE", "FONT_SIZE", "TITLE_SIZE", "EE_D_TITLE", "ALPHA_TITLE", "STOCHASTIC_COLOUR", "DETERMINISTIC_COLOUR",
     "TARGET_COLOUR", "ATTRIBUTED_COLOUR", "MEAN_COLOUR", "hex_colour", "provider_colours", "text_colour_on",
@@ -25,7 +27,7 @@ __all__ = [
 TEMPLATE = "plotly_white"
 FONT_SIZE = 16
 TITLE_SIZE = 22
-EE_D_TITLE = "EE-D (expected exposure disparity; lower = fairer)"
+EE_D_TITLE = GLOSSARY["EE-D"].axis_title  # "EE-D (expected exposure disparity; lower = fairer)"
 ALPHA_TITLE = "α (0 = uniform sampling; larger = closer to the deterministic ranking)"
 
 # Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
