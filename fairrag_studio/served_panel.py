@@ -116,7 +116,8 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
     """Audit the chosen log with the chosen settings (cached per file content and settings, and reopened from the
     store when this browser audited the same input with the same settings before); show its errors."""
     coll = resources.collection(source_collection)
-    st.caption(f"Doc ids are checked against **{collection_label(source_collection)}** ({len(coll)} documents); "
+    st.caption(f"Doc ids are checked against **{markdown_text(collection_label(source_collection))}** "
+               f"({len(coll)} documents); "
                "its relevance labels give EE-R and the fair target.")
     cols = st.columns(4)
     attribution = cols[0].selectbox("Attribution", ["auto", "none", "logged", "judge", "both"], key="served_attr",
@@ -165,11 +166,11 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
             saved[key] = store.save(runs[key], label=f"{kind} · {served_label(runs[key])}")
     if key not in runs:
         st.info(f"{kind.capitalize()} read: {len(log)} served rankings over {len(log.query_ids)} queries, from "
-                f"{served.text} ({served.counts}). Press **Audit the served rankings**.")
+                f"{markdown_text(served.text)} ({served.counts}). Press **Audit the served rankings**.")
         return None, coll
     if key in st.session_state["served_reopened"]:
-        st.caption(f"Reopened stored run **{saved[key]}**: this {kind} ({served.text}) was audited with these "
-                   "settings before, so nothing new was saved.")
+        st.caption(f"Reopened stored run **{saved[key]}**: this {kind} ({markdown_text(served.text)}) was audited "
+                   "with these settings before, so nothing new was saved.")
     else:
         st.caption(f"Saved in the run store as **{saved[key]}**.")
     run = runs[key]

@@ -16,6 +16,7 @@ from . import resources, uploads
 from .identity import collection_identity
 from .jobs_panel import owner_key, render_jobs_panel
 from .state import DEFAULT_COLLECTION, Settings, drop_stale
+from .widgets import markdown_text
 
 __all__ = ["render_sidebar"]
 
@@ -49,7 +50,7 @@ def _upload_panel() -> None:
             uploads.remember_collection(resources.UPLOAD_ROOT, owner_key(), folder, selected=True)
             st.session_state["upload_selected_saved"] = True
             st.success(f"Loaded {len(loaded)} documents and {len(loaded.queries)} queries as "
-                       f"{collection_identity(str(folder)).text}.")
+                       f"{markdown_text(collection_identity(str(folder)).text)}.")
 
 
 def upload_option(folder: str) -> str:
@@ -124,7 +125,7 @@ def render_sidebar() -> Settings:
         side.error(str(err))
         source, coll = "running-shoes", resources.collection("running-shoes")
     if source not in DEMO_COLLECTIONS:
-        side.caption(f"**{collection_identity(source).text}**")
+        side.caption(f"**{markdown_text(collection_identity(source).text)}**")
     side.caption(f"{len(coll)} documents · {len(coll.queries)} queries · "
                  f"{len(set(coll.providers))} providers · categories: {', '.join(coll.categories()) or 'none'}")
 

@@ -66,7 +66,7 @@ def test_an_uploaded_collection_keeps_its_name_and_comes_back_after_a_reload():
     at = session(owner)  # a reload: a new session, the same key in the address
     assert at.sidebar.selectbox(key="collection_choice").value == "my-news (your upload)"
     assert at.session_state["settings"].collection == str(folder)
-    assert f"my-news (upload, sha256 {sha[:12]}…)" in [c.value.strip("*") for c in at.sidebar.caption]
+    assert f"**my\\-news \\(upload, sha256 {sha[:12]}…\\)**" in [c.value for c in at.sidebar.caption]
     assert "my-news (your upload)" in at.sidebar.selectbox(key="collection_choice").options
     assert at.text_input(key="query").value == "harbour news"  # the upload's own first query
     # the Audit page labels its stored run with the upload's name and sha256, not its folder
@@ -113,8 +113,8 @@ def test_an_uploaded_run_survives_a_reload_and_a_second_audit_reopens_the_stored
     assert at.selectbox(key="served_kept").value == str(path)
     short = identity.short_sha(identity.file_sha256(path))
     read = [i.value for i in at.info if "served rankings" in i.value]
-    assert read == [f"Run read: 4 served rankings over 1 queries, from system_run.trec (upload, sha256 {short}) "
-                    "(12 lines holding 4 rankings). Press **Audit the served rankings**."]
+    assert read == [f"Run read: 4 served rankings over 1 queries, from system\\_run\\.trec \\(upload, sha256 "
+                    f"{short}\\) (12 lines holding 4 rankings). Press **Audit the served rankings**."]
     at.button(key="served_run").click().run()
     assert not at.exception
     first = next(re.search(r"\*\*(\w+)\*\*", c.value)[1] for c in at.caption if c.value.startswith("Saved in"))
