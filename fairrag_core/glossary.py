@@ -97,7 +97,7 @@ _TERMS = (
          "entails the answer per the NLI judge, or the system cited it)",
          "higher = answers use more of what they were shown", f"{KIM_DIAZ}, Eq. 9",
          aliases=("EAR (attribution rate)",), long="expected attribution rate"),
-    Term("EAE-D", "disparity of attributed exposure ‖ε^a‖²/k: EE-D counted only where a document was credited; "
+    Term("EAE-D", "disparity of attributed exposure ‖εᵃ‖²/k: EE-D counted only where a document was credited; "
          "never above EE-D", "lower = fairer", f"{KIM_DIAZ}, Eq. 11", long="attributed exposure disparity"),
     Term("retrieval share", "a provider's or group's share of all exposure in the shown top k",
          "compare with the target share", f"{KIM_DIAZ}, Eq. 5, summed per group",

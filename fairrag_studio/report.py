@@ -49,7 +49,7 @@ h2 { font-size: 1.4rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; pa
 .generated { color: #52606d; margin: 0 0 1rem; }
 dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1.2rem; }
 dl.summary dt { font-weight: 600; }
-dl.summary dd { margin: 0; overflow-wrap: anywhere; }
+dl.summary dd { margin: 0; overflow-wrap: break-word; min-width: 0; }
 table.table { border-collapse: collapse; margin: 1rem 0; font-size: .9rem; width: 100%; }
 table.table.wide { font-size: .8rem; }
 table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left;

@@ -100,7 +100,8 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group", 
             hovertemplate=f"<b>%{{x}}</b><br>{name}: %{{y:.1%}}<extra></extra>",
         ))
     gap_traces, reach = [], 0.05
-    if gaps and "target_share" in ledger and has_values(numeric(ledger, "target_share")):
+    has_target = "target_share" in ledger and has_values(numeric(ledger, "target_share"))
+    if gaps and has_target:
         for (name, share, bounds), colour in zip(GAP_SERIES, (STOCHASTIC_COLOUR, ATTRIBUTED_COLOUR)):
             found = _gap_trace(ledger, groups, name, share, bounds, colour)
             if found is not None:
@@ -112,7 +113,8 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group", 
     if not gap_traces:
         fig = go.Figure(bars)
         style(fig, title=f"Exposure ledger: {words} shares", x_title=x_title, y_title="share of exposure",
-              height=480)
+              height=480, subtitle=None if has_target or not gaps else
+              "No gap to draw: the fair target needs relevance labels")
         fig.update_layout(barmode="group")
         fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0])
         return fig
@@ -125,10 +127,11 @@ def exposure_ledger_chart(ledger: pd.DataFrame, *, group_column: str = "group", 
           y_title="share of exposure", height=720,
           subtitle="Gap: " + GLOSSARY["gap (retrieval − target)"].direction)
     fig.update_layout(barmode="group", scattermode="group", scattergap=0.55,
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0})
+                      # above the panels, under the title: long, rotated group names below never run into it
+                      legend={"orientation": "h", "yref": "paper", "yanchor": "bottom", "y": 1.02, "x": 0})
     fig.update_xaxes(title_text=x_title, row=2, col=1)
     fig.update_yaxes(tickformat=".0%", range=[0, min(1.0, highest * 1.15) if highest > 0 else 1.0], row=1, col=1)
     fig.update_yaxes(title_text="gap to the target", tickformat="+.0%", zeroline=True, zerolinewidth=2,
                      zerolinecolor="#52606D", range=[-reach * 1.15, reach * 1.15], row=2, col=1)
-    fig.update_layout(margin={"b": 140})
+    fig.update_layout(margin={"t": 210}, title={"yref": "container", "y": 0.985, "yanchor": "top"})
     return fig

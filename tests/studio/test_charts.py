@@ -319,6 +319,9 @@ def test_exposure_ledger_chart():
     assert low < -0.4 and high > 0.4  # every gap and interval is inside the panel
     no_target = exposure_ledger_chart(ledger.rename(columns={"provider": "group"}).assign(target_share=np.nan))
     assert [t.name for t in no_target.data] == ["retrieval (exposure share)"]  # no labels: no gap to draw
+    assert no_target.layout.title.subtitle.text == "No gap to draw: the fair target needs relevance labels"
+    legend_top = full.layout.legend
+    assert (legend_top.yanchor, legend_top.y) == ("bottom", 1.02)  # above the panels: clear of long group names
     with pytest.raises(ValueError, match="'group'"):
         exposure_ledger_chart(ledger)
 
