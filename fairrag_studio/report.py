@@ -53,7 +53,9 @@ dl.summary dd { margin: 0; overflow-wrap: break-word; min-width: 0; }
 table.table { border-collapse: collapse; margin: 1rem 0; font-size: .9rem; width: 100%; }
 table.table.wide { font-size: .8rem; }
 table.table th, table.table td { border: 1px solid #d0d7de; padding: .3rem .5rem; text-align: left;
-                                 vertical-align: top; overflow-wrap: anywhere; hyphens: auto; }
+                                 vertical-align: top; overflow-wrap: anywhere; min-width: 6.5ch; }
+table.table th { overflow-wrap: normal; hyphens: auto; }  /* headers break between words (or hyphenated) */
+table.table td { font-variant-numeric: tabular-nums; }
 table.table.wide th, table.table.wide td { padding: .2rem .3rem; }
 table.table thead th { background: #f0f4f8; }
 .figure { margin: 1rem 0; }
@@ -124,6 +126,10 @@ WIDE_COLUMNS = 9
 
 def _table_html(table: pd.DataFrame) -> str:
     classes = ["table", "wide"] if len(table.columns) >= WIDE_COLUMNS else "table"
+    nullable = [c for c in table.columns if pd.api.types.is_extension_array_dtype(table[c])
+                and pd.api.types.is_integer_dtype(table[c]) and table[c].isna().any()]
+    if nullable:  # whole numbers with gaps (Int64): "—" for the gap, as for floats, not "<NA>"
+        table = table.assign(**{c: table[c].astype(object).where(table[c].notna(), "—") for c in nullable})
     return table.to_html(
         index=False, float_format=lambda x: f"{x:.3f}", na_rep="—", escape=True, classes=classes
     )

@@ -133,6 +133,8 @@ _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "
 def queries_table(run: SweepRun) -> pd.DataFrame:
     """One row per query with its metrics (columns that were not measured dropped), readable headers."""
     table = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
+    if "m" in table:  # a count (NaN for an unlabelled query): whole numbers, not 8.000
+        table = table.assign(m=table["m"].round().astype("Int64"))
     out = table.rename(columns=_QUERY_COLUMNS).round(3)
     # intervals over the query's served lines; each contains the estimate printed in front of it
     # (audits stored before the interval columns were named after their estimate call them ee_d_low/high)

@@ -174,6 +174,8 @@ def test_log_report_has_headline_methodology_lines_and_escapes(shoe_log, shoes):
     headline = headline_table(run)
     assert "percentile bootstrap interval over queries" in headline.attrs["note"]
     assert list(queries_table(run)["query"]) == ["rs-q01", "rs-q02", "walk-in"]
+    useful = queries_table(run)["useful (m)"]  # a count: whole numbers, and none for the unlabelled walk-in query
+    assert useful.iloc[:2].tolist() == [int(shoes.useful(q).sum()) for q in ("rs-q01", "rs-q02")] and useful.isna()[2]
     assert lines_table(run, "rs-q01")["entailed per the judge"].tolist()[0] == shoes.doc_ids[0]
     html = build_log_report(run, shoes, renderer=lambda figs: [b"<svg/>"] * len(figs))
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -183,4 +185,5 @@ def test_log_report_has_headline_methodology_lines_and_escapes(shoe_log, shoes):
     assert "python -m fairrag_core audit-log" in html
     assert "--attribution both" in html and "--nli fake-substring" in html
     assert "<details><summary>rs-q01</summary>" in html and "sha256" in html
+    assert "&lt;NA&gt;" not in html  # the walk-in query's missing count reads "—"
     assert len(html.encode()) < 200_000
