@@ -3,7 +3,8 @@
 Real Chromium (Debian's, driven by Playwright) opens the HTML reports of a simulated audit and of a served log
 audited with both attribution sources and a second user model (its per-query table is the widest the product
 writes: 16 columns), every drill-down opened, in a 1400 × 900 window. For each table the test measures that its
-right edge stays inside its section, that it has nothing to scroll, and that no cell's text spills out of it.
+right edge stays inside its section, that it has nothing to scroll, that no cell's text spills out of it, and that
+no number is broken over two lines.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ _MEASURE = """() => {
     const box = t.getBoundingClientRect(), room = t.parentElement.getBoundingClientRect();
     const spilled = [...t.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1)
       .map(c => c.innerText.slice(0, 40));
+    const broken = [...t.querySelectorAll('td')].filter(c => /^-?[0-9][0-9.,]*$/.test(c.innerText.trim()))
+      .filter(c => { const r = document.createRange(); r.selectNodeContents(c); return r.getClientRects().length > 1; })
+      .map(c => c.innerText);
     out.tables.push({section: t.closest('section').querySelector('h2').innerText,
                      columns: t.rows[0].cells.length, right: box.right, room: room.right,
-                     scroll: t.scrollWidth - t.clientWidth, spilled});
+                     scroll: t.scrollWidth - t.clientWidth, spilled, broken});
   }
   for (const i of document.querySelectorAll('img')) out.images.push(i.getBoundingClientRect().right);
   for (const p of document.querySelectorAll('pre')) out.code.push(p.scrollWidth - p.clientWidth);
@@ -80,5 +84,6 @@ def test_every_column_of_every_report_table_is_visible_at_1400_px(reports):
                                                               "beyond its section"
                 assert table["scroll"] <= 0, f"{where} hides {table['scroll']} px behind a scroll bar"
                 assert not table["spilled"], f"{where}: cells spill out: {table['spilled'][:3]}"
+                assert not table["broken"], f"{where}: numbers broken over lines: {table['broken'][:3]}"
             assert all(right <= WIDTH for right in found["images"]), f"{name}: a figure is wider than the window"
             assert all(extra <= 0 for extra in found["code"]), f"{name}: a command scrolls sideways"
