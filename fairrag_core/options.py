@@ -80,7 +80,7 @@ class Option:
 
     ``always``: printed in every reproduce command, even at its default. ``path``: a file or folder, printed by
     :func:`command_path`. ``group``: options that go together (``"citation"``: the citation rule).
-    ``default_text``: how the help names the default when its value does not say it (``None`` → "every document").
+    ``default_text``: how the help names a default of None or nothing (``candidates=None`` → "every document").
     """
 
     flags: tuple[str, ...]
@@ -195,7 +195,8 @@ def _help(opt: Option, default: Any) -> str:
     if opt.kind is Kind.TOGGLE:
         text += f" (default {'on' if default else 'off'})"
     elif opt.kind is Kind.VALUE and not opt.positional and not opt.required:
-        text += f" (default {opt.default_text or render(default)})"
+        said = opt.default_text if opt.default_text and default in (None, ()) else render(default)
+        text += f" (default {said})"
     return text.replace("%", "%%")
 
 
