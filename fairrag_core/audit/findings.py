@@ -24,18 +24,23 @@ ledger_intervals` draws them: with the same seed the finding's intervals are the
 **The test.** The gap is the mean over queries of the linearised contributions (delta method for a ratio of sums,
 Davison & Hinkley 1997 §2.7.2) ``d_qg = Q [(x_qg − s⁰_g X_q)/Σ X − (y_qg − s⁰_g Y_q)/Σ Y]`` (y the reference,
 s⁰ the pooled share; ``mean_q d_qg = s_g − τ_g`` exactly). H0: mean 0, tested two-sided with the symmetric
-bootstrap-t over queries (:func:`~fairrag_core.metrics.significance.bootstrap_t_pvalues`, Hall 1988), Holm-adjusted
+bootstrap-t over queries (:func:`~fairrag_core.metrics.significance.bootstrap_t_pvalues`, Hall 1988; the symmetric
+and the equal-tailed p-value must both reject, the larger is reported), Holm-adjusted
 (:func:`~fairrag_core.metrics.significance.holm_adjust`) over the groups tested in that family. A group is flagged
 when its adjusted p ≤ α = 1 − level. The interval printed beside it is the percentile interval (unadjusted, as the
 ledger shows it), so at the margin a flagged gap's interval may touch 0 or an unflagged one miss it.
 
 **Insufficient evidence.** With α/m the strictest Holm threshold (m groups with a fair share or some exposure), a
-group is *not testable*, and says "insufficient evidence (n = …)", never "fair", when either (i) even its total
-absence — its exposure set to 0 in every query, the others unchanged — would not reach p ≤ α/m with this test on
-these queries, or (ii) (when the lines per query are known) a system meeting its fair share in every line would
-still leave it out of *all* lines with probability above α/m (:func:`~fairrag_core.metrics.significance.
-absence_probability`). Both depend on the fair targets and the audit's size only, never on the group's observed
-exposure, so the family tested is fixed before looking at it; Holm runs over the testable groups.
+group is *not testable*, and says "insufficient evidence (n = …)", never "fair", when (i) it is at stake (has a fair
+share or was shown) in n queries with 2/2ⁿ > α/m — 2/2ⁿ is the smallest p-value of the exact sign-flip test, and no
+test that treats queries as exchangeable does better; or (ii) when the lines per query are known, the same holds for
+n_eff, at most how many queries a system meeting its fair share would show it in at all
+(:func:`~fairrag_core.metrics.significance.presence_bound`: a provider with a small share in short queries, or a
+sparsely cited one, is absent from most of them even when treated fairly); or (iii) even its total absence — its
+exposure set to 0 in every query, the others filling its slots — would not reach p ≤ α/m with this test on these
+queries. These depend on the fair targets and the audit's size (under a fair system a group is only shown where it
+has a fair share), not on how the group was treated, so the family tested is fixed before looking at it; Holm runs
+over the testable groups.
 
 **Severity** (:func:`severity_of`): INFO when not significant (within noise, insufficient evidence, no
 difference); SERIOUS when significant and the effect is at least half of the reference (a share at most half or at
@@ -62,7 +67,7 @@ from ..data import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval, bootstrap_mean, paired_comparison, percentile_interval
-from ..metrics.significance import absence_probability, bootstrap_t_pvalues, holm_adjust
+from ..metrics.significance import bootstrap_t_pvalues, holm_adjust, presence_bound
 from ..seeds import SeedLike, as_generator, check_seed, derive_seed
 
 __all__ = [
@@ -555,15 +560,18 @@ def _gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: 
     reasons = [""] * n_g
     stake = np.sum((x > 0) | (y > 0), axis=0)
     for g in range(n_g):
+        informative = float(stake[g])
+        if lines is not None:  # only queries where a fair system would show it at least once carry a sign
+            informative = presence_bound(y[:, g] * scale, lines) + float(np.sum((x[:, g] > 0) & (y[:, g] == 0)))
         if not at_stake[g]:
             reasons[g] = _NOT_AT_STAKE
         elif 2.0 ** (1 - int(stake[g])) > threshold:
             reasons[g] = f"on {int(stake[g])} queries no test over queries can reach the {threshold:.2g} Holm needs"
+        elif 2.0 ** (1 - informative) > threshold:
+            reasons[g] = (f"at its fair share it would appear in at most {informative:.1f} of them on average, too "
+                          f"few for a test over queries to reach the {threshold:.2g} Holm needs")
         elif p_abs[g] > threshold:
             reasons[g] = "even no exposure at all would not be significant here"
-        elif lines is not None and (prob := absence_probability(y[:, g] * scale, lines)) > threshold:
-            reasons[g] = (f"a system meeting its fair share would leave it out of all {int(lines.sum())} lines "
-                          f"with probability ≥ {prob:.2g}")
         else:
             testable[g] = True
     p_adj = np.full(n_g, np.nan)
