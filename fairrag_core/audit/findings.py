@@ -1,10 +1,10 @@
 """Findings: what an audit or a comparison found, as typed sentences that carry their numbers, test and severity.
 
-A :class:`Finding` is one plain-language sentence ("Stridewell is under-exposed in retrieval: 5.3 % [2.0, 9.2] of
-retrieval exposure vs a fair share of 8.6 % [4.2, 13.1] (gap −3.3 points [−6.2, −0.6]; p = 0.004, Holm-adjusted
-over 14 providers; 18 queries, 180 lines)") with the numbers behind it: the effect with its interval, the observed
-and reference values with theirs, the test's p-value and its Holm adjustment over the family it belongs to, a
-direction and a severity. Three generators:
+A :class:`Finding` is one plain-language sentence (from a simulated audit: "Greyfield Footworks is under-exposed in
+retrieval: 4.3 % [3.2, 5.7] of retrieval exposure vs a fair share of 7.6 % [7.6, 7.6] (gap −3.3 points [−4.4, −1.9];
+p = 0.035, Holm-adjusted over 14 providers; 20 queries, 200 lines)") with the numbers behind it: the effect with
+its interval, the observed and reference values with theirs, the test's p-value and its Holm adjustment over the
+family it belongs to, a direction and a severity. Three generators:
 
 * :func:`ledger_findings` (on :func:`share_table` / :func:`share_findings`) — per provider or group, the retrieval
   share against the fair share (retrieval − target) and the attributed share (citations) against the fair share
@@ -478,6 +478,7 @@ class _GroupResult:
     testable: bool
     reason: str
     n_at_stake: int
+    n_informative: float
 
     def numbers(self) -> dict[str, object]:
         """The Finding fields of this group: the gap with its interval, both shares, the relative gap."""
@@ -558,11 +559,13 @@ def _gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: 
         scale = np.where(y_tot > 0, x_tot / np.where(y_tot > 0, y_tot, 1.0), 0.0)
     testable = np.zeros(n_g, dtype=bool)
     reasons = [""] * n_g
+    informatives = np.zeros(n_g)
     stake = np.sum((x > 0) | (y > 0), axis=0)
     for g in range(n_g):
         informative = float(stake[g])
         if lines is not None:  # only queries where a fair system would show it at least once carry a sign
             informative = presence_bound(y[:, g] * scale, lines) + float(np.sum((x[:, g] > 0) & (y[:, g] == 0)))
+        informatives[g] = informative
         if not at_stake[g]:
             reasons[g] = _NOT_AT_STAKE
         elif 2.0 ** (1 - int(stake[g])) > threshold:
@@ -582,7 +585,7 @@ def _gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: 
         gap = _interval(sx[g] - sy[g], bx[:, g] - by_[:, g], level)
         results.append(_GroupResult(name, value, reference, gap, float(sx[g]), float(sy[g]),
                                     float(p_obs[g]) if testable[g] else math.nan, float(p_adj[g]), bool(testable[g]),
-                                    reasons[g], int(stake[g])))
+                                    reasons[g], int(stake[g]), float(informatives[g])))
     return results
 
 
@@ -624,7 +627,9 @@ def _group_findings(results: list[_GroupResult], fam: _Family, *, by: str, level
         share = _share_text(r.value, r.point_value)
         fair = _share_text(r.reference, r.point_reference)
         if not r.testable:
-            insufficient.append(f"{r.group} (n = {r.n_at_stake})")
+            informative = (f", at most {r.n_informative:.1f} informative"
+                           if r.n_informative < r.n_at_stake - 0.05 else "")
+            insufficient.append(f"{r.group} (n = {r.n_at_stake}{informative})")
             text = (f"{r.group}: insufficient evidence (n = {r.n_at_stake} quer{'y' if r.n_at_stake == 1 else 'ies'} "
                     f"{fam.stake}) to tell its {fam.share} of {share} from its {fam.reference} of {fair}: "
                     f"{r.reason}")
@@ -661,7 +666,8 @@ def _group_findings(results: list[_GroupResult], fam: _Family, *, by: str, level
     else:
         severities = [f.severity for f in out if f.kind in (fam.under, fam.over)]
         worst = min(severities, key=lambda s: s.rank)
-        text = (f"{fam.title}: {len(flagged)} of {m} {nouns if m != 1 else noun} tested differ from their "
+        verb = "differs from its" if len(flagged) == 1 else "differ from their"
+        text = (f"{fam.title}: {len(flagged)} of {m} {nouns if m != 1 else noun} tested {verb} "
                 f"{fam.reference} beyond noise — {_names(flagged, limit=8)} (Holm-adjusted at "
                 f"{_alpha_text(alpha)}; {n_text}){too_little}")
         out.append(Finding(FindingKind.HEADLINE, every, text=text, severity=worst, correction=correction, **common))
@@ -854,9 +860,10 @@ def share_difference_findings(a: ShareTable, b: ShareTable, *, name_a: str = "A"
     else:
         worst = min((f.severity for f in out if f.kind in (FindingKind.LESS_EXPOSED, FindingKind.MORE_EXPOSED)),
                     key=lambda s: s.rank)
+        verb = "changes" if len(flagged) == 1 else "change"
         out.append(Finding(FindingKind.HEADLINE, subject, severity=worst, correction=correction,
                            text=f"{what.capitalize()} exposure, {name_b} vs {name_a}: {len(flagged)} of {m} "
-                                f"{nouns if m != 1 else noun} tested change share beyond noise — "
+                                f"{nouns if m != 1 else noun} tested {verb} share beyond noise — "
                                 f"{_names(flagged, limit=8)} under {name_b} (Holm-adjusted at {_alpha_text(alpha)}; "
                                 f"{n_text}){too_little}", **common_fields))
     return sort_findings(out)
