@@ -24,8 +24,9 @@ ledger_intervals` draws them: with the same seed the finding's intervals are the
 **The test.** The gap is the mean over queries of the linearised contributions (delta method for a ratio of sums,
 Davison & Hinkley 1997 §2.7.2) ``d_qg = Q [(x_qg − s⁰_g X_q)/Σ X − (y_qg − s⁰_g Y_q)/Σ Y]`` (y the reference,
 s⁰ the pooled share; ``mean_q d_qg = s_g − τ_g`` exactly). H0: mean 0, tested two-sided with the symmetric
-bootstrap-t over queries (:func:`~fairrag_core.metrics.significance.bootstrap_t_pvalues`, Hall 1988; the symmetric
-and the equal-tailed p-value must both reject, the larger is reported), Holm-adjusted
+bootstrap-t over queries (:func:`~fairrag_core.metrics.significance.bootstrap_t_pvalues`, Hall 1988: the symmetric
+p-value for retrieval; for sparse citations the symmetric and the equal-tailed p-value must both reject, see
+:data:`ATTRIBUTED_TAILS`), Holm-adjusted
 (:func:`~fairrag_core.metrics.significance.holm_adjust`) over the groups tested in that family. A group is flagged
 when its adjusted p ≤ α = 1 − level. The interval printed beside it is the percentile interval (unadjusted, as the
 ledger shows it), so at the margin a flagged gap's interval may touch 0 or an unflagged one miss it.
@@ -75,11 +76,20 @@ __all__ = [
     "render_findings", "findings_to_json",
     "ShareTable", "share_table", "share_findings", "ledger_findings", "share_difference_findings",
     "Better", "Aspect", "MetricSpec", "METRIC_SPECS", "comparison_findings",
-    "BOOTSTRAP_T", "SIGN_FLIP",
+    "RETRIEVAL_TAILS", "ATTRIBUTED_TAILS", "BOOTSTRAP_T", "SIGN_FLIP",
 ]
 
-#: The test behind every share finding, in words.
-BOOTSTRAP_T = "symmetric bootstrap-t over queries, two-sided"
+#: How the bootstrap-t p-value of a retrieval share gap is read (:func:`~fairrag_core.metrics.significance.
+#: bootstrap_t_pvalues`): symmetric, calibrated in our retrieval checks and the more powerful.
+RETRIEVAL_TAILS = "symmetric"
+#: ... and of an attributed (citation) share gap: citations are sparse counts (about one per answer), for which the
+#: symmetric p-value put nearly all its error in the "under-cited" tail; the symmetric and the equal-tailed p-value
+#: must both reject.
+ATTRIBUTED_TAILS = "both"
+#: The test behind a share finding, in words, by its tails.
+BOOTSTRAP_T = {"symmetric": "symmetric bootstrap-t over queries, two-sided",
+               "equal": "equal-tailed bootstrap-t over queries, two-sided",
+               "both": "bootstrap-t over queries, two-sided (symmetric and equal-tailed must both reject)"}
 #: The test behind every metric comparison (:func:`~fairrag_core.metrics.intervals.paired_comparison`).
 SIGN_FLIP = "paired randomization (sign-flip) test over queries, two-sided"
 #: Effect, relative to its reference, from which a significant finding is SERIOUS (see :func:`severity_of`).
@@ -249,8 +259,8 @@ def sort_findings(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def render_findings(findings: Sequence[Finding], *, details: bool = False) -> list[str]:
-    """One line per finding, most severe first: ``"[serious] Stridewell is under-exposed …"``. Details (one group
-    within noise, each metric behind a headline) only with ``details=True``.
+    """One line per finding, most severe first: ``"[serious] Greyfield Footworks is under-exposed …"``. Details (one
+    group within noise, each metric behind a headline) only with ``details=True``.
 
     >>> render_findings([Finding(FindingKind.NO_DIFFERENCE, "B vs A", "ee_d", "EE-D does not differ.")])
     ['[info] EE-D does not differ.']
@@ -541,7 +551,7 @@ def _test_size(n_test: int | None, m: int, alpha: float) -> int:
 
 def _gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: np.ndarray,
                 test_rng: np.random.Generator, lines: np.ndarray | None, level: float,
-                n_test: int | None) -> list[_GroupResult]:
+                n_test: int | None, tails: str) -> list[_GroupResult]:
     """Per group: share(x), share(y), the gap with intervals, the bootstrap-t p-value, Holm over the testable."""
     alpha = _alpha(level)
     n_g = x.shape[1]
@@ -551,7 +561,7 @@ def _gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: 
     bx, by_ = _boot_shares(x, counts), _boot_shares(y, counts)
     observed, absent = _contributions(x, y)
     p_all = bootstrap_t_pvalues(np.hstack([observed, absent]), n_resamples=_test_size(n_test, m_all, alpha),
-                                seed=test_rng)
+                                tails=tails, seed=test_rng)
     p_obs, p_abs = p_all[:n_g], p_all[n_g:]
     threshold = alpha / max(m_all, 1)
     x_tot, y_tot = x.sum(axis=1), y.sum(axis=1)
@@ -606,6 +616,7 @@ class _Family:
     reference: str              # "fair share"
     title: str                  # "Retrieval exposure"
     stake: str                  # "where it has a fair share"
+    tails: str                  # RETRIEVAL_TAILS or ATTRIBUTED_TAILS
 
 
 def _group_findings(results: list[_GroupResult], fam: _Family, *, by: str, level: float, n_queries: int,
@@ -617,7 +628,7 @@ def _group_findings(results: list[_GroupResult], fam: _Family, *, by: str, level
     n_text = _n_text(n_queries, n_lines)
     correction = f"Holm over {m} {nouns if m != 1 else noun}"
     common = {"metric": fam.metric, "level": level, "alpha": alpha, "n_queries": n_queries, "n_lines": n_lines,
-              "family": f"{fam.metric}, by {by}", "test": BOOTSTRAP_T}
+              "family": f"{fam.metric}, by {by}", "test": BOOTSTRAP_T[fam.tails]}
     out, flagged, insufficient = [], [], []
     for r in results:
         if r.reason == _NOT_AT_STAKE:
@@ -676,13 +687,14 @@ def _group_findings(results: list[_GroupResult], fam: _Family, *, by: str, level
 
 _RETRIEVAL = _Family("retrieval share − fair share", FindingKind.UNDER_EXPOSED, FindingKind.OVER_EXPOSED,
                      "is under-exposed in retrieval", "is over-exposed in retrieval", "of retrieval exposure",
-                     "retrieval share", "fair share", "Retrieval exposure", "in which it has a fair share or was shown")
+                     "retrieval share", "fair share", "Retrieval exposure", "in which it has a fair share or was shown",
+                     RETRIEVAL_TAILS)
 
 
 def _attributed_family(label: str) -> _Family:
     return _Family("attributed share − fair share", FindingKind.UNDER_CITED, FindingKind.OVER_CITED,
                    "is under-cited", "is over-cited", f"of {label}", f"share of {label}", "fair share",
-                   label[:1].upper() + label[1:], "in which it has a fair share or was shown")
+                   label[:1].upper() + label[1:], "in which it has a fair share or was shown", ATTRIBUTED_TAILS)
 
 
 def share_findings(table: ShareTable, *, attributed_label: str = "citations", level: float = 0.95,
@@ -725,7 +737,7 @@ def share_findings(table: ShareTable, *, attributed_label: str = "citations", le
     out = []
     for x, words in families:
         results = _gap_family(x, table.target, table.groups, counts=counts, test_rng=test_rng, lines=table.lines,
-                              level=level, n_test=n_test)
+                              level=level, n_test=n_test, tails=words.tails)
         out += _group_findings(results, words, by=table.by, level=level, n_queries=n_q, n_lines=table.n_lines,
                                serious=serious)
     return sort_findings(out)
@@ -802,8 +814,9 @@ def share_difference_findings(a: ShareTable, b: ShareTable, *, name_a: str = "A"
         raise InvalidParameterError("a system has no exposure on the common queries; nothing to compare")
     what = "attributed" if attributed else "retrieval"
     boot_seed, test_rng = _streams(seed)
+    tails = ATTRIBUTED_TAILS if attributed else RETRIEVAL_TAILS
     results = _gap_family(x, y, groups, counts=resample_counts(len(common), n_boot, boot_seed), test_rng=test_rng,
-                          lines=None, level=level, n_test=n_test)
+                          lines=None, level=level, n_test=n_test, tails=tails)
     alpha = _alpha(level)
     tested = [r for r in results if r.testable]
     m = len(tested)
@@ -813,7 +826,7 @@ def share_difference_findings(a: ShareTable, b: ShareTable, *, name_a: str = "A"
     subject = f"{name_b} vs {name_a}"
     common_fields = {"metric": f"{what} share, {name_b} − {name_a}", "level": level, "alpha": alpha,
                      "n_queries": len(common), "family": f"{what} share, {name_b} − {name_a}, by {a.by}",
-                     "test": BOOTSTRAP_T}
+                     "test": BOOTSTRAP_T[tails]}
     out, flagged, insufficient = [], [], []
     for r in results:
         if r.reason == _NOT_AT_STAKE:

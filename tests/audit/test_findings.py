@@ -99,18 +99,19 @@ def _table(retrieval, target, *, attributed=None, lines=None, groups=("Alpha", "
 
 def test_two_group_ledger_by_hand_gives_the_exact_sentences():
     # 8 queries, k = 5: Alpha gets 1 slot per ranking but has a fair share of 2.5 → 20 % vs 50 %, gap −30 points.
-    # Every query alike: no spread, so T = ∞ and only the +1 of the p-value remains: the equal-tailed p is
-    # 2/(B + 1) with B = 2000 resamples (the symmetric one 1/(B + 1)), and Holm over 2 providers doubles it.
+    # Every query alike: no spread, so T = ∞ and only the +1 of the symmetric p-value (retrieval's) remains:
+    # p = 1/(B + 1) with B = 2000 resamples, and Holm over 2 providers doubles it (0.0010 → "p < 0.001").
     table = _table([[1.0, 4.0]] * 8, [[2.5, 2.5]] * 8)
     findings = share_findings(table, seed=0)
     by_kind = {f.kind: f for f in findings}
     under, over = by_kind[FindingKind.UNDER_EXPOSED], by_kind[FindingKind.OVER_EXPOSED]
     assert under.text == ("Alpha is under-exposed in retrieval: 20.0 % [20.0, 20.0] of retrieval exposure vs a fair "
-                          "share of 50.0 % [50.0, 50.0] (gap −30.0 points [−30.0, −30.0]; p = 0.002, Holm-adjusted "
+                          "share of 50.0 % [50.0, 50.0] (gap −30.0 points [−30.0, −30.0]; p < 0.001, Holm-adjusted "
                           "over 2 providers; 8 queries)")
     assert over.text.startswith("Beta is over-exposed in retrieval: 80.0 % [80.0, 80.0] of retrieval exposure vs a "
                                 "fair share of 50.0 %")
-    assert under.p_value == pytest.approx(2 / 2001) and under.p_adjusted == pytest.approx(4 / 2001)
+    assert under.p_value == pytest.approx(1 / 2001) and under.p_adjusted == pytest.approx(2 / 2001)
+    assert under.test == "symmetric bootstrap-t over queries, two-sided"
     assert (under.estimate, under.relative, under.direction) == (pytest.approx(-0.3), pytest.approx(-0.6),
                                                                  Direction.BELOW)
     assert under.severity is Severity.SERIOUS and over.severity is Severity.SERIOUS  # |gap| ≥ half the fair share
@@ -119,6 +120,20 @@ def test_two_group_ledger_by_hand_gives_the_exact_sentences():
     assert headline.text == ("Retrieval exposure: 2 of 2 providers tested differ from their fair share beyond noise "
                              "— Alpha (under-exposed), Beta (over-exposed) (Holm-adjusted at 5 %; 8 queries)")
     assert findings[0] is headline  # most severe first, the headline before its parts
+
+
+def test_citations_by_hand_use_both_tails():
+    # Alpha shown at its fair share but cited 0.1 per ranking against Beta's 0.9: 10 % of citations vs a fair 50 %.
+    # Citations are tested with both tails: the equal-tailed p-value 2/(B + 1) is the larger, Holm doubles it.
+    table = _table([[2.5, 2.5]] * 8, [[2.5, 2.5]] * 8, attributed=[[0.1, 0.9]] * 8)
+    cited = {f.kind: f for f in share_findings(table, seed=0) if f.metric == "attributed share − fair share"}
+    under = cited[FindingKind.UNDER_CITED]
+    assert under.text == ("Alpha is under-cited: 10.0 % [10.0, 10.0] of citations vs a fair share of 50.0 % "
+                          "[50.0, 50.0] (gap −40.0 points [−40.0, −40.0]; p = 0.002, Holm-adjusted over 2 providers; "
+                          "8 queries)")
+    assert under.p_value == pytest.approx(2 / 2001) and under.p_adjusted == pytest.approx(4 / 2001)
+    assert under.test.endswith("(symmetric and equal-tailed must both reject)")
+    assert FindingKind.OVER_CITED in cited and FindingKind.HEADLINE in cited
 
 
 def test_share_findings_numbers_match_the_ledger_and_its_intervals(shoes):
@@ -240,7 +255,7 @@ def test_share_difference_between_two_systems():
     findings = share_difference_findings(a, b, name_a="α = 8", name_b="α = 2", seed=0)
     more = next(f for f in findings if f.kind is FindingKind.MORE_EXPOSED)
     assert more.text == ("Alpha gets more retrieval exposure under α = 2 than under α = 8: 40.0 % [40.0, 40.0] vs "
-                         "20.0 % [20.0, 20.0] (+20.0 points [20.0, 20.0]; p = 0.002, Holm-adjusted over 2 providers; "
+                         "20.0 % [20.0, 20.0] (+20.0 points [20.0, 20.0]; p < 0.001, Holm-adjusted over 2 providers; "
                          "10 queries)")
     assert more.severity is Severity.SERIOUS  # doubled
     other_queries = ShareTable(("Alpha", "Beta"), ("x", "y"), np.ones((2, 2)), np.ones((2, 2)))
