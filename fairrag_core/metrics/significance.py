@@ -2,19 +2,18 @@
 
 * :func:`holm_adjust` — Holm's (1979) step-down adjustment of a family of p-values (family-wise error ≤ α under
   any dependence between the tests);
-* :func:`bootstrap_t_pvalues` — the two-sided symmetric bootstrap-t test that the mean of each column of a
-  ``(units, tests)`` matrix is 0, resampling the units (here: queries) with
+* :func:`bootstrap_t_pvalues` — the two-sided bootstrap-t test (symmetric, equal-tailed or both) that the mean of
+  each column of a ``(units, tests)`` matrix is 0, resampling the units (here: queries) with
   :func:`~fairrag_core.metrics.bootstrap.resample_counts` (Hall 1988; Hall & Wilson 1991);
 * :func:`presence_bound` — at most how many of an audit's queries a group would appear in at all, were it given its
   fair share in every served ranking (used to say "insufficient evidence");
 * :func:`wilson_interval` — the Wilson (1927) score interval of a binomial proportion (calibration figures).
 
-Why a symmetric bootstrap-t and not a sign-flip or a percentile bootstrap test: a group's per-query share gap is
-skewed (most queries show it slightly below its target, a few far above), and with ~20 queries the two simpler
-tests were too liberal in the lower tail at Holm's thresholds, flagging fair providers as under-exposed more often
-than the nominal level (``benchmarks/calibrate_findings.py``, ``docs/findings.md``). Studentising each resample
-corrects the skewness to second order, and the symmetric (two-sided, absolute-value) version has a two-sided
-error of order n⁻² (Hall 1988; Hall, *The Bootstrap and Edgeworth Expansion*, 1992, §3.6).
+Why a bootstrap-t and not a sign-flip or a percentile bootstrap test: a group's per-query share gap is skewed (most
+queries show it slightly below its target, a few far above), and with ~20 queries the two simpler tests were too
+liberal in the lower tail at Holm's thresholds, flagging fair providers as under-exposed more often than the nominal
+level (``benchmarks/calibrate_findings.py``, ``docs/findings.md``). Studentising each resample corrects the skewness
+to second order (Hall 1988; Hall, *The Bootstrap and Edgeworth Expansion*, 1992, §3.6).
 """
 
 from __future__ import annotations
@@ -99,10 +98,11 @@ def bootstrap_t_pvalues(contributions: np.ndarray, *, n_resamples: int = 10_000,
     symmetric p-value is second-order accurate for the two-sided error (Hall 1988), but with very skewed terms (a
     sparse count, e.g. a provider's citations per query) it can put nearly all of that error in one tail; the
     equal-tailed one controls each tail to second order, but was liberal in our retrieval checks at 20 queries.
-    Findings name a direction ("under-cited"), so by default both must reject: the test's size is at most the
-    smaller of the two (``benchmarks/calibrate_findings.py``). The +1 keeps the Monte-Carlo p-value valid (Phipson
-    & Smyth 2010). All resamples are shared by the columns. A column with no spread is decided exactly: mean 0
-    gives p = 1; a nonzero mean with zero spread counts the resamples that also have none as at least as extreme.
+    ``"both"`` rejects only when both do: its size is at most the smaller of the two. The findings use
+    ``"symmetric"`` for retrieval and ``"both"`` for citations (``benchmarks/calibrate_findings.py``). The +1 keeps
+    the Monte-Carlo p-value valid (Phipson & Smyth 2010). All resamples are shared by the columns. A column with no
+    spread is decided exactly: mean 0 gives p = 1; a nonzero mean with zero spread counts the resamples that also
+    have none as at least as extreme.
 
     >>> p = bootstrap_t_pvalues(np.array([[0.1, -0.1], [0.2, 0.1], [0.3, -0.05], [0.25, 0.05], [0.15, 0.0]]),
     ...                         n_resamples=2000, seed=0)
