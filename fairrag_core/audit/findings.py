@@ -48,9 +48,10 @@ difference); SERIOUS when significant and the effect is at least half of the ref
 least 1.5 times its fair share, a metric moving by half its level under A); NOTABLE when significant and smaller.
 A headline takes the most severe of its parts. :func:`sort_findings` puts the most severe first.
 
-Calibration (``benchmarks/calibrate_findings.py``, ``docs/findings.md``): by simulation of audits the size of the
-demo log, a fair system gets an unfair finding in at most the nominal share of audits, and a provider under-exposed
-by half is flagged in more than 80 % of them.
+Calibration (``benchmarks/calibrate_findings.py``, ``docs/findings.md``), by simulation of audits the size of the
+demo log (20 queries, 200 lines, 14 providers): a fair system gets an under- or over-exposed finding in 4.0 %
+[3.3, 5.0] of audits and an under- or over-cited one in 4.3 % [3.5, 5.3]; a provider with 7 of the 92 documents
+under-exposed by half is flagged in 82.5 % [80.0, 84.7] of them, one with 6 in 70.2 % [67.3, 73.0].
 """
 
 from __future__ import annotations
