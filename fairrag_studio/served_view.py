@@ -124,7 +124,7 @@ def headline_table(run: SweepRun) -> pd.DataFrame:
 
 
 _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)", "ee_d": "EE-D",
-                  "ee_d_unbiased": "EE-D (unbiased)", "ee_r": "EE-R", "providers_reached": "providers",
+                  "ee_r": "EE-R", "providers_reached": "providers",
                   "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)", "ear_entailed": "EAR (entailed)",
                   "eae_d_entailed": "EAE-D (entailed)", "expeval_disparity": "disparity (expeval)",
                   "expeval_relevance": "relevance (expeval)", "expeval_difference": "difference (expeval)"}
@@ -132,16 +132,13 @@ _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "
 
 def queries_table(run: SweepRun) -> pd.DataFrame:
     """One row per query with its metrics (columns that were not measured dropped), readable headers."""
-    table = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
-    if "m" in table:  # a count (NaN for an unlabelled query): whole numbers, not 8.000
-        table = table.assign(m=table["m"].round().astype("Int64"))
-    out = table.rename(columns=_QUERY_COLUMNS).round(3)
+    shown = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
+    if "m" in shown:  # a count (NaN for an unlabelled query): whole numbers, not 8.000
+        shown = shown.assign(m=shown["m"].round().astype("Int64"))
+    out = shown.rename(columns=_QUERY_COLUMNS).round(3)
     # intervals over the query's served lines; each contains the estimate printed in front of it
-    # (audits stored before the interval columns were named after their estimate call them ee_d_low/high)
-    legacy = {"ee_d_corrected_low": "ee_d_low", "ee_d_corrected_high": "ee_d_high"}
-    table = run.table.rename(columns={old: new for new, old in legacy.items() if new not in run.table})
-    for label, estimate, low, high in (("EE-D, bias-corrected [95% over lines]", "ee_d_corrected", "ee_d_corrected_low",
-                                        "ee_d_corrected_high"),
+    table = run.table
+    for label, estimate, low, high in (("EE-D [95% over lines]", "ee_d", "ee_d_low", "ee_d_high"),
                                        ("EE-R [95% over lines]", "ee_r", "ee_r_low", "ee_r_high")):
         if {estimate, low, high} <= set(table) and table[low].notna().any():
             out[label] = [("—" if pd.isna(e) else f"{e:.3f} {with_interval(lo, hi)}")

@@ -1,12 +1,16 @@
-"""Audit a RAG log: who a deployed system exposed, which sources its answers rest on, and how far from fair.
+"""Audit what a deployed system served — a RAG log or a served run, one model
+(:class:`~fairrag_core.data.rag_log.RagLog`) and one audit (:func:`audit_served`): who it exposed, which sources
+its answers rest on, and how far from fair.
 
-The lines of a :class:`~fairrag_core.data.rag_log.RagLog` that share a ``query_id`` are the N served rankings
-of that query, so the metrics of Kim & Diaz (2025) apply to what was *served* instead of what was sampled:
+The entries that share a ``query_id`` are the N served rankings of that query, so the metrics of Kim & Diaz (2025)
+apply to what was *served* instead of what was sampled:
 
 * exposure under the step model MU(i) = 1[i ≤ k] (Eq. 4–5): ε_d = (1/N_q) Σ_lines 1[d in the top k]; k defaults
   to the longest ranking (the generator saw the whole ranking) and is set lower when the log holds longer
-  rankings than the generator read. EE-D = ‖ε‖²/k (Eq. 16) is the disparity the log delivered (the plug-in);
-  ``ee_d_unbiased`` is the bias-corrected estimate of the serving policy's EE-D (needs N_q ≥ 2);
+  rankings than the generator read. EE-D = ‖ε‖²/k (Eq. 16): ``ee_d`` is the serving policy's EE-D, estimated as
+  everywhere in the package — bias-corrected, with the basic bootstrap interval over the query's lines
+  (``ee_d_low``, ``ee_d_high``; :mod:`fairrag_core.metrics.bootstrap`) — and ``ee_d_plug_in`` the disparity of
+  the lines as served. A query served once has its plug-in as ``ee_d`` and no interval;
 * EE-R (Eq. 28) and the fair target ε* (Eq. 6) where the collection has relevance labels for the query
   (useful = grade ≥ ``min_rel``; the candidates are the whole collection: the system could have served any
   document);
@@ -36,13 +40,13 @@ import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
-from ..data.rag_log import RagLog, load_rag_log
+from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import exposure_intervals
 from ..metrics.expeval import UserModel
-from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure, unbiased_ee_disparity
+from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import MIN_REL, SEED, no_option, option
 from ..rag.attribution import Attributor
@@ -221,7 +225,7 @@ def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Gener
         weights = np.zeros(n_items)
         weights[:relevance_weights.size] = relevance_weights
     ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng)
-    out = {"ee_d_corrected": ee_d.estimate, "ee_d_corrected_low": ee_d.low, "ee_d_corrected_high": ee_d.high}
+    out = {"ee_d": ee_d.estimate, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
     if ee_r is not None:
         out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
     return out
@@ -233,7 +237,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     """Audit a RAG log against ``collection`` (module docstring: what is measured and how).
 
     Args:
-        log: a loaded :class:`RagLog` or the path of a JSONL log.
+        log: a loaded :class:`RagLog`, or the path of a RAG log (JSONL) or of a served run (TREC, expeval, TREC Fair
+            2022), read by :func:`~fairrag_core.data.rag_log.load_served`.
         collection: the documents the system retrieved from; unknown doc ids raise with the line and the fix.
         config: k, attribution source, ``min_rel``, bootstrap settings and seed (None: fresh, recorded).
         attributor: the NLI judge, needed for attribution ``judge`` or ``both``.
@@ -247,7 +252,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     """
     started = time.perf_counter()
     if not isinstance(log, RagLog):
-        log = load_rag_log(log)
+        log = load_served(log)
     log.check_against(collection)
     check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                   fix="1,000 resamples are the usual number")
@@ -307,8 +312,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         row = {"query_id": qid,
                "query": next((log.entries[i].query for i in lines if log.entries[i].query), None) or texts.get(qid),
                "lines": lines.size, "k": k, "labelled": qid in labelled, "m": np.nan,
-               "fairness_question": False, "ee_d": ee_disparity(_vector(eps, k), k),
-               "ee_d_unbiased": unbiased_ee_disparity(rect, n_items) if lines.size > 1 else np.nan,
+               "fairness_question": False, "ee_d": ee_disparity(_vector(eps, k), k),  # bias-corrected below
+               "ee_d_plug_in": ee_disparity(_vector(eps, k), k),
                "ee_r": np.nan, "documents_reached": served.size,
                "providers_reached": int(np.unique(providers[served]).size)}
         part = {"doc_ids": doc_ids[served], "exposure": eps, "target": np.full(served.size, np.nan)}
@@ -324,7 +329,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                 target = target_exposure(useful, k)
                 relevance_weights = target[served] / (target @ target)
                 part = {"doc_ids": doc_ids, "exposure": full, "target": target}
-        row.update(ee_d_corrected=np.nan, ee_d_corrected_low=np.nan, ee_d_corrected_high=np.nan, ee_r_low=np.nan,
+        row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan,
                    ee_r_high=np.nan)
         if lines.size > 1:
             row.update(_line_bootstrap(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
@@ -371,9 +376,17 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                        attributor=attributor.name if entailed is not None else None,
                        attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
                        wall_seconds=time.perf_counter() - started, sampled_rankings=n_lines,
-                       extra={"log_sha256": log.sha256, "lines": n_lines, "k_used": k, "notes": notes,
+                       extra={"inputs": audit_inputs(log, collection), "served": log.kind,
+                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": n_lines,
+                              "k_used": k, "notes": notes,
                               "judged_pairs": judged_pairs})
     return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)
+
+
+def audit_inputs(log: RagLog, collection: Collection) -> list[dict[str, object]]:
+    """Every input of an audit with its name and sha256: the served log or run, and the collection."""
+    return [log.identity(), {"role": "collection", "name": collection.name, "path": collection.source,
+                             "sha256": collection.sha256}]
 
 
 #: Columns added by a second user model (expeval's normalised metrics).

@@ -53,7 +53,7 @@ from ..errors import (
     StoreFullError,
     StoreReadOnlyError,
 )
-from ..record import RunRecord, SweepRun
+from ..record import RunKind, RunRecord, SweepRun
 
 __all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT", "StoreReadOnlyError", "StoreFullError",
            "StoreDamagedError"]
@@ -80,6 +80,25 @@ _OTHER_STORE = "save to another store with --store PATH or $FAIRRAG_RUNS"
 
 _LOCKS: dict[str, threading.Lock] = {}  # one lock per store file, shared by every thread of this process
 _LOCKS_GUARD = threading.Lock()
+
+
+def upgrade_table(kind: RunKind, table: pd.DataFrame) -> pd.DataFrame:
+    """A stored table in today's columns. EE-D is one number everywhere: ``ee_d`` the bias-corrected estimate with
+    ``ee_d_low``/``ee_d_high``, ``ee_d_plug_in`` the plug-in. Log audits stored before kept the plug-in as ``ee_d``
+    and the corrected estimate as ``ee_d_corrected`` (earlier still, its interval as ``ee_d_low``/``ee_d_high``);
+    sweeps stored before kept only the plug-in, which stays their ``ee_d`` (named so in ``ee_d_plug_in``)."""
+    if table.empty or "ee_d" not in table or "ee_d_plug_in" in table:
+        return table
+    out = table.copy()
+    out["ee_d_plug_in"] = out["ee_d"]
+    if kind is RunKind.AUDIT_LOG and "ee_d_corrected" in out:
+        low = out.get("ee_d_corrected_low", out.get("ee_d_low"))
+        high = out.get("ee_d_corrected_high", out.get("ee_d_high"))
+        out["ee_d"] = out["ee_d_corrected"].fillna(out["ee_d_plug_in"])
+        out["ee_d_low"], out["ee_d_high"] = low, high
+        out = out.drop(columns=[c for c in ("ee_d_corrected", "ee_d_corrected_low", "ee_d_corrected_high",
+                                            "ee_d_unbiased") if c in out])
+    return out
 
 
 def default_store_path() -> Path:
@@ -323,8 +342,9 @@ class RunStore:
             rows = con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
             details = con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
                                   [run_id]).fetchall()
-        return SweepRun(record=record, table=pd.DataFrame([json.loads(r[0]) for r in rows]),
-                        documents=pd.DataFrame([json.loads(r[0]) for r in details]), run_id=run_id)
+        table = upgrade_table(record.kind, pd.DataFrame([json.loads(r[0]) for r in rows]))
+        return SweepRun(record=record, table=table, documents=pd.DataFrame([json.loads(r[0]) for r in details]),
+                        run_id=run_id)
 
     def load_record(self, run_id: str, *, owner: str | None = None) -> RunRecord:
         with self._connection() as con:

@@ -150,10 +150,9 @@ def _cmd_audit_log(args, out) -> int:
         print(f"\nExposure ledger by {by} over {scope} (shares; gap = retrieval − target):", file=out)
         print(shown.round(3).to_string(index=False), file=out)
     print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
-          "with the basic interval, EE-R plug-in with the percentile interval; ee_d_unbiased is the exact unbiased "
-          "estimate):", file=out)
-    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_unbiased", "ee_d_corrected",
-                           "ee_d_corrected_low", "ee_d_corrected_high", "ee_r", "ee_r_low", "ee_r_high",
+          "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
+          file=out)
+    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_low", "ee_d_high", "ee_r", "ee_r_low", "ee_r_high",
                            "providers_reached",
                            "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed", "expeval_disparity",
                            "expeval_relevance", "expeval_difference") if c in run.table]

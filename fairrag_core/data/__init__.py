@@ -18,12 +18,12 @@ from .collection import UNKNOWN_GROUP, Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, assets_dir, demo_folder
 from .judgments import Judgments, judgments_from_collection, load_judgments
 from .loaders import load_collection, load_corpus, load_qrels, load_queries
-from .rag_log import LogEntry, RagLog, load_rag_log
+from .rag_log import LogEntry, RagLog, load_rag_log, load_served
 from .served import ServedRankings, load_run
 
 __all__ = [
     "Aspect", "Collection", "Document", "Query", "UNKNOWN_GROUP",
     "DEMO_COLLECTIONS", "assets_dir", "demo_folder",
-    "load_collection", "load_corpus", "load_qrels", "load_queries", "LogEntry", "RagLog", "load_rag_log",
+    "load_collection", "load_corpus", "load_qrels", "load_queries", "LogEntry", "RagLog", "load_rag_log", "load_served",
     "ServedRankings", "Judgments", "load_run", "load_judgments", "judgments_from_collection",
 ]

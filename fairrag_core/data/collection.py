@@ -89,7 +89,9 @@ class Collection:
 
     ``source`` says where it was loaded from, as a command line names it: a demo collection's name, or the absolute
     path of its folder ("" when built in memory). Reproduce commands print it (see
-    :func:`fairrag_core.record.command_path`), so that they work from any directory.
+    :func:`fairrag_core.record.command_path`), so that they work from any directory. ``sha256`` identifies its
+    content: the sha256 of the lines ``<file name> <sha256 of the file>`` of the files it was read from, in the order
+    corpus, queries, qrels, aspect qrels ("" when built in memory).
     """
 
     name: str
@@ -98,6 +100,7 @@ class Collection:
     qrels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     aspect_qrels: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
     source: str = field(default="", compare=False)
+    sha256: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.documents:
@@ -251,4 +254,4 @@ class Collection:
         qrels = {q: {d: r for d, r in j.items() if d in keep} for q, j in self.qrels.items()}
         aspect_qrels = {q: {i: tuple(d for d in ds if d in keep) for i, ds in per.items()}
                         for q, per in self.aspect_qrels.items()}
-        return Collection(self.name, docs, self.queries, qrels, aspect_qrels, source=self.source)
+        return Collection(self.name, docs, self.queries, qrels, aspect_qrels, source=self.source, sha256=self.sha256)

@@ -28,6 +28,7 @@ and to its inflated bytes when it is gzipped. The limits come from :mod:`fairrag
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
@@ -41,7 +42,7 @@ from typing import Protocol
 from ..checks import max_file_bytes, max_line_bytes, max_upload_bytes
 from ..errors import DataFormatError
 
-__all__ = ["read_lines", "check_upload", "Digest", "CHUNK_BYTES", "GZIP_MAGIC"]
+__all__ = ["read_lines", "check_upload", "file_sha256", "Digest", "CHUNK_BYTES", "GZIP_MAGIC"]
 
 #: Bytes read (and inflated) per step.
 CHUNK_BYTES = 1 << 20
@@ -121,6 +122,23 @@ def read_lines(source: os.PathLike | bytes, *, where: object = None, digest: Dig
     else:
         raise TypeError(f"read_lines reads a path (os.PathLike) or bytes, got {type(source).__name__}")
     return _lines(_inflate(raw, where, budget), where, max_line_bytes(), comments)
+
+
+def file_sha256(path: os.PathLike) -> str:
+    """The sha256 of a data file's bytes, read as :func:`read_lines` reads it (a regular file, within the budget):
+    what records and reports name an input by (a collection's files, a qrels file).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile(delete=False) as f:
+    ...     _ = f.write(b"abc")
+    >>> file_sha256(Path(f.name))[:12]
+    'ba7816bf8f01'
+    >>> os.remove(f.name)
+    """
+    digest = hashlib.sha256()
+    for _ in _file_chunks(Path(path), Path(path), _file_budget(), digest):
+        pass
+    return digest.hexdigest()
 
 
 def check_upload(name: str, data: bytes) -> None:

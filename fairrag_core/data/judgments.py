@@ -11,6 +11,7 @@ category. Like every loader, these stop at the first problem with the file, the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ class Judgments:
     groups: Mapping[str, Mapping[str, tuple[str, ...]]]
     source: str = ""
     doc_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sha256: str = ""  # of the qrels file's bytes (empty for judgments built from a collection)
 
     def __post_init__(self) -> None:
         if not self.relevance:
@@ -93,7 +95,8 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
     lines: dict[tuple[str, str], int] = {}
-    for lineno, raw in record_lines(as_source(text), source):
+    digest = hashlib.sha256()
+    for lineno, raw in record_lines(as_source(text), source, digest):
         fields = raw.split()
         if len(fields) == 4:
             qid, gid_text, doc, rel = fields
@@ -123,7 +126,7 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
         groups.setdefault(qid, {})[doc] = tuple(dict.fromkeys(gids))
     if not relevance:
         raise DataFormatError("no judgments found; the file is empty", path=source)
-    return Judgments(relevance, groups, str(source))
+    return Judgments(relevance, groups, str(source), sha256=digest.hexdigest())
 
 
 def judgments_from_collection(collection: Collection, *, groups_by: str = "provider") -> Judgments:
@@ -147,4 +150,5 @@ def judgments_from_collection(collection: Collection, *, groups_by: str = "provi
     doc_groups = {d.doc_id: (str(g),) for d, g in zip(collection.documents, labels)}
     relevance = {q: dict(j) for q, j in collection.qrels.items()}
     groups = {q: {d: doc_groups[d] for d in j} for q, j in collection.qrels.items()}
-    return Judgments(relevance, groups, f"collection {collection.name} (groups: {groups_by})", doc_groups)
+    return Judgments(relevance, groups, f"collection {collection.name} (groups: {groups_by})", doc_groups,
+                     sha256=collection.sha256)

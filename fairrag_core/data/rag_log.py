@@ -1,4 +1,14 @@
-"""RAG logs: what a deployed system served, one answer per line, as typed entries.
+"""What a deployed system served, as one model: a :class:`RagLog` is served rankings (one entry per served ranking)
+plus, for a RAG log, the answers and citations that went with them.
+
+Two kinds of files load into it (:func:`load_served` tells them apart by the suffix):
+
+* a **RAG log** (``.jsonl``), one served answer per line (format below);
+* a **served run** (:mod:`fairrag_core.data.served`: expeval/TREC with a sample column, or TREC Fair 2022), one entry
+  per sampled ranking, without answers.
+
+Either way the log keeps its identity — file name, sha256 of the bytes, kind (``log``/``run``), format, how many
+lines the file holds and how many rankings they make — so that records and reports name their inputs.
 
 A RAG log is JSONL, one served answer per line::
 
@@ -36,7 +46,10 @@ from .collection import Collection
 from .loaders import json_lines
 from .served import ServedRankings
 
-__all__ = ["LogEntry", "RagLog", "load_rag_log", "LOG_FIELDS"]
+__all__ = ["LogEntry", "RagLog", "load_rag_log", "load_served", "LOG_SUFFIXES", "LOG_FIELDS"]
+
+#: File suffixes read as a RAG log (JSONL); anything else is read as a served run.
+LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 
 #: The fields a log line may have (anything else goes inside ``metadata``).
 LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
@@ -69,14 +82,39 @@ class LogEntry:
 
 @dataclass(frozen=True)
 class RagLog:
-    """The entries of a RAG log, in file order, with where they came from and the file's sha256."""
+    """Served rankings (with answers, for a RAG log), in file order, with where they came from.
+
+    ``source`` is the file's path (or a name), ``sha256`` the sha256 of its bytes, ``kind`` ``"log"`` (a RAG log) or
+    ``"run"`` (a served run, one entry per sampled ranking), ``format`` the file format (``jsonl``, ``trec``,
+    ``trec-fair-2022``, ``lists``) and ``file_lines`` the records the file holds (a run's ranked lines; a log's lines).
+    ``len(log)`` counts the rankings.
+    """
 
     source: str
     entries: tuple[LogEntry, ...]
     sha256: str = ""
+    kind: str = "log"
+    format: str = "jsonl"
+    file_lines: int | None = None
 
     def __len__(self) -> int:
         return len(self.entries)
+
+    @property
+    def name(self) -> str:
+        """The file's name (the last part of ``source``)."""
+        return os.path.basename(self.source) or self.source
+
+    @property
+    def what(self) -> str:
+        """``"RAG log"`` or ``"served run"``, for titles and sentences."""
+        return "served run" if self.kind == "run" else "RAG log"
+
+    def identity(self) -> dict[str, object]:
+        """How records and reports name this input: name, path, sha256, kind, format, file lines, rankings."""
+        return {"role": self.kind, "name": self.name, "path": self.source, "sha256": self.sha256, "kind": self.kind,
+                "format": self.format, "lines": self.file_lines if self.file_lines is not None else len(self),
+                "rankings": len(self)}
 
     @cached_property
     def query_ids(self) -> tuple[str, ...]:
@@ -109,7 +147,8 @@ class RagLog:
         entries = [LogEntry(line=0, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id})
                    for qid, ranked in run.queries.items() for sample_id, sample in zip(ranked.sample_ids,
                                                                                        ranked.samples())]
-        return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)))
+        return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)),
+                   sha256=run.sha256, kind="run", format=run.format.value, file_lines=run.n_lines)
 
     def rankings(self) -> dict[str, list[list[str]]]:
         """``{query_id: [ranking per line]}`` (e.g. for :meth:`ServedRankings.from_lists`)."""
@@ -255,8 +294,9 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     >>> os.remove(f.name)
     """
     path = Path(path)
-    if path.is_file() and path.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
-        raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl)", path=path)
+    if path.is_file() and not path.name.lower().endswith(LOG_SUFFIXES):
+        raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl); a run file (TREC, "
+                              "expeval, TREC Fair 2022) is read by load_served", path=path)
     # A later, columnar log will lift this bound: today every line is a LogEntry (145-215 bytes when its values
     # repeat earlier lines, measured in tests/data/test_rag_log.py), so the bound keeps a load well under 1.5 GB.
     most = max_log_lines()
@@ -271,8 +311,34 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
         entries.append(_entry(obj, path, line, shared))
     if not entries:
         raise DataFormatError("no log lines found; the file is empty (one JSON object per served answer)", path=path)
-    log = RagLog(str(path), tuple(entries), digest.hexdigest())
+    log = RagLog(str(path), tuple(entries), digest.hexdigest(), file_lines=entries[-1].line)
     del entries, shared
     if collection is not None:
         log.check_against(collection)
     return log
+
+
+def load_served(path: str | os.PathLike, *, collection: Collection | None = None, format: str = "auto") -> RagLog:
+    """Load what a system served, whichever file it is: a RAG log (``.jsonl``, also gzipped) or a served run (any
+    other file: expeval/TREC with a sample column, or TREC Fair 2022; ``format`` as in
+    :func:`~fairrag_core.data.served.load_run`), as one :class:`RagLog`; its doc ids are checked against
+    ``collection`` when given.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".trec", delete=False) as f:
+    ...     _ = f.write("q1 s1 d1 1 2 sys\\nq1 s1 d2 2 1 sys\\nq1 s2 d2 1 5 sys\\n")
+    >>> served = load_served(f.name)
+    >>> served.kind, served.format, served.file_lines, len(served), [e.ranking for e in served.entries]
+    ('run', 'trec', 3, 2, [('d1', 'd2'), ('d2',)])
+    >>> os.remove(f.name)
+    """
+    from .served import load_run
+
+    path = Path(path)
+    if path.name.lower().endswith(LOG_SUFFIXES):
+        return load_rag_log(path, collection=collection)
+    log = RagLog.from_served(load_run(path, format=format))
+    if collection is not None:
+        log.check_against(collection)
+    return log
+

@@ -27,10 +27,11 @@ Judgments (qrels with group ids) are read by :mod:`fairrag_core.data.judgments`.
 from __future__ import annotations
 
 import enum
+import hashlib
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -39,7 +40,7 @@ import numpy as np
 from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
 from .fields import ascii_int
-from .files import read_lines
+from .files import Digest, read_lines
 
 __all__ = ["RunFormat", "QueryRankings", "ServedRankings", "load_run", "parse_run", "record_lines", "as_source"]
 
@@ -92,6 +93,7 @@ class ServedRankings:
     format: RunFormat
     queries: Mapping[str, QueryRankings]
     source: str = ""
+    sha256: str = ""  # of the file's bytes, when read from a file or an upload
 
     def __post_init__(self) -> None:
         if not self.queries:
@@ -164,12 +166,12 @@ def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> 
 
 
 # -- reading ---------------------------------------------------------------------------------------------------
-def record_lines(source: Path | bytes, where: object) -> Iterator[tuple[int, str]]:
+def record_lines(source: Path | bytes, where: object, digest: Digest | None = None) -> Iterator[tuple[int, str]]:
     """The records of a run or qrels file (a path or bytes, read by :func:`~fairrag_core.data.files.read_lines`:
     one line at a time, gzip inflated). A blank line is refused unless only blank lines follow it, as expeval stops
     reading at a blank line; it is found as a gap in the line numbers, so nothing is held to look ahead."""
     expected = 1
-    for lineno, raw in read_lines(source, where=where):
+    for lineno, raw in read_lines(source, where=where, digest=digest):
         if lineno != expected:
             raise DataFormatError("blank line; delete it (one record per line, expeval stops at blank lines too)",
                                   path=where, line=expected)
@@ -197,6 +199,10 @@ def load_run(path: str | os.PathLike, *, format: RunFormat | str = RunFormat.AUT
     return parse_run(path, source=path, format=format, run_id=run_id or path.name.split(".")[0])
 
 
+def _sha256_of(run: ServedRankings, digest) -> ServedRankings:
+    return replace(run, sha256=digest.hexdigest())
+
+
 def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: RunFormat | str = RunFormat.AUTO,
               run_id: str | None = None) -> ServedRankings:
     """Parse a run from its text or bytes (the content of an upload; gzipped bytes are inflated) or from a file;
@@ -205,8 +211,8 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     stream into the parser.
 
     >>> run = parse_run("q1 s1 d1 1 2.0 sys\\nq1 s1 d2 2 1.0 sys\\nq1 s2 d2 1 5 sys\\n")
-    >>> run.run_id, run.format.value, run["q1"].samples()
-    ('sys', 'trec', [['d1', 'd2'], ['d2']])
+    >>> run.run_id, run.format.value, run["q1"].samples(), run.sha256[:8]
+    ('sys', 'trec', [['d1', 'd2'], ['d2']], '12fa70e6')
     """
     try:
         fmt = RunFormat(format)
@@ -214,7 +220,8 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
         raise InvalidParameterError(f"run format {format!r} is not one of: auto, trec, trec-fair-2022") from None
     if fmt is RunFormat.LISTS:
         raise InvalidParameterError("format 'lists' is for ServedRankings.from_lists, not for files")
-    lines = record_lines(as_source(text), source)
+    digest = hashlib.sha256()
+    lines = record_lines(as_source(text), source, digest)
     first = next(lines, None)
     if first is None:
         raise DataFormatError("no rankings found; the file is empty", path=source)
@@ -222,8 +229,8 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     if fmt is RunFormat.AUTO:
         fmt = _detect(first, source)
     if fmt is RunFormat.TREC:
-        return _parse_trec(records, source)
-    return _parse_fair(records, source, run_id or "run")
+        return _sha256_of(_parse_trec(records, source), digest)
+    return _sha256_of(_parse_fair(records, source, run_id or "run"), digest)
 
 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:

@@ -45,6 +45,7 @@ __all__ = [
     "ExposureSummary",
     "bootstrap_exposure_ci",
     "summarise_exposure",
+    "ee_d_estimate",
     "NO_USEFUL_ITEM",
     "ONE_SAMPLE",
 ]
@@ -203,6 +204,11 @@ class ExposureSummary:
     ee_r_plug_in: float | None = None
     undefined: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def ee_d_value(self) -> float:
+        """The EE-D shown everywhere: the bias-corrected estimate (inside its interval); with N = 1, the plug-in."""
+        return self.ee_d.estimate if self.ee_d is not None else self.ee_d_plug_in
+
 
 def bootstrap_exposure_ci(
     rankings: np.ndarray,
@@ -281,3 +287,19 @@ def summarise_exposure(
             undefined["ee_r_interval"] = ONE_SAMPLE
     return ExposureSummary(eps, k, arr.shape[0], ee_d, ee_r, unbiased, ee_disparity(eps, k), ee_r_plug_in,
                            undefined)
+
+
+def ee_d_estimate(rankings: np.ndarray, n_items: int, *, n_boot: int = 1000, seed: SeedLike = None) -> float:
+    """The one EE-D number the package shows for a policy sampled N times: the bias-corrected estimate of
+    :func:`bootstrap_exposure_ci` (``2θ̂ − median θ*``, inside its basic interval); with a single ranking, its
+    plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d`` column, as the pages, the
+    CLI and the reports show it.
+
+    >>> ee_d_estimate(np.array([[0, 1]]), 4)
+    1.0
+    """
+    arr = _check_rankings(rankings, n_items)
+    if arr.shape[0] < 2:
+        return ee_disparity(expected_exposure(arr, n_items), arr.shape[1])
+    return bootstrap_exposure_ci(arr, n_items, n_boot=n_boot, seed=seed)[0].estimate
+

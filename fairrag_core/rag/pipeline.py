@@ -140,8 +140,9 @@ class RagRun:
 
     @property
     def ee_d(self) -> float:
-        """EE-D of the N sampled rankings, the plug-in (as in the paper's tables and figures)."""
-        return self.ranking.summary.ee_d_plug_in
+        """EE-D of the N sampled rankings as shown everywhere: bias-corrected, inside its interval (the plug-in of
+        the paper's tables is ``ranking.summary.ee_d_plug_in``)."""
+        return self.ranking.summary.ee_d_value
 
     @property
     def ee_r(self) -> float | None:
@@ -159,7 +160,8 @@ class RagRun:
         return reasons
 
     def metrics(self) -> dict[str, float | None]:
-        return {"ee_d": self.ee_d, "ee_r": self.ee_r, "eu": self.eu, "eu_normalised": self.eu_normalised,
+        return {"ee_d": self.ee_d, "ee_d_plug_in": self.ranking.summary.ee_d_plug_in, "ee_r": self.ee_r,
+                "eu": self.eu, "eu_normalised": self.eu_normalised,
                 "ear": self.ear, "eae_d": self.eae_d, "degenerate_share": self.degenerate_share}
 
     def answers_table(self) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pandas as pd
 from ..checks import check_alpha, check_k
 from ..data import Collection
 from ..errors import InvalidParameterError
-from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
+from ..metrics.exposure import ee_d_estimate, ee_disparity, ee_relevance, expected_exposure, target_exposure
 from ..option_types import alphas_arg, id_list_arg
 from ..options import option
 from ..record import RunKind, RunRecord, SweepRun
@@ -119,6 +119,7 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
         seed=np.random.default_rng([plan.seed, a_index]),
     )
     rows, documents = [], []
+    boot = np.random.default_rng([plan.seed, a_index, 1])  # EE-D's bias correction: its own stream, after sampling
     for q_index, query_id in enumerate(plan.query_ids):
         eps = expected_exposure(rankings[q_index], n_cand)
         lab = plan.useful[q_index]
@@ -131,7 +132,8 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
                 "n": n_cand,
                 "m": int(lab.sum()),
                 "fairness_question": bool(lab.sum() > 1),
-                "ee_d": ee_disparity(eps, config.k),
+                "ee_d": ee_d_estimate(rankings[q_index], n_cand, seed=boot),
+                "ee_d_plug_in": ee_disparity(eps, config.k),
                 "ee_r": ee_relevance(eps, lab, config.k) if lab.any() else np.nan,  # m = 0: undefined
                 "providers_reached": int(np.unique(reached).size),
             }
@@ -159,7 +161,9 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
     """Sample and measure every (query, α) of ``config`` (exposure only, no generation).
 
     Returns a :class:`~fairrag_core.record.SweepRun` whose ``table`` has one row per (query, α):
-    ``query_id, system, alpha, n, m, fairness_question, ee_d, ee_r, providers_reached``. ``m`` is the number
+    ``query_id, system, alpha, n, m, fairness_question, ee_d, ee_d_plug_in, ee_r, providers_reached``. ``ee_d`` is
+    the policy's EE-D as estimated everywhere in the package (bias-corrected over the N rankings,
+    :func:`~fairrag_core.metrics.exposure.ee_d_estimate`), ``ee_d_plug_in`` the paper's plug-in. ``m`` is the number
     of useful candidates (qrels ``rel ≥ min_rel``); ``fairness_question`` is False for queries with m ≤ 1,
     which the paper leaves out of fairness analyses. ``alpha = inf`` is the deterministic ranker
     (``system = "deterministic"``). ``documents`` holds every candidate's exposure and target exposure per

@@ -53,13 +53,15 @@ def _row(run, qid):
 def test_exposure_and_relevance_by_hand(tiny, log_path):
     run = audit_rag_log(log_path, tiny, LogAuditConfig(attribution="none", seed=0))
     q1, q2 = _row(run, "q1"), _row(run, "q2")
-    # q1: ε = d1 1, d2 .5, d3 .5 → ‖ε‖²/k = 1.5/2; counts 4, 2, 2 → Σc(c−1)/(N(N−1))/k = 16/12/2
-    assert q1["ee_d"] == pytest.approx(0.75) and q1["ee_d_unbiased"] == pytest.approx(2 / 3)
+    # q1: ε = d1 1, d2 .5, d3 .5 → plug-in ‖ε‖²/k = 1.5/2; the exact unbiased value Σc(c−1)/(N(N−1))/k = 16/12/2,
+    # and EE-D (bias-corrected, the one shown everywhere) lies between them, inside its interval
+    assert q1["ee_d_plug_in"] == pytest.approx(0.75)
+    assert 2 / 3 - 0.05 <= q1["ee_d"] <= 0.75 and q1["ee_d_low"] <= q1["ee_d"] <= q1["ee_d_high"]
     # target: m = 2 ≤ k → useful 1, others 0; ⟨ε, ε*⟩ / m = (1 + .5) / 2
     assert q1["ee_r"] == pytest.approx(0.75) and q1["m"] == 2 and q1["fairness_question"]
     assert (q1["lines"], q1["providers_reached"], q1["documents_reached"]) == (4, 2, 3)
     # q2: ε = d5 .5, d6 1, d4 .5; no labels
-    assert q2["ee_d"] == pytest.approx(0.75) and q2["ee_d_unbiased"] == pytest.approx(0.5) and np.isnan(q2["ee_r"])
+    assert q2["ee_d_plug_in"] == pytest.approx(0.75) and 0.5 - 0.05 <= q2["ee_d"] <= 0.75 and np.isnan(q2["ee_r"])
     assert q2["query"] == "delta?" and q1["query"] == "first question"  # the log's text, else the collection's
     assert run.sources == ()
 
@@ -78,7 +80,10 @@ def test_logged_citations_by_hand(tiny, log_path):
     summary = log_summary(run).set_index("metric")
     assert summary.loc["ear_cited", "estimate"] == pytest.approx(0.5)
     assert summary.loc["eae_d_cited", "estimate"] == pytest.approx((0.1875 + 0.5) / 2)
-    assert summary.loc["ee_d", "estimate"] == pytest.approx(0.75) and summary.loc["ee_r", "queries"] == 1
+    # the headline EE-D is the mean of the queries' EE-D (bias-corrected, as everywhere; both plug-ins are 0.75)
+    assert summary.loc["ee_d", "estimate"] == pytest.approx(run.table["ee_d"].mean())
+    assert summary.loc["ee_d", "estimate"] < 0.75
+    assert summary.loc["ee_r", "queries"] == 1
 
 
 def test_judged_and_logged_side_by_side(tiny, log_path):
@@ -133,10 +138,10 @@ def test_k_cuts_longer_rankings_and_short_ones_fill_fewer_slots(tiny, tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     cut = audit_rag_log(path, tiny, LogAuditConfig(k=2, seed=0))
     # k = 2: ε = d1 .5, d3 .5, d2 .5 → .75 / 2
-    assert _row(cut, "q1")["ee_d"] == pytest.approx(0.375) and cut.lines["shown"].tolist()[0] == ("d1", "d3")
+    assert _row(cut, "q1")["ee_d_plug_in"] == pytest.approx(0.375) and cut.lines["shown"].tolist()[0] == ("d1", "d3")
     whole = audit_rag_log(path, tiny, LogAuditConfig(seed=0))
     assert whole.record.extra["k_used"] == 3 and "rankings hold 1–3 documents" in whole.record.extra["notes"][0]
-    assert _row(whole, "q1")["ee_d"] == pytest.approx(4 * 0.25 / 3)
+    assert _row(whole, "q1")["ee_d_plug_in"] == pytest.approx(4 * 0.25 / 3)
 
 
 def test_bad_settings_name_the_fix(tiny, log_path, tmp_path):
@@ -193,7 +198,7 @@ def test_a_served_run_audits_like_a_log(tiny):
 
     served = ServedRankings.from_lists({"q1": [["d1", "d2"], ["d1", "d3"], ["d3", "d1"], ["d1", "d2"]]})
     run = audit_rag_log(RagLog.from_served(served), tiny, LogAuditConfig(seed=0))
-    assert _row(run, "q1")["ee_d"] == pytest.approx(0.75) and run.record.config.attribution.value == "none"
+    assert _row(run, "q1")["ee_d_plug_in"] == pytest.approx(0.75) and run.record.config.attribution.value == "none"
 
 
 def test_a_judged_audit_stores_the_judge_prompt_digest(tiny, log_path):
@@ -213,13 +218,15 @@ def test_per_query_intervals_over_lines_contain_their_estimates_and_follow_the_s
     config = LogAuditConfig(seed=3, n_boot=300)
     table = audit_rag_log(DEMO_LOG, collection, config).table
     several = table[table["lines"] > 1]
-    assert (several["ee_d_corrected_low"] <= several["ee_d_corrected"] + 1e-12).all()
-    assert (several["ee_d_corrected"] <= several["ee_d_corrected_high"] + 1e-12).all()
+    assert (several["ee_d_low"] <= several["ee_d"] + 1e-12).all()
+    assert (several["ee_d"] <= several["ee_d_high"] + 1e-12).all()
     judged = several[several["ee_r"].notna()]
     assert len(judged) >= 15
     assert ((judged["ee_r_low"] <= judged["ee_r"] + 1e-12) & (judged["ee_r"] <= judged["ee_r_high"] + 1e-12)).all()
     # the corrected estimate moves the biased plug-in down, towards the exact unbiased one
-    assert (several["ee_d_corrected"] <= several["ee_d"] + 1e-12).all()
+    assert (several["ee_d"] <= several["ee_d_plug_in"] + 1e-12).all()
+    once = table[table["lines"] == 1]
+    assert (once["ee_d"] == once["ee_d_plug_in"]).all() and once["ee_d_low"].isna().all()  # no interval from one
     again = audit_rag_log(DEMO_LOG, collection, config).table
     pd.testing.assert_frame_equal(table, again)
 
