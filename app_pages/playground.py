@@ -8,6 +8,7 @@ import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.glossary import GLOSSARY, help_text
+from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.rag.presets import preset_costs
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
@@ -226,16 +227,18 @@ def ranking_and_answers() -> None:
     tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {rag.metric.value}."))
     tiles[1].metric("EU normalised", fmt(rag.eu_normalised), help=help_text("EU normalised"))
     tiles[2].metric("EAR", fmt(rag.ear), help=help_text("EAR"))
-    tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D", "Compare with EE-D beside it."))
-    tiles[4].metric("EE-D (plug-in)", fmt(rag.ee_d),
-                    help=help_text("EE-D", "This tile: the plug-in of these N samples as drawn, comparable with "
-                                           "EAE-D beside it; the EE-D tile above is the bias-corrected estimate "
-                                           "with its interval."))
+    tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D"))
+    tiles[4].metric("EAE-D/cited", fmt(rag.eae_d_per_cited), help=help_text("EAE-D/cited", f"EE-D above: {rag.ee_d:.3f}."))
+    if rag.eae_d_per_cited is not None:
+        relation = ("more concentrated than" if rag.eae_d_per_cited > rag.ee_d + 0.005 else
+                    "more spread than" if rag.eae_d_per_cited < rag.ee_d - 0.005 else "as concentrated as")
+        st.caption(f"Citations are {relation} retrieval: EAE-D/cited {rag.eae_d_per_cited:.3f} vs EE-D "
+                   f"{rag.ee_d:.3f}. {HOW_TO_READ}.")
     if rag.eu is None:
         st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
     for name, reason in rag.undefined.items():
-        if name in ("eae_d", "eu_normalised"):  # shown as "—" in the tiles above
-            st.caption(f"{'EAE-D' if name == 'eae_d' else 'EU normalised'} has no value: {reason}.")
+        if name in ("eae_d", "eu_normalised"):  # shown as "—" in the tiles above (EAE-D/cited for the same reason)
+            st.caption(f"{'EAE-D and EAE-D/cited' if name == 'eae_d' else 'EU normalised'} have no value: {reason}.")
     explainer(explain.ANSWERS)
 
     ids = ranking.doc_ids

@@ -98,7 +98,12 @@ _TERMS = (
          "higher = answers use more of what they were shown", f"{KIM_DIAZ}, Eq. 9",
          aliases=("EAR (attribution rate)",), long="expected attribution rate"),
     Term("EAE-D", "disparity of attributed exposure ‖εᵃ‖²/k: EE-D counted only where a document was credited; "
-         "never above EE-D", "lower = fairer", f"{KIM_DIAZ}, Eq. 11", long="attributed exposure disparity"),
+         "never above EE-D, and small when little is cited, so compare EAE-D/cited with EE-D, not EAE-D",
+         "lower = fairer", f"{KIM_DIAZ}, Eq. 11", long="attributed exposure disparity"),
+    Term("EAE-D/cited", "disparity of attributed exposure per cited document ‖εᵃ‖²/‖εᵃ‖₁, on EE-D's scale: above "
+         "EE-D, the answers concentrate their citations on fewer documents than retrieval concentrates exposure",
+         "lower = citations spread more evenly", f"this app, after {KIM_DIAZ}, Eq. 11 (normalised by what is "
+         "cited instead of by k)", aliases=("EAE-D per cited",), long="attributed exposure disparity per citation"),
     Term("retrieval share", "a provider's or group's share of all exposure in the shown top k",
          "compare with the target share", f"{KIM_DIAZ}, Eq. 5, summed per group",
          aliases=("retrieval exposure",)),
@@ -131,9 +136,13 @@ _TERMS = (
     Term("AWRF", "attention-weighted rank fairness 1 − JSD(attention-weighted group shares of the top K, target "
          "shares)", "higher = fairer; 1 = the target", "TREC Fair Ranking 2022 (Ekstrand et al. 2023); FAIR-QR",
          long="attention-weighted rank fairness"),
-    Term("nDCG", "normalised discounted cumulative gain of the ranking (TREC Fair 2022 discount, linear gains)",
-         "higher = more relevant", "Järvelin & Kekäläinen 2002; TREC Fair Ranking 2022",
-         long="normalised discounted cumulative gain"),
+    Term("nDCG", "normalised discounted cumulative gain of the ranking, as trec_eval and ir_measures compute it "
+         "(discount 1/log2(rank + 1), linear gains)", "higher = more relevant", "Järvelin & Kekäläinen 2002; "
+         "trec_eval, ir_measures", long="normalised discounted cumulative gain"),
+    Term("TF22-nDCG", "nDCG with TREC Fair Ranking 2022's discount 1/log2(max(rank, 2)) (ranks 1 and 2 weigh "
+         "alike), linear gains; differs from nDCG by up to a few hundredths", "higher = more relevant",
+         "TREC Fair Ranking 2022 (Ekstrand et al. 2023); FAIR-QR", aliases=("TF22-nDCG*AWRF",),
+         long="TREC Fair 2022 nDCG"),
     Term("Δ", "KL divergence of the top K's group shares from the target shares (smoothed)",
          "lower = closer to the target", "Chen & Fang, FAIR-QR", aliases=("delta",)),
     Term("providers reached", "providers with at least one document in some shown top k",

@@ -125,8 +125,10 @@ def headline_table(run: SweepRun) -> pd.DataFrame:
 
 _QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)", "ee_d": "EE-D",
                   "ee_r": "EE-R", "providers_reached": "providers",
-                  "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)", "ear_entailed": "EAR (entailed)",
-                  "eae_d_entailed": "EAE-D (entailed)", "expeval_disparity": "disparity (expeval)",
+                  "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)",
+                  "eae_d_per_cited_cited": "EAE-D/cited (cited)", "ear_entailed": "EAR (entailed)",
+                  "eae_d_entailed": "EAE-D (entailed)", "eae_d_per_cited_entailed": "EAE-D/cited (entailed)",
+                  "expeval_disparity": "disparity (expeval)",
                   "expeval_relevance": "relevance (expeval)", "expeval_difference": "difference (expeval)"}
 
 

@@ -50,7 +50,10 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     for source, label in SOURCE_LABELS.items():
         specs += [(f"ear_{source}", f"EAR ({label})", f"queries with {source} lines", "share of shown documents "
                    "the answers rest on"),
-                  (f"eae_d_{source}", f"EAE-D ({label})", f"queries with {source} lines", "lower = fairer")]
+                  (f"eae_d_{source}", f"EAE-D ({label})", f"queries with {source} lines",
+                   "lower = fairer; scales with how much is cited"),
+                  (f"eae_d_per_cited_{source}", f"EAE-D/cited ({label})", f"queries with {source} lines",
+                   "comparable with EE-D: above it, citations are more concentrated than retrieval")]
     rows = []
     for column, label, over, direction in specs:
         if column not in table or not table[column].notna().any():

@@ -29,7 +29,8 @@ from ..seeds import SeedLike
 __all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals"]
 
 #: What every interval of this module is, in words a reader can check.
-ESTIMATE_NOTE = "plug-in value on the audited queries; {level:.0%} percentile bootstrap interval over queries"
+ESTIMATE_NOTE = ("mean over the audited queries (EE-D per query bias-corrected, as everywhere); {level:.0%} percentile "
+                 "bootstrap interval over queries")
 #: Why an interval over queries has no bounds: resampling one query always gives it back.
 ONE_QUERY = "one query: no interval over queries (audit two or more queries)"
 

@@ -43,7 +43,7 @@ from ..data import Collection
 from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
-from ..metrics.attribution import attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import exposure_intervals
 from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
@@ -336,7 +336,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
                                  "target_exposure": part["target"]})
         for name, verdicts, eligible in (("cited", cited, has_citations), ("entailed", entailed, has_answer)):
-            row[f"ear_{name}"] = row[f"eae_d_{name}"] = np.nan
+            row[f"ear_{name}"] = row[f"eae_d_{name}"] = row[f"eae_d_per_cited_{name}"] = np.nan
             row[f"{name}_lines"] = 0
             doc_part[f"{name}_exposure"] = np.nan
             if verdicts is None:
@@ -350,6 +350,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
             row[f"ear_{name}"] = expected_attribution_rate(verdicts[lines][keep])
             # nothing attributed for this query: EAE-D is undefined (NaN), not a "fair" 0
             row[f"eae_d_{name}"] = eae_disparity(_vector(eps_a, k), k) if eps_a.any() else np.nan
+            row[f"eae_d_per_cited_{name}"] = eae_d_per_cited(eps_a) if eps_a.any() else np.nan
             credit = pd.Series(eps_a, index=doc_ids[served])
             doc_part[f"{name}_exposure"] = doc_part["doc_id"].map(credit).fillna(0.0).to_numpy()
         if cited is not None and entailed is not None:

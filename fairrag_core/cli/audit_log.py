@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
+from ..metrics.attribution import HOW_TO_READ
 from ..options import COLLECTION, DEVICE, JSON, NLI, add_option
 from .backend_options import add_backend, models_spec, on_backend
 from .common import add_settings, keep_run, settings
@@ -141,6 +142,8 @@ def _cmd_audit_log(args, out) -> int:
         interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
         print(f"  {row.label:<48} {row.estimate:.3f}  {interval}  over {row.queries} {row.over} · {row.direction}"
               + (f" ({row.note})" if row.note else ""), file=out)
+    if any(m.startswith("eae_d_per_cited") for m in summary["metric"]):
+        print(f"  ({HOW_TO_READ}.)", file=out)
     scope = "the queries with relevance labels" if labelled_only else "every query"
     for by, ledger in ledgers.items():
         shown = ledger[["group", "retrieval_share", "retrieval_share_low", "retrieval_share_high", "attributed_share",
@@ -154,7 +157,8 @@ def _cmd_audit_log(args, out) -> int:
           file=out)
     columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_low", "ee_d_high", "ee_r", "ee_r_low", "ee_r_high",
                            "providers_reached",
-                           "ear_cited", "eae_d_cited", "ear_entailed", "eae_d_entailed", "expeval_disparity",
+                           "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed", "eae_d_entailed",
+                           "eae_d_per_cited_entailed", "expeval_disparity",
                            "expeval_relevance", "expeval_difference") if c in run.table]
     per_query = run.table[columns].dropna(axis=1, how="all")
     print(per_query.round(3).to_string(index=False), file=out)

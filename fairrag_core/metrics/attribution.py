@@ -8,9 +8,20 @@ NLI judgement NLI(d, ŷ_π) ∈ {0, 1} for every retrieved document d (1: d enta
     ε^a_d  = (1/N) Σ_π NLI(d, ŷ_π) · 1[d ∈ π]                             (Eq. 10, attributed exposure)
     EAE-D  = ‖ε^a‖² / k                                                   (Eq. 11, normalised like EE-D)
 
-EAE-D is directly comparable with EE-D: ε^a ≤ ε item-wise, so EAE-D ≤ EE-D, with equality when every retrieved
-document is credited. The functions take the *distinct* lists of a run with how many samples produced each
-(``counts``); leave ``counts`` out when every row is one sample.
+ε^a ≤ ε item-wise, so EAE-D ≤ EE-D, with equality when every retrieved document is credited. That bound is also
+why EAE-D must not be read as "citations are fairer than retrieval": EAE-D scales with how much is cited (an
+answer that cites 1.3 of k = 5 documents has Σ ε^a = 1.3, not 5), so a small EAE-D mostly says "little is cited".
+The comparable number divides by what is cited instead of by k (our addition, not in the paper):
+
+    EAE-D/cited = ‖ε^a‖² / ‖ε^a‖₁    (= Σ_d ε^a_d · p^a_d, the citation-weighted mean attributed exposure)
+
+EE-D is the same quantity for retrieval (‖ε‖² / ‖ε‖₁, since ‖ε‖₁ = k). Both lie in (0, 1]: 1 when the same
+documents are exposed (cited) every time, small when exposure (citation) is spread. EAE-D/cited above EE-D means
+the answers concentrate their citations on fewer documents than retrieval concentrates exposure; below, that they
+spread them more. Shares per provider (the ledger) tell the same story per group.
+
+The functions take the *distinct* lists of a run with how many samples produced each (``counts``); leave
+``counts`` out when every row is one sample.
 """
 
 from __future__ import annotations
@@ -22,7 +33,11 @@ from ..errors import InvalidParameterError, UndefinedMetricError
 from .exposure import ee_disparity
 
 __all__ = ["attribution_rate", "expected_attribution_rate", "attributed_exposure", "eae_disparity",
-           "NOTHING_ATTRIBUTED"]
+           "eae_d_per_cited", "NOTHING_ATTRIBUTED", "HOW_TO_READ"]
+
+#: The sentence that goes beside EAE-D wherever it is shown next to EE-D.
+HOW_TO_READ = ("EAE-D scales with how much is cited, so compare EE-D with EAE-D/cited (the same disparity per "
+               "cited document): above EE-D, citations are more concentrated than retrieval; below, more spread")
 
 #: Why EAE-D has no value when no answer rests on any document (a disparity of nothing would read 0, "fair").
 NOTHING_ATTRIBUTED = ("no answer cites any of the documents it was shown, so there is no attributed exposure whose "
@@ -110,3 +125,24 @@ def eae_disparity(attributed: np.ndarray, k: int) -> float:
     if eps.ndim == 1 and eps.size and np.all(np.isfinite(eps)) and not eps.any():
         raise UndefinedMetricError(f"EAE-D is undefined: {NOTHING_ATTRIBUTED}")
     return ee_disparity(eps, k)
+
+
+def eae_d_per_cited(attributed: np.ndarray) -> float:
+    """EAE-D/cited = ‖ε^a‖² / ‖ε^a‖₁: the disparity of attributed exposure per cited document, comparable with
+    EE-D (module docstring). 1 when every answer cites the same documents; ``Σ ε^a / n`` when citations are spread
+    evenly over n documents.
+
+    >>> eae_d_per_cited(np.array([0.75, 0.25, 0.25, 0.0]))
+    0.55
+
+    Raises:
+        UndefinedMetricError: nothing is attributed.
+    """
+    eps = np.asarray(attributed, dtype=np.float64)
+    if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or eps.min() < 0:
+        raise InvalidParameterError("attributed exposure must be a non-empty vector of finite numbers ≥ 0")
+    total = float(eps.sum())
+    if total <= 0:
+        raise UndefinedMetricError(f"EAE-D/cited is undefined: {NOTHING_ATTRIBUTED}")
+    return float(eps @ eps / total)
+

@@ -25,7 +25,13 @@ import pandas as pd
 
 from ..checks import check_positive_int
 from ..data import Collection, Document
-from ..metrics.attribution import NOTHING_ATTRIBUTED, attributed_exposure, eae_disparity, expected_attribution_rate
+from ..metrics.attribution import (
+    NOTHING_ATTRIBUTED,
+    attributed_exposure,
+    eae_d_per_cited,
+    eae_disparity,
+    expected_attribution_rate,
+)
 from ..metrics.utility import NO_UTILITY_ABOVE_ZERO, UtilityMetric, utility
 from ..models.llm import Completion
 from ..options import Kind, option
@@ -139,6 +145,12 @@ class RagRun:
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
+    def eae_d_per_cited(self) -> float | None:
+        """EAE-D/cited, comparable with EE-D (:func:`~fairrag_core.metrics.attribution.eae_d_per_cited`); None when
+        nothing is cited."""
+        return eae_d_per_cited(self.attributed_exposure) if self.attributed_exposure.any() else None
+
+    @property
     def ee_d(self) -> float:
         """EE-D of the N sampled rankings as shown everywhere: bias-corrected, inside its interval (the plug-in of
         the paper's tables is ``ranking.summary.ee_d_plug_in``)."""
@@ -154,7 +166,7 @@ class RagRun:
         """Each metric left without a value (None), with the reason."""
         reasons = {k: v for k, v in self.ranking.summary.undefined.items() if k == "ee_r"}
         if self.eae_d is None:
-            reasons["eae_d"] = NOTHING_ATTRIBUTED
+            reasons["eae_d"] = reasons["eae_d_per_cited"] = NOTHING_ATTRIBUTED
         if self.eu is not None and self.eu_normalised is None:
             reasons["eu_normalised"] = NO_UTILITY_ABOVE_ZERO
         return reasons
@@ -162,7 +174,8 @@ class RagRun:
     def metrics(self) -> dict[str, float | None]:
         return {"ee_d": self.ee_d, "ee_d_plug_in": self.ranking.summary.ee_d_plug_in, "ee_r": self.ee_r,
                 "eu": self.eu, "eu_normalised": self.eu_normalised,
-                "ear": self.ear, "eae_d": self.eae_d, "degenerate_share": self.degenerate_share}
+                "ear": self.ear, "eae_d": self.eae_d, "eae_d_per_cited": self.eae_d_per_cited,
+                "degenerate_share": self.degenerate_share}
 
     def answers_table(self) -> pd.DataFrame:
         """One row per distinct list: samples, answer, utility, AR, cited (entailing) documents."""

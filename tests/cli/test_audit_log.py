@@ -32,7 +32,8 @@ def test_table_output_has_headline_with_intervals_ledgers_and_the_command(log_pa
                       "--store", str(store)])
     assert code == 0
     assert "RAG log" in text and "3 lines, 2 queries, k = 5, attribution: logged" in text
-    assert "Headline (plug-in value on the audited queries; 95% percentile bootstrap interval over queries)" in text
+    assert "Headline (mean over the audited queries (EE-D per query bias-corrected, as everywhere); 95% percentile " \
+           "bootstrap interval over queries)" in text
     assert "EAR (cited by the system)" in text and "Exposure ledger by segment" in text
     assert "over the queries with relevance labels" in text  # walk-in has no labels: the gap covers rs-q01 only
     assert "Reproduce with: python -m fairrag_core audit-log" in text and "--seed 4" in text

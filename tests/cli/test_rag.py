@@ -31,7 +31,7 @@ def test_rag_json_has_all_six_metrics_and_citations(fake_models):
     assert code == 0
     payload = json.loads(text)
     assert set(payload["metrics"]) == {"ee_d", "ee_d_plug_in", "ee_r", "eu", "eu_normalised", "ear", "eae_d",
-                                       "degenerate_share"}
+                                       "eae_d_per_cited", "degenerate_share"}
     assert all(v is not None for v in payload["metrics"].values())
     # the stand-in answers with document [1]'s title; a title that is a question is a prompt echo (degenerate)
     flagged = [a for a in payload["answers"] if a["flags"]]

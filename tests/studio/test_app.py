@@ -137,6 +137,10 @@ def test_generate_shows_answers_with_citations(fake_models):
     finish_jobs(at)
     assert model.prompts_seen >= distinct  # one generation per distinct ranking (plus the oracle's lists)
     assert 0 < float(metric(at, "EAR")) <= 1 and float(metric(at, "EU (utility)")) >= 0
+    # EAE-D/cited sits on EE-D's scale, and a sentence says how to read the pair
+    assert 0 < float(metric(at, "EAE-D/cited")) <= 1
+    assert any(c.value.startswith("Citations are ") and "EAE-D scales with how much is cited" in c.value
+               for c in at.caption)
     # the fake answer is document [1]'s title, which only document [1] contains: it is the one citation — unless
     # the title is a question ("Can You Run a Marathon Barefoot?"), which is flagged degenerate and cites nothing
     chips = [m.value for m in at.markdown if m.value.startswith("**") and "samples**" in m.value]
@@ -167,7 +171,7 @@ def test_nothing_cited_shows_eae_d_as_undefined_with_the_reason(monkeypatch):
     at.button(key="generate").click().run()
     finish_jobs(at)
     assert metric(at, "EAR") == "0.000" and metric(at, "EAE-D") == "—"
-    assert any("EAE-D has no value: no answer cites any" in c.value for c in at.caption)
+    assert any("EAE-D and EAE-D/cited have no value: no answer cites any" in c.value for c in at.caption)
 
 @pytest.mark.model
 def test_generate_with_the_real_offline_models():
