@@ -193,7 +193,7 @@ def ranking_and_answers() -> None:
             # normalised by the best answer of this run instead (the sweep pages sample the oracle).
             config=RagConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                              candidates=settings.candidates, oracle=False,
-                             **RagConfig.citation_fields(settings.citation)),
+                             **settings.citation.citation_fields()),
             scores=scores, total=distinct)
         partial = latest_answers_job(run_key)[1]
     if run_key not in runs and job is not None:

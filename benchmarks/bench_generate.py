@@ -57,7 +57,7 @@ def measure(generator_name: str, style: str, judge_name: str, citation: Citation
     run = run_rag(shoes, retriever, generator, judge, query,
                   RagConfig(alpha=args.alpha, n_samples=args.samples, k=args.k, seed=args.seed,
                             candidates=args.candidates, oracle=False, per_claim=citation.per_claim,
-                            entail_threshold=citation.threshold, control_margin=citation.control_margin,
+                            entail_threshold=citation.entail_threshold, control_margin=citation.control_margin,
                             skip_degenerate=citation.skip_degenerate),
                   stream=AnswerStream(chunk=1, growing=True,
                                       on_answer=lambda _: answered.append(time.perf_counter() - start)))

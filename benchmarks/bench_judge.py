@@ -159,7 +159,7 @@ def decide(row: dict, rule: Rule) -> bool:
     if rule.is_policy:
         return cited(probs, policy, control, support)
     value = probs[:, 0] - probs[:, 2] if rule.score == "entail-contra" else probs[:, 0]
-    ok = value >= policy.threshold if policy.threshold is not None else probs.argmax(axis=1) == 0
+    ok = value >= policy.entail_threshold if policy.entail_threshold is not None else probs.argmax(axis=1) == 0
     if policy.control_margin is not None:
         if rule.margin_on == "max":
             ok &= probs[:, 0].max() - control.max() >= policy.control_margin
@@ -178,7 +178,7 @@ def policy_rules():
     """The grid the product's :class:`CitationPolicy` spans."""
     for per_claim, threshold, margin, skip, support in itertools.product((False, True), THRESHOLDS, MARGINS,
                                                                          (False, True), SUPPORTS):
-        yield Rule(CitationPolicy(per_claim=per_claim, threshold=threshold, control_margin=margin,
+        yield Rule(CitationPolicy(per_claim=per_claim, entail_threshold=threshold, control_margin=margin,
                                   skip_degenerate=skip, min_support=support))
 
 
@@ -187,7 +187,7 @@ def variant_rules(aggregates=("any",), scores_=("entail",), margins_on=("claim",
         for aggregate, score, margin_on in itertools.product(aggregates, scores_, margins_on):
             if not rule.policy.per_claim and aggregate != "any":
                 continue  # one claim: any = all = half
-            if rule.policy.threshold is None and score != "entail":
+            if rule.policy.entail_threshold is None and score != "entail":
                 continue  # argmax does not read the score
             if rule.policy.control_margin is None and margin_on != "claim":
                 continue

@@ -135,7 +135,7 @@ def citation_reason(entails: bool, probability: float, support: float | None, po
     needs = []
     if policy.min_support is not None:
         needs.append(f"at least {policy.min_support:.0%} of the answer's own words in the document")
-    needs.append(f"P(entailment) ≥ {policy.threshold:g}" if policy.threshold is not None
+    needs.append(f"P(entailment) ≥ {policy.entail_threshold:g}" if policy.entail_threshold is not None
                  else "entailment the NLI judge's most likely class")
     if policy.control_margin is not None:
         needs.append(f"P(entailment) at least {policy.control_margin:g} above an unseen on-topic document's")

@@ -136,7 +136,7 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         return None, coll
     try:
         log, kind = read_served(path, coll)
-        citation = LogAuditConfig.citation_fields(settings.citation) | {"control_margin": None}  # no pool in a log
+        citation = settings.citation.citation_fields() | {"control_margin": None}  # no pool in a log
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
                                 patience=float(patience), seed=settings.seed, **citation)
         served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded)

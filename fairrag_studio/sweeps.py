@@ -73,7 +73,7 @@ def _plan(request: SweepRequest) -> RagSweep:
     s = request.settings
     config = RagSweepConfig(alphas=request.alphas, n_samples=s.n_samples, k=s.k, seed=s.seed,
                             candidates=s.candidates, usefulness=request.usefulness, query_ids=request.query_ids,
-                            **RagSweepConfig.citation_fields(s.citation))
+                            **s.citation.citation_fields())
     return RagSweep(resources.collection(s.collection), resources.retriever_for(s),
                     resources.generator(s.generator, s.device, s.prompt_style),
                     resources.attributor(s.attributor, s.device), config)

@@ -50,8 +50,9 @@ from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, ta
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import MIN_REL, SEED, no_option, option
 from ..rag.attribution import Attributor
-from ..rag.citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
+from ..rag.citations import CitationPolicy
 from ..rag.degenerate import answer_flags
+from ..rag.judging import JudgeItem, judge_answers
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, derive_seed, new_seed
 from .served import evaluate_run
@@ -75,13 +76,13 @@ SOURCE_LABELS = {"cited": "cited by the system", "entailed": "entailed per the j
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogAuditConfig(CitationSettings):
+class LogAuditConfig(CitationPolicy):
     """How a RAG log is audited: the log's path, k (None: the longest ranking), the attribution source, the
     relevance grade from which a document is useful, the bootstrap (resamples, level, seed), and an optional
     second user model for the served rankings: ``gerr`` or ``rbp`` with ``patience`` (and ``utility`` for
     gerr) add expeval's normalised disparity, relevance and difference per labelled query
     (:func:`~fairrag_core.audit.served.evaluate_run` on the whole rankings); ``step`` (default) adds nothing
-    beyond the paper's EE-D and EE-R. The citation-rule fields (:class:`~fairrag_core.rag.citations.CitationSettings`,
+    beyond the paper's EE-D and EE-R. The citation-rule fields (:class:`~fairrag_core.rag.citations.CitationPolicy`,
     paper's argmax by default; the CLI and the app use the fitted preset rule) decide "entailed per the judge";
     a log has no retrieved pool, so there is no control document."""
 
@@ -147,51 +148,19 @@ def _resolve_source(config: LogAuditConfig, log: RagLog, attributor: Attributor 
 
 
 def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: Attributor,
-           progress: Callable[[int, int], None] | None, policy: CitationPolicy,
-           chunk: int = 8) -> np.ndarray:
-    """``(lines, k)`` verdicts: the slot's document entails the line's answer under ``policy`` (the citation rule
-    of :mod:`fairrag_core.rag.citations`: the paper's argmax by default). Degenerate answers are not judged when
-    the policy skips them; a claim is sent to the judge only for documents with enough lexical support. One call
-    per distinct (document, claim, query), grouped by document (the LLM judge shares each document's prefix)."""
-    docs = collection.documents
+           progress: Callable[[int, int], None] | None, policy: CitationPolicy) -> np.ndarray:
+    """``(lines, k)`` verdicts: the slot's document supports the line's answer under the citation rule ``policy`` —
+    the same judging step as the Playground's (:func:`~fairrag_core.rag.judging.judge_answers`), with each line's
+    query as the question and the judge's context. A degenerate answer is not judged when the rule skips it."""
     texts = {q.query_id: q.text for q in collection.queries}
-    asked: dict[int, dict[tuple[str, str | None], list[tuple[int, int, int]]]] = {}  # doc → (claim, ctx) → slots
-    blocks: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (line, slot) → (claims × 3, support)
+    items = []
     for i, entry in enumerate(log.entries):
-        if not entry.answer:
-            continue
-        context = entry.query or texts.get(entry.query_id)
-        if policy.skip_degenerate and answer_flags(entry.answer, question=context or ""):
-            continue  # cites nothing, not judged
-        claims = split_claims(entry.answer) if policy.per_claim else [entry.answer]
-        for j, doc in enumerate(slots[i]):
-            if doc < 0:
-                continue
-            support = np.array([lexical_support(c, docs[doc].full_text, context or "") for c in claims])
-            blocks[(i, j)] = (np.full((len(claims), 3), np.nan), support)
-            for c, claim in enumerate(claims):
-                if policy.supported(support[c]):
-                    asked.setdefault(int(doc), {}).setdefault((claim, context), []).append((i, j, c))
-    total = sum(len(v) for v in asked.values())
-    done = 0
-    if progress is not None:
-        progress(0, total)
-    for doc, claims_of in asked.items():
-        keys = list(claims_of)
-        for start in range(0, len(keys), chunk):
-            part = keys[start:start + chunk]
-            rows = attributor.class_probabilities([docs[doc].full_text] * len(part), [a for a, _ in part],
-                                                  contexts=[c for _, c in part])
-            for key, row in zip(part, rows):
-                for i, j, c in claims_of[key]:
-                    blocks[(i, j)][0][c] = row
-            done += len(part)
-            if progress is not None:
-                progress(done, total)
-    verdicts = np.zeros(slots.shape, dtype=bool)
-    for (i, j), (probs, support) in blocks.items():
-        verdicts[i, j] = cited(probs, policy, support=support)
-    return verdicts
+        question = entry.query or texts.get(entry.query_id) or ""
+        skip = bool(entry.answer) and policy.skip_degenerate and bool(answer_flags(entry.answer, question=question))
+        items.append(JudgeItem(entry.answer or "", tuple(int(p) for p in slots[i]), question=question,
+                               context=question or None, skip=skip))
+    verdicts = judge_answers(attributor, collection.documents, items, policy, batch=8, progress=progress)
+    return np.array([[v.cited for v in row] for row in verdicts], dtype=bool).reshape(slots.shape)
 
 
 def _padded(local: np.ndarray, n_local: int) -> tuple[np.ndarray, int]:

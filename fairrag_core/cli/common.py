@@ -73,10 +73,9 @@ def add_inputs(parser: argparse.ArgumentParser, *, models: bool = False, attribu
 def fitted_citation() -> dict[str, Any]:
     """The command line's default citation rule: the default answer preset's fitted rule (docs/answers.md), as
     settings fields (the dataclasses default to the paper's rule)."""
-    from ..rag.citations import CitationSettings
     from ..rag.presets import DEFAULT_PRESET, PRESETS
 
-    return CitationSettings.citation_fields(PRESETS[DEFAULT_PRESET].citation)
+    return PRESETS[DEFAULT_PRESET].citation.citation_fields()
 
 
 def add_settings(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[str] = (),

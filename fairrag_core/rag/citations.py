@@ -7,7 +7,7 @@ inflates EAR and makes citations meaningless. The policy here makes three change
 
 * ``per_claim`` — the answer is split into claims (sentences); a document is cited when it entails at least
   one claim, so a two-sentence answer built from two documents credits both;
-* ``threshold`` — P(entailment) must reach τ (instead of being the largest of the three classes);
+* ``entail_threshold`` — P(entailment) must reach τ (instead of being the largest of the three classes);
 * ``skip_degenerate`` — a degenerate answer (:mod:`fairrag_core.rag.degenerate`: empty, an echo of the question,
   a loop, a cut fragment, a pointer at "the documents") cites nothing: the judge readily calls a restated
   question "supported";
@@ -40,32 +40,67 @@ from ..options import Kind, option
 from ..settings import Settings
 from ..text import DEFAULT_TOKENIZER
 
-__all__ = ["CitationPolicy", "CitationSettings", "split_claims", "cited", "lexical_support"]
+__all__ = ["CitationPolicy", "CITATION_FIELDS", "split_claims", "cited", "lexical_support"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _CITATION_MARK = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Mt|No|vs|etc|e\.g|i\.e|approx|Jr|Sr)\.$", re.IGNORECASE)
 
 
+#: The fields of the citation rule, as a run's settings store them and the CLI names them (``--per-claim`` …).
+CITATION_FIELDS = ("per_claim", "entail_threshold", "control_margin", "skip_degenerate", "min_support")
+
+
 @dataclass(frozen=True, kw_only=True)
 class CitationPolicy(Settings):
-    """The citation rule. Defaults reproduce the paper: whole answer, most probable class, no control."""
+    """The citation rule — the one type for it: a preset's rule, a run's stored settings (every config that cites,
+    :class:`~fairrag_core.rag.pipeline.RagConfig`, the sweeps' and the log audit's, *is* a citation policy by
+    inheritance) and what :func:`cited` and :func:`~fairrag_core.rag.judging.judge_answers` apply.
 
-    per_claim: bool = False
-    threshold: float | None = None  # None: entailment must be the most probable class
-    control_margin: float | None = None  # None: no specificity check
-    skip_degenerate: bool = False
-    min_support: float | None = None  # None: no lexical-support check
+    Defaults reproduce the paper: the whole answer, entailment the most probable class, no control, no lexical
+    check, degenerate answers judged like any other.
+    """
+
+    # the command line's defaults are the app's fitted rule (cli.common binds them); a command always prints the rule
+    per_claim: bool = option("--per-claim", kind=Kind.TOGGLE, default=False, group="citation", always=True,
+                             help="judge each sentence of an answer; a document is cited when it entails one")
+    entail_threshold: float | None = option(  # None: entailment must be the most probable class
+        "--entail-threshold", default=None, parse=optional_float, group="citation", always=True,
+        help="cite when P(entailment) reaches this ('none': entailment is the most likely class, as in the paper)")
+    control_margin: float | None = option(  # None: no specificity check
+        "--control-margin", default=None, parse=optional_float, group="citation", always=True,
+        help="cite only when P(entailment) beats an unseen on-topic control document by this much ('none': no "
+             "control document)")
+    skip_degenerate: bool = option(
+        "--skip-degenerate", kind=Kind.TOGGLE, default=False, group="citation", always=True,
+        help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites nothing")
+    min_support: float | None = option(  # None: no lexical-support check
+        "--min-support", default=None, parse=optional_float, group="citation", always=True,
+        help="cite only when this share of the answer's own words (not the question's) occurs in the document "
+             "('none': no lexical check)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("threshold", "min_support"):
+        for name in ("entail_threshold", "min_support"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
                 raise InvalidParameterError(f"{name} must be a number in [0, 1] or None (got {value!r})")
         margin = self.control_margin
         if margin is not None and not (isinstance(margin, int | float) and math.isfinite(margin) and -1 <= margin <= 1):
             raise InvalidParameterError(f"control_margin must be a number in [-1, 1] or None (got {margin!r})")
+
+    @property
+    def citation_policy(self) -> CitationPolicy:
+        """The rule alone (a config's citation fields, without its other settings)."""
+        return CitationPolicy(**self.citation_fields())
+
+    def citation_fields(self) -> dict[str, object]:
+        """The rule's fields, to build another config with the same rule (``RagConfig(..., **p.citation_fields())``).
+
+        >>> CitationPolicy(min_support=0.7).citation_fields()["min_support"]
+        0.7
+        """
+        return {name: getattr(self, name) for name in CITATION_FIELDS}
 
     @property
     def needs_control(self) -> bool:
@@ -78,48 +113,6 @@ class CitationPolicy(Settings):
     def supported(self, support: float) -> bool:
         """Whether a claim with this lexical support may be cited at all (always, without ``min_support``)."""
         return self.min_support is None or support >= self.min_support
-
-
-@dataclass(frozen=True, kw_only=True)
-class CitationSettings(Settings):
-    """The citation rule as flat settings fields, for the configs of runs that cite (a RAG run, a sweep, a log
-    audit): stored with each run, rebuilt from JSON, and printed in its reproduce command. Defaults are the
-    paper's rule; :meth:`citation_fields` turns a :class:`CitationPolicy` (e.g. a preset's) into these fields."""
-
-    # the command line's defaults are the app's fitted rule (cli.common binds them); a command always prints the rule
-    per_claim: bool = option("--per-claim", kind=Kind.TOGGLE, default=False, group="citation", always=True,
-                             help="judge each sentence of an answer; a document is cited when it entails one")
-    entail_threshold: float | None = option(
-        "--entail-threshold", default=None, parse=optional_float, group="citation", always=True,
-        help="cite when P(entailment) reaches this ('none': entailment is the most likely class, as in the paper)")
-    control_margin: float | None = option(
-        "--control-margin", default=None, parse=optional_float, group="citation", always=True,
-        help="cite only when P(entailment) beats an unseen on-topic control document by this much ('none': no "
-             "control document)")
-    skip_degenerate: bool = option(
-        "--skip-degenerate", kind=Kind.TOGGLE, default=False, group="citation", always=True,
-        help="a degenerate answer (empty, echo, loop, cut, pointing at the documents) cites nothing")
-    min_support: float | None = option(
-        "--min-support", default=None, parse=optional_float, group="citation", always=True,
-        help="cite only when this share of the answer's own words (not the question's) occurs in the document "
-             "('none': no lexical check)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.citation_policy  # noqa: B018 (refuses a bad threshold, margin or support when the settings are made)
-
-    @property
-    def citation_policy(self) -> CitationPolicy:
-        return CitationPolicy(per_claim=self.per_claim, threshold=self.entail_threshold,
-                              control_margin=self.control_margin, skip_degenerate=self.skip_degenerate,
-                              min_support=self.min_support)
-
-    @staticmethod
-    def citation_fields(policy: CitationPolicy) -> dict[str, object]:
-        """The settings fields that make ``policy`` (``RagConfig(..., **RagConfig.citation_fields(p))``)."""
-        return {"per_claim": policy.per_claim, "entail_threshold": policy.threshold,
-                "control_margin": policy.control_margin, "skip_degenerate": policy.skip_degenerate,
-                "min_support": policy.min_support}
 
 
 def split_claims(answer: str, *, max_claims: int = 4) -> list[str]:
@@ -181,7 +174,7 @@ def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | No
 
     >>> cited(np.array([[0.6, 0.3, 0.1]]), CitationPolicy())
     True
-    >>> cited(np.array([[0.6, 0.3, 0.1]]), CitationPolicy(threshold=0.7))
+    >>> cited(np.array([[0.6, 0.3, 0.1]]), CitationPolicy(entail_threshold=0.7))
     False
     >>> cited(np.array([[0.9, 0.1, 0.0]]), CitationPolicy(control_margin=0.2), control=np.array([0.8]))
     False
@@ -190,7 +183,7 @@ def cited(document: np.ndarray, policy: CitationPolicy, control: np.ndarray | No
     """
     rows = np.atleast_2d(np.asarray(document, dtype=float))
     entail = rows[:, 0]
-    ok = entail >= policy.threshold if policy.threshold is not None else rows.argmax(axis=1) == 0
+    ok = entail >= policy.entail_threshold if policy.entail_threshold is not None else rows.argmax(axis=1) == 0
     if policy.control_margin is not None:
         if control is None:
             raise InvalidParameterError("this citation policy compares with a control document; pass its "

@@ -39,9 +39,10 @@ from ..ranking.run import RankingConfig, RankingRun, run_ranking
 from ..retrieval import Retriever
 from ..seeds import SeedLike, as_generator
 from .attribution import Attributor
-from .citations import CitationPolicy, CitationSettings, cited, lexical_support, split_claims
+from .citations import CitationPolicy
 from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator, build_prompt
+from .judging import JudgeItem, judge_answers
 
 __all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
            "oracle_rankings", "distinct_lists"]
@@ -60,7 +61,7 @@ class PromptOrder(str, enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AnswerSettings(CitationSettings):
+class AnswerSettings(CitationPolicy):
     """How answers are made and scored, shared by one-query runs and sweeps.
 
     ``metric``: utility against the gold answer. ``oracle``: also answer the stochastic oracle's lists, so that
@@ -70,9 +71,9 @@ class AnswerSettings(CitationSettings):
     (:mod:`fairrag_core.rag.degenerate`: empty, prompt echo, repetition loop, cut mid-sentence) out of EU and EAR;
     either way their share is reported as ``degenerate_share``. ``per_claim``, ``entail_threshold`` and
     ``control_margin``, ``min_support`` make the citation rule (:mod:`fairrag_core.rag.citations`); the defaults
-    are the paper's (the whole answer, entailment the most probable class). :meth:`citation_fields` turns a
-    :class:`~fairrag_core.rag.citations.CitationPolicy` into these fields (they come from
-    :class:`~fairrag_core.rag.citations.CitationSettings`).
+    are the paper's (the whole answer, entailment the most probable class). The settings *are* a
+    :class:`~fairrag_core.rag.citations.CitationPolicy` (the one type of the rule); ``policy.citation_fields()``
+    gives a preset's rule as keyword arguments.
     """
 
     metric: UtilityMetric = option("--metric", default=UtilityMetric.ROUGEL,
@@ -267,66 +268,6 @@ def _generate(generator: Generator, question: str, rankings: list[list[Document]
     return out
 
 
-def _judge(attributor: Attributor, docs: Sequence[Document], part: Sequence[tuple[int, ...]], answers: list[str],
-           context: str | None, policy: CitationPolicy, tick: Callable[[], None] | None = None,
-           skip: set[int] | frozenset[int] = frozenset(),
-           question: str = "") -> dict[tuple[int, int], tuple[bool, float, float]]:
-    """Whether each (list, slot) of a chunk is cited, with P(entailment) and lexical support (each the largest
-    over the answer's claims; P is NaN where nothing was judged).
-
-    One attributor call per document, over every claim of every answer of the chunk that saw it (the LLM judge
-    puts the premise before the claim, so each further claim about a document costs only its own tokens); with
-    a control margin, one more call per control document over the claims it is compared with. Under a
-    ``min_support`` rule a claim is sent to the judge only for the documents that contain enough of its words
-    (:func:`~fairrag_core.rag.citations.lexical_support`), and to the control only if some document did.
-    """
-    claims = [[] if g in skip else split_claims(a) if policy.per_claim else [a] for g, a in enumerate(answers)]
-    support = {(g, j, c): lexical_support(claims[g][c], docs[p].full_text, question)
-               for g, key in enumerate(part) for j, p in enumerate(key) for c in range(len(claims[g]))}
-    readers: dict[int, list[tuple[int, int, int]]] = {}  # document → (list, slot, claim)
-    for g, key in enumerate(part):
-        for j, p in enumerate(key):
-            readers.setdefault(p, []).extend((g, j, c) for c in range(len(claims[g]))
-                                             if policy.supported(support[(g, j, c)]))
-    asked = {(g, c) for items in readers.values() for g, _, c in items}
-    controls: dict[int, list[tuple[int, int]]] = {}  # control document → (list, claim)
-    if policy.needs_control:
-        for g, key in enumerate(part):
-            control = _control_position(key, len(docs))
-            if control is not None:
-                controls.setdefault(control, []).extend((g, c) for c in range(len(claims[g])) if (g, c) in asked)
-    rows_of: dict[tuple[int, int, int], np.ndarray] = {}
-    for p, items in readers.items():
-        if not items:
-            continue
-        if tick is not None:
-            tick()
-        rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, _, c in items],
-                                              contexts=None if context is None else [context] * len(items))
-        rows_of.update(zip(items, rows))
-    control_of: dict[tuple[int, int], float] = {}
-    for p, items in controls.items():
-        if not items:
-            continue
-        rows = attributor.class_probabilities([docs[p].full_text] * len(items), [claims[g][c] for g, c in items],
-                                              contexts=None if context is None else [context] * len(items))
-        control_of.update(zip(items, rows[:, 0]))
-    unjudged = np.full(3, np.nan)
-    out: dict[tuple[int, int], tuple[bool, float, float]] = {}
-    for g, key in enumerate(part):
-        control = np.array([control_of.get((g, c), 0.0) for c in range(len(claims[g]))])
-        if not claims[g]:  # skipped: nothing to cite
-            out.update({(g, j): (False, float("nan"), 0.0) for j in range(len(key))})
-            continue
-        for j in range(len(key)):
-            block = np.stack([rows_of.get((g, j, c), unjudged) for c in range(len(claims[g]))])
-            shares = np.array([support[(g, j, c)] for c in range(len(claims[g]))])
-            judged = block[~np.isnan(block[:, 0]), 0]
-            out[(g, j)] = (cited(block, policy, control, shares), float(judged.max()) if judged.size else float("nan"),
-                           float(shares.max()))
-    return out
-
-
 def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[Document], gold: str,
                       config: RagConfig) -> np.ndarray:
     """Utility of the stochastic oracle's N answers (for u_max), one generation per distinct oracle list."""
@@ -376,19 +317,20 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason)
                     for t, c in zip(texts, completions)]
         # a degenerate answer cites nothing under skip_degenerate: its pairs are not even judged
-        skip = {g for g, flags in enumerate(flags_of) if flags} if config.citation_policy.skip_degenerate else set()
         start = time.perf_counter()
-        verdicts = _judge(attributor, docs, part, texts, context, config.citation_policy, tick=stream.tick,
-                          skip=skip, question=ranking.query_text)
+        items = [JudgeItem(texts[g], key, question=ranking.query_text, context=context,
+                           control=_control_position(key, len(docs)) if config.needs_control else None,
+                           skip=bool(flags_of[g]) and config.skip_degenerate) for g, key in enumerate(part)]
+        verdicts = judge_answers(attributor, docs, items, config.citation_policy, tick=stream.tick)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
-            block = [verdicts[(g, j)] for j in range(len(key))]
+            block = verdicts[g]
             flags = flags_of[g]
             answer = ListAnswer(
                 positions=key, count=int(counts[first + g]), answer=texts[g],
-                entails=tuple(is_cited for is_cited, _, _ in block),
-                entail_probability=tuple(p for _, p, _ in block),
-                support=tuple(share for _, _, share in block),
+                entails=tuple(v.cited for v in block),
+                entail_probability=tuple(v.p_entail for v in block),
+                support=tuple(v.support for v in block),
                 utility=None if not gold else utility(texts[g], gold, config.metric),
                 finish_reason=completions[g].finish_reason,
                 flags=flags,

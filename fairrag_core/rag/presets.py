@@ -41,7 +41,7 @@ class AnswerPreset:
 #: the whole answer (with the question as context), entailment the judge's most likely class, at least 70 % of the
 #: answer's own words in the document (lexical support), degenerate answers not judged. Held-out (141 pairs, 35
 #: entail) precision 0.91, recall 0.83; 5-fold query cross-validation 0.84 / 0.86.
-FITTED_CITATION = CitationPolicy(per_claim=False, threshold=None, control_margin=None, skip_degenerate=True,
+FITTED_CITATION = CitationPolicy(per_claim=False, entail_threshold=None, control_margin=None, skip_degenerate=True,
                                  min_support=0.7)
 
 PRESETS: dict[str, AnswerPreset] = {

@@ -75,7 +75,7 @@ def test_the_playground_finds_everything_warm_made(fakes, tmp_path):
     settings = Settings(collection="running-shoes")
     style = {"style": settings.prompt_style} if hasattr(settings, "prompt_style") else {}
     policy = getattr(settings, "citation", None)
-    citation = {} if policy is None else RagConfig.citation_fields(policy)  # as the page builds its RagConfig
+    citation = {} if policy is None else policy.citation_fields()  # as the page builds its RagConfig
     config = RagConfig(alpha=2.0, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                        candidates=settings.candidates, oracle=False, **citation)
     rag = run_rag(shoes, BM25Retriever(shoes.texts), Generator(model, cache=AnswerCache(disk=cache), **style), judge,

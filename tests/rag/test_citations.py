@@ -26,7 +26,7 @@ def test_rule_defaults_to_the_papers_argmax():
     assert cited(np.array([[0.4, 0.35, 0.25]]), CitationPolicy())
     assert not cited(np.array([[0.3, 0.6, 0.1]]), CitationPolicy())
     assert cited(np.array([[0.2, 0.7, 0.1], [0.8, 0.1, 0.1]]), CitationPolicy(per_claim=True))  # one claim is enough
-    assert not cited(np.array([[0.55, 0.4, 0.05]]), CitationPolicy(threshold=0.6))
+    assert not cited(np.array([[0.55, 0.4, 0.05]]), CitationPolicy(entail_threshold=0.6))
     with pytest.raises(InvalidParameterError, match="control"):
         cited(np.array([[0.9, 0.1, 0.0]]), CitationPolicy(control_margin=0.1))
 

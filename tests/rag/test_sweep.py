@@ -56,7 +56,7 @@ def test_a_sweep_stores_its_citation_rule_and_the_judge_prompt_digest(shoes, sho
     policy = PRESETS["fast"].citation
     config = RagSweepConfig(alphas=(0.0,), n_samples=4, k=3, seed=5, candidates=10, oracle=False,
                             usefulness="relevance", query_ids=("rs-q01",),
-                            **RagSweepConfig.citation_fields(policy))
+                            **policy.citation_fields())
     judge = LLMJudgeAttributor(JudgeModel("fake-judge"))
     run = rag_sweep(shoes, shoes_bm25, Generator(FirstDocumentModel()), judge, config)
     record = run.record
@@ -69,6 +69,6 @@ def test_a_sweep_stores_its_citation_rule_and_the_judge_prompt_digest(shoes, sho
     command = loaded.command()
     for word in ("--per-claim" if policy.per_claim else "--no-per-claim", "--skip-degenerate"):
         assert word in command
-    for flag, value in (("--entail-threshold", policy.threshold), ("--control-margin", policy.control_margin),
+    for flag, value in (("--entail-threshold", policy.entail_threshold), ("--control-margin", policy.control_margin),
                         ("--min-support", policy.min_support)):
         assert f"{flag} {'none' if value is None else f'{value:g}'}" in command
