@@ -190,12 +190,12 @@ def _cmd_evaluate(args, out) -> int:
             for metric in METRICS:
                 print(f"{metric}\t{qid}\t{row[metric]:f}", file=out)
             if awrf is not None and qid in awrf.index:
-                for name in awrf.columns[:3]:
+                for name in awrf.columns[:4]:
                     print(f"{name}\t{qid}\t{awrf.loc[qid, name]:f}", file=out)
         for metric, value in _means(table).items():
             print(f"{metric}\tall\t{value:f}", file=out)
         if awrf is not None:
-            for name in awrf.columns[:3]:
+            for name in awrf.columns[:4]:
                 print(f"{name}\tall\t{awrf[name].mean():f}", file=out)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)

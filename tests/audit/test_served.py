@@ -188,7 +188,7 @@ def test_awrf_and_ndcg_match_the_single_ranking_functions(inputs):
     runs, qrels = inputs
     run, judged = runs["run_a.txt"], qrels["qrels_graded.txt"]
     table = evaluate_run_awrf(run, judged, cutoff=5)
-    assert list(table.columns[:3]) == ["nDCG@5", "AWRF@5", "nDCG*AWRF@5"]
+    assert list(table.columns[:4]) == ["nDCG@5", "TF22-nDCG@5", "AWRF@5", "TF22-nDCG*AWRF@5"]
     for qid in ("q2", "q3"):  # one group per document: compare with group_fairness.awrf / ndcg sample by sample
         grades = judged.relevance[qid]
         target = {}
@@ -201,8 +201,36 @@ def test_awrf_and_ndcg_match_the_single_ranking_functions(inputs):
             ours_ndcg.append(ndcg([max(grades.get(d, 0), 0) for d in sample],
                                   [max(g, 0) for g in grades.values()], cutoff=5))
         assert table.loc[qid, "AWRF@5"] == pytest.approx(np.mean(ours_awrf))
-        assert table.loc[qid, "nDCG@5"] == pytest.approx(np.mean(ours_ndcg))
-    assert np.isnan(table.loc["q5", "AWRF@5"]) and table.loc["q5", "nDCG@5"] == 0.0
+        assert table.loc[qid, "TF22-nDCG@5"] == pytest.approx(np.mean(ours_ndcg))  # TREC Fair 2022's discount
+    assert np.isnan(table.loc["q5", "AWRF@5"]) and table.loc["q5", "nDCG@5"] == table.loc["q5", "TF22-nDCG@5"] == 0.0
+
+
+def test_each_ndcg_gives_its_reference_tool_s_number():
+    """``nDCG@20`` is ir_measures' (trec_eval's 1/log2(r + 1)); TREC Fair 2022's 1/log2(max(r, 2)) variant is named
+    ``TF22-nDCG@20``. On a 500-topic run they differ by up to a few hundredths."""
+    ir_measures = pytest.importorskip("ir_measures")
+    from fairrag_core.data.judgments import Judgments
+    from fairrag_core.data.served import ServedRankings
+
+    rng = np.random.default_rng(5)
+    relevance, groups, rankings, qrels_rows, run_rows = {}, {}, {}, [], []
+    for t in range(500):
+        qid = f"t{t}"
+        docs = [f"{qid}-d{i}" for i in range(40)]
+        grades = {d: int(g) for d, g in zip(docs, rng.choice([0, 0, 0, 1, 2, 3], size=40)) if rng.random() < 0.6}
+        grades[docs[0]] = max(grades.get(docs[0], 0), 1)  # at least one relevant document
+        relevance[qid], groups[qid] = grades, dict.fromkeys(grades, ("g",))
+        ranking = list(rng.permutation(docs)[:25])
+        rankings[qid] = [ranking]
+        qrels_rows += [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
+        run_rows += [ir_measures.ScoredDoc(qid, d, float(100 - r)) for r, d in enumerate(ranking)]
+    table = evaluate_run_awrf(ServedRankings.from_lists(rankings), Judgments(relevance, groups), cutoff=20)
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 20], qrels_rows, run_rows)}
+    ours = table["nDCG@20"].to_dict()
+    assert ours.keys() == theirs.keys()
+    assert max(abs(ours[q] - theirs[q]) for q in ours) < 1e-9
+    gap = (table["TF22-nDCG@20"] - table["nDCG@20"]).abs()
+    assert 0.01 < gap.max() < 0.1  # the two discounts are different measures
 
 
 def test_bad_arguments():
