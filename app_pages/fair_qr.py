@@ -130,7 +130,8 @@ st.subheader("Against the baselines (this query)")
 try:
     scores = compare_systems(collection, bm25, result, FairQREvalConfig(cutoff=min(20, top_k), top_k=top_k))
     st.dataframe(scores.drop(columns=["refinements"]), hide_index=True)
-    st.caption("TF22-nDCG@20 (nDCG with the TREC Fair 2022 discount 1/log2(max(r, 2)), not ir_measures nDCG@20) and AWRF@20; AWRF against this run's target. MMR and FA*IR "
+    st.caption("nDCG@20 here is TF22-nDCG@20 (the TREC Fair 2022 discount 1/log2(max(r, 2)), not ir_measures' "
+               "nDCG@20) and AWRF@20; AWRF against this run's target. MMR and FA*IR "
                "re-rank BM25's top 60. For the whole query set with paired t-tests run "
                "`python -m fairrag_core fair-qr-eval`.")
     glossary_note(scores.columns)
