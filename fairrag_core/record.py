@@ -39,12 +39,14 @@ __all__ = ["RunKind", "RunRecord", "SweepRun", "command_path"]
 
 class RunKind(str, enum.Enum):
     """What a stored run is: an exposure-only sweep, a sweep with answers, an audit (either, saved from the
-    Audit page with its per-document details), or the audit of a served RAG log (``audit-log``)."""
+    Audit page with its per-document details), the audit of a served RAG log or run (``audit-log``), or a
+    comparison of audited systems (:mod:`fairrag_core.audit.compare`)."""
 
     EXPOSURE_SWEEP = "exposure-sweep"
     RAG_SWEEP = "rag-sweep"
     AUDIT = "audit"
     AUDIT_LOG = "audit-log"
+    COMPARISON = "comparison"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -57,7 +57,8 @@ from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, derive_seed, new_seed
 from .served import evaluate_run
 
-__all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "SOURCE_LABELS", "EXPEVAL_COLUMNS"]
+__all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_served", "audit_rag_log", "SOURCE_LABELS",
+           "EXPEVAL_COLUMNS"]
 
 
 class AttributionSource(str, enum.Enum):
@@ -357,6 +358,11 @@ def audit_inputs(log: RagLog, collection: Collection) -> list[dict[str, object]]
     """Every input of an audit with its name and sha256: the served log or run, and the collection."""
     return [log.identity(), {"role": "collection", "name": collection.name, "path": collection.source,
                              "sha256": collection.sha256}]
+
+
+#: One audit for everything served: a RAG log, a served run, later a trace export (``audit_rag_log`` is its first
+#: name, kept for existing callers).
+audit_served = audit_rag_log
 
 
 #: Columns added by a second user model (expeval's normalised metrics).

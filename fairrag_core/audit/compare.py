@@ -1,0 +1,292 @@
+"""Compare audited systems on the same queries: is B fairer than A, at what cost, and for which providers.
+
+A *system* is what one audit measured: a served log or run (:func:`~fairrag_core.audit.rag_log.audit_served`), or
+one α of a simulated sweep or audit (:mod:`fairrag_core.ranking.sweep`, :mod:`fairrag_core.rag.sweep`). Any mix can
+be compared, over the queries they share. Each system is compared with a baseline (the first, unless named):
+
+* **metrics** — per query the difference system − baseline of EE-D (the bias-corrected estimate, as everywhere),
+  EE-R, and, when both systems measured the same attribution source, EAR, EAE-D and EAE-D/cited; the mean
+  difference with a percentile bootstrap interval over queries and the two-sided p-value of a paired randomization
+  (sign-flip) test (:func:`~fairrag_core.metrics.intervals.paired_comparison`; Fisher 1935; Smucker, Allan &
+  Carterette, CIKM 2007), Holm-adjusted across the metrics of the pair (Holm 1979);
+* **shares** — per provider (or group), its share of retrieval exposure (and of attributed exposure) in the system
+  minus in the baseline, pooled over the shared queries, with a paired bootstrap interval over queries and the
+  p-value of a paired permutation test that swaps the two systems within queries (exact for ≤ 12 queries, else
+  random swaps), Holm-adjusted across the groups.
+
+The result is a :class:`Comparison` (tables, and a :class:`~fairrag_core.record.RunRecord` of kind ``comparison``
+that the run store keeps like any run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
+from ..data import UNKNOWN_GROUP, Collection
+from ..errors import InvalidParameterError
+from ..metrics.bootstrap import resample_counts
+from ..metrics.intervals import paired_comparison
+from ..record import RunKind, RunRecord, SweepRun
+from ..seeds import derive_seed, new_seed
+from ..settings import Settings
+
+__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "holm", "METRICS"]
+
+#: The per-query metrics a comparison reads, with their names and which way is better.
+METRICS = {
+    "ee_d": ("EE-D", "lower = fairer"),
+    "ee_r": ("EE-R", "higher = more exposure on useful documents"),
+    "eu": ("EU", "higher = better answers"),
+    "ear": ("EAR", "higher = answers rest on more of what they were shown"),
+    "eae_d": ("EAE-D", "lower = fairer; scales with how much is cited"),
+    "eae_d_per_cited": ("EAE-D/cited", "lower = citations spread more evenly"),
+}
+_ATTRIBUTION = ("ear", "eae_d", "eae_d_per_cited")
+_EXACT_SWAPS = 12
+
+
+@dataclass(frozen=True)
+class System:
+    """One audited system: a run, and which α of it when the run is a sweep (None for a served log or run).
+
+    ``source`` is the attribution source its attribution metrics come from (``cited``: logged citations,
+    ``entailed``: the NLI judge), None when it measured none."""
+
+    label: str
+    run: SweepRun
+    alpha: float | None = None
+
+    def _rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.alpha is None or "alpha" not in frame:
+            return frame
+        return frame[np.isclose(frame["alpha"].astype(float), self.alpha, equal_nan=False)
+                     | (np.isinf(frame["alpha"].astype(float)) & math.isinf(self.alpha))]
+
+    @property
+    def source(self) -> str | None:
+        table = self.run.table
+        for name in ("cited", "entailed"):  # a log audit names its sources
+            if f"ear_{name}" in table and table[f"ear_{name}"].notna().any():
+                return name
+        return "entailed" if "ear" in table and table["ear"].notna().any() else None
+
+    def per_query(self) -> pd.DataFrame:
+        """One row per query: the metrics of :data:`METRICS` this system measured (attribution under common names)."""
+        rows = self._rows(self.run.table)
+        out = pd.DataFrame(index=pd.Index(rows["query_id"].astype(str), name="query_id"))
+        for metric in METRICS:
+            column = metric
+            if metric in _ATTRIBUTION and self.source and f"{metric}_{self.source}" in rows:
+                column = f"{metric}_{self.source}"
+            if column in rows:
+                out[metric] = pd.to_numeric(rows[column], errors="coerce").to_numpy()
+        return out
+
+    def documents(self) -> pd.DataFrame:
+        """Per (query, document): retrieval exposure and, when measured, attributed exposure."""
+        docs = self._rows(self.run.documents)
+        if docs.empty or "doc_id" not in docs:
+            raise InvalidParameterError(f"{self.label}: the run has no per-document exposure to compare shares with "
+                                        "(runs saved without their details cannot be compared per provider)")
+        out = pd.DataFrame({"query_id": docs["query_id"].astype(str), "doc_id": docs["doc_id"],
+                            "exposure": docs["exposure"].astype(float)})
+        attributed = f"{self.source}_exposure" if self.source and f"{self.source}_exposure" in docs else (
+            "attributed_exposure" if "attributed_exposure" in docs else None)
+        if attributed is not None and docs[attributed].notna().any():
+            out["attributed_exposure"] = docs[attributed].astype(float).fillna(0.0).to_numpy()
+        return out
+
+
+def systems_of(run: SweepRun, label: str | None = None) -> list[System]:
+    """The systems a stored or fresh run holds: one per α of a sweep or audit (labelled ``α = 2``, ``deterministic``),
+    one for a served log or run."""
+    name = label or run.run_id or run.record.kind.value
+    if "alpha" not in run.table:
+        return [System(name, run)]
+    alphas = sorted(set(run.table["alpha"].astype(float)), key=lambda a: (math.isinf(a), a))
+    return [System(f"{name} · {'deterministic' if math.isinf(a) else f'α = {a:g}'}", run, float(a)) for a in alphas]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparisonConfig(Settings):
+    """How systems are compared: which systems (labels, and the stored runs or files they came from), the baseline,
+    the grouping for shares, and the statistics (bootstrap resamples, random swaps, level, seed)."""
+
+    systems: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+    baseline: str = ""
+    by: str = "provider"
+    n_boot: int = 1000
+    n_permutations: int = 10000
+    level: float = 0.95
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Comparison(SweepRun):
+    """The comparison's tables: ``table`` one row per (system, metric) against the baseline, ``documents`` one row
+    per (system, share kind, group); ``per_query`` the per-query values behind them; ``findings`` what they say."""
+
+    per_query: pd.DataFrame | None = None
+    findings: tuple = field(default=())
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (Holm 1979, step-down): sort ascending, p_(i) × (m − i + 1), running maximum,
+    capped at 1; NaN stays NaN and does not count in m.
+
+    >>> holm([0.01, 0.04, 0.03, 0.5]).round(3).tolist()
+    [0.04, 0.09, 0.09, 0.5]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    if finite.size == 0:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    m = order.size
+    adjusted = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def _group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, groups: pd.Index,
+                  group_of: dict[str, str]) -> np.ndarray:
+    frame = documents[documents["query_id"].isin(queries)]
+    matrix = np.zeros((queries.size, groups.size))
+    q = queries.get_indexer(frame["query_id"])
+    g = groups.get_indexer(frame["doc_id"].map(group_of))
+    np.add.at(matrix, (q, g), frame[column].to_numpy(dtype=np.float64))
+    return matrix
+
+
+def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndarray, level: float
+                ) -> pd.DataFrame:
+    """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
+    interval over queries (the same resampled queries for both) and the paired permutation p-value."""
+    def shares(matrix: np.ndarray) -> np.ndarray:
+        totals = matrix.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(totals > 0, matrix / totals, np.nan)
+
+    point = shares(a.sum(axis=0)) - shares(b.sum(axis=0))
+    boot = shares(counts @ a) - shares(counts @ b)
+    tail = (1.0 - level) / 2.0
+    low, high = np.nanquantile(boot, [tail, 1.0 - tail], axis=0)
+    stay = 1.0 - swaps
+    flipped = shares(stay @ a + swaps @ b) - shares(stay @ b + swaps @ a)
+    hits = (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
+    exact = swaps.shape[0] == 2 ** swaps.shape[1]
+    p = hits / swaps.shape[0] if exact else (1 + hits) / (1 + swaps.shape[0])
+    return pd.DataFrame({"difference": point, "low": np.fmin(low, point), "high": np.fmax(high, point),
+                         "p_value": p})
+
+
+def _swap_matrix(n_queries: int, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
+    if n_queries <= _EXACT_SWAPS:
+        return np.array(list(itertools.product((0.0, 1.0), repeat=n_queries)))
+    return rng.integers(0, 2, size=(n_permutations, n_queries)).astype(np.float64)
+
+
+def compare_systems(systems: Sequence[System], collection: Collection, config: ComparisonConfig = ComparisonConfig()
+                    ) -> Comparison:
+    """Compare every system with the baseline (``config.baseline``, a label; default the first) over the queries
+    they share (module docstring: what is compared and how).
+
+    Raises:
+        InvalidParameterError: fewer than two systems, an unknown baseline, or systems that share no query.
+    """
+    started = time.perf_counter()
+    if len(systems) < 2:
+        raise InvalidParameterError("compare at least two systems (two runs, logs or α values)")
+    labels = [s.label for s in systems]
+    if len(set(labels)) != len(labels):
+        raise InvalidParameterError(f"two systems have the same label {labels}; give each its own")
+    base_label = config.baseline or labels[0]
+    if base_label not in labels:
+        raise InvalidParameterError(f"baseline {base_label!r} is not one of the systems: {', '.join(labels)}")
+    check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                  fix="1,000 resamples are the usual number")
+    check_at_most(config.n_permutations, "n_permutations", MAX_RESAMPLES, hint="random swaps, e.g. 10000",
+                  fix="10,000 swaps are the usual number")
+    level = check_open_unit(config.level, "level", hint="e.g. 0.95")
+    seed = config.seed if config.seed is not None else new_seed()
+    baseline = systems[labels.index(base_label)]
+    owner = collection.providers if config.by == "provider" else collection.group_of(config.by, fill=UNKNOWN_GROUP)
+    group_of = dict(zip(collection.doc_ids, owner))
+    base_q, base_docs = baseline.per_query(), baseline.documents()
+    metric_rows, share_rows, long = [], [], []
+    for s_index, system in enumerate(systems):
+        values = system.per_query()
+        long.append(values.reset_index().melt(id_vars="query_id", var_name="metric").assign(system=system.label))
+        if system is baseline:
+            continue
+        shared = values.index.intersection(base_q.index)
+        if shared.empty:
+            raise InvalidParameterError(f"{system.label} and {base_label} share no query; compare audits of the same "
+                                        "query set")
+        rng = np.random.default_rng(derive_seed(seed, s_index))
+        rows = []
+        for metric in METRICS:
+            if metric not in values or metric not in base_q:
+                continue
+            if metric in _ATTRIBUTION and system.source != baseline.source:
+                continue  # logged citations and the judge's verdicts are different measurements
+            pair = pd.DataFrame({"a": values.loc[shared, metric], "b": base_q.loc[shared, metric]}).dropna()
+            if len(pair) < 2:
+                continue
+            test = paired_comparison(pair["a"].to_numpy(), pair["b"].to_numpy(), n_boot=config.n_boot,
+                                     n_permutations=config.n_permutations, level=level, seed=rng)
+            name, direction = METRICS[metric]
+            rows.append({"system": system.label, "baseline": base_label, "metric": metric, "label": name,
+                         "direction": direction, "mean_system": test.mean_a, "mean_baseline": test.mean_b,
+                         "difference": test.difference.estimate, "low": test.difference.low,
+                         "high": test.difference.high, "p_value": test.p_value, "n_queries": test.n_queries,
+                         "test": test.test})
+        for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
+            row["p_holm"] = adjusted
+        metric_rows += rows
+        sys_docs = system.documents()
+        groups = pd.Index(sorted({group_of[d] for d in pd.concat([sys_docs, base_docs])["doc_id"]}))
+        counts = resample_counts(len(shared), config.n_boot, rng)
+        swaps = _swap_matrix(len(shared), config.n_permutations, rng)
+        for kind, column in (("retrieval", "exposure"), ("attributed", "attributed_exposure")):
+            if column not in sys_docs or column not in base_docs or system.source != baseline.source:
+                continue
+            a = _group_matrix(sys_docs, column, shared, groups, group_of)
+            b = _group_matrix(base_docs, column, shared, groups, group_of)
+            if a.sum() <= 0 or b.sum() <= 0:
+                continue
+            test = _share_test(a, b, counts, swaps, level)
+            test.insert(0, "group", groups)
+            test.insert(0, "kind", kind)
+            test.insert(0, "baseline", base_label)
+            test.insert(0, "system", system.label)
+            test["share_system"] = a.sum(axis=0) / a.sum()
+            test["share_baseline"] = b.sum(axis=0) / b.sum()
+            test["p_holm"] = holm(test["p_value"])
+            test["n_queries"] = len(shared)
+            share_rows.append(test)
+    metrics = pd.DataFrame(metric_rows)
+    shares = pd.concat(share_rows, ignore_index=True) if share_rows else pd.DataFrame()
+    resolved = ComparisonConfig(systems=tuple(labels), inputs=config.inputs, baseline=base_label, by=config.by,
+                                n_boot=config.n_boot, n_permutations=config.n_permutations, level=level, seed=seed)
+    record = RunRecord(kind=RunKind.COMPARISON, collection=collection.source or collection.name, retriever="compared",
+                       config=resolved, seed=seed, query_ids=tuple(base_q.index),
+                       wall_seconds=time.perf_counter() - started,
+                       extra={"systems": labels, "baseline": base_label,
+                              "inputs": [{"role": "system", "label": s.label, "run_id": s.run.run_id,
+                                          "alpha": s.alpha, **{k: v for k, v in (s.run.record.extra.get("inputs")
+                                                                                 or [{}])[0].items()
+                                                               if k in ("name", "sha256", "kind")}}
+                                         for s in systems]})
+    return Comparison(record=record, table=metrics, documents=shares,
+                      per_query=pd.concat(long, ignore_index=True) if long else None)
