@@ -11,7 +11,6 @@ import json
 import math
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 
@@ -22,10 +21,8 @@ from ..options import COLLECTION, DEVICE, JSON, NLI, add_option
 from .backend_options import add_backend, models_spec, on_backend
 from .common import add_settings, keep_run, settings
 
-__all__ = ["register", "read_log"]
+__all__ = ["register"]
 
-#: Suffixes of a RAG log; any other file is read as a served run (expeval/TREC with samples, TREC Fair 2022).
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".json")
 
 
 def register(sub) -> None:
@@ -77,27 +74,20 @@ def _chunk_printer():
     return progress
 
 
-def read_log(path: str, collection):
-    """The log at ``path`` checked against ``collection``: a JSONL RAG log, or a served run file read as a log of
-    its samples (as the app reads an upload, so that the command the app prints for a run file reruns here)."""
-    from ..data import RagLog, load_rag_log
-    from ..data.served import load_run
-
-    if Path(path).suffix.lower() in LOG_SUFFIXES or not Path(path).is_file():
-        return load_rag_log(path, collection=collection)
-    log = RagLog.from_served(load_run(path))
-    log.check_against(collection)
-    return log
+def served_size(log) -> str:
+    """``200 lines`` for a RAG log (one ranking a line); ``5,000 lines, 500 rankings`` for a served run."""
+    lines = log.identity()["lines"]
+    return f"{lines:,} lines" if log.kind == "log" else f"{lines:,} lines, {len(log):,} rankings"
 
 
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
-    from ..data import load_collection
+    from ..data import load_collection, load_served
 
     config = settings(LogAuditConfig, args)
     collection = load_collection(args.collection)
-    log = read_log(args.log, collection)
+    log = load_served(args.log, collection=collection)  # a RAG log, or a served run file
     attributor = None
     if config.attribution.value in ("judge", "both"):
         from ..rag.attribution import load_attributor
@@ -122,7 +112,7 @@ def _cmd_audit_log(args, out) -> int:
     groupings = ["provider", *collection.categories()]
     ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
     outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
-    kept = keep_run(args, run, label=f"log {Path(args.log).name} · {len(log)} lines", outputs=outputs)
+    kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
     kept.report()
     run_id = kept.run_id
     if args.json:
@@ -132,7 +122,8 @@ def _cmd_audit_log(args, out) -> int:
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
                           "notes": record.extra["notes"]}, indent=2, default=str), file=out)
         return 0
-    print(f"RAG log {args.log}: {len(log)} lines, {len(run.table)} queries, k = {record.extra['k_used']}, "
+    print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
+          f"k = {record.extra['k_used']}, "
           f"attribution: {record.config.attribution.value}"
           + (f" ({record.attributor}, {record.extra['judged_pairs']} pairs)" if record.attributor else ""), file=out)
     for note in record.extra["notes"]:
