@@ -228,7 +228,8 @@ def ranking_and_answers() -> None:
     tiles[1].metric("EU normalised", fmt(rag.eu_normalised), help=help_text("EU normalised"))
     tiles[2].metric("EAR", fmt(rag.ear), help=help_text("EAR"))
     tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D"))
-    tiles[4].metric("EAE-D/cited", fmt(rag.eae_d_per_cited), help=help_text("EAE-D/cited", f"EE-D above: {rag.ee_d:.3f}."))
+    tiles[4].metric("EAE-D/cited", fmt(rag.eae_d_per_cited),
+                    help=help_text("EAE-D/cited", f"EE-D above: {rag.ee_d:.3f}."))
     if rag.eae_d_per_cited is not None:
         relation = ("more concentrated than" if rag.eae_d_per_cited > rag.ee_d + 0.005 else
                     "more spread than" if rag.eae_d_per_cited < rag.ee_d - 0.005 else "as concentrated as")

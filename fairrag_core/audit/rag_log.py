@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
+from ..data.identity import audit_inputs
 from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
@@ -352,12 +353,6 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
                               "k_used": k, "notes": notes,
                               "judged_pairs": judged_pairs})
     return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)
-
-
-def audit_inputs(log: RagLog, collection: Collection) -> list[dict[str, object]]:
-    """Every input of an audit with its name and sha256: the served log or run, and the collection."""
-    return [log.identity(), {"role": "collection", "name": collection.name, "path": collection.source,
-                             "sha256": collection.sha256}]
 
 
 #: One audit for everything served: a RAG log, a served run, later a trace export (``audit_rag_log`` is its first

@@ -90,8 +90,8 @@ class Collection:
     ``source`` says where it was loaded from, as a command line names it: a demo collection's name, or the absolute
     path of its folder ("" when built in memory). Reproduce commands print it (see
     :func:`fairrag_core.record.command_path`), so that they work from any directory. ``sha256`` identifies its
-    content: the sha256 of the lines ``<file name> <sha256 of the file>`` of the files it was read from, in the order
-    corpus, queries, qrels, aspect qrels ("" when built in memory).
+    content (:func:`fairrag_core.data.identity.collection_sha256`: its files' bytes, whatever their folder; "" when
+    built in memory).
     """
 
     name: str

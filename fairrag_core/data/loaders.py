@@ -28,7 +28,6 @@ collection folder
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -40,7 +39,8 @@ from .aspect_qrels import load_aspect_qrels
 from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
 from .fields import SURROGATE_FIX, ascii_int, lone_surrogate_field
-from .files import Digest, check_upload, file_sha256, read_lines
+from .files import Digest, check_upload, read_lines
+from .identity import collection_sha256
 
 __all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_lines",
            "json_lines", "check_upload"]
@@ -379,6 +379,5 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
     aspect_qrels = (load_aspect_qrels(aspects_path, queries=queries, doc_ids=[d.doc_id for d in docs])
                     if aspects_path else {})
     source = str(name_or_path) if str(name_or_path) in DEMO_COLLECTIONS else str(folder.resolve())
-    files = [p for p in (corpus_path, queries_path, qrels_path, aspects_path) if p is not None]
-    sha256 = hashlib.sha256("".join(f"{p.name} {file_sha256(p)}\n" for p in files).encode()).hexdigest()
-    return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels, source=source, sha256=sha256)
+    return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels, source=source,
+                      sha256=collection_sha256(folder))
