@@ -115,13 +115,10 @@ def display_ledger(ledger: pd.DataFrame, *, compact: bool = False) -> pd.DataFra
     answers, no labels) dropped, intervals in brackets beside their share, readable headers. ``compact`` (the
     report) leaves out the summed exposures, whose shares are beside them, so the table fits a page."""
     out = ledger.copy()
-    if {"attributed_share", "target_share"} <= set(out.columns):
-        gap = out["attributed_share"] - out["target_share"]
+    if "attributed_gap" not in out and {"attributed_share", "target_share"} <= set(out.columns):
+        gap = out["attributed_share"] - out["target_share"]  # ledgers stored before the core computed it
         out.insert(out.columns.get_loc("share_gap") + 1 if "share_gap" in out else len(out.columns),
                    "attributed_gap", gap)
-        for bound in ("low", "high"):  # when the core bootstraps this gap too
-            if f"attributed_gap_{bound}" in ledger:
-                out[f"attributed_gap_{bound}"] = ledger[f"attributed_gap_{bound}"]
     if compact:
         out = out.drop(columns=[c for c in out.columns if c.endswith("_exposure")])
     empty = [c for c in out.columns if out[c].isna().all()]

@@ -25,7 +25,7 @@ __all__ = ["LEDGER_COLUMNS", "exposure_ledger"]
 
 LEDGER_COLUMNS = (
     "group", "documents", "retrieval_exposure", "retrieval_share", "attributed_exposure", "attributed_share",
-    "target_exposure", "target_share", "share_gap",
+    "target_exposure", "target_share", "share_gap", "attributed_gap",
 )
 
 
@@ -49,7 +49,8 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
 
     Returns:
         One row per group with the columns of :data:`LEDGER_COLUMNS`, largest retrieval exposure first.
-        ``share_gap`` = retrieval share − target share (positive: over-exposed). Attributed and target
+        ``share_gap`` = retrieval share − target share (positive: over-exposed), ``attributed_gap`` = attributed
+        share − target share (positive: credited beyond a fair share). Attributed and target
         columns are NaN when the input lacks them.
 
     >>> from fairrag_core import load_collection
@@ -87,5 +88,6 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     ledger["attributed_share"] = _share(ledger["attributed_exposure"])
     ledger["target_share"] = _share(ledger["target_exposure"])
     ledger["share_gap"] = ledger["retrieval_share"] - ledger["target_share"]
+    ledger["attributed_gap"] = ledger["attributed_share"] - ledger["target_share"]
     ledger = ledger.sort_values(["retrieval_exposure", "group"], ascending=[False, True], kind="stable")
     return ledger[list(LEDGER_COLUMNS)].reset_index(drop=True)

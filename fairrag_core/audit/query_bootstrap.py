@@ -100,7 +100,8 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
 
     ``documents`` is what :func:`~fairrag_core.audit.ledger.exposure_ledger` reads (one system), with a
     ``query_id`` column. Returns one row per group with ``retrieval_share_low/high``,
-    ``attributed_share_low/high``, ``target_share_low/high`` and ``share_gap_low/high`` (NaN where the column
+    ``attributed_share_low/high``, ``target_share_low/high``, ``share_gap_low/high`` (retrieval − target) and
+    ``attributed_gap_low/high`` (attributed − target) (NaN where the column
     is absent, and every bound when the documents come from a single query: :data:`ONE_QUERY`), each containing
     the ledger's plug-in share.
     """
@@ -119,7 +120,7 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     tail = (1.0 - level) / 2.0
     out = pd.DataFrame({"group": list(group_names)})
     if n_q < 2:
-        for name in ("retrieval_share", "attributed_share", "target_share", "share_gap"):
+        for name in ("retrieval_share", "attributed_share", "target_share", "share_gap", "attributed_gap"):
             out[f"{name}_low"] = out[f"{name}_high"] = np.nan
         return out
 
@@ -153,9 +154,10 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
         point, draws = shares(matrix)
         resampled[name] = (point, draws)
         out[f"{name}_low"], out[f"{name}_high"] = bounds(point, draws)
-    if "retrieval_share" in resampled and "target_share" in resampled:
-        (p_r, d_r), (p_t, d_t) = resampled["retrieval_share"], resampled["target_share"]
-        out["share_gap_low"], out["share_gap_high"] = bounds(p_r - p_t, d_r - d_t)
-    else:
-        out["share_gap_low"] = out["share_gap_high"] = np.nan
+    for gap, share in (("share_gap", "retrieval_share"), ("attributed_gap", "attributed_share")):
+        if share in resampled and "target_share" in resampled:
+            (p_s, d_s), (p_t, d_t) = resampled[share], resampled["target_share"]
+            out[f"{gap}_low"], out[f"{gap}_high"] = bounds(p_s - p_t, d_s - d_t)
+        else:
+            out[f"{gap}_low"] = out[f"{gap}_high"] = np.nan
     return out
