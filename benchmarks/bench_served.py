@@ -75,11 +75,12 @@ def main() -> None:
         run_b = load_run(run_b_path)
         qrels = timed("load qrels", lambda: load_judgments(qrels_path))
         print(f"  run: {len(run_a)} topics × {run_a[run_a.query_ids[0]].n_samples} samples, {run_a.n_lines} lines")
-        table = timed("evaluate_run gerr (normalised, incomplete)", lambda: evaluate_run(run_a, qrels))
+        table = timed("evaluate_run gerr (normalised, incomplete)",
+                      lambda: evaluate_run(run_a, qrels, user_model="gerr"))
         timed("evaluate_run rbp, complete, groups", lambda: evaluate_run(run_a, qrels, user_model="rbp",
                                                                         complete=True, groups=True))
         timed("evaluate_run step k=5", lambda: evaluate_run(run_a, qrels, user_model="step", k=5))
-        timed("load + evaluate from paths (gerr)", lambda: evaluate_run(run_a_path, qrels_path))
+        timed("load + evaluate from paths (gerr)", lambda: evaluate_run(run_a_path, qrels_path, user_model="gerr"))
         timed("bootstrap_run: 1,000 resamples of the samples per topic",
               lambda: bootstrap_run(run_a, qrels, n_boot=1000, seed=0))
         timed("summarise_run: 1,000 resamples of the topics", lambda: summarise_run(table, seed=0))

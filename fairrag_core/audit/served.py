@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,7 @@ from ..metrics.expeval import (
     METRICS,
     ExposureSettings,
     MetricBounds,
+    UserModel,
     bounds,
     exposure_matrix,
     group_bounds,
@@ -55,7 +56,8 @@ from ..metrics.intervals import (
 from ..metrics.trec_fair import TREC_EVAL, TREC_FAIR_2022, awrf_samples, measure_names, ndcg_samples
 from ..seeds import SeedLike, as_generator
 
-__all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "as_run",
+__all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "with_depth",
+           "as_run",
            "as_judgments", "unjudged_queries", "measured", "DIRECTION"]
 
 #: Which way is better, per metric.
@@ -182,7 +184,15 @@ def _values(query: _Query, settings: ExposureSettings) -> dict[str, float]:
     return {m: float(query.bounds[m].normalise(raw[m])) for m in METRICS}
 
 
-def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", patience: float = 0.5,
+def with_depth(settings: ExposureSettings, *runs: ServedRankings) -> ExposureSettings:
+    """``settings`` with the step user's k resolved: when it is None, the longest ranking of ``runs`` (the generator
+    reads the whole ranking, as :func:`~fairrag_core.audit.rag_log.audit_served` assumes)."""
+    if settings.user_model is not UserModel.STEP or settings.k is not None:
+        return settings
+    return replace(settings, k=max(q.depth for run in runs for q in run.queries.values()))
+
+
+def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "step", patience: float = 0.5,
                  utility: float = 0.5, binarize: bool = False, complete: bool = False, normalize: bool = True,
                  groups: bool = False, k: int | None = None, bounds: str = "expeval", run_format: str = "auto",
                  groups_by: str = "provider") -> pd.DataFrame:
@@ -193,7 +203,8 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", pa
             :class:`~fairrag_core.data.served.ServedRankings`, or ``{query_id: [[doc, …], …]}``.
         qrels: path to qrels (``qid gid[|gid…] docno rel``), :class:`~fairrag_core.data.served.Judgments`, or a
             :class:`~fairrag_core.data.Collection` / collection name (groups from ``groups_by``).
-        user_model: ``gerr`` (default), ``rbp`` or ``step`` (Fair RAG's machine user; needs ``k``).
+        user_model: ``step`` (default: Fair RAG's machine user, the package's user model everywhere; ``k`` None
+            means the run's longest ranking), or expeval's ``gerr`` (expeval's own default) or ``rbp``.
         patience, utility: the models' p and u (expeval ``-p``, ``-r``).
         binarize, complete, normalize, groups: expeval's ``-B``, ``-C``, not ``-U``, ``-G``.
         bounds: ``"expeval"`` (reproduce it) or ``"corrected"`` (see :mod:`fairrag_core.metrics.expeval`).
@@ -217,6 +228,7 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "gerr", pa
     settings = _settings(user_model=user_model, patience=patience, utility=utility, k=k, binarize=binarize,
                          complete=complete, normalize=normalize, groups=groups, bounds=bounds)
     loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    settings = with_depth(settings, loaded)
     rows = []
     for query in _prepare(loaded, judged, settings):
         row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
@@ -255,9 +267,9 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     """
     n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                            fix="1,000 resamples are the usual number")
-    settings = _settings(**model)
     rng = as_generator(seed)
     loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    settings = with_depth(_settings(**model), loaded)
     rows = []
     for query in _prepare(loaded, judged, settings):
         point = _values(query, settings)
@@ -333,8 +345,10 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
     left out of that metric's comparison.
     """
     judged = as_judgments(qrels, groups_by=groups_by)
-    table_a = evaluate_run(as_run(run_a, run_format=run_format), judged, **model)
-    table_b = evaluate_run(as_run(run_b, run_format=run_format), judged, **model)
+    loaded_a, loaded_b = as_run(run_a, run_format=run_format), as_run(run_b, run_format=run_format)
+    model = {**model, "k": with_depth(_settings(**model), loaded_a, loaded_b).k}  # one k for both runs
+    table_a = evaluate_run(loaded_a, judged, **model)
+    table_b = evaluate_run(loaded_b, judged, **model)
     rng = as_generator(seed)
     rows = []
     for metric in METRICS:

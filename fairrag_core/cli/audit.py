@@ -28,6 +28,7 @@ from ..audit.served import (
     evaluate_run_awrf,
     summarise_run,
     unjudged_queries,
+    with_depth,
 )
 from ..metrics.expeval import METRICS, ExposureSettings, UserModel
 from ..option_types import level_arg, positive_arg
@@ -63,7 +64,11 @@ class EvaluateOptions(ServedOptions):
     """``evaluate-run``'s own: the readable report with intervals, and the TREC Fair 2022 measures."""
 
     ci: bool = option("--ci", kind=Kind.ON, default=False,
-                      help="readable report with intervals: per query over its samples, means over queries")
+                      help="the readable report with intervals (per query over its samples, means over queries): "
+                           "the default output, the flag is kept for scripts")
+    trec_eval: bool = option("--trec-eval", kind=Kind.ON, default=False,
+                             help="expeval's own output instead: one 'metric<TAB>query<TAB>value' line per query and "
+                                  "metric (plug-in values, as expeval prints them), then the means as 'all'")
     awrf: int | None = option("--awrf", default=None, parse=positive_arg, metavar="K",
                               help="also nDCG@K and AWRF@K (TREC Fair 2022) per query, from the qrels' groups")
 
@@ -128,7 +133,7 @@ def _model(settings: ExposureSettings) -> dict:
 def _describe(settings: ExposureSettings) -> str:
     model = settings.user_model.value
     if settings.user_model is UserModel.STEP:
-        model += f" (k={settings.k})"
+        model += f" (k={settings.k})" if settings.k is not None else " (k = the longest ranking)"
     elif settings.user_model is UserModel.RBP:
         model += f" (p={settings.patience:g})"
     else:
@@ -181,11 +186,12 @@ def _cmd_evaluate(args, out) -> int:
     model, opts = _read(EvaluateOptions, args)
     run = as_run(args.run, run_format=opts.format)
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
+    model = with_depth(model, run)  # the step user reads the longest ranking unless -k says otherwise
     table = evaluate_run(run, judgments, **_model(model))
     skipped = unjudged_queries(run, judgments, binarize=model.binarize, complete=model.complete)
     awrf = evaluate_run_awrf(run, judgments, cutoff=opts.awrf) if opts.awrf else None
     notes = _notes(table, skipped, model)
-    if not (opts.ci or args.json):
+    if opts.trec_eval and not args.json:
         for qid, row in table.iterrows():
             for metric in METRICS:
                 print(f"{metric}\t{qid}\t{row[metric]:f}", file=out)
@@ -200,13 +206,11 @@ def _cmd_evaluate(args, out) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         return 0
-    summary = summarise_run(table, n_boot=opts.n_boot, level=opts.level, seed=opts.seed) if len(table) else None
-    # our reports show a value only where it is measured: expeval's stand-in for equal bounds becomes null / "—"
-    reported = table.copy()
-    for metric in METRICS:
-        reported.loc[[metric in str(u).split(",") for u in reported["undefined"]], metric] = np.nan
-    intervals = (bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
-                 if opts.ci else None)
+    intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
+    # one number per concept: each query's estimate (disparity and difference bias-corrected, inside their interval)
+    # is what the means average and what every output shows; expeval's stand-in for equal bounds becomes null / "—"
+    reported = _estimates(table, intervals)
+    summary = summarise_run(reported, n_boot=opts.n_boot, level=opts.level, seed=opts.seed) if len(table) else None
     command = _command("evaluate-run", [(QRELS, args.qrels), (RUN, args.run)], model, opts,
                        *(["--json"] if args.json else []))
     if args.json:
@@ -226,6 +230,20 @@ def _cmd_evaluate(args, out) -> int:
     return 0
 
 
+def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """Per query the estimate of each metric (:func:`bootstrap_run`'s, inside its interval), ``<metric>_low``,
+    ``<metric>_high`` and ``<metric>_plug_in`` (expeval's value); a metric that is only expeval's stand-in for the
+    query (``undefined``) is NaN throughout."""
+    out = table.drop(columns=list(METRICS)).copy()
+    for metric in METRICS:
+        part = intervals.xs(metric, level="metric").reindex(table.index)
+        stand_in = np.array([metric in str(u).split(",") for u in table["undefined"]], dtype=bool)
+        for name, column in ((metric, "estimate"), (f"{metric}_low", "low"), (f"{metric}_high", "high"),
+                             (f"{metric}_plug_in", "plug_in")):
+            out[name] = part[column].where(~stand_in)
+    return out
+
+
 def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, opts, command, out) -> None:
     samples = sorted({int(n) for n in table["n_samples"] if n})
     print(f"Run {run.run_id} ({run.format.value}, {len(run)} queries, {run.n_lines} ranked lines; samples per query: "
@@ -233,8 +251,8 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
           f"{judgments.source}", file=out)
     print(f"User model {_describe(settings)}; {len(table)} judged queries\n", file=out)
     if summary is not None:
-        print(f"Mean over queries (plug-in mean; {opts.level:.0%} percentile bootstrap interval over "
-              f"{summary['n_queries'].iloc[0]} queries):", file=out)
+        print(f"Mean over queries of the estimates below (disparity and difference bias-corrected; {opts.level:.0%} "
+              f"percentile bootstrap interval over {summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
             value = "       —" if pd.isna(row.estimate) else f"{row.estimate:8.4f}"
             interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"

@@ -102,14 +102,16 @@ class ExposureSettings(Settings):
     'rbp'
     """
 
-    user_model: UserModel = option("-u", "--user-model", default=UserModel.GERR,
-                                   help="browsing model: gerr, rbp, or step (Fair RAG's machine user; needs -k)")
+    user_model: UserModel = option("-u", "--user-model", default=UserModel.STEP,
+                                   help="browsing model: step (Fair RAG's machine user, the package's default "
+                                        "everywhere), or expeval's gerr (expeval's own default) or rbp")
     patience: float = option("-p", "--patience", default=0.5, parse=unit_arg,
                              help="patience p: probability of reading on to the next rank (gerr, rbp)")
     utility: float = option("-r", "--utility", default=0.5, parse=unit_arg,
                             help="utility u: probability of stopping after a relevant document (gerr)")
     k: int | None = option("-k", default=None, parse=positive_arg,
-                           help="documents the step user reads (--user-model step)")
+                           help="documents the step user reads (--user-model step; default: the run's longest "
+                                "ranking, as audit-log)")
     binarize: bool = option("-B", "--binarize", kind=Kind.ON, default=False, help="binary relevance (grade > 0 → 1)")
     complete: bool = option("-C", "--complete", kind=Kind.ON, default=False,
                             help="complete judgments (every qrels line is judged, grade 0 and -1 too); use for "
@@ -123,10 +125,8 @@ class ExposureSettings(Settings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.user_model is UserModel.STEP:
-            if self.k is None:
-                raise InvalidParameterError("user_model='step' needs k, the number of documents the user (the "
-                                            "generator) reads, e.g. k=5")
-            check_positive_int(self.k, "k", hint="documents the step user reads")
+            if self.k is not None:  # None: the run's longest ranking, resolved by the evaluation
+                check_positive_int(self.k, "k", hint="documents the step user reads")
         else:
             check_open_unit(self.patience, "patience", hint="probability of moving on to the next rank, e.g. 0.5")
         if isinstance(self.utility, bool) or not isinstance(self.utility, int | float) or not 0 <= self.utility <= 1:

@@ -35,7 +35,7 @@ METRICS = ("disparity", "relevance", "difference")
 
 
 def _kwargs(flags: list[str]) -> dict:
-    options, words = {}, iter(flags)
+    options, words = {"user_model": "gerr"}, iter(flags)  # expeval's own default user model
     for flag in words:
         if flag in ("-u", "-p", "-r"):
             name, value = {"-u": ("user_model", str), "-p": ("patience", float), "-r": ("utility", float)}[flag]
@@ -84,13 +84,13 @@ def test_reference_covers_what_the_issue_asks():
 
 def test_missing_and_unjudged_queries(inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"])
+    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="gerr")
     assert table.index.tolist() == ["q1", "q2", "q3", "q5", "q6"]  # q4: no relevant document; q7: not judged
     assert not table.loc["q5", "in_run"] and table.loc["q5", "n_samples"] == 0
     assert table.loc["q5", "relevance"] == 1.0 and table.loc["q5", "difference"] == 0.0  # expeval's defaults
     assert sorted(unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"])) == ["q4", "q7"]
     assert unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"], complete=True) == ["q7"]
-    corrected = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], bounds="corrected")
+    corrected = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], bounds="corrected", user_model="gerr")
     assert corrected.loc["q5", "difference"] > 0  # showing nothing is not a perfect difference
     assert corrected.loc["q2", "relevance"] < 1  # single level: no longer the constant 1
     assert table.loc["q2", "relevance_levels"] == 1
@@ -170,14 +170,15 @@ def test_bootstrap_over_samples_covers_the_policy_value():
 
 def test_summary_and_paired_comparison(inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], normalize=False)
+    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], normalize=False, user_model="gerr")
     summary = summarise_run(table, n_boot=500, seed=0)
     assert summary.loc["disparity", "estimate"] == pytest.approx(table["disparity"].mean())
     assert np.all(summary["low"] <= summary["estimate"]) and np.all(summary["estimate"] <= summary["high"])
-    same = compare_runs(runs["run_a.txt"], runs["run_a.txt"], qrels["qrels_graded.txt"], seed=0)
+    same = compare_runs(runs["run_a.txt"], runs["run_a.txt"], qrels["qrels_graded.txt"], seed=0, user_model="gerr")
     assert np.all(same["difference"] == 0) and np.all(same["p_value"] == 1.0)
-    diff = compare_runs(runs["run_a.txt"], runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, seed=0)
-    b = evaluate_run(runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False)
+    diff = compare_runs(runs["run_a.txt"], runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, seed=0,
+                        user_model="gerr")
+    b = evaluate_run(runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, user_model="gerr")
     assert diff.loc["disparity", "difference"] == pytest.approx((table["disparity"] - b["disparity"]).mean())
     assert diff.loc["disparity", "mean_a"] > diff.loc["disparity", "mean_b"]  # A is sharper (less fair) than B
     assert np.all(diff["low"] <= diff["difference"]) and np.all(diff["difference"] <= diff["high"])
@@ -235,8 +236,9 @@ def test_each_ndcg_gives_its_reference_tool_s_number():
 
 def test_bad_arguments():
     qrels = parse_judgments("q 0 a 1\n")
-    with pytest.raises(InvalidParameterError, match="needs k"):
-        evaluate_run({"q": [["a"]]}, qrels, user_model="step")
+    # the step user reads the run's longest ranking unless k says otherwise
+    assert evaluate_run({"q": [["a", "b"], ["a"]]}, qrels, user_model="step").loc["q", "disparity"] == pytest.approx(
+        evaluate_run({"q": [["a", "b"], ["a"]]}, qrels, user_model="step", k=2).loc["q", "disparity"])
     with pytest.raises(InvalidParameterError, match=r"unknown option\(s\) \['alpha'\]"):
         bootstrap_run({"q": [["a"]]}, qrels, alpha=2)
     with pytest.raises(InvalidParameterError, match="run must be a path"):

@@ -25,7 +25,7 @@ def _reference(flags, run_name="run_a.txt", qrels="qrels_graded.txt"):
 @pytest.mark.parametrize("flags", [["-u", "gerr"], ["-u", "rbp", "-U", "-C"], ["-u", "gerr", "-B", "-G"],
                                    ["-u", "gerr", "-p", "0.8", "-r", "0.3"]])
 def test_tsv_prints_what_expeval_prints(flags, capsys):
-    code, text = run(["evaluate-run", QRELS, RUN_A, *flags])
+    code, text = run(["evaluate-run", QRELS, RUN_A, "--trec-eval", *flags])  # expeval's own output, asked for
     assert code == 0
     lines = text.splitlines()
     per_query = [line for line in lines if "\tall\t" not in line]
@@ -35,8 +35,8 @@ def test_tsv_prints_what_expeval_prints(flags, capsys):
 
 
 def test_long_flags_are_the_short_ones():
-    short = run(["evaluate-run", QRELS, RUN_A, "-u", "rbp", "-p", "0.9", "-C"])
-    long = run(["evaluate-run", QRELS, RUN_A, "--user-model", "rbp", "--patience", "0.9", "--complete"])
+    short = run(["evaluate-run", QRELS, RUN_A, "-u", "rbp", "-p", "0.9", "-C", "--seed", "1"])
+    long = run(["evaluate-run", QRELS, RUN_A, "--user-model", "rbp", "--patience", "0.9", "--complete", "--seed", "1"])
     assert short == long
 
 
@@ -44,7 +44,9 @@ def test_json_and_awrf():
     code, text = run(["evaluate-run", QRELS, RUN_A, "--json", "--seed", "3", "--awrf", "10"])
     assert code == 0
     payload = json.loads(text)
-    assert payload["run"]["run_id"] == "sysA" and payload["settings"]["user_model"] == "gerr"
+    # the package's user model everywhere: step, reading the run's longest ranking (k = 10 here)
+    assert payload["run"]["run_id"] == "sysA" and payload["settings"]["user_model"] == "step"
+    assert payload["settings"]["k"] == 10
     assert [q["query_id"] for q in payload["queries"]] == ["q1", "q2", "q3", "q5", "q6"]
     assert {m["metric"] for m in payload["mean"]} == {"disparity", "relevance", "difference"}
     assert all(m["low"] <= m["estimate"] <= m["high"] for m in payload["mean"])
@@ -72,10 +74,11 @@ def test_ci_report_prints_estimates_inside_their_intervals():
 
 
 def test_step_model_and_corrected_bounds():
-    code, text = run(["evaluate-run", QRELS, RUN_A, "-u", "step", "-k", "5", "--bounds", "corrected"])
+    code, text = run(["evaluate-run", QRELS, RUN_A, "--trec-eval", "-u", "step", "-k", "5", "--bounds", "corrected"])
     assert code == 0 and text.count("\n") == 18
-    code, _ = run(["evaluate-run", QRELS, RUN_A, "-u", "step"])
-    assert code == 2
+    # without -k the step user reads the longest ranking; the default output is the report
+    code, text = run(["evaluate-run", QRELS, RUN_A, "-u", "step", "--seed", "1", "--n-boot", "100"])
+    assert code == 0 and "User model step (k=10)" in text and "Mean over queries" in text
 
 
 def test_compare_runs_readable_and_json():

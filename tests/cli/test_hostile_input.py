@@ -145,7 +145,8 @@ def test_evaluate_run_json_leaves_expeval_stand_ins_out():
     assert mean["relevance"]["n_queries"] == 2 and mean["disparity"]["n_queries"] == 5
     assert mean["relevance"]["estimate"] == pytest.approx((relevance["q1"] + relevance["q6"]) / 2)
     # the trec_eval-style lines keep expeval's own numbers (parity with the reference tool)
-    code, text = run(["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "-u", "rbp"])
+    code, text = run(["evaluate-run", str(data / "qrels_graded.txt"), str(data / "run_a.txt"), "-u", "rbp",
+                      "--trec-eval"])
     assert "relevance\tq2\t1.000000" in text
 
 

@@ -49,11 +49,11 @@ def test_graded_targets_by_hand():
 
 
 def test_unjudged_level_in_complete_mode_expeval_and_corrected():
-    complete = ExposureSettings(complete=True)
+    complete = ExposureSettings(complete=True, user_model="gerr")
     grades = judged_grades(np.array([1, 0, -1]), complete)
     # expeval: -1 is a level of its own under 0, discounted by (1 − u)^b with b = 2 documents above
     assert target_exposure_graded(grades, complete).tolist() == [1.0, 0.25, 0.0625]
-    corrected = ExposureSettings(complete=True, bounds="corrected")
+    corrected = ExposureSettings(complete=True, bounds="corrected", user_model="gerr")
     merged = judged_grades(np.array([1, 0, -1]), corrected)
     assert merged.tolist() == [1.0, 0.0, 0.0]
     assert target_exposure_graded(merged, corrected).tolist() == [1.0, 0.1875, 0.1875]
@@ -116,10 +116,11 @@ def test_zero_group_exposure_is_infinite_disparity_in_expeval():
 
 
 def test_settings_are_checked():
-    with pytest.raises(InvalidParameterError, match="needs k"):
-        ExposureSettings(user_model="step")
+    assert ExposureSettings().user_model.value == "step" and ExposureSettings().k is None  # k: the run's depth
+    with pytest.raises(InvalidParameterError, match="k must be a positive integer"):
+        ExposureSettings(user_model="step", k=0)
     with pytest.raises(InvalidParameterError, match="patience must be strictly between 0 and 1"):
-        ExposureSettings(patience=1.0)
+        ExposureSettings(user_model="gerr", patience=1.0)
     with pytest.raises(InvalidParameterError, match="utility must be between 0 and 1"):
         ExposureSettings(utility=1.5)
     with pytest.raises(InvalidParameterError, match="user_model='dcg' is not one of: gerr, rbp, step"):
