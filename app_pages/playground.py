@@ -10,6 +10,7 @@ from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.rag.presets import preset_costs
+from fairrag_core.ranking.run import providers_among
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
 from fairrag_studio.grid_html import rankings_grid_html
@@ -128,10 +129,11 @@ def ranking_and_answers() -> None:
                    help=help_text("EE-R", "Only the collection's own queries have relevance labels."),
                    value=summary.ee_r_plug_in,
                    reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
-    tiles[2].metric(f"Providers reached (top {len(docs)})", f"{providers_reached} of {in_pool}",
-                    help=help_text("providers reached", f"Out of the {in_pool} providers among the {len(docs)} "
-                                   f"candidates sampled from (the collection has {len(set(collection.providers))}; "
-                                   "raise K in the sidebar to sample from more)."))
+    among = providers_among(in_pool, len(set(collection.providers)), len(docs))
+    tiles[2].metric("Providers reached", f"{providers_reached} of {in_pool}",
+                    help=help_text("providers reached", f"{among[0].upper()}{among[1:]} (raise K in the sidebar to "
+                                   "sample from more)."))
+    tiles[2].caption(f"{among[0].upper()}{among[1:]}.")
     tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
                     help="Generation runs once per distinct ranking")
     if distinct > 1 and distinct_sets == 1:

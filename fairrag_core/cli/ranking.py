@@ -21,6 +21,7 @@ from ..ranking import (
     run_ranking,
     summarise_sweep,
 )
+from ..ranking.run import providers_among
 from .backend_options import add_backend, on_backend
 from .common import METRIC_NAMES, add_common, bar, fmt, fmt_ci, load_inputs, print_undefined, settings
 
@@ -143,7 +144,8 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
         print(line + "  " + bar(row.exposure, max(1.0, providers["exposure"].max())), file=out)
     reached = int((providers["exposure"] > 0).sum())
     det_reached = int((providers["deterministic_exposure"] > 0).sum())
-    print(f"\nProviders with exposure: {reached} of {providers.shape[0]} (deterministic: {det_reached})", file=out)
+    among = providers_among(providers.shape[0], len(set(run.collection.providers)), n)
+    print(f"\nProviders reached: {reached} of {providers.shape[0]} (deterministic: {det_reached}); {among}", file=out)
     uniform = k / n
     summary = run.summary
     ee_d = fmt_ci(summary.ee_d) if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"

@@ -22,7 +22,7 @@ from ..seeds import new_seed
 from ..settings import SamplingSettings
 from .sampling import deterministic_ranking, sample_rankings
 
-__all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure"]
+__all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure", "providers_among"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +76,18 @@ class RankingRun:
 
     def providers_table(self) -> pd.DataFrame:
         return provider_exposure(self.documents_table())
+
+
+def providers_among(in_candidates: int, in_collection: int, candidates: int) -> str:
+    """The one wording for how many providers a run could reach: ``12 of the 14 providers are among the top K = 20
+    candidates`` (all of them: ``all 14 providers are among the 92 candidates``).
+
+    >>> providers_among(12, 14, 20)
+    '12 of the 14 providers are among the top K = 20 candidates'
+    """
+    if in_candidates == in_collection:
+        return f"all {in_collection} providers are among the {candidates} candidates"
+    return f"{in_candidates} of the {in_collection} providers are among the top K = {candidates} candidates"
 
 
 def provider_exposure(documents: pd.DataFrame) -> pd.DataFrame:
