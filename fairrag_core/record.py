@@ -144,11 +144,18 @@ def _audit_log_argv(record: RunRecord) -> list[str]:
     return ["audit-log", *argv(inputs + entries)]
 
 
-#: The command that reproduces each kind of run. TODO(comparisons): a stored comparison of two runs adds its kind to
-#: RunKind and a function here that returns its words (``compare-runs QRELS A B`` + its settings' entries).
+def _comparison_argv(record: RunRecord) -> list[str]:
+    """``compare-runs A B … --collection …``: the compared files (or stored runs, ``run:ID``) and the settings."""
+    inputs = [value if value.startswith("run:") else command_path(value) for value in record.config.inputs]
+    settings = replace(record.config, systems=(), inputs=())  # the systems are the positional inputs
+    entries = [Entry(COLLECTION, record.collection)] + setting_entries(settings, values={"seed": record.seed})
+    return ["compare-runs", *inputs, *argv(entries)]
+
+
+#: The command that reproduces each kind of run.
 _COMMANDS: dict[RunKind, Callable[[RunRecord], list[str]]] = {
     RunKind.EXPOSURE_SWEEP: _sweep_argv, RunKind.RAG_SWEEP: _sweep_argv, RunKind.AUDIT: _sweep_argv,
-    RunKind.AUDIT_LOG: _audit_log_argv,
+    RunKind.AUDIT_LOG: _audit_log_argv, RunKind.COMPARISON: _comparison_argv,
 }
 
 

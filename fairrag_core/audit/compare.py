@@ -24,7 +24,7 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,8 @@ from ..data import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import paired_comparison
+from ..option_types import level_arg, positive_arg
+from ..options import MIN_REL, SEED, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import derive_seed, new_seed
 from ..settings import Settings
@@ -117,17 +119,27 @@ def systems_of(run: SweepRun, label: str | None = None) -> list[System]:
 
 @dataclass(frozen=True, kw_only=True)
 class ComparisonConfig(Settings):
-    """How systems are compared: which systems (labels, and the stored runs or files they came from), the baseline,
-    the grouping for shares, and the statistics (bootstrap resamples, random swaps, level, seed)."""
+    """How systems are compared: which systems (labels, and the files or stored runs they came from), the
+    baseline, the grouping for shares, how a served file is audited (k, attribution source, usefulness grade) and
+    the statistics (bootstrap resamples, random swaps, level, seed)."""
 
-    systems: tuple[str, ...] = ()
-    inputs: tuple[str, ...] = ()
-    baseline: str = ""
-    by: str = "provider"
-    n_boot: int = 1000
-    n_permutations: int = 10000
-    level: float = 0.95
-    seed: int | None = None
+    systems: tuple[str, ...] = no_option(default=())
+    inputs: tuple[str, ...] = no_option(default=())
+    baseline: str = option("--baseline", default="", default_text="the first system",
+                           help="the system the others are compared with (its label: the file name, or run:ID)")
+    by: str = option("--by", default="provider", help="share differences per provider (default) or per group of a "
+                                                       "category of the collection")
+    k: int | None = option("-k", default=None, parse=positive_arg, default_text="each file's longest ranking",
+                           help="documents the generator read, for every served file")
+    attribution: str = option("--attribution", default="auto", choices=("auto", "none", "logged"),
+                              help="attribution of the served logs: their logged citations (auto: when they have "
+                                   "them), or none")
+    min_rel: int = MIN_REL.field(default=1)
+    n_boot: int = option("--n-boot", default=1000, parse=positive_arg, help="bootstrap resamples over queries")
+    n_permutations: int = option("--n-permutations", default=10000, parse=positive_arg,
+                                 help="random swaps and sign flips of the permutation tests (exact when few queries)")
+    level: float = option("--level", default=0.95, parse=level_arg, help="interval level")
+    seed: int | None = SEED.field(default=None)
 
 
 @dataclass(frozen=True)
@@ -277,8 +289,7 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
             share_rows.append(test)
     metrics = pd.DataFrame(metric_rows)
     shares = pd.concat(share_rows, ignore_index=True) if share_rows else pd.DataFrame()
-    resolved = ComparisonConfig(systems=tuple(labels), inputs=config.inputs, baseline=base_label, by=config.by,
-                                n_boot=config.n_boot, n_permutations=config.n_permutations, level=level, seed=seed)
+    resolved = replace(config, systems=tuple(labels), baseline=base_label, level=level, seed=seed)
     record = RunRecord(kind=RunKind.COMPARISON, collection=collection.source or collection.name, retriever="compared",
                        config=resolved, seed=seed, query_ids=tuple(base_q.index),
                        wall_seconds=time.perf_counter() - started,

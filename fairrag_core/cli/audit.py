@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..audit.compare import ComparisonConfig
 from ..audit.served import (
     DIRECTION,
     as_judgments,
@@ -30,9 +31,22 @@ from ..audit.served import (
     unjudged_queries,
     with_depth,
 )
+from ..errors import InvalidParameterError
 from ..metrics.expeval import METRICS, ExposureSettings, UserModel
 from ..option_types import level_arg, positive_arg
-from ..options import JSON, SEED, Entry, Kind, Option, add_option, add_options, argv, option, setting_entries
+from ..options import (
+    COLLECTION,
+    JSON,
+    SEED,
+    Entry,
+    Kind,
+    Option,
+    add_option,
+    add_options,
+    argv,
+    option,
+    setting_entries,
+)
 from ..seeds import new_seed
 from .common import settings
 
@@ -97,14 +111,26 @@ def register(sub) -> None:
     p.set_defaults(handler=_cmd_evaluate)
 
     p = sub.add_parser(
-        "compare-runs", help="paired comparison of two served runs: A − B per metric, interval and p-value",
-        description="Did the change help? Each metric's mean of A − B over the judged queries, with a percentile "
-                    "bootstrap interval over queries and the p-value of a two-sided paired randomization "
-                    "(sign-flip) test (exact up to 16 queries); the paired t-test's p-value beside it.",
+        "compare-runs", help="compare served systems: RAG logs, runs and stored runs (--collection), or two runs "
+                             "with expeval's metrics (QRELS RUN_A RUN_B)",
+        description="Is B fairer than A, and at what cost? With --collection: every INPUT (a RAG log, a run file, "
+                    "or a stored run run:ID) is audited as audit-log audits it, and each is compared with the "
+                    "baseline over the queries they share — per-query differences of EE-D, EE-R and attribution "
+                    "with bootstrap intervals and paired sign-flip tests, per-provider share differences with "
+                    "permutation tests, Holm-adjusted — with findings; saved in the run store, --report writes the "
+                    "HTML report. Without --collection: QRELS RUN_A RUN_B, each metric's mean of A − B over the "
+                    "judged queries with expeval's metrics, the interval and the sign-flip p-value.",
     )
-    for opt in (QRELS, RUN_A, RUN_B):
-        add_option(p, opt)
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="with --collection: two or more RAG logs, run files or stored runs (run:ID); without: QRELS "
+                        "RUN_A RUN_B")
     _add_options(p, CompareOptions)
+    add_option(p, COLLECTION, default=None)
+    add_options(p, ComparisonConfig, only=("baseline", "by", "attribution", "min_rel"))
+    p.add_argument("--report", default=None, metavar="FILE.html",
+                   help="with --collection: also write the comparison's self-contained HTML report")
+    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--no-store", action="store_true", help="do not save the comparison in the run store")
     p.set_defaults(handler=_cmd_compare)
 
 
@@ -283,6 +309,14 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
 
 
 def _cmd_compare(args, out) -> int:
+    if args.collection is not None:
+        from .compare import run_comparison
+
+        return run_comparison(args, out)
+    if len(args.inputs) != 3:
+        raise InvalidParameterError(f"compare-runs got {len(args.inputs)} inputs: give QRELS RUN_A RUN_B (expeval's "
+                                    "comparison), or two or more logs, runs or run:ID with --collection C")
+    args.qrels, args.run_a, args.run_b = args.inputs
     model, opts = _read(CompareOptions, args)
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
     run_a, run_b = as_run(args.run_a, run_format=opts.format), as_run(args.run_b, run_format=opts.format)

@@ -1,0 +1,142 @@
+"""``compare-runs A B [C …] --collection C``: compare served systems — RAG logs, run files and stored runs
+(``run:ID``), in any mix — over the queries they share, with the audit's metrics (:mod:`fairrag_core.audit.compare`).
+
+Each served file is audited as ``audit-log`` audits it (the one audit, :func:`~fairrag_core.audit.rag_log.
+audit_served`); a stored run brings its systems (one per α of a sweep or batch audit). The comparison — paired
+per-query differences with intervals and tests, per-provider share differences, and what they mean — is printed,
+saved in the run store and, with ``--report``, written as the same self-contained HTML report the app offers.
+Without ``--collection``, ``compare-runs QRELS RUN_A RUN_B`` is expeval's comparison (:mod:`.audit`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+from pathlib import Path
+
+import pandas as pd
+
+from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
+from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
+from ..data import load_collection, load_served
+from ..errors import InvalidParameterError
+from ..seeds import derive_seed, new_seed
+from .common import keep_run, settings
+
+__all__ = ["run_comparison", "STORED"]
+
+#: How a stored run is named on the command line.
+STORED = "run:"
+
+
+def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path) -> list[System]:
+    systems: list[System] = []
+    for i, value in enumerate(inputs):
+        if value.startswith(STORED):
+            from ..audit.store import RunStore
+
+            run_id = value[len(STORED):]
+            with RunStore(store_path) as store:
+                run = store.load(run_id)
+            systems += systems_of(run, label=f"{STORED}{run_id}")
+            continue
+        served = load_served(value, collection=collection)
+        audit = audit_served(served, collection, LogAuditConfig(
+            k=config.k, attribution=AttributionSource(config.attribution), min_rel=config.min_rel,
+            n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i)))
+        systems.append(System(served.name, audit))
+    labels = [s.label for s in systems]
+    for i, system in enumerate(systems):  # two files of the same name: number them
+        if labels.count(system.label) > 1:
+            systems[i] = System(f"{system.label} ({i + 1})", system.run, system.alpha)
+    return systems
+
+
+def run_comparison(args, out) -> int:
+    """The systems mode of ``compare-runs`` (``--collection`` given)."""
+    inputs = list(args.inputs)
+    if len(inputs) < 2:
+        raise InvalidParameterError("compare at least two systems: compare-runs A B [C …] --collection C (RAG logs, "
+                                    "run files or stored runs run:ID)")
+    collection = load_collection(args.collection)
+    config = settings(ComparisonConfig, args)
+    config = ComparisonConfig(**{**config.to_dict(), "seed": config.seed if config.seed is not None else new_seed(),
+                                 "inputs": tuple(value if value.startswith(STORED) else os.path.abspath(value)
+                                                 for value in inputs)})
+    systems = _systems(inputs, collection, config, getattr(args, "store", None))
+    if args.baseline and args.baseline not in [s.label for s in systems]:
+        raise InvalidParameterError(f"--baseline {args.baseline!r} is not one of the systems: "
+                                    f"{', '.join(s.label for s in systems)}")
+    result = compare_systems(systems, collection, config)
+    outputs = []
+    if getattr(args, "report", None):
+        outputs.append((args.report, lambda: Path(args.report).write_text(comparison_report(result, collection),
+                                                                         encoding="utf-8")))
+    kept = keep_run(args, result, label=f"comparison · {' vs '.join(result.record.extra['systems'])}",
+                    outputs=outputs)
+    kept.report()
+    command = shlex.join(["python", "-m", "fairrag_core", *result.record.argv()])
+    if args.json:
+        print(json.dumps({**kept.to_dict(), "config": result.record.to_dict(), "command": command,
+                          "findings": [f.to_dict() for f in result.findings],
+                          "metrics": _records(result.table), "shares": _records(result.documents)},
+                         indent=2, default=str), file=out)
+        return 0
+    _print(result, out)
+    if kept.run_id:
+        print(f"\nSaved as run {kept.run_id} (python -m fairrag_core runs show {kept.run_id})", file=out)
+    if getattr(args, "report", None) and not kept.problems:
+        print(f"Report written to {args.report}", file=out)
+    for problem in kept.problems:
+        print(f"\nNot kept: {problem}", file=out)
+    print(f"Reproduce with: {command}", file=out)
+    return 0
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records")) if not frame.empty else []
+
+
+def comparison_report(result: Comparison, collection) -> str:
+    """The self-contained HTML report of a comparison (the app's download; imported late: it draws charts)."""
+    from fairrag_studio.compare_view import comparison_report_html
+
+    return comparison_report_html(result, collection)
+
+
+def _num(x: float, signed: bool = False) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else (f"{x:+.3f}" if signed else f"{x:.3f}")
+
+
+def _print(result: Comparison, out) -> None:
+    record = result.record
+    base = record.extra["baseline"]
+    print(f"Comparison of {len(record.extra['systems'])} systems on {record.collection_name}, each against {base} "
+          f"(seed {record.seed}):", file=out)
+    for item in record.extra["inputs"]:
+        name = f" · {item['name']}" if item.get("name") and item["name"] != item["label"] else ""
+        sha = f" · sha256 {item['sha256'][:12]}…" if item.get("sha256") else ""
+        print(f"  {item['label']}{name}{sha}", file=out)
+    if result.findings:
+        print("\nFindings:", file=out)
+        for finding in result.findings:
+            print(f"  - {finding.text}", file=out)
+    level = record.config.level
+    print(f"\nPer-query metrics, system − {base} (mean difference, {level:.0%} bootstrap interval over queries; p: "
+          "paired sign-flip test, Holm-adjusted across the metrics):", file=out)
+    for row in result.table.itertuples():
+        print(f"  {row.system:<28.28} {row.label:<12} {_num(row.mean_system)} vs {_num(row.mean_baseline)}  "
+              f"Δ {_num(row.difference, True)} [{_num(row.low, True)}, {_num(row.high, True)}]  "
+              f"p {row.p_value:.3g} (Holm {row.p_holm:.3g}) · {row.direction}", file=out)
+    if not result.documents.empty:
+        print(f"\nShares per {record.config.by}, system − {base} (paired bootstrap interval; p: within-query swap "
+              "permutation test, Holm-adjusted across groups); differences beyond noise:", file=out)
+        shown = result.documents[result.documents["p_holm"] < 1 - level]
+        if shown.empty:
+            print(f"  none: no {record.config.by}'s share differs beyond noise", file=out)
+        for row in shown.itertuples():
+            print(f"  {row.system:<28.28} {row.kind:<10} {row.group:<24.24} {row.share_system:6.1%} vs "
+                  f"{row.share_baseline:6.1%}  Δ {row.difference * 100:+.1f} points "
+                  f"[{row.low * 100:+.1f}, {row.high * 100:+.1f}]  p {row.p_holm:.3g} (Holm)", file=out)
