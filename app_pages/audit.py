@@ -5,13 +5,13 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
+from fairrag_core.audit.compare import Comparison, comparison_findings
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.audit_view import (
     INTERVAL_NOTE,
     build_report,
-    compare_runs,
     default_system_index,
     display_ledger,
     display_summary,
@@ -21,6 +21,7 @@ from fairrag_studio.audit_view import (
     summary_with_intervals,
     system_label,
 )
+from fairrag_studio.compare_panel import render_comparison, show_comparison
 from fairrag_studio.identity import audit_inputs, collection_label, reproduce_command, served_counts, with_inputs
 from fairrag_studio.report import table_csv
 from fairrag_studio.run_scope import browser_runs
@@ -169,10 +170,20 @@ with tab_stored:
                            "seed", "generator"]], hide_index=True)
         ids = runs["run_id"].tolist()
         describe = dict(zip(ids, runs["when"] + " · " + runs["kind"] + " · " + runs["label"].fillna("")))
-        picked = st.multiselect("Open one run, or two to compare side by side", ids, max_selections=2,
+        picked = st.multiselect("Open one run, or pick two or more to compare them", ids, max_selections=4,
                                 format_func=lambda r: f"{r} — {describe[r]}", key="stored_pick")
         loaded = [store.load(run_id) for run_id in picked]
-        if len(loaded) == 1:
+        if len(loaded) == 1 and loaded[0].record.kind is RunKind.COMPARISON:
+            stored = loaded[0]
+            stored_collection = _collection_of(stored.record.collection)
+            if stored_collection is None:
+                st.warning(f"Collection {stored.record.collection!r} is not available here to show the comparison.")
+            else:
+                show_comparison(Comparison(record=stored.record, table=stored.table, documents=stored.documents,
+                                           run_id=stored.run_id, findings=tuple(comparison_findings(stored))),
+                                stored_collection, key="stored_comparison")
+            st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(stored.run_id,))
+        elif len(loaded) == 1:
             stored = loaded[0]
             run_id, table, documents, record = stored.run_id, stored.table, stored.documents, stored.record
             n_text = (served_counts(record) or "size not recorded" if record.kind is RunKind.AUDIT_LOG
@@ -204,15 +215,11 @@ with tab_stored:
                 st.download_button("Report (HTML)", lambda: build_report(stored, run_collection),
                                    file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
             st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))
-        elif len(loaded) == 2:
-            id_a, id_b = (r.run_id for r in loaded)
-            a, b = (r.table for r in loaded)
-            if not {"fairness_question", "alpha"} <= set(a.columns) & set(b.columns):
-                st.warning("These runs have no per-system metrics to compare.")
+        elif len(loaded) >= 2:
+            shared_collection = _collection_of(loaded[0].record.collection)
+            if any(r.record.collection != loaded[0].record.collection for r in loaded):
+                st.warning("These runs audited different collections; compare runs of one collection.")
+            elif shared_collection is None:
+                st.warning(f"Collection {loaded[0].record.collection!r} is not available here to compare.")
             else:
-                st.markdown(f"**{id_a}** vs **{id_b}** — means per system and the difference (second − first)")
-                st.dataframe(compare_runs(a, b, (id_a, id_b)), hide_index=True)
-                config_keys = ["collection", "retriever", "generator", "n_samples", "k", "seed", "alphas"]
-                described = [_described(r.record) for r in loaded]
-                st.dataframe(pd.DataFrame({id_a: [str(described[0][k]) for k in config_keys],
-                                           id_b: [str(described[1][k]) for k in config_keys]}, index=config_keys))
+                render_comparison(loaded, shared_collection, store)

@@ -81,8 +81,9 @@ def comparison_sections(result: Comparison) -> list[ReportSection]:
     record = result.record
     base = record.extra["baseline"]
     sections = []
-    if result.findings:
-        sections.append(ReportSection("Findings", "\n\n".join(f.text for f in result.findings)))
+    headline = [f for f in result.findings if not f.detail]
+    if headline:
+        sections.append(ReportSection("Findings", "\n\n".join(f.text for f in headline)))
     sections.append(ReportSection(
         "Metrics per query", f"Each system minus {base}, over the queries both audited: the mean difference with its "
         "95% percentile bootstrap interval over queries, and the two-sided p-value of a paired randomization "

@@ -119,9 +119,10 @@ def _print(result: Comparison, out) -> None:
         name = f" · {item['name']}" if item.get("name") and item["name"] != item["label"] else ""
         sha = f" · sha256 {item['sha256'][:12]}…" if item.get("sha256") else ""
         print(f"  {item['label']}{name}{sha}", file=out)
-    if result.findings:
+    headline = [f for f in result.findings if not f.detail]  # the details are the tables below
+    if headline:
         print("\nFindings:", file=out)
-        for finding in result.findings:
+        for finding in headline:
             print(f"  - {finding.text}", file=out)
     level = record.config.level
     print(f"\nPer-query metrics, system − {base} (mean difference, {level:.0%} bootstrap interval over queries; p: "

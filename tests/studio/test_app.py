@@ -244,8 +244,19 @@ def test_audit_runs_saves_reopens_and_compares():
     assert not at.exception
     at.multiselect(key="stored_pick").set_value(run_ids).run()
     assert not at.exception
-    compared = [d.value for d in at.dataframe if any(str(c).endswith("Δ") for c in d.value.columns)]
-    assert compared and "ee_d Δ" in compared[0].columns
+    # two batch audits hold five systems (one per α); compare the deterministic ones with α = 0 and α = 1
+    labels = at.multiselect(key="compare_systems").options
+    assert len(labels) == 5 and sum(label.endswith("deterministic") for label in labels) == 2
+    det = next(label for label in labels if label.endswith("deterministic"))
+    chosen = [det, *(label for label in labels if label.endswith(("α = 0", "α = 1")))]
+    at.multiselect(key="compare_systems").set_value(chosen).run()
+    at.selectbox(key="compare_baseline").set_value(det).run()
+    assert not at.exception
+    metrics = next(d.value for d in at.dataframe if "difference" in d.value.columns and "metric" in d.value.columns)
+    ee_d = metrics[metrics["metric"] == "EE-D"]
+    assert len(ee_d) == 2 and (ee_d["difference"] < -0.3).all()  # both stochastic systems are fairer
+    assert any("is fairer than" in m.value for m in at.markdown)  # the findings lead
+    assert any(c.value.startswith("Saved in the run store as") for c in at.caption)
 
 
 def test_audit_with_answers_fills_the_attributed_column(fake_models):
