@@ -20,7 +20,7 @@ from .ledger import exposure_ledger
 from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
 from .rag_log import SOURCE_LABELS
 
-__all__ = ["log_summary", "log_ledger", "default_ledger_scope"]
+__all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings"]
 
 
 def log_summary(run: SweepRun) -> pd.DataFrame:
@@ -128,3 +128,20 @@ def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", s
         ledger = ledger.merge(bounds, on="group", how="left")
     ledger.attrs["source"] = source
     return ledger
+
+
+def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] | None = None) -> list:
+    """What an audit of served data found (:func:`~fairrag_core.audit.findings.ledger_findings`): per provider, and
+    per group of each of the collection's categories, whether its retrieval share and its attributed share differ
+    from its fair share beyond noise (Holm over the groups), most severe first; over the queries with a fair target,
+    with the audit's level, resamples and seed (so the intervals are the ledger's)."""
+    from .findings import ledger_findings, sort_findings
+
+    config = run.record.config
+    lines = run.table.set_index("query_id")["lines"] if "lines" in run.table else None
+    found = []
+    for by in groupings or ["provider", *collection.categories()]:
+        found += ledger_findings(run.documents, collection, by=by, lines=lines, level=config.level,
+                                 n_boot=config.n_boot, seed=run.record.seed)
+    return sort_findings(found)
+

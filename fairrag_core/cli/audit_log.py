@@ -81,7 +81,7 @@ def served_size(log) -> str:
 
 
 def _cmd_audit_log(args, out) -> int:
-    from ..audit.log_report import default_ledger_scope, log_ledger, log_summary
+    from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
     from ..data import load_collection, load_served
 
@@ -111,6 +111,7 @@ def _cmd_audit_log(args, out) -> int:
     labelled_only = default_ledger_scope(run)
     groupings = ["provider", *collection.categories()]
     ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
+    findings = log_findings(run, collection, groupings=groupings)
     outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
     kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
     kept.report()
@@ -120,7 +121,8 @@ def _cmd_audit_log(args, out) -> int:
                           "estimate": summary.attrs["note"], "summary": _records(summary),
                           "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
-                          "notes": record.extra["notes"]}, indent=2, default=str), file=out)
+                          "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings]},
+                         indent=2, default=str), file=out)
         return 0
     print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
           f"k = {record.extra['k_used']}, "
@@ -128,6 +130,9 @@ def _cmd_audit_log(args, out) -> int:
           + (f" ({record.attributor}, {record.extra['judged_pairs']} pairs)" if record.attributor else ""), file=out)
     for note in record.extra["notes"]:
         print(f"note: {note}", file=out)
+    print("\nFindings (most severe first; tests over queries, Holm-adjusted across the groups):", file=out)
+    for finding in (f for f in findings if not f.detail):
+        print(f"  - [{finding.severity.value}] {finding.text}", file=out)
     print(f"\nHeadline ({summary.attrs['note']}):", file=out)
     for row in summary.itertuples():
         interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
