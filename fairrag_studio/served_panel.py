@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from fairrag_core import FairRAGError
-from fairrag_core.audit.log_report import default_ledger_scope, log_ledger
+from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
 from fairrag_core.record import RunKind
 
@@ -209,6 +209,11 @@ def show_served(run, coll, key: str) -> None:
     words = {"collection": "collection", "qrels": "qrels", "log": "RAG log", "run": "run file"}
     st.caption("Inputs: " + " · ".join(f"{words.get(i.role, i.role)} **{markdown_text(i.text)}**"
                                        + (f" ({i.counts})" if i.counts else "") for i in inputs))
+    findings = [f for f in log_findings(run, coll) if not f.detail]
+    st.subheader("Findings")
+    st.markdown("\n".join(f"- **{f.severity.value}** · {markdown_text(f.text)}" for f in findings))
+    st.caption("Most severe first. Each provider's (and group's) share is tested against its fair share over the "
+               "queries, Holm-adjusted across the groups; a group with too few queries says so instead of 'fair'.")
     headline = headline_table(run)
     st.subheader("Headline")
     st.dataframe(headline, hide_index=True)

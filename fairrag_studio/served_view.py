@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from fairrag_core import Collection
-from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
+from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_rag_log
 from fairrag_core.data.files import check_upload
@@ -213,7 +213,12 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
     measured = measured_sources(run) or (None,)
     attributed = measured != (None,)
     unit = "sample of the run" if kind == "run" else "line of the log"
-    sections = [ReportSection("How to read this report", SERVED_REPORT_INTRO.format(unit=unit),
+    findings = [f for f in log_findings(run, collection) if not f.detail]
+    sections = [ReportSection("Findings", "What this audit found, most severe first (each provider's and group's "
+                              "share tested against its fair share over the queries, Holm-adjusted across the "
+                              "groups):\n\n" + "\n\n".join(f"{f.severity.value.capitalize()}: {f.text}"
+                                                             for f in findings)),
+                ReportSection("How to read this report", SERVED_REPORT_INTRO.format(unit=unit),
                               metrics=("EE-D", "EE-R", *(("EAR", "EAE-D") if attributed else ()))),
                 ReportSection("Headline", f"{headline.attrs['note'].capitalize()}; the interval contains the value "
                                           f"beside it.\n\n{notes}", table=headline)]
