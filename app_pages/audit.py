@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
-from fairrag_core.audit.compare import Comparison, comparison_findings
+from fairrag_core.audit.compare import Comparison, comparison_findings, sweep_findings
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts, explain, resources
@@ -101,6 +101,11 @@ with tab_run:
                 elif result.run_id is not None:
                     st.caption(f"Saved in the run store as **{result.run_id}** ({store.path}).")
                 table, documents = result.table, result.documents
+                st.subheader("Findings")
+                found = [f for f in sweep_findings(result, collection) if not f.detail]
+                st.markdown("\n".join(f"- **{f.severity.value}** · {f.text}" for f in found))
+                st.caption("Each α against the deterministic retriever (paired over queries, Holm-adjusted), then "
+                           "each system's providers against their fair share; most severe first.")
                 st.subheader("Metrics per system")
                 summary_table = display_summary(summary_with_intervals(table, seed=result.record.seed))
                 st.dataframe(summary_table, hide_index=True)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fairrag_core import Collection, exposure_ledger
+from fairrag_core.audit.compare import sweep_findings
 from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval
 from fairrag_core.record import SweepRun
 
@@ -197,7 +198,12 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
         "run id": run.run_id or "not saved",
         "reproduce": reproduce_command(record, inputs)[0],
     }
+    findings = [f for f in sweep_findings(run, collection) if not f.detail]
     sections = [
+        ReportSection("Findings", "What this audit found, most severe first (each α against the deterministic "
+                      "retriever, paired over queries; then each system's providers against their fair share; "
+                      "Holm-adjusted):\n\n" + "\n\n".join(f"{f.severity.value.capitalize()}: {f.text}"
+                                                            for f in findings)),
         ReportSection("How to read this report", explain.REPORT_INTRO,
                       metrics=("EE-D", "EE-R", *(("EU", "EU (normalised)", "EAR", "EAE-D") if generated else ()))),
         ReportSection("Metrics per system", "Means over the queries with at least two useful documents. "

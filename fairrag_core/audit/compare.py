@@ -40,8 +40,8 @@ from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import derive_seed, new_seed
 from ..settings import Settings
 
-__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "comparison_findings", "holm",
-           "METRICS"]
+__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "comparison_findings",
+           "sweep_findings", "holm", "METRICS"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better.
 METRICS = {
@@ -401,4 +401,28 @@ def comparison_findings(result: SweepRun) -> list:
                                f"({len(part)} {noun}s, Holm-adjusted).", level=config.level, alpha=alpha,
                                n_queries=int(part["n_queries"].iloc[0]), family=family))
     return sort_findings(out)
+
+
+def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider") -> list:
+    """What a simulated audit or sweep found: each α against the deterministic retriever (when the run has it, else
+    against its largest α) as a comparison (:func:`comparison_findings`), then, per system, which providers' shares
+    differ from their fair share beyond noise (:func:`~fairrag_core.audit.findings.ledger_findings`); most severe
+    first. Uses the run's seed, so the same run finds the same."""
+    from .findings import ledger_findings, sort_findings
+
+    systems = [System(s.label.rsplit(" · ", 1)[-1], s.run, s.alpha)  # "α = 2", "deterministic"
+               for s in systems_of(run)]
+    found = []
+    if len(systems) > 1:
+        base = systems[-1].label  # sorted: the deterministic system (α = ∞) last, else the largest α
+        found += comparison_findings(compare_systems(systems, collection, ComparisonConfig(
+            baseline=base, by=by, seed=run.record.seed, n_boot=500, n_permutations=2000)))
+    n = getattr(run.record.config, "n_samples", None)
+    for system in systems:
+        docs = system.documents()
+        found += [replace(f, subject=f"{f.subject} ({system.label})", text=f"{system.label}: {f.text}")
+                  for f in ledger_findings(docs.assign(target_exposure=system._rows(run.documents)[
+                      "target_exposure"].to_numpy()), collection, by=by, lines=n, seed=run.record.seed,
+                      n_boot=500)]
+    return sort_findings(found)
 
