@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
-from fairrag_core.audit.compare import Comparison, comparison_findings, sweep_findings
+from fairrag_core.audit.compare import Comparison
+from fairrag_core.audit.comparison_findings import comparison_findings, sweep_findings
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts, explain, resources

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fairrag_core import Collection, exposure_ledger
-from fairrag_core.audit.compare import sweep_findings
+from fairrag_core.audit.comparison_findings import sweep_findings
 from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval
 from fairrag_core.record import SweepRun
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from fairrag_core import Collection, FairRAGError
 from fairrag_core.audit.compare import Comparison, ComparisonConfig, compare_systems, systems_of
+from fairrag_core.audit.comparison_findings import with_findings
 from fairrag_core.record import SweepRun
 
 from .compare_view import comparison_report_html, metrics_table, share_difference_chart, shares_table
@@ -52,9 +53,9 @@ def render_comparison(runs: list[SweepRun], collection: Collection, store, *, ke
     request = (tuple(chosen), baseline, collection.sha256)
     if request not in cache:
         try:
-            result = compare_systems(picked, collection, ComparisonConfig(
+            result = with_findings(compare_systems(picked, collection, ComparisonConfig(
                 baseline=baseline, inputs=tuple(dict.fromkeys(f"run:{s.run.run_id}" for s in picked)),
-                seed=picked[0].run.record.seed))
+                seed=picked[0].run.record.seed)))
         except FairRAGError as err:
             st.error(str(err))
             return

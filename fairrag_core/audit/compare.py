@@ -40,8 +40,7 @@ from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import derive_seed, new_seed
 from ..settings import Settings
 
-__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "comparison_findings",
-           "sweep_findings", "holm", "METRICS"]
+__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "holm", "METRICS"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better.
 METRICS = {
@@ -146,7 +145,8 @@ class ComparisonConfig(Settings):
 @dataclass(frozen=True)
 class Comparison(SweepRun):
     """The comparison's tables: ``table`` one row per (system, metric) against the baseline, ``documents`` one row
-    per (system, share kind, group); ``per_query`` the per-query values behind them; ``findings`` what they say."""
+    per (system, share kind, group); ``per_query`` the per-query values behind them; ``findings`` what they say
+    (:func:`~fairrag_core.audit.comparison_findings.with_findings` fills them)."""
 
     per_query: pd.DataFrame | None = None
     findings: tuple = field(default=())
@@ -301,128 +301,5 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
                                                                                  or [{}])[0].items()
                                                                if k in ("name", "sha256", "kind")}}
                                          for s in systems]})
-    result = Comparison(record=record, table=metrics, documents=shares,
-                        per_query=pd.concat(long, ignore_index=True) if long else None)
-    return replace(result, findings=tuple(comparison_findings(result)))
-
-
-def _p_text(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
-
-
-def _signed(x: float, digits: int = 3) -> str:
-    return f"{x:+.{digits}f}".replace("-", "−")
-
-
-def comparison_findings(result: SweepRun) -> list:
-    """What a comparison found, as typed findings (:class:`~fairrag_core.audit.findings.Finding`), from its tables
-    alone (a stored comparison gives the same): per system against the baseline, a headline on EE-D with the cost
-    or gain in relevance and utility, each tested metric (details), and the providers whose share moved beyond
-    noise (or that none did). Significance: Holm-adjusted p ≤ 1 − level."""
-    from .findings import Direction, Finding, FindingKind, Severity, sort_findings
-
-    config = result.record.config
-    alpha = 1.0 - config.level
-    metrics, shares = result.table, result.documents
-    out = []
-    for system in dict.fromkeys(metrics["system"]) if not metrics.empty else ():
-        rows = metrics[metrics["system"] == system].set_index("metric")
-        base = rows["baseline"].iloc[0]
-        family = f"{system} vs {base}: metrics"
-        for metric, row in rows.iterrows():
-            significant = row["p_holm"] <= alpha
-            lower = row["difference"] < 0
-            better = lower if metric in ("ee_d", "eae_d", "eae_d_per_cited") else not lower
-            relative = row["difference"] / abs(row["mean_baseline"]) if row["mean_baseline"] else math.nan
-            if metric == "ee_d":
-                kind = (FindingKind.FAIRER if lower else FindingKind.LESS_FAIR) if significant else \
-                    FindingKind.NO_DIFFERENCE
-            else:
-                kind = (FindingKind.GAIN if better else FindingKind.COST) if significant else FindingKind.NO_DIFFERENCE
-            verb = ("falls" if lower else "rises") if significant else "does not change beyond noise"
-            text = (f"{row['label']} {verb}: {_signed(row['difference'])} [{_signed(row['low'])}, "
-                    f"{_signed(row['high'])}] ({row['mean_system']:.3f} in {system} vs {row['mean_baseline']:.3f} "
-                    f"in {base}), {_p_text(row['p_holm'])} (Holm over {len(rows)} metrics), {row['n_queries']} "
-                    "queries.")
-            severity = (Severity.SERIOUS if abs(relative) >= 0.5 else Severity.NOTABLE) if significant else \
-                Severity.INFO
-            out.append(Finding(kind, f"{system} vs {base}", metric, text, severity=severity,
-                               direction=(Direction.BELOW if lower else Direction.ABOVE) if significant else
-                               Direction.NONE, estimate=row["difference"], low=row["low"], high=row["high"],
-                               level=config.level, relative=relative, p_value=row["p_value"],
-                               p_adjusted=row["p_holm"], test=row["test"], correction=f"Holm over {len(rows)} metrics",
-                               alpha=alpha, n_queries=int(row["n_queries"]), family=family, detail=True))
-        if "ee_d" in rows.index:
-            ee_d = rows.loc["ee_d"]
-            costs = [f"{r['label']} {'falls' if r['difference'] < 0 else 'rises'} {abs(r['difference']):.3f} "
-                     f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
-                     f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"
-                     for m, r in rows.iterrows() if m in ("ee_r", "eu") and r["p_holm"] <= alpha]
-            if ee_d["p_holm"] <= alpha:
-                verdict = "fairer" if ee_d["difference"] < 0 else "less fair"
-                text = (f"{system} is {verdict} than {base}: EE-D {_signed(ee_d['difference'])} "
-                        f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}"
-                        + (f"; {'; '.join(costs)}" if costs else "; relevance does not change beyond noise") + ".")
-                kind = FindingKind.FAIRER if ee_d["difference"] < 0 else FindingKind.LESS_FAIR
-            else:
-                text = (f"{system} is not fairer than {base} beyond noise: EE-D {_signed(ee_d['difference'])} "
-                        f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}.")
-                kind = FindingKind.NO_DIFFERENCE
-            out.append(Finding(FindingKind.HEADLINE if kind is not FindingKind.NO_DIFFERENCE else kind,
-                               f"{system} vs {base}", "ee_d", text,
-                               severity=Severity.SERIOUS if ee_d["p_holm"] <= alpha else Severity.INFO,
-                               estimate=ee_d["difference"], low=ee_d["low"], high=ee_d["high"], level=config.level,
-                               p_value=ee_d["p_value"], p_adjusted=ee_d["p_holm"], test=ee_d["test"],
-                               correction=f"Holm over {len(rows)} metrics", alpha=alpha,
-                               n_queries=int(ee_d["n_queries"]), family=family))
-    for (system, kind), part in shares.groupby(["system", "kind"], sort=False) if not shares.empty else ():
-        base = part["baseline"].iloc[0]
-        moved = part[part["p_holm"] <= alpha]
-        family = f"{system} vs {base}: {kind} shares"
-        noun = config.by if config.by != "provider" else "provider"
-        for row in moved.itertuples():
-            lower = row.difference < 0
-            out.append(Finding(FindingKind.LESS_EXPOSED if lower else FindingKind.MORE_EXPOSED, row.group,
-                               f"{kind} share ({system} − {base})",
-                               f"In {system}, {row.group}'s {kind} share is {abs(row.difference) * 100:.1f} points "
-                               f"{'lower' if lower else 'higher'} than in {base}: {row.share_system:.1%} vs "
-                               f"{row.share_baseline:.1%} (Δ {_signed(row.difference * 100, 1)} "
-                               f"[{_signed(row.low * 100, 1)}, {_signed(row.high * 100, 1)}] points, "
-                               f"{_p_text(row.p_holm)}, Holm over {len(part)} {noun}s).",
-                               severity=Severity.NOTABLE, direction=Direction.BELOW if lower else Direction.ABOVE,
-                               estimate=row.difference, low=row.low, high=row.high, level=config.level,
-                               p_value=row.p_value, p_adjusted=row.p_holm,
-                               test="paired permutation test (systems swapped within queries)",
-                               correction=f"Holm over {len(part)} {noun}s", alpha=alpha,
-                               n_queries=int(row.n_queries), family=family))
-        if moved.empty:
-            out.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", f"{kind} share ({system} − {base})",
-                               f"No {noun}'s {kind} share differs between {system} and {base} beyond noise "
-                               f"({len(part)} {noun}s, Holm-adjusted).", level=config.level, alpha=alpha,
-                               n_queries=int(part["n_queries"].iloc[0]), family=family))
-    return sort_findings(out)
-
-
-def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider") -> list:
-    """What a simulated audit or sweep found: each α against the deterministic retriever (when the run has it, else
-    against its largest α) as a comparison (:func:`comparison_findings`), then, per system, which providers' shares
-    differ from their fair share beyond noise (:func:`~fairrag_core.audit.findings.ledger_findings`); most severe
-    first. Uses the run's seed, so the same run finds the same."""
-    from .findings import ledger_findings, sort_findings
-
-    systems = [System(s.label.rsplit(" · ", 1)[-1], s.run, s.alpha)  # "α = 2", "deterministic"
-               for s in systems_of(run)]
-    found = []
-    if len(systems) > 1:
-        base = systems[-1].label  # sorted: the deterministic system (α = ∞) last, else the largest α
-        found += comparison_findings(compare_systems(systems, collection, ComparisonConfig(
-            baseline=base, by=by, seed=run.record.seed, n_boot=500, n_permutations=2000)))
-    n = getattr(run.record.config, "n_samples", None)
-    for system in systems:
-        docs = system.documents()
-        found += [replace(f, subject=f"{f.subject} ({system.label})", text=f"{system.label}: {f.text}")
-                  for f in ledger_findings(docs.assign(target_exposure=system._rows(run.documents)[
-                      "target_exposure"].to_numpy()), collection, by=by, lines=n, seed=run.record.seed,
-                      n_boot=500)]
-    return sort_findings(found)
-
+    return Comparison(record=record, table=metrics, documents=shares,
+                      per_query=pd.concat(long, ignore_index=True) if long else None)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
+from ..audit.comparison_findings import with_findings
 from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
 from ..errors import InvalidParameterError
@@ -69,7 +70,7 @@ def run_comparison(args, out) -> int:
     if args.baseline and args.baseline not in [s.label for s in systems]:
         raise InvalidParameterError(f"--baseline {args.baseline!r} is not one of the systems: "
                                     f"{', '.join(s.label for s in systems)}")
-    result = compare_systems(systems, collection, config)
+    result = with_findings(compare_systems(systems, collection, config))
     outputs = []
     if getattr(args, "report", None):
         outputs.append((args.report, lambda: Path(args.report).write_text(comparison_report(result, collection),
