@@ -36,14 +36,10 @@ from pathlib import Path
 import numpy as np
 
 from fairrag_core import load_collection
-from fairrag_core.audit.findings import (
-    ATTRIBUTED_TAILS,
-    RETRIEVAL_TAILS,
-    FindingKind,
-    ShareTable,
-    share_difference_findings,
-    share_findings,
-)
+from fairrag_core.audit.compare import share_differences
+from fairrag_core.audit.findings import FindingKind
+from fairrag_core.audit.share_findings import ShareTable, share_findings
+from fairrag_core.audit.share_gaps import ATTRIBUTED_TAILS, RETRIEVAL_TAILS
 from fairrag_core.metrics.bootstrap import resample_counts
 from fairrag_core.metrics.exposure import target_exposure
 from fairrag_core.metrics.intervals import percentile_interval
@@ -270,20 +266,20 @@ def run_scenario(name: str, design: dict, n_audits: int, rng: np.random.Generato
 
 
 def run_comparison(name: str, design: dict, n_audits: int, rng: np.random.Generator, *,
-                   halved: int | None = None) -> dict:
+                   halved: int | None = None, level: float = 0.95) -> dict:
     """Two systems audited on the same queries: A fair, B fair (null) or with ``halved`` at half its fair share;
-    how often :func:`share_difference_findings` reports a provider whose share changes (and the halved one)."""
+    how often the share test of ``compare-runs`` (:func:`~fairrag_core.audit.compare.share_differences`: paired
+    permutation, Holm over the providers) reports a provider whose share changes (and the halved one, lower)."""
     start = time.perf_counter()
     any_change = caught = 0
     for _ in range(n_audits):
         a = simulate(design, rng)
         b = simulate(design, rng, halved=halved)
-        findings = share_difference_findings(a, b, seed=rng)
-        changed = {f.subject for f in findings if f.kind in (FindingKind.LESS_EXPOSED, FindingKind.MORE_EXPOSED)}
-        any_change += bool(changed)
+        table = share_differences(b.retrieval, a.retrieval, n_boot=200, n_permutations=2000, level=level, seed=rng)
+        changed = table["p_holm"].to_numpy() <= 1 - level
+        any_change += bool(changed.any())
         if halved is not None:
-            caught += any(f.subject == design["groups"][halved] and f.kind is FindingKind.LESS_EXPOSED
-                          for f in findings)
+            caught += bool(changed[halved] and table["difference"].iloc[halved] < 0)
     out = {"scenario": name, "queries": len(design["candidates"]), "lines": int(sum(design["lines"])),
            "audits": n_audits, "seconds": round(time.perf_counter() - start, 1),
            "any_share_change_finding": rate(any_change, n_audits)}

@@ -34,13 +34,14 @@ from ..data import UNKNOWN_GROUP, Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import paired_comparison
+from ..metrics.significance import holm_adjust
 from ..option_types import level_arg, positive_arg
 from ..options import MIN_REL, SEED, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
-from ..seeds import derive_seed, new_seed
+from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
 
-__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "holm", "METRICS"]
+__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better.
 METRICS = {
@@ -152,25 +153,6 @@ class Comparison(SweepRun):
     findings: tuple = field(default=())
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values (Holm 1979, step-down): sort ascending, p_(i) × (m − i + 1), running maximum,
-    capped at 1; NaN stays NaN and does not count in m.
-
-    >>> holm([0.01, 0.04, 0.03, 0.5]).round(3).tolist()
-    [0.04, 0.09, 0.09, 0.5]
-    """
-    p = np.asarray(p_values, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    finite = np.flatnonzero(np.isfinite(p))
-    if finite.size == 0:
-        return out
-    order = finite[np.argsort(p[finite], kind="stable")]
-    m = order.size
-    adjusted = np.maximum.accumulate(p[order] * (m - np.arange(m)))
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
-
-
 def _group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, groups: pd.Index,
                   group_of: dict[str, str]) -> np.ndarray:
     frame = documents[documents["query_id"].isin(queries)]
@@ -181,26 +163,52 @@ def _group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, group
     return matrix
 
 
+def _shares(matrix: np.ndarray) -> np.ndarray:
+    totals = matrix.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, matrix / totals, np.nan)
+
+
 def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndarray, level: float
                 ) -> pd.DataFrame:
     """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
     interval over queries (the same resampled queries for both) and the paired permutation p-value."""
-    def shares(matrix: np.ndarray) -> np.ndarray:
-        totals = matrix.sum(axis=-1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(totals > 0, matrix / totals, np.nan)
-
-    point = shares(a.sum(axis=0)) - shares(b.sum(axis=0))
-    boot = shares(counts @ a) - shares(counts @ b)
+    point = _shares(a.sum(axis=0)) - _shares(b.sum(axis=0))
+    boot = _shares(counts @ a) - _shares(counts @ b)
     tail = (1.0 - level) / 2.0
     low, high = np.nanquantile(boot, [tail, 1.0 - tail], axis=0)
     stay = 1.0 - swaps
-    flipped = shares(stay @ a + swaps @ b) - shares(stay @ b + swaps @ a)
+    flipped = _shares(stay @ a + swaps @ b) - _shares(stay @ b + swaps @ a)
     hits = (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
     exact = swaps.shape[0] == 2 ** swaps.shape[1]
     p = hits / swaps.shape[0] if exact else (1 + hits) / (1 + swaps.shape[0])
     return pd.DataFrame({"difference": point, "low": np.fmin(low, point), "high": np.fmax(high, point),
                          "p_value": p})
+
+
+def share_differences(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, n_permutations: int = 10000,
+                      level: float = 0.95, seed: SeedLike = None) -> pd.DataFrame:
+    """Per group, the share of exposure in system ``a`` minus that in ``b`` on the same queries — the test
+    :func:`compare_systems` runs on every pair — from two (queries × groups) exposure matrices.
+
+    ``share_g = Σ_q x_qg / Σ_q Σ_h x_qh`` per system; the difference's percentile bootstrap interval resamples
+    queries (the same resample for both); its p-value comes from the paired permutation test that swaps the two
+    systems within queries (exact for ≤ 12 queries), Holm-adjusted over the groups (``p_holm``).
+
+    >>> a = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]); b = np.array([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0]])
+    >>> share_differences(a, b, seed=0)[["difference", "p_value"]].round(3).to_dict("list")
+    {'difference': [-0.5, 0.5], 'p_value': [0.25, 0.25]}
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[0] < 2:
+        raise InvalidParameterError(f"a and b must be (queries × groups) matrices of the same shape with two or more "
+                                    f"queries; got {a.shape} and {b.shape}")
+    level = check_open_unit(level, "level", hint="e.g. 0.95")
+    rng = as_generator(seed)
+    table = _share_test(a, b, resample_counts(a.shape[0], n_boot, rng), _swap_matrix(a.shape[0], n_permutations, rng),
+                        level)
+    table["p_holm"] = holm_adjust(table["p_value"].to_numpy())
+    return table
 
 
 def _swap_matrix(n_queries: int, n_permutations: int, rng: np.random.Generator) -> np.ndarray:
@@ -264,7 +272,7 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
                          "difference": test.difference.estimate, "low": test.difference.low,
                          "high": test.difference.high, "p_value": test.p_value, "n_queries": test.n_queries,
                          "test": test.test})
-        for row, adjusted in zip(rows, holm([r["p_value"] for r in rows])):
+        for row, adjusted in zip(rows, holm_adjust(np.array([r["p_value"] for r in rows]))):
             row["p_holm"] = adjusted
         metric_rows += rows
         sys_docs = system.documents()
@@ -286,7 +294,7 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
             test.insert(0, "system", system.label)
             test["share_system"] = a.sum(axis=0) / a.sum()
             test["share_baseline"] = b.sum(axis=0) / b.sum()
-            test["p_holm"] = holm(test["p_value"])
+            test["p_holm"] = holm_adjust(test["p_value"].to_numpy())
             test["n_queries"] = len(shared)
             share_rows.append(test)
     metrics = pd.DataFrame(metric_rows)

@@ -13,6 +13,9 @@ from dataclasses import replace
 from ..data import Collection
 from ..record import SweepRun
 from .compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
+from .findings import Direction, Finding, FindingKind, Severity, sort_findings
+from .share_findings import ledger_findings
+from .share_gaps import alpha_of
 
 __all__ = ["comparison_findings", "sweep_findings", "with_findings"]
 
@@ -25,15 +28,13 @@ def _signed(x: float, digits: int = 3) -> str:
     return f"{x:+.{digits}f}".replace("-", "−")
 
 
-def comparison_findings(result: SweepRun) -> list:
+def comparison_findings(result: SweepRun) -> list[Finding]:
     """What a comparison found, as typed findings (:class:`~fairrag_core.audit.findings.Finding`), from its tables
     alone (a stored comparison gives the same): per system against the baseline, a headline on EE-D with the cost
     or gain in relevance and utility, each tested metric (details), and the providers whose share moved beyond
     noise (or that none did). Significance: Holm-adjusted p ≤ 1 − level."""
-    from .findings import Direction, Finding, FindingKind, Severity, sort_findings
-
     config = result.record.config
-    alpha = 1.0 - config.level
+    alpha = alpha_of(config.level)
     metrics, shares = result.table, result.documents
     out = []
     for system in dict.fromkeys(metrics["system"]) if not metrics.empty else ():
@@ -75,11 +76,18 @@ def comparison_findings(result: SweepRun) -> list:
                         f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}"
                         + (f"; {'; '.join(costs)}" if costs else "; relevance does not change beyond noise") + ".")
                 kind = FindingKind.FAIRER if ee_d["difference"] < 0 else FindingKind.LESS_FAIR
+            elif 2.0 ** (1 - int(ee_d["n_queries"])) > alpha:  # the smallest p a sign-flip test can give
+                text = (f"Too little evidence to tell whether {system} is fairer than {base}: on "
+                        f"{int(ee_d['n_queries'])} queries no paired test can reach p ≤ {alpha:g} (EE-D "
+                        f"{_signed(ee_d['difference'])} [{_signed(ee_d['low'])}, {_signed(ee_d['high'])}]); "
+                        "compare the systems on more queries.")
+                kind = FindingKind.INSUFFICIENT_EVIDENCE
             else:
                 text = (f"{system} is not fairer than {base} beyond noise: EE-D {_signed(ee_d['difference'])} "
                         f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}.")
                 kind = FindingKind.NO_DIFFERENCE
-            out.append(Finding(FindingKind.HEADLINE if kind is not FindingKind.NO_DIFFERENCE else kind,
+            out.append(Finding(kind if kind in (FindingKind.NO_DIFFERENCE, FindingKind.INSUFFICIENT_EVIDENCE) else
+                               FindingKind.HEADLINE,
                                f"{system} vs {base}", "ee_d", text,
                                severity=Severity.SERIOUS if ee_d["p_holm"] <= alpha else Severity.INFO,
                                estimate=ee_d["difference"], low=ee_d["low"], high=ee_d["high"], level=config.level,
@@ -114,13 +122,11 @@ def comparison_findings(result: SweepRun) -> list:
     return sort_findings(out)
 
 
-def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider") -> list:
+def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider") -> list[Finding]:
     """What a simulated audit or sweep found: each α against the deterministic retriever (when the run has it, else
     against its largest α) as a comparison (:func:`comparison_findings`), then, per system, which providers' shares
-    differ from their fair share beyond noise (:func:`~fairrag_core.audit.findings.ledger_findings`); most severe
+    differ from their fair share beyond noise (:func:`~fairrag_core.audit.share_findings.ledger_findings`); most severe
     first. Uses the run's seed, so the same run finds the same."""
-    from .findings import ledger_findings, sort_findings
-
     systems = [System(s.label.rsplit(" · ", 1)[-1], s.run, s.alpha)  # "α = 2", "deterministic"
                for s in systems_of(run)]
     found = []

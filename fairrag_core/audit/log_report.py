@@ -16,9 +16,11 @@ from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.expeval import UserModel
 from ..record import SweepRun
+from .findings import Finding, sort_findings
 from .ledger import exposure_ledger
 from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
 from .rag_log import SOURCE_LABELS
+from .share_findings import ledger_findings
 
 __all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings"]
 
@@ -130,13 +132,11 @@ def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", s
     return ledger
 
 
-def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] | None = None) -> list:
-    """What an audit of served data found (:func:`~fairrag_core.audit.findings.ledger_findings`): per provider, and
-    per group of each of the collection's categories, whether its retrieval share and its attributed share differ
-    from its fair share beyond noise (Holm over the groups), most severe first; over the queries with a fair target,
-    with the audit's level, resamples and seed (so the intervals are the ledger's)."""
-    from .findings import ledger_findings, sort_findings
-
+def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] | None = None) -> list[Finding]:
+    """What an audit of served data found (:func:`~fairrag_core.audit.share_findings.ledger_findings`): per
+    provider, and per group of each of the collection's categories, whether its retrieval share and its attributed
+    share differ from its fair share beyond noise (Holm over the groups), most severe first; over the queries with a
+    fair target, with the audit's level, resamples and seed (so the intervals are the ledger's)."""
     config = run.record.config
     lines = run.table.set_index("query_id")["lines"] if "lines" in run.table else None
     found = []

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fairrag_core import InvalidParameterError, SweepConfig, exposure_sweep, load_collection
-from fairrag_core.audit.compare import ComparisonConfig, System, compare_systems, holm, systems_of
+from fairrag_core.audit.compare import ComparisonConfig, System, compare_systems, share_differences, systems_of
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_served
 from fairrag_core.data.rag_log import RagLog
 from fairrag_core.data.served import ServedRankings
@@ -34,11 +34,17 @@ def _served(collection, retriever, alpha, lines=12, seed=0):
     return RagLog.from_served(ServedRankings.from_lists(rankings, run_id=f"alpha-{alpha}"))
 
 
-def test_holm_by_hand():
-    # p = .01 .04 .03 .5 → sorted .01 .03 .04 .5 × 4 3 2 1 → .04 .09 .08 .5 → running max .04 .09 .09 .5
-    assert holm([0.01, 0.04, 0.03, 0.5]).tolist() == pytest.approx([0.04, 0.09, 0.09, 0.5])
-    adjusted = holm([0.2, np.nan, 0.01])
-    assert np.isnan(adjusted[1]) and adjusted[[0, 2]].tolist() == pytest.approx([0.2, 0.02])  # m = 2
+def test_share_differences_by_hand():
+    # three queries; A splits its exposure evenly, B gives everything to group 0: shares (.5, .5) vs (1, 0)
+    a = np.ones((3, 2))
+    b = np.array([[2.0, 0.0]] * 3)
+    table = share_differences(a, b, seed=0)
+    assert table["difference"].tolist() == pytest.approx([-0.5, 0.5])
+    # 2³ swaps, exact: only "swap none" and "swap all" give |difference| ≥ 0.5 → p = 2/8
+    assert table["p_value"].tolist() == pytest.approx([0.25, 0.25])
+    assert table["p_holm"].tolist() == pytest.approx([0.5, 0.5])  # Holm: sorted .25 .25 × 2 1 → running max .5 .5
+    with pytest.raises(InvalidParameterError, match="same shape"):
+        share_differences(a, b[:2], seed=0)
 
 
 def test_b_is_fairer_than_a(shoes):
