@@ -102,8 +102,10 @@ def register(sub) -> None:
         description="Evaluate the rankings a system served (QRELS first, RUN second, as expeval). RUN: "
                     "'qid sample docno rank score run_id' lines (expeval; a plain TREC run is one sample per query) "
                     "or TREC Fair 2022 'id seq_no page_id' (tab-separated). QRELS: 'qid gid[|gid] docno rel' "
-                    "(rel -1 = unjudged), or a collection name/folder. Prints expeval's per-query lines, then the "
-                    "means as 'all'.",
+                    "(rel -1 = unjudged), or a collection name/folder. Prints a report: per query and over queries, "
+                    "EE-D (bias-corrected) and EE-R with intervals, under the step user by default; --trec-eval "
+                    "prints expeval's per-query lines and the means as 'all' instead (add -u gerr for expeval's "
+                    "own numbers).",
     )
     for opt in (QRELS, RUN):
         add_option(p, opt)
