@@ -261,7 +261,7 @@ def test_newcomer_path(app, page, tmp_path):
         expect(page.get_by_text(re.compile(r"That upload was not loaded: .*d1"))).to_be_visible()
         runs.act(lambda: uploader.set_input_files(str(good)))
         runs.act(lambda: page.get_by_role("button", name="Load this collection").click())
-        expect(page.get_by_text("Loaded 3 documents and 0 queries.")).to_be_visible()
+        expect(page.get_by_text(re.compile(r"Loaded 3 documents and 0 queries as good"))).to_be_visible()
         expect(page.get_by_text(re.compile(r"^3 documents · 0 queries · 3 providers"))).to_be_visible()
 
     assert not runs.errors, f"undecodable websocket frames: {runs.errors[:3]}"
