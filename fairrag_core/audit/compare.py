@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
-from ..data import UNKNOWN_GROUP, Collection
+from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import paired_comparison
@@ -241,8 +241,7 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
     level = check_open_unit(config.level, "level", hint="e.g. 0.95")
     seed = config.seed if config.seed is not None else new_seed()
     baseline = systems[labels.index(base_label)]
-    owner = collection.providers if config.by == "provider" else collection.group_of(config.by, fill=UNKNOWN_GROUP)
-    group_of = dict(zip(collection.doc_ids, owner))
+    group_of = dict(zip(collection.doc_ids, collection.owners(config.by)))
     base_q, base_docs = baseline.per_query(), baseline.documents()
     metric_rows, share_rows, long = [], [], []
     for s_index, system in enumerate(systems):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import UNKNOWN_GROUP, Collection
+from ..data import Collection
 from ..errors import InvalidParameterError
 
 __all__ = ["LEDGER_COLUMNS", "exposure_ledger"]
@@ -61,14 +61,7 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     """
     if "doc_id" not in documents or "exposure" not in documents:
         raise InvalidParameterError("the documents table needs the columns doc_id and exposure")
-    if by == "provider":
-        owner = collection.providers
-    elif by in collection.categories():
-        owner = collection.group_of(by, fill=UNKNOWN_GROUP)
-    else:
-        raise InvalidParameterError(
-            f"unknown grouping {by!r}; use 'provider' or one of {collection.categories() or 'no categories'}"
-        )
+    owner = collection.owners(by)
     unknown_ids = set(documents["doc_id"]) - set(collection.doc_ids)
     if unknown_ids:
         raise InvalidParameterError(f"{len(unknown_ids)} doc_id(s) are not in {collection.name!r}, e.g. "

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import check_open_unit, check_positive_int
-from ..data import UNKNOWN_GROUP, Collection
+from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
@@ -108,8 +108,7 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     n_boot, level = _check(n_boot, level)
     if "query_id" not in documents or "doc_id" not in documents:
         raise InvalidParameterError("the documents table needs the columns query_id and doc_id")
-    owner = (collection.providers if by == "provider" else collection.group_of(by, fill=UNKNOWN_GROUP))
-    group_of = dict(zip(collection.doc_ids, owner))
+    group_of = dict(zip(collection.doc_ids, collection.owners(by)))
     groups = documents["doc_id"].map(group_of)
     if groups.isna().any():
         raise InvalidParameterError("some doc_ids are not in the collection; audit with the collection the run used")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, check_positive_int
-from ..data import UNKNOWN_GROUP, Collection
+from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval
@@ -199,14 +199,7 @@ def share_table(documents: pd.DataFrame, collection: Collection, *, by: str = "p
                                         "run.documents or a sweep's documents, one system at a time)")
     if "alpha" in documents and documents["alpha"].nunique() > 1:
         raise InvalidParameterError("the documents hold several α; pass one system: documents[documents.alpha == a]")
-    if by == "provider":
-        owner = collection.providers
-    elif by in collection.categories():
-        owner = collection.group_of(by, fill=UNKNOWN_GROUP)
-    else:
-        raise InvalidParameterError(f"unknown grouping {by!r}; use 'provider' or one of "
-                                    f"{collection.categories() or 'no categories'}")
-    group_of = dict(zip(collection.doc_ids, owner))
+    group_of = dict(zip(collection.doc_ids, collection.owners(by)))
     groups = documents["doc_id"].map(group_of)
     if groups.isna().any():
         raise InvalidParameterError("some doc_ids are not in the collection; audit with the collection the run used")

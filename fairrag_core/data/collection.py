@@ -247,6 +247,20 @@ class Collection:
             )
         return np.array([fill if group is None else group for group in found], dtype=object)
 
+    def owners(self, by: str = "provider") -> np.ndarray:
+        """Who each document belongs to when exposure is grouped ``by`` ``"provider"`` or a fairness category
+        (documents without a group in that category are ``Unknown``), aligned with ``documents``.
+
+        Raises:
+            InvalidParameterError: ``by`` is neither ``"provider"`` nor one of :meth:`categories`.
+        """
+        if by == "provider":
+            return self.providers
+        if by in self.categories():
+            return self.group_of(by, fill=UNKNOWN_GROUP)
+        raise InvalidParameterError(f"unknown grouping {by!r}; use 'provider' or one of the collection's categories "
+                                    f"({', '.join(self.categories()) or 'none'})")
+
     def subset(self, indices: Iterable[int]) -> Collection:
         """A collection over some of the documents (e.g. first-stage candidates), keeping their qrels."""
         docs = tuple(self.documents[int(i)] for i in indices)

@@ -140,13 +140,7 @@ def judgments_from_collection(collection: Collection, *, groups_by: str = "provi
     """
     if not collection.qrels:
         raise InvalidParameterError(f"collection {collection.name!r} has no qrels; add qrels.txt to judge a run")
-    if groups_by == "provider":
-        labels = collection.providers
-    elif groups_by in collection.categories():
-        labels = collection.group_of(groups_by, fill=UNKNOWN_GROUP)
-    else:
-        raise InvalidParameterError(f"groups_by={groups_by!r}: use 'provider' or one of the collection's categories "
-                                    f"({', '.join(collection.categories()) or 'none'})")
+    labels = collection.owners(groups_by)
     doc_groups = {d.doc_id: (str(g),) for d, g in zip(collection.documents, labels)}
     relevance = {q: dict(j) for q, j in collection.qrels.items()}
     groups = {q: {d: doc_groups[d] for d in j} for q, j in collection.qrels.items()}

@@ -167,7 +167,7 @@ def test_judgments_from_a_collection():
     expected = people.group_of(category, fill="Unknown")[people.index_of(doc)]
     assert by_category.groups[qid][doc] == (expected,)
     assert len(by_category.doc_groups) == len(people)
-    with pytest.raises(InvalidParameterError, match="groups_by='height'"):
+    with pytest.raises(InvalidParameterError, match="unknown grouping 'height'"):
         judgments_from_collection(people, groups_by="height")
 
 
