@@ -9,7 +9,9 @@ from fairrag_core import FairRAGError
 from fairrag_core.fairqr import FairQRConfig, fair_qr
 from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
+from fairrag_core.models.queue import activity
 from fairrag_studio import charts, explain, resources
+from fairrag_studio.jobs_panel import model_busy_note
 from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 #: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
@@ -78,7 +80,8 @@ key = (settings.collection, query, config, refiner_name, settings.device)
 if st.button("Run FAIR-QR", type="primary", key="fqr_run"):
     try:
         refiner = resources.refiner(settings.collection, tuple(chosen_categories), refiner_name, settings.device)
-        with st.spinner("Refining the query…"):
+        busy = model_busy_note(refiner_name)
+        with activity(f"FAIR-QR run · {query[:40]}"), st.spinner("Refining the query…" + (f" {busy}" if busy else "")):
             runs[key] = fair_qr(collection, bm25, refiner, query,
                                 FairQRConfig(**{**config.__dict__, "custom_target": custom}))
     except FairRAGError as err:

@@ -9,12 +9,14 @@ import streamlit as st
 from fairrag_core import FairRAGError
 from fairrag_core.glossary import help_text
 from fairrag_core.models.catalog import load_language_model
+from fairrag_core.models.queue import activity
 from fairrag_core.richrag.answer import write_rich_answer
 from fairrag_core.richrag.aspects import AspectExplorer, AspectSet, AspectSource, user_aspects
 from fairrag_core.richrag.coverage import com_rouge
 from fairrag_core.richrag.flow import rich_rank
 from fairrag_core.richrag.pool import PoolSettings
 from fairrag_studio import charts, explain, resources
+from fairrag_studio.jobs_panel import model_busy_note
 from fairrag_studio.widgets import chart_with_downloads, explainer
 
 settings = st.session_state["settings"]
@@ -48,7 +50,9 @@ explored: dict = st.session_state["rr_explored"]
 if st.button("Explore aspects with the LLM", key="rr_explore",
              help="Takes a few seconds with Qwen on a CPU (the first time also loads the model)."):
     try:
-        with st.spinner(f"Asking {explorer_name} for the aspects…"):
+        busy = model_busy_note(explorer_name)
+        with activity(f"RichRAG aspects · {query[:40]}"), \
+                st.spinner(f"Asking {explorer_name} for the aspects…" + (f" {busy}" if busy else "")):
             explorer = AspectExplorer(load_language_model(explorer_name), collection=collection,
                                       retriever=resources.retriever(settings.collection, "bm25", None,
                                                                     settings.device))
@@ -146,12 +150,14 @@ answers: dict = st.session_state["rr_answers"]
 answer_key = (collection.name, query, aspect_set.aspects, tuple(result.lists[chosen]), settings.generator,
               settings.attributor)
 if st.button("Write the rich answer", type="primary", key="rr_write"):
-    bar = st.progress(0.0, text="Starting…")
+    busy = model_busy_note(settings.generator)
+    bar = st.progress(0.0, text=f"Starting… {busy}" if busy else "Starting…")
     try:
-        answers[answer_key] = write_rich_answer(
-            resources.generator(settings.generator, settings.device), query, aspect_set.aspects,
-            result.ranked_documents(chosen), attributor=resources.attributor(settings.attributor, settings.device),
-            progress=lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message))
+        with activity(f"RichRAG answer · {query[:40]}"):
+            answers[answer_key] = write_rich_answer(
+                resources.generator(settings.generator, settings.device), query, aspect_set.aspects,
+                result.ranked_documents(chosen), attributor=resources.attributor(settings.attributor, settings.device),
+                progress=lambda fraction, message: bar.progress(min(max(fraction, 0.0), 1.0), text=message))
     except FairRAGError as err:
         st.error(str(err))
     bar.empty()

@@ -19,7 +19,7 @@ from fairrag_core.audit.jobs import Job
 from fairrag_core.rag.pipeline import AnswerStream, ListAnswer
 
 from . import jobs
-from .jobs_panel import eta_text, owner_key
+from .jobs_panel import eta_text, owner_key, waiting_text
 from .state import controls_snapshot
 
 __all__ = ["answers_key", "latest_answers_job", "start_answers_job", "follow_answers"]
@@ -40,26 +40,59 @@ def latest_answers_job(run_key: tuple) -> tuple[Job | None, dict | None]:
     return job, live.partial if live is not None else None
 
 
+def answer_progress(k: int, progress: Callable[[int, int, str], None], *, ready: Callable[[], int],
+                    lists: int | None = None) -> Callable[[str, int, int], None]:
+    """An :class:`~fairrag_core.rag.pipeline.AnswerStream` progress handler that turns its stages into one
+    count of work units: each of the ``lists`` answers is 1 unit to generate and ``k`` to judge (one per shown
+    document; a chunk's share moves with each judge call). ``progress(done, total, note)`` moves after every
+    answer and every judged document, so the bar and the ETA never sit still for a whole chunk. ``lists`` (the
+    distinct lists to answer) is read from the first report when not given; ``ready()`` counts the answers that
+    have their citations."""
+    state = {"lists": lists, "generated": 0, "judge": (0, 0)}
+
+    def report(stage: str, done: int, of: int) -> None:
+        if stage != "judge" and state["lists"] is None:
+            state["lists"] = of
+        n = state["lists"] or 0
+        if stage == "generate":
+            state["generated"] = done
+            state["judge"] = (0, 0)
+        elif stage == "judge":
+            state["judge"] = (done, of)
+        else:  # "attribute": the chunk's answers have their citations
+            state["judge"] = (0, 0)
+        answered = ready()
+        judging = state["generated"] - answered  # answers of this chunk waiting for their citations
+        judged_done, judged_of = state["judge"]
+        share = judged_done / judged_of if judged_of else 0.0
+        total = n * (1 + k)
+        units = state["generated"] + k * answered + int(k * judging * share)
+        if stage == "generate":
+            note = f"{answered} of {n} answers ready · generated answer {done} of {n}"
+        elif stage == "judge":
+            note = (f"{answered} of {n} answers ready · checking citations of the next {judging}: "
+                    f"{judged_done} of {judged_of} document checks")
+        else:
+            note = f"{answered} of {n} answers ready" + ("; generating the next…" if answered < n else ".")
+        progress(min(units, total), total, note)
+
+    return report
+
+
 def start_answers_job(run_key: tuple, title: str, *, collection, retriever, generator, attributor, query: str,
                       config: RagConfig, scores, total: int) -> Job:
     """Start generating ``query``'s answers in a worker thread (models and scores come from the page)."""
     def work(ctx: jobs.JobContext) -> None:
         answers: list[ListAnswer] = ctx.partial["answers"]
-
-        def report(stage: str, done: int, lists: int) -> None:
-            ready = len(answers)
-            note = (f"{done} of {lists} answers generated; checking their citations (NLI)…" if stage == "generate"
-                    else f"{ready} of {lists} answers ready" + ("; generating the next…" if ready < lists else "."))
-            ctx.progress(ready, lists, note)
-
-        ctx.progress(0, total, "Starting…")
+        ctx.progress(0, total * (1 + config.k), "Starting…")
+        report = answer_progress(config.k, ctx.progress, ready=lambda: len(answers), lists=total)
         ctx.partial["rag"] = run_rag(collection, retriever, generator, attributor, query, config, scores=scores,
                                      n_boot=300, stream=AnswerStream(chunk=1, growing=True, progress=report,
                                                                      on_answer=answers.append, tick=ctx.tick))
         return None
 
     return jobs.runner().submit(owner_key(), "generate", title, work, key=answers_key(run_key), page=PLAYGROUND,
-                                total=total, partial={"answers": [],
+                                total=total * (1 + config.k), partial={"answers": [],
                                                       "controls": controls_snapshot(st.session_state)})
 
 
@@ -72,7 +105,9 @@ def follow_answers(job: Job, partial: dict | None, show: Callable[[ListAnswer], 
         now = jobs.runner().get(owner, job.job_id)
         if now is None or not now.active:
             st.rerun()  # finished, failed or cancelled: the page draws the outcome
-        st.progress(now.fraction, text=now.note or eta_text(now))
+        waiting = waiting_text(now)
+        st.progress(now.fraction, text=f"{eta_text(now)} · {waiting}" if waiting else
+                    f"{now.note} · {eta_text(now)}" if now.note else eta_text(now))
         if st.button("Stop", key="stop_generation", disabled=now.cancel,
                      help="Finished answers are kept: press Generate again to resume."):
             jobs.runner().cancel(owner, job.job_id)

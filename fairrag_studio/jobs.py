@@ -40,8 +40,9 @@ from pathlib import Path
 
 from fairrag_core import FairRAGError
 from fairrag_core.audit.jobs import INTERRUPTED, Job, JobStatus, JobTable, default_jobs_path
+from fairrag_core.models.queue import activity
 
-__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "SHUTDOWN_GRACE"]
+__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "job_thread_name", "SHUTDOWN_GRACE"]
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +50,11 @@ _log = logging.getLogger(__name__)
 KEEP_FINISHED = 64
 #: Seconds the server, once asked to stop, waits for its jobs to reach their next model call and stop.
 SHUTDOWN_GRACE = 1.5
+
+
+def job_thread_name(job_id: str) -> str:
+    """The name of the thread that runs job ``job_id`` (how a model queue lists it)."""
+    return f"fairrag-job-{job_id}"
 
 
 class JobCancelled(Exception):
@@ -113,7 +119,8 @@ class JobRunner:
         """Record a queued job of ``owner`` and start its thread; ``partial`` seeds what it has finished."""
         job = self.table.create(owner, kind, title, key=key, page=page, total=total)
         live = LiveJob(job.job_id, owner, partial=dict(partial or {}))
-        thread = threading.Thread(target=self._run, args=(live, work), name=f"fairrag-job-{job.job_id}", daemon=True)
+        thread = threading.Thread(target=self._run, args=(live, work, title), name=job_thread_name(job.job_id),
+                                  daemon=True)
         live.thread = thread
         with self._lock:
             self._prune()
@@ -129,13 +136,14 @@ class JobRunner:
         for job_id in finished[:-KEEP_FINISHED] if len(finished) > KEEP_FINISHED else []:
             del self._live[job_id]
 
-    def _run(self, live: LiveJob, work: Work) -> None:
+    def _run(self, live: LiveJob, work: Work, title: str) -> None:
         ctx = JobContext(self.table, live)
         status, error, run_id = JobStatus.DONE, None, None
         try:
             self.table.start(live.job_id)
             ctx.tick()  # cancelled while queued
-            run_id = work(ctx)
+            with activity(title):  # how the model queues name this job to the others waiting
+                run_id = work(ctx)
         except JobCancelled:
             status, error = ((JobStatus.FAILED, INTERRUPTED) if self._stopping.is_set()
                              else (JobStatus.CANCELLED, None))

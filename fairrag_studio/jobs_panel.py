@@ -20,10 +20,13 @@ import time
 import streamlit as st
 
 from fairrag_core.audit.jobs import Job, JobStatus
+from fairrag_core.models.queue import QueueState, model_queues, waiting_for
 
 from . import jobs, owners
 
-__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "apply_pending_open"]
+__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text",
+           "model_busy_note",
+           "apply_pending_open"]
 
 POLL_SECONDS = 2.0
 # Material icons ship with Streamlit; emoji need a font a classroom PC may lack (they showed as empty boxes)
@@ -47,21 +50,51 @@ def owner_key() -> str:
 
 
 def eta_text(job: Job) -> str:
-    """``3 of 12 · about 4 min left`` (or how it ended)."""
+    """``3 of 12 · about 4 min left``, ``40% · about 4 min left`` when the job's note counts (or how it ended)."""
     if job.status is JobStatus.DONE:
-        return f"done · {job.done} of {job.total}" + (f" · run {job.run_id}" if job.run_id else "")
+        return ("done" if job.note else f"done · {job.done} of {job.total}") + (f" · run {job.run_id}" if job.run_id
+                                                                                 else "")
     if job.status is JobStatus.FAILED:
         return f"failed: {job.error}"
     if job.status is JobStatus.CANCELLED:
         return f"cancelled after {job.done} of {job.total} (finished parts kept)"
     if job.status is JobStatus.QUEUED:
         return "starting…"
-    text = f"{job.done} of {job.total}" if job.total else "starting…"
+    # a job with a note counts its own units there ("8 of 20 answers ready …"): the bar gives the share
+    text = (f"{job.fraction:.0%}" if job.note else f"{job.done} of {job.total}") if job.total else "starting…"
     if job.eta is not None:
         text += f" · about {_duration(job.eta)} left"
     elif job.started is not None:
         text += f" · {_duration(time.time() - job.started)} so far"
     return text
+
+
+def queue_text(state: QueueState, place: int) -> str:
+    """``waiting for qwen2.5-1.5b: FAIR-QR run ahead of it (place 1 in the queue)``."""
+    ahead = [label for _, label in state.waiting[: place - 1]]
+    if state.holder is not None:
+        ahead.insert(0, state.holder)
+    who = ", then ".join(ahead) if ahead else "another call"
+    return (f"waiting for {state.model}: {who} ahead of it (place {place} in the queue; it starts when "
+            f"{'that call ends' if len(ahead) <= 1 else 'those calls end'})")
+
+
+def waiting_text(job: Job) -> str | None:
+    """Why a running job does not move, when it queues for a model another page or job holds (None otherwise)."""
+    if not job.active:
+        return None
+    found = waiting_for(jobs.job_thread_name(job.job_id))
+    return queue_text(*found) if found is not None else None
+
+
+def model_busy_note(model: str) -> str | None:
+    """For a page about to call ``model``: who holds it now and how many wait (None when it is free)."""
+    for state in model_queues():
+        if state.model == model and state.holder is not None:
+            more = f" and {len(state.waiting)} more waiting" if state.waiting else ""
+            return (f"{model} is busy with “{state.holder}”{more}: this run queues behind them, one model call "
+                    "at a time, first come first served.")
+    return None
 
 
 def _duration(seconds: float) -> str:
@@ -79,8 +112,9 @@ def _job_row(job: Job, owner: str, *, key_prefix: str) -> None:
     st.markdown(f"{_ICON[job.status]} **{job.title}**")
     if job.active:
         st.progress(job.fraction, text=eta_text(job))
-        if job.note:
-            st.caption(job.note)
+        waiting = waiting_text(job)
+        if waiting or job.note:
+            st.caption(f":orange[{waiting[0].upper()}{waiting[1:]}]" if waiting else job.note)
         if st.button("Cancel", key=f"{key_prefix}_cancel_{job.job_id}", disabled=job.cancel,
                      help="Stops within one answer; finished parts are kept."):
             jobs.runner().cancel(owner, job.job_id)
@@ -147,6 +181,9 @@ def follow_job(job: Job, *, what: str = "The job") -> None:
             st.info(f"{what} runs in the background: switch pages or reload freely, its progress stays in the "
                     "sidebar. Finished parts are kept if you cancel.")
             st.progress(now.fraction, text=eta_text(now))
+            waiting = waiting_text(now)
+            if waiting:
+                st.caption(f":orange[{waiting[0].upper()}{waiting[1:]}]")
             if st.button("Cancel", key=f"page_cancel_{job.job_id}", disabled=now.cancel):
                 jobs.runner().cancel(owner, job.job_id)
                 st.rerun()

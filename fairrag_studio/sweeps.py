@@ -25,6 +25,7 @@ from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
 from fairrag_core.record import RunKind, SweepRun
 
 from . import jobs, resources
+from .answers_job import answer_progress
 from .jobs_panel import follow_job, owner_key
 from .run_scope import browser_runs
 from .state import Settings, controls_snapshot
@@ -84,6 +85,10 @@ def request_key(request: SweepRequest, kind: str) -> str:
     return hashlib.sha256(f"{kind}|{request!r}".encode()).hexdigest()[:20]
 
 
+#: Progress units per run of a sweep: a run's answers and judged documents move the bar within its share.
+_UNITS = 1000
+
+
 def _task_label(task) -> str:
     return f"{task.query_id}, {'deterministic' if np.isinf(task.alpha) else f'α = {task.alpha:g}'}"
 
@@ -94,14 +99,24 @@ def _sweep_work(sweep: RagSweep, store, *, label: str, save_as: RunKind | None):
         done = ctx.partial.setdefault("results", {})
         total = len(sweep.tasks)
         start, calls_before = time.perf_counter(), sweep.generator.cache.misses
-        ctx.progress(len(done), total, "Starting…")
+        ctx.progress(len(done) * _UNITS, total * _UNITS, "Starting…")
         for task in sweep.tasks:
             if task in done:
                 continue
             ctx.tick()
-            ctx.progress(len(done), total, f"Run {len(done) + 1} of {total}: {_task_label(task)}")
-            done[task] = sweep.run(task, tick=ctx.tick)
-            ctx.progress(len(done), total, f"Finished {_task_label(task)}")
+            heading = f"Run {len(done) + 1} of {total}: {_task_label(task)}"
+            ctx.progress(len(done) * _UNITS, total * _UNITS, heading)
+            answers: list = []
+
+            def within(units: int, of: int, note: str, finished: int = len(done), heading: str = heading) -> None:
+                # the task's own answers and judged documents move the bar, not only finished runs
+                share = units / of if of else 0.0
+                ctx.progress(finished * _UNITS + min(int(share * _UNITS), _UNITS - 1), total * _UNITS,
+                             f"{heading} · {note}")
+
+            done[task] = sweep.run(task, tick=ctx.tick, on_answer=answers.append,
+                                   progress=answer_progress(sweep.config.k, within, ready=lambda a=answers: len(a)))
+            ctx.progress(len(done) * _UNITS, total * _UNITS, f"Finished {_task_label(task)}")
         result = sweep.collect(list(done.values()), wall_seconds=time.perf_counter() - start,
                                generator_calls=sweep.generator.cache.misses - calls_before)
         if save_as is not None:
@@ -126,7 +141,7 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
     if run and (job is None or job.status in (JobStatus.FAILED, JobStatus.CANCELLED)):
         earlier = dict(live.partial.get("results", {})) if live is not None else {}
         work = _sweep_work(sweep, browser_runs(), label=label, save_as=save_as)
-        job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks),
+        job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks) * _UNITS,
                             partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
         live = runner.live(owner, job.job_id)
     if job is None:

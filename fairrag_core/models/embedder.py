@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +10,7 @@ from ..checks import check_positive_int
 from ..errors import ModelUnavailableError
 from .catalog import ModelSpec, offline_alternatives, resolve_embedder
 from .device import resolve_device
+from .queue import ModelLock
 
 __all__ = ["Embedder"]
 
@@ -27,7 +27,7 @@ class Embedder:
         self.requested_device = device
         self.batch_size = int(batch_size)
         self._model = None
-        self._lock = threading.Lock()
+        self._lock = ModelLock(self.spec.name)  # first come, first served; the app shows the queue
 
     @property
     def device(self) -> str:

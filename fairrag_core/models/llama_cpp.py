@@ -9,7 +9,6 @@ prompt's head (a judged document) to restore it later instead of evaluating it a
 from __future__ import annotations
 
 import os
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from .llm import (
     common_prefix,
     softmax_options,
 )
+from .queue import ModelLock
 
 __all__ = ["LlamaCppModel"]
 
@@ -51,7 +51,7 @@ class LlamaCppModel(LanguageModel):
         self.seed = seed
         self._llm = None
         self._formatter = None
-        self._lock = threading.Lock()
+        self._lock = ModelLock(self.name)  # first come, first served; the app shows the queue
         self.usage = TokenUsage()
         # KV states of kept prompt prefixes (see option_probabilities), least recently used first
         self.kept_states_mb = kept_states_mb

@@ -7,7 +7,6 @@ The torch half of :class:`~fairrag_core.rag.attribution.CrossEncoderAttributor`:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +14,7 @@ import numpy as np
 from ..errors import InvalidParameterError, ModelUnavailableError
 from .device import resolve_device
 from .hub import hub_load_kwargs
+from .queue import ModelLock
 
 __all__ = ["NLIClassifier", "nli_class_columns"]
 
@@ -50,7 +50,7 @@ class NLIClassifier:
         self.max_length = max_length
         self._model, self._tokenizer = model, tokenizer
         self._columns: list[int | None] | None = None
-        self._lock = threading.Lock()
+        self._lock = ModelLock(self.source)  # first come, first served; the app shows the queue
 
     @property
     def loaded(self) -> bool:

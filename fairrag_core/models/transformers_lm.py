@@ -6,7 +6,6 @@ search. Weights load lazily on first use, never at import; remote code is never 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +15,7 @@ from ..errors import ModelUnavailableError
 from .device import resolve_device
 from .hub import hub_load_kwargs
 from .llm import ChatPrompt, Completion, Decoding, LanguageModel, check_options, softmax_options
+from .queue import ModelLock
 
 __all__ = ["TransformersModel"]
 
@@ -39,7 +39,7 @@ class TransformersModel(LanguageModel):
         self.max_input_tokens = max_input_tokens
         self._model = None
         self._tokenizer = None
-        self._lock = threading.Lock()
+        self._lock = ModelLock(self.name)  # first come, first served; the app shows the queue
 
     @property
     def loaded(self) -> bool:

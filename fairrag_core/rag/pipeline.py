@@ -197,10 +197,14 @@ class AnswerStream:
     document against every answer of the chunk that saw it. With ``growing``, chunks double after the first two
     (1, 1, 2, 4, … × ``chunk``, at most 16 × ``chunk``): the first answers come fast, and fewer, larger chunks
     cost less per-call overhead (the llama-cpp judge keeps each document's KV state across chunks, so a
-    document's ~3 s of prompt is paid once either way). ``progress(stage, done, total)`` (stage ``"generate"`` or
-    ``"attribute"``, counting distinct lists) is called after each step, and ``on_answer(answer)`` as soon as an
-    answer has its citations. ``tick()`` is called before every model call (each answer, each judged document),
-    so that a page's Stop button takes effect within one call rather than one chunk.
+    document's ~3 s of prompt is paid once either way).
+
+    ``progress(stage, done, total)`` is called once per unit of work, whatever the chunking: ``"generate"`` after
+    each answer (``done`` of ``total`` distinct lists generated), ``"judge"`` after each judged document (``done``
+    of ``total`` judge calls of the current chunk) and ``"attribute"`` when a chunk's answers have their citations
+    (``done`` of ``total`` lists ready). ``on_answer(answer)`` is called as soon as an answer has its citations.
+    ``tick()`` is called before every model call (each answer, each judged document), so that a page's Stop button
+    takes effect within one call rather than one chunk.
     """
 
     chunk: int | None = None
@@ -254,17 +258,21 @@ def _control_position(key: tuple[int, ...], n_candidates: int) -> int | None:
     return next((p for p in range(n_candidates - 1, -1, -1) if p not in shown), None)
 
 
-def _generate(generator: Generator, question: str, rankings: list[list[Document]],
-              stream: AnswerStream) -> list[Completion]:
+def _generate(generator: Generator, question: str, rankings: list[list[Document]], stream: AnswerStream, *,
+              done: int, total: int) -> list[Completion]:
     """The chunk's answers, one model call per list when the caller wants to be able to stop in between
-    (``stream.tick``), in prompt order so that llama-cpp still reuses each previous prompt's prefix."""
-    if stream.tick is None:
+    (``stream.tick``) or to see each answer counted (``stream.progress``), in prompt order so that llama-cpp still
+    reuses each previous prompt's prefix. ``done`` of ``total`` lists were generated before this chunk."""
+    if stream.tick is None and stream.progress is None:
         return generator.complete_rankings(question, rankings)
     prompts = [build_prompt(question, docs, generator.style) for docs in rankings]
     out: list[Completion | None] = [None] * len(prompts)
-    for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
-        stream.tick()
+    for n, i in enumerate(sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)), start=1):
+        if stream.tick is not None:
+            stream.tick()
         out[i] = generator.complete_prompts([prompts[i]])[0]
+        if stream.progress is not None:
+            stream.progress("generate", done + n, total)
     return out
 
 
@@ -309,11 +317,10 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     for first, stop in stream.sizes(len(lists)):
         part = lists[first:stop]
         start = time.perf_counter()
-        completions = _generate(generator, ranking.query_text, [[docs[p] for p in key] for key in part], stream)
+        completions = _generate(generator, ranking.query_text, [[docs[p] for p in key] for key in part], stream,
+                                done=first, total=len(lists))
         texts = [c.text for c in completions]
         timings["generate"] += time.perf_counter() - start
-        if stream.progress is not None:
-            stream.progress("generate", stop, len(lists))
         flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason)
                     for t, c in zip(texts, completions)]
         # a degenerate answer cites nothing under skip_degenerate: its pairs are not even judged
@@ -321,7 +328,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         items = [JudgeItem(texts[g], key, question=ranking.query_text, context=context,
                            control=_control_position(key, len(docs)) if config.needs_control else None,
                            skip=bool(flags_of[g]) and config.skip_degenerate) for g, key in enumerate(part)]
-        verdicts = judge_answers(attributor, docs, items, config.citation_policy, tick=stream.tick)
+        judged = None if stream.progress is None else (lambda done, total: stream.progress("judge", done, total))
+        verdicts = judge_answers(attributor, docs, items, config.citation_policy, tick=stream.tick, progress=judged)
         timings["attribute"] += time.perf_counter() - start
         for g, key in enumerate(part):
             block = verdicts[g]

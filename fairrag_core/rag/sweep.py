@@ -110,10 +110,13 @@ class RagSweep:
         ]
         self._scores: dict[str, np.ndarray] = {}
 
-    def run(self, task: SweepTask, *, tick: Callable[[], None] | None = None) -> TaskResult:
-        """One task's row and documents. ``tick()`` is called before every model call (see
-        :class:`~fairrag_core.rag.pipeline.AnswerStream`): a caller that raises from it stops the task within one
-        answer or one judged document, and what was finished stays in the caches."""
+    def run(self, task: SweepTask, *, tick: Callable[[], None] | None = None,
+            progress: Callable[[str, int, int], None] | None = None,
+            on_answer: Callable[[object], None] | None = None) -> TaskResult:
+        """One task's row and documents. ``tick()`` is called before every model call, ``progress`` after every
+        answer and judged document and ``on_answer`` with each answer (see
+        :class:`~fairrag_core.rag.pipeline.AnswerStream`): a caller that raises from ``tick`` stops the task within
+        one answer or one judged document, and what was finished stays in the caches."""
         query = self.queries[task.query_index]
         if query.query_id not in self._scores:
             self._scores[query.query_id] = self.retriever.score(query.text)
@@ -121,7 +124,7 @@ class RagSweep:
         config = RagConfig(alpha=task.alpha, oracle_seed=task.oracle_seed, **shared)
         run = run_rag(self.collection, self.retriever, self.generator, self.attributor, query.text, config,
                       useful=self.useful[query.query_id], scores=self._scores[query.query_id], n_boot=200,
-                      stream=None if tick is None else AnswerStream(tick=tick))
+                      stream=AnswerStream(tick=tick, progress=progress, on_answer=on_answer))
         m = int(run.ranking.labels.sum()) if run.ranking.labels is not None else 0
         row = {"query_id": query.query_id, "system": system_of(task.alpha), "alpha": task.alpha, "m": m,
                "fairness_question": m > 1, **{name: np.nan if value is None else value  # None: undefined

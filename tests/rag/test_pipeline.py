@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import numpy as np
@@ -113,7 +114,7 @@ def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches
     with pytest.raises(KeyboardInterrupt):
         run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
                 stream=AnswerStream(progress=stop_after_first_chunk, chunk=2))
-    assert calls == [("generate", 2, len(whole.answers))] and model.prompts_seen == 2
+    assert calls == [("generate", 1, len(whole.answers))] and model.prompts_seen == 1  # progress after each answer
     seen: list = []
     resumed = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
                       stream=AnswerStream(progress=lambda *a: seen.append(a), chunk=2))
@@ -130,10 +131,30 @@ def test_progress_reports_each_chunk_and_interrupted_runs_resume_from_the_caches
     grown = run_rag(collection, retriever, generator, attributor, "marathon shoe", config, n_boot=10,
                     stream=AnswerStream(chunk=1, growing=True, progress=lambda stage, done, total: chunks.append(done)
                                         if stage == "generate" else None))
-    assert chunks == [min(d, n) for d in (1, 2, 4, 8, 16, 32, 48, 64)][: len(chunks)] and chunks[-1] == n
+    assert chunks == list(range(1, n + 1))  # one report per answer, whatever the chunks (1, 1, 2, 4, …)
     assert grown.metrics() == whole.metrics()
     with pytest.raises(InvalidParameterError, match="chunk=0; chunk must be a positive integer"):
         run_rag(collection, retriever, generator, attributor, "marathon shoe", config, stream=AnswerStream(chunk=0))
+
+
+def test_progress_moves_once_per_answer_and_per_judged_document_whatever_the_chunks(toy):
+    collection, retriever = toy
+    config = RagConfig(alpha=0.0, n_samples=40, k=3, seed=9, oracle=False)
+    seen: list = []
+    run = run_rag(collection, retriever, Generator(FirstDocumentModel()), SubstringAttributor(), "marathon shoe",
+                  config, n_boot=10, stream=AnswerStream(chunk=1, growing=True, progress=lambda *a: seen.append(a)))
+    generated = [done for stage, done, _ in seen if stage == "generate"]
+    assert generated == list(range(1, len(run.answers) + 1))
+    judged = [(done, total) for stage, done, total in seen if stage == "judge"]
+    # each chunk's judging reports 0 first, then after every judge call (one document and the chunk's claims
+    # about it), rising to the chunk's total of (document, claim) pairs
+    starts = [i for i, (done, _) in enumerate(judged) if done == 0]
+    assert len(starts) == len([s for s, *_ in seen if s == "attribute"])  # one block per chunk
+    for a, b in zip(starts, [*starts[1:], len(judged)]):
+        done = [d for d, _ in judged[a:b]]
+        assert all(x < y for x, y in itertools.pairwise(done)) and done[-1] == judged[a][1]
+    distinct_documents = len({p for a in run.answers for p in a.positions})
+    assert len(judged) - len(starts) >= distinct_documents  # every document was judged at least once, each reported
 
 
 def test_ticks_come_before_every_model_call_so_a_stop_is_quick(toy):

@@ -1,0 +1,128 @@
+"""Who holds a shared model and who waits for it, first come first served.
+
+One model object serves every page and job of a process (:mod:`.catalog`), and one call at a time uses it: a
+llama.cpp context is not thread-safe, and two calls at once would only share two cores. So a Generate job started
+while a FAIR-QR run holds the same weights *waits*. A plain ``threading.Lock`` lets it wait invisibly, in no
+particular order. :class:`ModelLock` serves callers in arrival order and says who holds the model and who queues
+behind it, each named by its *activity* (:func:`activity`: "FAIR-QR run", a job's title), so that the app can
+write "waiting for qwen2.5-1.5b: FAIR-QR run ahead of it (place 1 in the queue)" instead of a frozen bar.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = ["ModelLock", "QueueState", "activity", "current_activity", "model_queues", "waiting_for"]
+
+_local = threading.local()
+
+
+def current_activity() -> str:
+    """What this thread is doing, as the queue shows it (the innermost :func:`activity`, else the thread's name)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else threading.current_thread().name
+
+
+@contextmanager
+def activity(label: str) -> Iterator[None]:
+    """Name what this thread does while inside the block (``with activity("FAIR-QR run"): …``)."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(str(label))
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """One model's queue: the holder's activity and thread name (None when free), then the waiters in order."""
+
+    model: str
+    holder: str | None
+    holder_thread: str | None
+    waiting: tuple[tuple[str, str], ...]  # (thread name, activity), first in line first
+
+    def place_of(self, thread_name: str) -> int | None:
+        """1 for the first waiter, … ; None when ``thread_name`` does not wait here."""
+        for place, (name, _) in enumerate(self.waiting, start=1):
+            if name == thread_name:
+                return place
+        return None
+
+
+_all_locks: weakref.WeakSet[ModelLock] = weakref.WeakSet()  # a dropped model drops its lock
+_all_locks_guard = threading.Lock()
+
+
+class ModelLock:
+    """A first-come-first-served, non-reentrant lock that knows its holder and its queue (module docstring).
+
+    Used like ``threading.Lock``: ``with model._lock: …``. ``locked()`` is True while a caller holds it.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._cond = threading.Condition(threading.Lock())
+        self._holder: tuple[int, str, str] | None = None  # (thread id, thread name, activity)
+        self._queue: deque[tuple[int, str, str]] = deque()
+        with _all_locks_guard:
+            _all_locks.add(self)
+
+    def acquire(self) -> bool:
+        me = (threading.get_ident(), threading.current_thread().name, current_activity())
+        with self._cond:
+            self._queue.append(me)
+            while self._holder is not None or self._queue[0] is not me:
+                self._cond.wait()
+            self._queue.popleft()
+            self._holder = me
+        return True
+
+    def release(self) -> None:
+        with self._cond:
+            if self._holder is None:
+                raise RuntimeError(f"release of the unlocked model lock of {self.model}")
+            self._holder = None
+            self._cond.notify_all()
+
+    def locked(self) -> bool:
+        with self._cond:
+            return self._holder is not None
+
+    def __enter__(self) -> ModelLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def state(self) -> QueueState:
+        with self._cond:
+            holder = self._holder
+            waiting = tuple((name, label) for _, name, label in self._queue)
+        return QueueState(self.model, holder[2] if holder else None, holder[1] if holder else None, waiting)
+
+
+def model_queues() -> list[QueueState]:
+    """The state of every model lock of the process that is held or has waiters."""
+    with _all_locks_guard:
+        locks = list(_all_locks)
+    states = [lock.state() for lock in locks]
+    return [s for s in states if s.holder is not None or s.waiting]
+
+
+def waiting_for(thread_name: str) -> tuple[QueueState, int] | None:
+    """The queue ``thread_name`` waits in and its place there (None when it waits for no model)."""
+    for state in model_queues():
+        place = state.place_of(thread_name)
+        if place is not None:
+            return state, place
+    return None
