@@ -87,8 +87,9 @@ _TERMS = (
          "put it (the useful documents, in random order); needs relevance labels", "higher = better",
          f"{KIM_DIAZ}, Eq. 28; {DIAZ_2020}", aliases=("EE-R [95% over lines]", "expected exposure relevance"),
          long="expected exposure relevance"),
-    Term("EU", "expected utility: mean similarity of the answers to the gold answer (ROUGE-L unless said "
-         "otherwise); needs a gold answer", "higher = better", f"{KIM_DIAZ}, Eq. 7",
+    Term("EU", "expected utility: mean score of the answers against the gold answer — short-answer match (1 when "
+         "the answer names an acceptable short answer) where the collection has short answers, else ROUGE-L; a "
+         "degenerate answer scores 0; needs a gold answer", "higher = better", f"{KIM_DIAZ}, Eq. 7",
          aliases=("EU (utility)", "mean EU"), long="expected utility"),
     Term("EU (normalised)", "EU divided by the best utility seen, from the oracle's rankings in a sweep or among "
          "the answers of this run in the Playground", "higher = better", f"{KIM_DIAZ}, App. C.3",

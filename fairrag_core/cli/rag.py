@@ -87,6 +87,7 @@ def _rag_payload(run) -> dict:
     payload.update(
         generator=run.generator, attributor=run.attributor, metric=run.metric.value,
         gold_answer=run.ranking.query.answer if run.ranking.query else None,
+        short_answers=list(run.ranking.query.short_answers) if run.ranking.query else [],
         metrics=run.metrics(), u_max=run.u_max, oracle_eu=run.oracle_eu, timings=run.timings,
         answers=[
             {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
@@ -126,10 +127,10 @@ def _cmd_rag(args, out) -> int:
         cites = ", ".join(f"{c['doc_id']} ({c['provider']})" for c in a["citations"]) or "none"
         flagged = f"  [degenerate: {', '.join(a['flags'])}]" if a["flags"] else ""
         print(f"  ×{a['samples']:<3} {a['answer']!r}{flagged}", file=out)
-        print(f"        utility {fmt(a['utility'])}  cited: {cites}  not entailing: "
+        print(f"        utility {'flagged (0)' if a['flags'] else fmt(a['utility'])}  cited: {cites}  not entailing: "
               f"{', '.join(a['not_entailing']) or 'none'}", file=out)
     m = run.metrics()
-    print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU {fmt(m['eu'])}  normalised EU "
+    print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU ({run.metric.value}) {fmt(m['eu'])}  normalised EU "
           f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}  "
           f"degenerate answers {m['degenerate_share']:.0%} of samples", file=out)
     print_undefined(run.undefined, out, names=METRIC_NAMES)
@@ -138,6 +139,7 @@ def _cmd_rag(args, out) -> int:
 
 
 def _cmd_label_utility(args, out) -> int:
+    from ..metrics.utility import resolve_metric
     from ..rag.labels import (
         UtilityLabelConfig,
         label_utility,
@@ -169,7 +171,8 @@ def _cmd_label_utility(args, out) -> int:
                f"--retriever {args.retriever} --depth {args.depth} --metric {args.metric}")
     write_utility_labels(table, path, header=[
         f"Utility labels (Kim & Diaz 2025, Algorithm 1) for {collection.name}, generator {generator.name}, "
-        f"metric {args.metric}", f"Candidates: top {args.depth} by {retriever.name} plus judged documents; "
+        f"metric {resolve_metric(args.metric, collection.queries).value} (--metric {args.metric}; degenerate "
+        "answers score 0)", f"Candidates: top {args.depth} by {retriever.name} plus judged documents; "
         "unlisted documents count as not useful", f"Regenerate with: {command}"])
     summary = summarise_labels(table)
     if args.json:

@@ -75,12 +75,18 @@ class AspectCoverage:
 
 @dataclass(frozen=True)
 class Query:
-    """A user request with an optional gold answer and optional aspects."""
+    """A user request with optional gold answers and optional aspects.
+
+    ``answer`` is the descriptive gold answer (ROUGE-L); ``short_answers`` are the acceptable short answers in the
+    form the generator is asked for (the entity, number or name; the first is the canonical one), scored by
+    :func:`fairrag_core.metrics.utility.short_answer_match`.
+    """
 
     query_id: str
     text: str
     answer: str | None = None
     aspects: tuple[Aspect, ...] = ()
+    short_answers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ __all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "lo
            "json_lines", "check_upload"]
 
 _CORPUS_FIELDS = {"doc_id", "text", "title", "provider", "groups"}
-_QUERY_FIELDS = {"query_id", "text", "answer", "aspects"}
+_QUERY_FIELDS = {"query_id", "text", "answer", "short_answers", "aspects"}
 _GROUP_PREFIX = "group:"
 _MOST_EMPTY_ROWS = 1_000_000  # in a row, in a CSV corpus
 
@@ -270,7 +270,9 @@ def load_corpus(path: str | os.PathLike) -> list[Document]:
 
 
 def load_queries(path: str | os.PathLike) -> list[Query]:
-    """Read queries from JSONL: ``query_id``, ``text``, optional ``answer`` and ``aspects``."""
+    """Read queries from JSONL: ``query_id``, ``text``, optional ``answer`` (descriptive), ``short_answers`` (a
+    list of acceptable short answers: the entity, number or name; the first is the canonical one) and
+    ``aspects``."""
     path = Path(path)
     queries: list[Query] = []
     seen: dict[str, int] = {}
@@ -282,6 +284,10 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
         qid = _required_str(obj, "query_id", path, line, fix="every query needs a unique query_id")
         text = _required_str(obj, "text", path, line, fix="every query needs its text")
         answer = _optional_str(obj, "answer", path, line) or None
+        short = obj.get("short_answers") or []
+        if not isinstance(short, list) or not all(isinstance(a, str) and a.strip() for a in short):
+            raise DataFormatError('"short_answers" must be a list of non-empty strings (acceptable short answers, '
+                                  'e.g. ["Northmark Harbor 12", "Harbor 12"])', path=path, line=line)
         raw_aspects = obj.get("aspects") or []
         if not isinstance(raw_aspects, list):
             raise DataFormatError('"aspects" must be a list of {"aspect": ..., "answer": ...}', path=path, line=line)
@@ -295,7 +301,7 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
                 raise DataFormatError('an aspect "answer" must be a string', path=path, line=line)
             aspects.append(Aspect(item["aspect"].strip(), ans.strip()))
         _check_unique(seen, qid, "query_id", path, line)
-        queries.append(Query(qid, text, answer, tuple(aspects)))
+        queries.append(Query(qid, text, answer, tuple(aspects), tuple(dict.fromkeys(a.strip() for a in short))))
     return queries
 
 

@@ -5,6 +5,14 @@ classification (LaMP-2/3) and MAE for rating prediction, turned higher-is-better
 from the metric's maximum (App. C.3). ROUGE comes from Google's ``rouge-score`` (Lin 2004, with the
 Porter stemmer); token F1 and exact match follow the SQuAD normalisation (Rajpurkar et al. 2016):
 lower-case, strip punctuation and the articles a/an/the, collapse spaces.
+
+Short answers (a product, a person, a number: what the demo prompts ask for) are scored by *short-answer match*
+(:func:`short_answer_match`): 1 when the normalised answer (accents folded) contains one of the query's acceptable
+short answers as a run of whole words, else 0 — the answer-string accuracy of open-domain QA (Lee et al. 2019; Mallen et al.
+2023, "accuracy" for PopQA), the short-answer counterpart of the paper's classification accuracy. ROUGE-L
+against a descriptive gold answer scores a correct short answer ("Northmark Harbor 12" against "a cushioned neutral
+trainer …") 0 and an echoed title above it, so :data:`UtilityMetric.AUTO` picks short-answer match wherever the
+collection has short answers and ROUGE-L elsewhere (:func:`resolve_metric`).
 """
 
 from __future__ import annotations
@@ -12,13 +20,15 @@ from __future__ import annotations
 import enum
 import re
 import string
+import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ..errors import InvalidParameterError
 
-__all__ = ["UtilityMetric", "normalise_answer", "rouge", "token_f1", "exact_match", "mae_utility", "utility",
-           "NO_UTILITY_ABOVE_ZERO"]
+__all__ = ["UtilityMetric", "normalise_answer", "rouge", "token_f1", "exact_match", "mae_utility",
+           "short_answer_match", "utility", "resolve_metric", "gold_for", "NO_UTILITY_ABOVE_ZERO"]
 
 #: Why normalised EU (EU / u_max, App. C.3) has no value: every answer, the oracle's included, scored 0.
 NO_UTILITY_ABOVE_ZERO = "no answer scored above 0 against the gold answer, so EU / max utility is 0/0"
@@ -34,6 +44,8 @@ class UtilityMetric(str, enum.Enum):
     EXACT_MATCH = "exact_match"
     ACCURACY = "accuracy"  # exact match of a normalised label: the paper's classification accuracy
     MAE = "mae"  # rating tasks: (max − |ŷ − y|) / max, higher is better
+    SHORT_ANSWER = "short_answer"  # 1 when the answer contains an acceptable short answer (whole words), else 0
+    AUTO = "auto"  # short_answer where the collection has short answers, else rougeL (resolve_metric)
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -114,22 +126,85 @@ def mae_utility(prediction: str, reference: str, *, max_error: float = 4.0) -> f
     return (max_error - error) / max_error
 
 
-def utility(prediction: str, reference: str | None, metric: UtilityMetric | str = UtilityMetric.ROUGEL) -> float:
-    """Score one answer with ``metric``.
+def short_answer_match(prediction: str, answers: str | Sequence[str]) -> float:
+    """1.0 when the normalised ``prediction`` contains one of the acceptable short ``answers`` as a run of whole
+    words (SQuAD normalisation), else 0.0.
+
+    >>> short_answer_match("Try the Northmark Harbor 12.", ["Northmark Harbor 12", "Harbor 12"])
+    1.0
+    >>> short_answer_match("The Harbor 120", ["Harbor 12"])  # whole words only
+    0.0
+    >>> short_answer_match("Anna Wisniewicz", ["Wiśniewicz"])  # accents do not count
+    1.0
+    """
+    said = f" {_folded(prediction)} "
+    options = [answers] if isinstance(answers, str) else list(answers)
+    return float(any((norm := _folded(a)) and f" {norm} " in said for a in options))
+
+
+def _folded(text: str) -> str:
+    """SQuAD-normalised with accents removed ("Wiśniewicz" and "Wisniewicz" are one name)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return normalise_answer("".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def resolve_metric(metric: UtilityMetric | str, queries: Iterable = ()) -> UtilityMetric:
+    """The concrete metric for ``metric`` over ``queries`` (objects with ``answer`` and ``short_answers``):
+    :data:`UtilityMetric.AUTO` is short-answer match when every query with a gold answer has short answers (and
+    one does), else ROUGE-L — one metric for a whole collection, so EU means one thing across its queries."""
+    metric = _as_metric(metric)
+    if metric is not UtilityMetric.AUTO:
+        return metric
+    answered = [q for q in queries if q.answer or getattr(q, "short_answers", ())]
+    short = bool(answered) and all(getattr(q, "short_answers", ()) for q in answered)
+    return UtilityMetric.SHORT_ANSWER if short else UtilityMetric.ROUGEL
+
+
+def gold_for(query, metric: UtilityMetric | str) -> str | tuple[str, ...] | None:
+    """What ``query``'s answers are scored against under ``metric``: its short answers for short-answer match, its
+    descriptive answer otherwise (None or empty: no gold, no EU)."""
+    if query is None:
+        return None
+    if _as_metric(metric) is UtilityMetric.SHORT_ANSWER:
+        return tuple(query.short_answers) or None
+    return query.answer
+
+
+def _as_metric(metric: UtilityMetric | str) -> UtilityMetric:
+    try:
+        return UtilityMetric(metric)
+    except ValueError:
+        names = ", ".join(m.value for m in UtilityMetric)
+        raise InvalidParameterError(f"unknown utility metric {metric!r}; choose one of: {names}") from None
+
+
+def utility(prediction: str, reference: str | Sequence[str] | None,
+            metric: UtilityMetric | str = UtilityMetric.ROUGEL) -> float:
+    """Score one answer with ``metric`` (a concrete one: resolve ``auto`` first with :func:`resolve_metric`).
+
+    ``reference`` is the gold answer, or for short-answer match the acceptable short answers.
 
     Raises:
         InvalidParameterError: the query has no gold answer (``reference`` is None or empty), or an
             unknown metric name.
     """
+    metric = _as_metric(metric)
+    if metric is UtilityMetric.AUTO:
+        raise InvalidParameterError("utility metric 'auto' must be resolved against the collection first "
+                                    "(fairrag_core.metrics.utility.resolve_metric)")
+    if metric is UtilityMetric.SHORT_ANSWER:
+        answers = [reference] if isinstance(reference, str) else list(reference or ())
+        if not any(a.strip() for a in answers):
+            raise InvalidParameterError(
+                "this query has no short answers, so short-answer match cannot score it; add \"short_answers\" to "
+                "the query or use --metric rougeL")
+        return short_answer_match(prediction, answers)
+    if not isinstance(reference, str) and reference is not None:
+        reference = next(iter(reference), None)
     if reference is None or not str(reference).strip():
         raise InvalidParameterError(
             "this query has no gold answer, so its utility (EU) cannot be measured; add an \"answer\" to the query"
         )
-    try:
-        metric = UtilityMetric(metric)
-    except ValueError:
-        names = ", ".join(m.value for m in UtilityMetric)
-        raise InvalidParameterError(f"unknown utility metric {metric!r}; choose one of: {names}") from None
     if metric in (UtilityMetric.ROUGE1, UtilityMetric.ROUGE2, UtilityMetric.ROUGEL):
         return rouge(prediction, reference, metric.value)
     if metric is UtilityMetric.F1:

@@ -5,9 +5,10 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
 * ``EMPTY`` — no content at all: punctuation, numbering ("1. 1. 2. 3."), or an announcement of an answer that
   never comes ("The answer is:", "The answer to the question … is:");
 * ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
-  answer is in the question), the prompt's own scaffolding ("Question: …", "Documents:", "[1] …") or its
-  instructions ("A few words or one sentence, no explanation." — seen from Qwen2.5-0.5B in the classroom tour),
-  or a question instead of an answer (often a document's title copied: "Can You Run a Marathon Barefoot?");
+  answer is in the question), a shown document's title given back (:func:`repeats_title`), the prompt's own
+  scaffolding ("Question: …", "Documents:", "[1] …") or its instructions ("A few words or one sentence, no
+  explanation." — seen from Qwen2.5-0.5B in the classroom tour), or a question instead of an answer (often a
+  document's title copied: "Can You Run a Marathon Barefoot?");
 * ``LOOP`` — a repetition loop: a run of six or more words said twice ("designed to help runners with flat
   feet, and it's designed to help runners with flat feet"), four words said three times, or a stutter (one to
   three words three times in a row);
@@ -26,8 +27,9 @@ from __future__ import annotations
 import enum
 import re
 from collections import Counter
+from collections.abc import Sequence
 
-__all__ = ["AnswerFlag", "answer_flags", "is_degenerate"]
+__all__ = ["AnswerFlag", "answer_flags", "is_degenerate", "repeats_title"]
 
 _WORD = re.compile(r"[0-9a-zà-ÿ]+(?:['’][a-z]+)?")
 _SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.IGNORECASE)
@@ -41,7 +43,11 @@ _DEFERS = re.compile(r"\b(?:in|from|of|see|follow|read)\b[^.]{0,30}\b(?:the|each
                      r"\bdocuments?\b", re.IGNORECASE)
 # the words of the answering prompts' instructions ("Reply with the short answer only: a few words or one
 # sentence, no explanation."; rag/generation.py): an answer mostly made of them gives the prompt back
-_INSTRUCTION_WORDS = frozenset("reply short answer only few words one sentence no explanation".split())
+# ("answer" itself is left out: "The answer is a few short, easy runs" is an answer)
+_INSTRUCTION_WORDS = frozenset("reply short only few words one sentence no explanation".split())
+# a numbered list with nothing after the numbers ("1. 1. 2. 3."): empty, unlike "300 to 500" or "40% by 2040"
+_NUMBERING = re.compile(r"^\s*(?:\d+[.)]\s*)+$")
+_NUMBER_WORDS = frozenset({"percent", "per", "cent"})
 _FUNCTION_WORDS = frozenset(
     """a an the is are was were be been being of in on at to for from by with and or but as that this these those
     it its what which who whom whose how why when where do does did can could should would will shall may might
@@ -75,8 +81,28 @@ def _repeats(words: list[str]) -> bool:
                for n in (1, 2, 3) for i in range(len(words) - 3 * n + 1))
 
 
-def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown") -> tuple[AnswerFlag, ...]:
-    """The degenerate-answer flags of ``answer`` to ``question`` (empty tuple: a real answer).
+def repeats_title(answer: str, title: str, question: str = "") -> bool:
+    """Whether ``answer`` gives a document's ``title`` back instead of answering: every content word of the answer
+    is in the title or the question, and the answer holds at least 80 % of the title's content words (of at least
+    three). A product named in a longer title ("Sprout Seedling" from "Sprout Seedling: Your First Real Running
+    Shoe") is an answer, not an echo.
+
+    >>> repeats_title("First Marathon? Here's Your Shoe, No Jargon", "First Marathon? Here's Your Shoe, No Jargon")
+    True
+    >>> repeats_title("Sprout Seedling", "Sprout Seedling: Your First Real Running Shoe")
+    False
+    """
+    said = {w for w in _words(answer) if w not in _FUNCTION_WORDS}
+    named = {w for w in _words(title) if w not in _FUNCTION_WORDS}
+    if len(named) < 3 or not said:
+        return False
+    return said <= named | set(_words(question)) and len(said & named) >= 0.8 * len(named)
+
+
+def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown",
+                 titles: Sequence[str] = ()) -> tuple[AnswerFlag, ...]:
+    """The degenerate-answer flags of ``answer`` to ``question`` (empty tuple: a real answer); ``titles`` are the
+    titles of the documents it was shown (an answer that repeats one is an echo, :func:`repeats_title`).
 
     >>> answer_flags("The answer is:")
     (<AnswerFlag.EMPTY: 'empty'>,)
@@ -91,13 +117,19 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     ()
     >>> [f.value for f in answer_flags("A few words or one sentence, no explanation.", question="Best shoes?")]
     ['echo']
+    >>> [f.value for f in answer_flags("First Marathon? Here's Your Shoe, No Jargon", question="best shoes for a first "
+    ...                                "marathon", titles=["First Marathon? Here's Your Shoe, No Jargon"])]
+    ['echo']
     """
     words = _words(answer)
     content = [w for w in words if w not in _FUNCTION_WORDS and not w.isdigit()]
     asked = set(_words(question))
     # a number the question does not contain is an answer ("… Isla Serena was 6.4."), not a restatement
     new_numbers = {w for w in words if w.isdigit()} - asked
-    a_number = bool(new_numbers) and _NUMBER_ANSWER.match(answer) is not None
+    # numbers with only function words between them ("300 to 500", "40% by 2040", "120 000") answer too
+    only_numbers = all(w.isdigit() or w in _FUNCTION_WORDS or w in _NUMBER_WORDS for w in words)
+    a_number = bool(new_numbers) and (_NUMBER_ANSWER.match(answer) is not None
+                                      or (only_numbers and _NUMBERING.match(answer) is None))
     announced = _ANNOUNCEMENT.search(answer) is not None and len(words) <= 15
     if (not content and not a_number) or _EMPTY_PHRASES.match(answer) or announced:
         return (AnswerFlag.EMPTY,)
@@ -106,7 +138,8 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     said = set(content) - asked
     instructions = len(said & _INSTRUCTION_WORDS) >= 3 and 2 * len(said & _INSTRUCTION_WORDS) >= len(said)
     asks = answer.rstrip().endswith("?")
-    if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks:
+    title_echo = any(title and repeats_title(answer, title, question) for title in titles)
+    if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks or title_echo:
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
         flags.append(AnswerFlag.LOOP)

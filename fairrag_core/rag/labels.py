@@ -27,9 +27,11 @@ import pandas as pd
 from ..checks import check_positive_int
 from ..data import Collection, demo_folder, load_qrels
 from ..errors import FairRAGError, InvalidParameterError
-from ..metrics.utility import UtilityMetric, utility
+from ..metrics.utility import UtilityMetric, gold_for, resolve_metric
 from ..retrieval import Retriever, top_candidates
+from .degenerate import answer_flags
 from .generation import Generator
+from .pipeline import scored_utility
 
 __all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "has_utility_labels", "load_utility_labels",
            "write_utility_labels"]
@@ -37,7 +39,7 @@ __all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "has_uti
 
 @dataclass(frozen=True)
 class UtilityLabelConfig:
-    metric: UtilityMetric = UtilityMetric.ROUGEL
+    metric: UtilityMetric = UtilityMetric.AUTO  # resolved over the collection (metrics.utility.resolve_metric)
     depth: int = 20  # first-stage candidates labelled per query (judged documents are always added)
     query_ids: tuple[str, ...] = ()
 
@@ -51,10 +53,12 @@ def label_utility(collection: Collection, generator: Generator, retriever: Retri
     ``progress(done, total)`` is called after each query.
     """
     queries = [collection.query(q) for q in config.query_ids] if config.query_ids else list(collection.queries)
-    missing = [q.query_id for q in queries if not q.answer]
+    metric = resolve_metric(config.metric, collection.queries)
+    missing = [q.query_id for q in queries if not gold_for(q, metric)]
     if missing:
+        need = '"short_answers"' if metric is UtilityMetric.SHORT_ANSWER else 'an "answer"'
         raise InvalidParameterError(
-            f"queries {missing[:5]} have no gold answer; utility labels need an \"answer\" for every query"
+            f"queries {missing[:5]} have no gold answer for {metric.value}; utility labels need {need} for every query"
         )
     check_positive_int(config.depth, "depth", hint="how many first-stage candidates to label per query")
     rows = []
@@ -62,11 +66,13 @@ def label_utility(collection: Collection, generator: Generator, retriever: Retri
         cand = top_candidates(retriever.score(query.text), config.depth).indices.tolist()
         judged = [collection.index_of(d) for d in collection.qrels.get(query.query_id, {})]
         indices = list(dict.fromkeys(cand + judged))
+        gold = gold_for(query, metric)
         baseline = generator.answer_closed_book(query.text)
-        u0 = utility(baseline, query.answer, config.metric)
+        u0 = scored_utility(baseline, gold, metric, answer_flags(baseline, question=query.text))
         answers = generator.answer_rankings(query.text, [[collection.documents[i]] for i in indices])
         for i, answer in zip(indices, answers):
-            u = utility(answer, query.answer, config.metric)
+            flags = answer_flags(answer, question=query.text, titles=[collection.documents[i].title])
+            u = scored_utility(answer, gold, metric, flags)  # a degenerate answer scores 0
             rows.append({"query_id": query.query_id, "doc_id": collection.documents[i].doc_id, "u0": u0, "u": u,
                          "delta": u - u0, "useful": bool(u - u0 > 0), "answer": answer, "baseline_answer": baseline})
         if progress is not None:

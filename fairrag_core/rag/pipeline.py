@@ -32,7 +32,7 @@ from ..metrics.attribution import (
     eae_disparity,
     expected_attribution_rate,
 )
-from ..metrics.utility import NO_UTILITY_ABOVE_ZERO, UtilityMetric, utility
+from ..metrics.utility import NO_UTILITY_ABOVE_ZERO, UtilityMetric, gold_for, resolve_metric, utility
 from ..models.llm import Completion
 from ..options import Kind, option
 from ..ranking.run import RankingConfig, RankingRun, run_ranking
@@ -64,8 +64,10 @@ class PromptOrder(str, enum.Enum):
 class AnswerSettings(CitationPolicy):
     """How answers are made and scored, shared by one-query runs and sweeps.
 
-    ``metric``: utility against the gold answer. ``oracle``: also answer the stochastic oracle's lists, so that
-    normalised EU divides by the best answer the collection allows (needs usefulness labels); without it,
+    ``metric``: utility against the gold answers (``auto``: short-answer match where the collection has short
+    answers, else ROUGE-L; :func:`~fairrag_core.metrics.utility.resolve_metric`; degenerate answers score 0).
+    ``oracle``: also answer the stochastic oracle's lists, so that normalised EU divides by the best answer the
+    collection allows (needs usefulness labels); without it,
     u_max is the run's own best answer. ``question_in_hypothesis``: give the NLI judge the question as context
     (short answers are often not claims on their own). ``exclude_degenerate``: leave degenerate answers
     (:mod:`fairrag_core.rag.degenerate`: empty, prompt echo, repetition loop, cut mid-sentence) out of EU and EAR;
@@ -76,8 +78,9 @@ class AnswerSettings(CitationPolicy):
     gives a preset's rule as keyword arguments.
     """
 
-    metric: UtilityMetric = option("--metric", default=UtilityMetric.ROUGEL,
-                                   help="utility metric against the gold answer")
+    metric: UtilityMetric = option("--metric", default=UtilityMetric.AUTO,
+                                   help="utility metric: auto (short-answer match where the collection has short "
+                                        "answers, else rougeL), or one named")
     prompt_order: PromptOrder = option(
         "--prompt-order", default=PromptOrder.SAMPLED,
         help="order of the k documents in the prompt: as sampled (paper) or by retrieval score (identical sets then "
@@ -276,16 +279,26 @@ def _generate(generator: Generator, question: str, rankings: list[list[Document]
     return out
 
 
-def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[Document], gold: str,
-                      config: RagConfig) -> np.ndarray:
+def scored_utility(answer: str, gold, metric: UtilityMetric, flags: Sequence[AnswerFlag]) -> float:
+    """An answer's utility: 0 by definition when it is degenerate (flagged: empty, an echo of the prompt, the
+    question or a document title, a loop, cut off, pointing at the documents), so that a broken answer never scores
+    above a correct one; else ``metric`` against ``gold``."""
+    return 0.0 if flags else utility(answer, gold, metric)
+
+
+def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[Document], gold,
+                      config: RagConfig, metric: UtilityMetric) -> np.ndarray:
     """Utility of the stochastic oracle's N answers (for u_max), one generation per distinct oracle list."""
     oracle_seed = config.oracle_seed if config.oracle_seed is not None else [ranking.seed, 1]
     oracle = oracle_rankings(ranking.labels, config.n_samples, config.k, np.random.default_rng(oracle_seed))
     shown = np.sort(oracle, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else oracle
     index: dict[tuple[int, ...], int] = {}
     which = np.array([index.setdefault(tuple(int(i) for i in row), len(index)) for row in shown])
-    answers = generator.answer_rankings(ranking.query_text, [[docs[p] for p in key] for key in index])
-    return np.array([utility(a, gold, config.metric) for a in answers])[which]
+    lists = [[docs[p] for p in key] for key in index]
+    answers = generator.answer_rankings(ranking.query_text, lists)
+    return np.array([scored_utility(a, gold, metric, answer_flags(a, question=ranking.query_text,
+                                                                   titles=[d.title for d in shown_docs]))
+                     for a, shown_docs in zip(answers, lists)])[which]
 
 
 def run_rag(collection: Collection, retriever: Retriever, generator: Generator, attributor: Attributor, query: str,
@@ -306,7 +319,8 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     ranking = run_ranking(collection, retriever, query, config, scores=scores, useful=useful, n_boot=n_boot)
     timings["retrieve_sample"] = time.perf_counter() - start
     docs = [collection.documents[i] for i in ranking.candidate_indices]
-    gold = ranking.query.answer if ranking.query is not None else None
+    metric = resolve_metric(config.metric, collection.queries)
+    gold = gold_for(ranking.query, metric)
     # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
     shown = np.sort(ranking.rankings, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else ranking.rankings
     lists, which, counts = distinct_lists(shown)
@@ -321,8 +335,9 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
                                 done=first, total=len(lists))
         texts = [c.text for c in completions]
         timings["generate"] += time.perf_counter() - start
-        flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason)
-                    for t, c in zip(texts, completions)]
+        flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason,
+                                 titles=[docs[p].title for p in key])
+                    for t, c, key in zip(texts, completions, part)]
         # a degenerate answer cites nothing under skip_degenerate: its pairs are not even judged
         start = time.perf_counter()
         items = [JudgeItem(texts[g], key, question=ranking.query_text, context=context,
@@ -339,7 +354,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
                 entails=tuple(v.cited for v in block),
                 entail_probability=tuple(v.p_entail for v in block),
                 support=tuple(v.support for v in block),
-                utility=None if not gold else utility(texts[g], gold, config.metric),
+                utility=None if not gold else scored_utility(texts[g], gold, metric, flags),
                 finish_reason=completions[g].finish_reason,
                 flags=flags,
                 cached=completions[g].cached,
@@ -366,12 +381,12 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         eu, u_max = float(utils.mean()), float(utils.max())
         if config.oracle and ranking.labels is not None and ranking.labels.any():
             start = time.perf_counter()
-            oracle_utils = _oracle_utilities(ranking, generator, docs, gold, config)
+            oracle_utils = _oracle_utilities(ranking, generator, docs, gold, config, metric)
             oracle_eu = float(oracle_utils.mean())
             u_max = max(u_max, float(oracle_utils.max()))
             timings["oracle"] = time.perf_counter() - start
         eu_norm = eu / u_max if u_max > 0 else None  # nothing scored above 0: 0/0, undefined
-    return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=config.metric,
+    return RagRun(ranking=ranking, generator=generator.name, attributor=attributor.name, metric=metric,
                   answers=tuple(answers), answer_of_sample=which, eu=eu, eu_normalised=eu_norm, u_max=u_max,
                   oracle_eu=oracle_eu, ear=ear, attributed_exposure=attributed,
                   eae_d=eae_disparity(attributed, config.k) if attributed.any() else None,

@@ -44,3 +44,58 @@ def test_utility_dispatch_and_errors():
         utility("anything", "  ")
     with pytest.raises(InvalidParameterError, match="choose one of: rouge1"):
         utility("a", "a", "bleu")
+
+
+def test_short_answer_match_counts_whole_words_after_normalising():
+    from fairrag_core.metrics.utility import short_answer_match
+
+    answers = ["Northmark Harbor 12", "Harbor 12"]
+    assert short_answer_match("The Northmark Harbor 12.", answers) == 1.0
+    assert short_answer_match("harbor-12? No: Harbor 12!", answers) == 1.0
+    assert short_answer_match("the Harbor 120", answers) == 0.0  # whole words only
+    assert short_answer_match("a cushioned neutral trainer", answers) == 0.0
+    assert short_answer_match("nineteen", ["nine"]) == 0.0 and short_answer_match("14 percent", ["4 percent"]) == 0.0
+    assert short_answer_match("Hallgrimsson and Castagne", ["Hallgrímsson"]) == 1.0  # accents folded
+    assert short_answer_match("", answers) == 0.0 and short_answer_match("anything", ["", "  "]) == 0.0
+
+
+def test_auto_resolves_per_collection_and_a_missing_short_answer_names_the_fix():
+    from fairrag_core import Query, load_collection
+    from fairrag_core.metrics.utility import UtilityMetric, gold_for, resolve_metric, utility
+
+    for name in ("running-shoes", "news", "people"):
+        collection = load_collection(name)
+        assert all(q.short_answers for q in collection.queries), name  # the demo collections carry short answers
+        assert resolve_metric("auto", collection.queries) is UtilityMetric.SHORT_ANSWER
+    assert resolve_metric("auto", load_collection("multi-faceted").queries) is UtilityMetric.ROUGEL
+    assert resolve_metric("rougeL", load_collection("news").queries) is UtilityMetric.ROUGEL  # named: kept
+    mixed = [Query("a", "x?", answer="y", short_answers=("y",)), Query("b", "z?", answer="w")]
+    assert resolve_metric("auto", mixed) is UtilityMetric.ROUGEL  # one metric for the whole collection
+    assert gold_for(mixed[0], UtilityMetric.SHORT_ANSWER) == ("y",) and gold_for(mixed[1], "short_answer") is None
+    assert gold_for(mixed[1], UtilityMetric.ROUGEL) == "w" and gold_for(None, UtilityMetric.ROUGEL) is None
+    with pytest.raises(InvalidParameterError, match="add \"short_answers\" to the query or use --metric rougeL"):
+        utility("y", None, UtilityMetric.SHORT_ANSWER)
+    with pytest.raises(InvalidParameterError, match="must be resolved against the collection"):
+        utility("y", "y", "auto")
+    assert utility("it is y", ("y", "yy"), "short_answer") == 1.0
+
+
+def test_correct_short_answers_of_the_tour_outscore_echoes_and_descriptions():
+    """The lecturer's complaint: "Northmark Harbor 12" scored 0 (ROUGE-L against a description) while an echoed
+    title scored 0.12. Under the demo's metric a correct name scores 1, and an echo is flagged and scores 0."""
+    from fairrag_core import load_collection
+    from fairrag_core.metrics.utility import UtilityMetric, gold_for
+    from fairrag_core.rag.degenerate import answer_flags
+    from fairrag_core.rag.pipeline import scored_utility
+
+    collection = load_collection("running-shoes")
+    query = collection.query("rs-q01")
+    gold = gold_for(query, UtilityMetric.SHORT_ANSWER)
+    title = "First Marathon? Here's Your Shoe, No Jargon"
+    assert title in {d.title for d in collection.documents}
+    scored = {answer: scored_utility(answer, gold, UtilityMetric.SHORT_ANSWER,
+                                     answer_flags(answer, question=query.text, titles=[title]))
+              for answer in ("Northmark Harbor 12", "The Velocore Vanta Carbon.", title,
+                             "A few words or one sentence, no explanation.")}
+    assert scored == {"Northmark Harbor 12": 1.0, "The Velocore Vanta Carbon.": 0.0, title: 0.0,
+                      "A few words or one sentence, no explanation.": 0.0}

@@ -110,3 +110,22 @@ def test_degenerate_answers_are_counted_and_can_be_left_out():
 ])
 def test_real_answers(answer, question, flagged):
     assert bool(answer_flags(answer, question=question)) is flagged
+
+
+@pytest.mark.parametrize("name", ["running-shoes", "news", "people"])
+def test_every_title_given_back_is_an_echo_and_no_short_answer_is(name):
+    """Every answer that repeats a shown document's title is flagged (issue: one of three title echoes of the tour
+    was not); the collection's own correct short answers never are, even shown beside every title."""
+    from fairrag_core import load_collection
+    from fairrag_core.rag.degenerate import AnswerFlag, answer_flags
+
+    collection = load_collection(name)
+    titles = [d.title for d in collection.documents if d.title]
+    for query in collection.queries:
+        for title in titles:
+            if len({w for w in title.lower().split()}) >= 3:
+                assert AnswerFlag.ECHO in answer_flags(title, question=query.text, titles=[title]), (query.text, title)
+        for short in query.short_answers:
+            assert answer_flags(short, question=query.text, titles=titles) == (), (query.text, short)
+            sentence = f"The answer is {short}."
+            assert answer_flags(sentence, question=query.text, titles=titles) == (), (query.text, sentence)
