@@ -12,7 +12,7 @@ export TOKENIZERS_PARALLELISM ?= false
 # Run from the checkout: the package and the bundled assets live side by side.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: app app-dev test test-fast bench labels install install-dev browser clean train-ranker
+.PHONY: app app-dev test test-fast bench labels install install-dev browser clean train-ranker class
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,15 @@ bench: install-dev
 	$(PY) benchmarks/bench_app_latency.py
 	$(PY) benchmarks/bench_rag_log.py
 	$(PY) benchmarks/bench_served.py
+
+# Prepare a class: every answer and judgement of the README tour (running-shoes, its first query, α = 2 and the
+# Deterministic toggle, the Playground's k, N, K and seed) with the Quality preset, into the disk cache; the app then
+# starts on Quality and step 3 replays in seconds. About 15 minutes on a 2-core CPU; run it again after changing
+# models (what is cached is skipped). CLASS_PRESET=fast prepares the Fast preset instead.
+CLASS_PRESET ?= quality
+class: install
+	$(PY) -m fairrag_core warm --collection running-shoes --queries rs-q01 --alphas 2,inf --preset $(CLASS_PRESET) \
+		--mark-class
 
 # Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
 labels: install

@@ -18,6 +18,16 @@ start_preload()  # make app: the Fast preset's models load while the class reads
 init_session(st.session_state)
 keep_page_widgets(st.session_state)  # a page's controls survive a visit to another page
 
+# Presenter mode (sidebar): type readable from the back of a room, answers in black, wider metric values.
+PRESENTER_CSS = """<style>
+[data-testid="stMain"] { font-size: 1.3rem; }
+[data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.3rem; line-height: 1.5; color: #000; }
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1.05rem; color: #222; }
+[data-testid="stMetricValue"] { font-size: 3rem; }
+[data-testid="stMetricLabel"] p { font-size: 1.2rem; color: #000; }
+[data-testid="stMain"] h1 { font-size: 3rem; }
+</style>"""
+
 PAGES = [
     st.Page("app_pages/playground.py", title="Playground", icon=":material/casino:", default=True),
     st.Page("app_pages/disparity_curves.py", title="Disparity curves", icon=":material/show_chart:"),
@@ -29,6 +39,8 @@ PAGES = [
 page = st.navigation(PAGES)
 apply_pending_open()  # "Show the result" in the jobs panel: that job's settings, on its page
 st.session_state["settings"] = render_sidebar()
+if st.session_state["presenter"]:
+    st.html(PRESENTER_CSS)
 try:
     page.run()
 except FairRAGError as err:  # e.g. the run store held by another process too long: the message names the fix

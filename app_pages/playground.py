@@ -1,6 +1,7 @@
 """Playground: one query, an α slider, the sampled rankings, exposure, and answers with citations."""
 
 import math
+import time
 
 import numpy as np
 import pandas as pd
@@ -9,19 +10,31 @@ import streamlit as st
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
+from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
+from fairrag_core.ranking.stops import alpha_stops
+from fairrag_core.retrieval import top_candidates
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
 from fairrag_studio.grid_html import rankings_grid_html
 from fairrag_studio.identity import collection_label
 from fairrag_studio.state import drop_stale, query_after_collection_change
-from fairrag_studio.widgets import FLAG_WORDS, chart_with_downloads, explainer, fmt, markdown_text, metric_with_ci
+from fairrag_studio.widgets import (
+    FLAG_WORDS,
+    chart_with_downloads,
+    explainer,
+    fmt,
+    glossary_note,
+    markdown_text,
+    metric_with_ci,
+)
 
-#: The α slider's stops (see ranking_and_answers).
-ALPHA_STOPS = [0.0, 1.0, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0]
+#: Seconds each α stop stays on screen while Animate α plays.
+ANIMATION_SECONDS = 1.2
 
 settings = st.session_state["settings"]
+presenter = bool(st.session_state.get("presenter"))
 collection = resources.collection(settings.collection)
 
 st.title("Playground")
@@ -48,6 +61,11 @@ def _use_example() -> None:
         st.session_state["query"] = st.session_state["example"]
 
 
+with st.container(horizontal=True):  # the glossary and the recommender, one click away
+    with st.popover("Glossary", icon=":material/menu_book:"):
+        st.markdown(explain.glossary_lines("EE-D", "EE-R", "EU", "EU (normalised)", "EAR", "EAE-D", "EAE-D/cited"))
+    st.page_link("app_pages/disparity_curves.py", label="Recommender (Disparity curves)", icon=":material/show_chart:")
+
 top = st.columns([3, 2])
 with top[1]:
     st.selectbox("Example queries", examples, index=None, key="example", on_change=_use_example,
@@ -64,20 +82,23 @@ with top[0]:
 def answer_card(answer, ranking, collection, n_samples: int, *, container=None) -> None:
     """One distinct ranking's answer with its citation chips (green ✓ entails, grey struck ✗ seen but not used),
     each named by the document's provider (the brand or outlet a class recognises)."""
-    box = (container or st).container(border=True)
+    box = (container or st).container(border=True, key=None)
     head = f"**{answer.count} of {n_samples} samples**"
-    if answer.utility is not None:
+    if answer.flags:  # utility 0 by definition: "flagged", never a number above a correct answer's
+        head += (" · utility :orange-background[flagged: " + ", ".join(FLAG_WORDS[f.value] for f in answer.flags)
+                 + "]")
+    elif answer.utility is not None:
         head += f" · utility {answer.utility:.2f}"
     head += f" · uses {sum(answer.entails)} of {len(answer.positions)} documents"
-    if answer.flags:
-        head += " · :orange-background[degenerate: " + ", ".join(FLAG_WORDS[f.value] for f in answer.flags) + "]"
     box.markdown(head)
-    box.markdown(f"> {markdown_text(answer.answer) or '*(empty answer)*'}")
+    # dark text at full size (a grey quote block was unreadable from the back of a room)
+    box.markdown(f"**Answer:** {markdown_text(answer.answer) or '*(empty answer)*'}")
     chips = box.columns(len(answer.positions))
     for rank, (position, entails, prob) in enumerate(zip(answer.positions, answer.entails, answer.entail_probability),
                                                      start=1):
         doc = collection.documents[ranking.candidate_indices[position]]
-        name = markdown_text(doc.provider)
+        shown_name = (doc.title or doc.doc_id) if presenter else doc.provider
+        name = markdown_text(shown_name if len(shown_name) <= 40 else shown_name[:38] + "…")
         label = (f":green-background[:green[**✓ \\[{rank}\\] {name}**]]" if entails
                  else f":gray[✗ \\[{rank}\\] ~~{name}~~]")
         with chips[rank - 1].popover(label, width="stretch"):
@@ -88,27 +109,57 @@ def answer_card(answer, ranking, collection, n_samples: int, *, container=None) 
             st.write(doc.text)
 
 
+#: How the page names the utility metric of EU.
+METRIC_WORDS = {"short_answer": "short-answer match (1 when the answer names one of the query's acceptable short "
+                                "answers)", "rougeL": "ROUGE-L against the descriptive gold answer"}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def query_stops(scores: np.ndarray, k: int, candidates: int | None) -> tuple[float, ...]:
+    """This query's α stops (fairrag_core.ranking.stops), from its candidates' scores; cached per query."""
+    shown = scores if candidates is None else top_candidates(scores, min(candidates, scores.size)).scores
+    stops = alpha_stops(shown, k)
+    return stops if len(stops) > 1 else (0.0, 1.0, 2.0, 4.0, 8.0)  # flat scores: every α looks alike; say so below
+
+
 # Everything that depends on α lives in a fragment: moving the slider reruns this part only, not the sidebar
 # and the query box (the interactive-latency budget is a few hundred milliseconds).
 @st.fragment
 def ranking_and_answers() -> None:
-    knob = st.columns([4, 1])
+    try:
+        scores = resources.scores_for(settings, query)
+    except FairRAGError as err:
+        st.error(str(err))
+        return
+    stops = query_stops(scores, settings.k, settings.candidates)
+    playing = st.session_state["alpha_animation"]
+    if playing:  # Animate α: show the next stop (the slider follows), then come back after a pause
+        st.session_state["alpha"] = playing.pop(0)
+        st.session_state["deterministic"] = False
+    elif st.session_state.get("alpha") not in stops:  # a new query's stops: the nearest one
+        st.session_state["alpha"] = min(stops, key=lambda a: abs(a - float(st.session_state.get("alpha") or 0.0)))
+    knob = st.columns([5, 1, 1])
     with knob[1]:
         deterministic = st.toggle("Deterministic", key="deterministic",
                                   help="The classic retriever: always the top k by score (α → ∞).")
+    with knob[2]:
+        if st.button("Stop" if playing else "Animate α", key="animate_alpha", icon=":material/play_arrow:",
+                     disabled=len(stops) < 2,
+                     help=f"Plays α from {stops[-1]:g} down to 0, one stop every {ANIMATION_SECONDS:g} s: watch "
+                          "the rankings, tiles and exposure spread."):
+            st.session_state["alpha_animation"] = [] if playing else list(reversed(stops))
+            st.rerun()
     with knob[0]:
-        # Stops where every step moves EE-D by about 0.05 on the demo collections: with scores min-maxed to
-        # [1, 2], α below 1 is nearly uniform and α above 8 nearly deterministic, so a linear 0–16 slider was
-        # flat over most of its length. Streamlit sends the value on release; the arrow keys step one stop.
+        # This query's own stops (fairrag_core.ranking.stops): each step moves EE-D by about the same amount,
+        # from uniform (0) to nearly deterministic. The arrow keys step one stop; Animate α plays them all.
         alpha = st.select_slider("α — fairness knob (0 = uniform over candidates, large = deterministic)",
-                                 options=ALPHA_STOPS, format_func=lambda a: f"{a:g}", key="alpha",
+                                 options=list(stops), format_func=lambda a: f"{a:g}", key="alpha",
                                  disabled=deterministic)
     alpha_used = math.inf if deterministic else float(alpha)
 
     config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                            candidates=settings.candidates)
     try:
-        scores = resources.scores_for(settings, query)
         ranking = run_ranking(collection, resources.retriever_for(settings), query, config, scores=scores, n_boot=300)
     except FairRAGError as err:
         st.error(str(err))
@@ -142,6 +193,9 @@ def ranking_and_answers() -> None:
                    "shown, not their order.")
     if ranking.labels is None:
         st.caption("EE-R needs relevance labels: pick one of the collection's example queries to see it.")
+    else:
+        st.caption(explain.ee_r_direction(ranking, alpha_used))
+    glossary_note(["EE-D", "EE-R", "providers reached"])
     explainer(explain.METRICS)
 
     left, right = st.columns([3, 2])
@@ -152,8 +206,7 @@ def ranking_and_answers() -> None:
         grid_args = ([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs], shown_rankings,
                      ranking.deterministic)
         with st.container(key="grid"):
-            st.html(rankings_grid_html(*grid_args, max_rows=30,
-                                       repeats=settings.n_samples if distinct == 1 else None))
+            st.html(rankings_grid_html(*grid_args, max_rows=30, repeats=settings.n_samples if distinct == 1 else None))
         with st.container(horizontal=True):  # the Plotly version, built only when asked for
             st.download_button("PNG", lambda: charts.figure_png(charts.rankings_grid(*grid_args, max_rows=50)),
                                file_name="sampled_rankings.png", mime="image/png", key="grid_png")
@@ -226,7 +279,8 @@ def ranking_and_answers() -> None:
         return
 
     tiles = st.columns(5)
-    tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {rag.metric.value}."))
+    metric_words = METRIC_WORDS.get(rag.metric.value, rag.metric.value)
+    tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {metric_words}."))
     tiles[1].metric("EU normalised", fmt(rag.eu_normalised), help=help_text("EU normalised"))
     tiles[2].metric("EAR", fmt(rag.ear), help=help_text("EAR"))
     tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D"))
@@ -237,13 +291,23 @@ def ranking_and_answers() -> None:
                     "more spread than" if rag.eae_d_per_cited < rag.ee_d - 0.005 else "as concentrated as")
         st.caption(f"Citations are {relation} retrieval: EAE-D/cited {rag.eae_d_per_cited:.3f} vs EE-D "
                    f"{rag.ee_d:.3f}. {HOW_TO_READ}.")
+    glossary_note(["EU", "EU normalised", "EAR", "EAE-D", "EAE-D/cited"])
     if rag.eu is None:
         st.caption("EU needs a gold answer: pick one of the collection's example queries to see it.")
+    else:
+        st.caption(f"EU here: {metric_words}; a flagged (degenerate) answer scores 0.")
     for name, reason in rag.undefined.items():
         if name in ("eae_d", "eu_normalised"):  # shown as "—" in the tiles above (EAE-D/cited for the same reason)
             st.caption(f"{'EAE-D and EAE-D/cited' if name == 'eae_d' else 'EU normalised'} have no value: {reason}.")
     explainer(explain.ANSWERS)
 
+    cached = sum(a.cached for a in rag.answers)
+    prepared = prepared_class()
+    source = (f"{cached} of {len(rag.answers)} answers came from the disk cache"
+              + (f" (prepared with `make class` on {prepared.when})" if cached and prepared is not None else "")
+              if cached else f"All {len(rag.answers)} answers were generated now")
+    st.caption(f"{source}; made by **{markdown_text(rag.generator)}**, citations judged by "
+               f"**{markdown_text(rag.attributor)}**.")
     ids = ranking.doc_ids
     for answer in rag.answers[:20]:  # most frequent first
         answer_card(answer, ranking, collection, settings.n_samples)
@@ -262,3 +326,6 @@ def ranking_and_answers() -> None:
 
 
 ranking_and_answers()
+if st.session_state["alpha_animation"]:  # Animate α: the next stop after a pause
+    time.sleep(ANIMATION_SECONDS)
+    st.rerun()

@@ -4,12 +4,16 @@ Starts ``make app`` (real offline models, ``FAIRRAG_PRELOAD=1``, a fresh ``FAIRR
 folder so that every answer is computed), opens it in Debian's Chromium and does the tour's five steps:
 
 1. Playground, running-shoes, the first example query, *Deterministic* on: EE-D, providers reached, the grid.
-2. *Deterministic* off, α from 8 down to 0 one stop at a time: EE-D, EE-R, providers and distinct rankings per stop.
+2. *Deterministic* off, α from the query's top stop down to 0 one stop at a time (EE-D, EE-R, providers and distinct
+   rankings per stop), then **Animate α** plays the stops by itself.
 3. **Generate answers** at α = 2 (default *Fast* preset): time to the first answer with citation chips and to the
    end (EU shown); every answer card (header, answer, chips), EU / EAR / EAE-D, the captions of a ✓ and a ✗ chip.
 4. Disparity curves → Query set → Run the sweep (exposure only): the recommender at 5 % tolerance, then at 0 %.
 5. Audit → Run the audit: the ledger by provider (deterministic and α = 2, from its CSV), the HTML report's size;
    then the *people* collection, FAIR-QR with its defaults (refiner included): iterations, Δ, stop reason.
+6. Presenter mode on the Playground (a screenshot).
+
+``--prepared`` uses the user's disk cache (after ``make class``) instead of a fresh one.
 
 Each step's seconds run from its first action to its last visible result (screenshots not included). A failing
 step is reported and the tour goes on. Takes about 10 minutes on a 2-core CPU.
@@ -34,12 +38,15 @@ import browser as ui  # noqa: E402  (the browser helpers live with the tests)
 ALPHA = "α — fairness knob (0 = uniform over candidates, large = deterministic)"
 CHIP = re.compile(r"^[✓✗] \[\d+\] ")
 LONG = 1800  # seconds: generation and the LLM refiner on a busy 2-core CPU
-CARDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] blockquote')].map(q => {
+ANSWERS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"]')]
+    .filter(m => m.innerText.trim().startsWith('Answer:'))"""
+CARDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"]')]
+  .filter(m => m.innerText.trim().startsWith('Answer:')).map(q => {
     let card = q.parentElement;
     while (card && !card.querySelector('[data-testid="stPopoverButton"]')) card = card.parentElement;
     const texts = card ? [...card.querySelectorAll('[data-testid="stMarkdownContainer"]')].map(m => m.innerText) : [];
     const chips = card ? [...card.querySelectorAll('[data-testid="stPopoverButton"]')] : [];
-    return {head: (texts.find(t => / samples/.test(t)) || '').trim(), answer: q.innerText.trim(),
+    return {head: (texts.find(t => / samples/.test(t)) || '').trim(), answer: q.innerText.trim().slice(7).trim(),
             chips: chips.map(c => c.innerText.replace('expand_more', '').trim().replace(/\\s+/g, ' '))};
 })"""
 
@@ -112,8 +119,25 @@ def step2(t: Tour, say) -> float:
             break
         t.act(lambda: alpha.press("ArrowLeft"))
     seconds = time.perf_counter() - start
-    while alpha.get_attribute("aria-valuetext") != "2":  # back to α = 2 for the screenshot and step 3
+    t.act(lambda: alpha.press("End"))
+    began = time.perf_counter()
+    t.page.get_by_role("button", name="Animate α").click()
+    seen = []
+    while time.perf_counter() - began < 120:  # the page plays every stop down to 0 by itself
+        value = alpha.get_attribute("aria-valuetext")
+        if not seen or seen[-1] != value:
+            seen.append(value)
+        if value == "0" and len(seen) > 1:
+            break
+        t.page.wait_for_timeout(100)
+    t.runs.wait(0, timeout=60)
+    say(f"Animate α played {' → '.join(seen)} in {time.perf_counter() - began:.1f} s")
+    for _ in range(40):  # back to α = 2 for the screenshot and step 3 (2 is a stop of this query)
+        value = float(alpha.get_attribute("aria-valuetext"))
+        if value >= 2:
+            break
         t.act(lambda: alpha.press("ArrowRight"))
+    say(f"back at α = {alpha.get_attribute('aria-valuetext')}: {t.exposure()}")
     t.shot("2_alpha2")
     return seconds
 
@@ -131,17 +155,20 @@ def step3(t: Tour, say) -> float:
     page.get_by_text("EU (utility)").first.wait_for(state="visible", timeout=LONG * 1000)
     seconds = time.perf_counter() - start
     t.runs.wait(0, timeout=120)
-    quotes, seen = page.locator("[data-testid='stMain'] blockquote"), -1
-    while quotes.count() != seen:  # the final rendering replaces the live one: wait until it settles
-        seen = quotes.count()
+    seen, count = -1, len(page.evaluate(CARDS_JS))
+    while count != seen:  # the final rendering replaces the live one: wait until it settles
+        seen = count
         page.wait_for_timeout(2_000)
+        count = len(page.evaluate(CARDS_JS))
+    source = page.get_by_text(re.compile(r"(came from the disk cache|were generated now)")).first
+    say("page says: " + (source.inner_text().strip() if source.count() else "(no source line)"))
     say(f"all answers after {seconds:.1f} s; " + " · ".join(
         f"{name} {t.tile(name)}" for name in ("EU (utility)", "EU normalised", "EAR", "EAE-D")) +
         f" · EE-D (plug-in) {ui.metric_value(page, 'EE-D (plug-in)')}")
     cards = page.evaluate(CARDS_JS)
     for n, card in enumerate(cards, start=1):
         say(f"[{n}] {card['head']}")
-        say(f"    > {' '.join(card['answer'].split())}")
+        say(f"    answer: {' '.join(card['answer'].split())}")
         say(f"    chips: {' | '.join(card['chips'])}")
     for mark in ("✓", "✗"):
         chip = chips.filter(has_text=re.compile("^" + mark))
@@ -222,22 +249,43 @@ def step5b(t: Tour, say) -> float:
     return seconds
 
 
-STEPS = [("1. The problem (deterministic)", step1), ("2. The knob (α 8 → 0)", step2),
+def step6(t: Tour, say) -> float:
+    """Presenter mode on the Playground: large type, titles in the grid and chips (a screenshot to look at)."""
+    page = t.page
+    start = time.perf_counter()
+    page.locator(".st-key-collection_choice").click()
+    t.act(lambda: page.get_by_role("option", name="running-shoes", exact=True).click())
+    t.nav("Playground")
+    t.act(lambda: page.get_by_role("switch", name="Presenter mode").press("Space"))
+    seconds = time.perf_counter() - start
+    grid = page.locator(".st-key-grid").inner_text()
+    say(f"presenter grid starts: {' '.join(grid.split())[:200]}")
+    t.shot("6_presenter")
+    return seconds
+
+
+STEPS = [("1. The problem (deterministic)", step1), ("2. The knob (α from its top stop to 0)", step2),
          ("3. Generate answers at α = 2", step3), ("4. Disparity curves", step4), ("5. Audit", step5),
-         ("5b. FAIR-QR on people", step5b)]
+         ("5b. FAIR-QR on people", step5b), ("6. Presenter mode", step6)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=None, help="folder for the screenshots (default: a temp dir)")
-    parser.add_argument("--steps", default="1,2,3,4,5,5b", help="which steps to run (comma-separated)")
+    parser.add_argument("--steps", default="1,2,3,4,5,5b,6", help="which steps to run (comma-separated)")
+    parser.add_argument("--prepared", action="store_true",
+                        help="use the user's disk cache (after `make class`) instead of a fresh, empty one")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="classroom_tour_"))
-    cache = Path(tempfile.mkdtemp(prefix="classroom_tour_cache_")) / "cache.sqlite"
     wanted = args.steps.split(",")
     started = time.perf_counter()
-    server = ui.start_app(via_make=True, timeout=600, env={"FAIRRAG_CACHE_DB": str(cache), "FAIRRAG_PRELOAD": "1"})
-    print(f"make app up after {time.perf_counter() - started:.1f} s at {server.url} (fresh cache {cache})", flush=True)
+    env = {"FAIRRAG_PRELOAD": "1"}
+    if not args.prepared:
+        cache = Path(tempfile.mkdtemp(prefix="classroom_tour_cache_")) / "cache.sqlite"
+        env["FAIRRAG_CACHE_DB"] = str(cache)
+    server = ui.start_app(via_make=True, timeout=600, env=env)
+    print(f"make app up after {time.perf_counter() - started:.1f} s at {server.url} "
+          f"({'the prepared cache' if args.prepared else f'fresh cache {cache}'})", flush=True)
     try:
         with ui.launch_chromium() as page:
             page.set_default_timeout(60_000)

@@ -147,3 +147,28 @@ def citation_reason(entails: bool, probability: float, support: float | None, po
             return "Not cited: the answer is degenerate, so it is not checked against any document."
         return f"Not cited, not sent to the judge: {words or 'too few of its words occur here'}. {rule}"
     return f"Not cited: P(entailment) = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
+
+
+def ee_r_direction(ranking, alpha: float) -> str:
+    """One sentence, from this query's data, on why EE-R rose or fell between the deterministic retriever and α,
+    and how that links to the recommender on Disparity curves (which weighs all queries)."""
+    labels = ranking.labels
+    now, det = ranking.summary.ee_r_plug_in, ranking.deterministic_summary.ee_r_plug_in
+    if labels is None or now is None or det is None or math.isinf(alpha):
+        return ""
+    k, m, n = ranking.deterministic.size, int(labels.sum()), labels.size
+    in_top = int(labels[ranking.deterministic].sum())
+    if abs(now - det) < 0.005:
+        moved = f"EE-R is the same as the deterministic retriever's ({det:.2f})"
+    else:
+        moved = f"EE-R {'rose' if now > det else 'fell'} from {det:.2f} (deterministic) to {now:.2f} at α = {alpha:g}"
+    if in_top < min(m, k):
+        why = (f"the deterministic top {k} holds only {in_top} of the {m} useful candidates, so spreading exposure "
+               f"reaches the {m - in_top} useful ones it leaves out")
+    else:
+        why = (f"the deterministic top {k} already shows {in_top} useful candidates, so spreading exposure moves "
+               f"some of it to the {n - m} candidates that are not useful")
+    link = ("the recommender on Disparity curves asks the same of every query: it keeps the fairest α whose mean "
+            "quality stays within the tolerance of the deterministic retriever, so where quality falls as α falls "
+            "it stops at a high α, and at 0 % tolerance (no loss at all) it may find none")
+    return f"{moved}: {why}. {link[:1].upper()}{link[1:]}."

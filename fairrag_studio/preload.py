@@ -42,9 +42,10 @@ def _warm() -> None:
     from fairrag_core.models.catalog import load_language_model
     from fairrag_core.models.llm import ChatPrompt
     from fairrag_core.rag.attribution import load_attributor
-    from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
+    from fairrag_core.rag.prepared import default_preset
+    from fairrag_core.rag.presets import PRESETS
 
-    preset = PRESETS[DEFAULT_PRESET]
+    preset = PRESETS[default_preset()]  # a prepared class's preset (make class), else the default
     try:
         # one token each: loads the weights and touches every page of the memory-mapped file
         load_language_model(preset.generator).generate([ChatPrompt("", "Hello")], max_new_tokens=1)

@@ -9,6 +9,7 @@ import streamlit as st
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError
 from fairrag_core.models.catalog import ATTRIBUTORS, DEFAULTS, EMBEDDERS, GENERATORS
 from fairrag_core.rag.generation import PROMPT_STYLES
+from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
 
@@ -101,6 +102,8 @@ def render_sidebar() -> Settings:
     render_jobs_panel()
     restore_uploads(st.session_state)
     side = st.sidebar
+    side.toggle("Presenter mode", key="presenter",
+                help="For a projector: large type, high-contrast answers, document titles instead of ids.")
     side.header("Collection")
     uploaded = st.session_state["uploaded_collection"]
     options = [*DEMO_COLLECTIONS, *([upload_option(uploaded)] if uploaded else []), UPLOAD]
@@ -153,13 +156,20 @@ def render_sidebar() -> Settings:
 
     side.header("Answers")
     costs = preset_costs()
-    answers = side.radio("Answer preset", [*PRESETS, CUSTOM], key="answers", horizontal=True,
+    prepared = prepared_class()  # `make class` warmed answers with a preset: start on that one
+    choices = [*PRESETS, CUSTOM]
+    answers = side.radio("Answer preset", choices, key="answers", horizontal=True,
+                         index=choices.index(prepared.preset if prepared is not None else DEFAULT_PRESET),
                          format_func=lambda name: PRESETS[name].title if name in PRESETS else "Custom",
                          help="Fast and Quality were measured together (docs/answers.md); Custom picks each part.")
     if answers in PRESETS:
         preset = PRESETS[answers]
         generator, style, attributor, citation = preset.generator, preset.style, preset.attributor, preset.citation
         side.caption(f"{preset.summary}. {cost_text(costs.get(answers))}")
+        if prepared is not None and prepared.preset == answers:
+            side.caption(f"Prepared with `make class` on {prepared.when}: {prepared.collection} "
+                         f"({', '.join(prepared.query_ids[:3])}{'…' if len(prepared.query_ids) > 3 else ''}) "
+                         "replays from the cache.")
     else:
         generator = side.selectbox("Generator", list(GENERATORS), key="generator")
         style = side.selectbox("Prompt", list(PROMPT_STYLES), key="prompt_style",

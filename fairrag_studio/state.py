@@ -52,6 +52,8 @@ SESSION_DEFAULTS: dict[str, object] = {
     "query_seeded": False,
     "alpha": 2.0,
     "deterministic": False,
+    "alpha_animation": [],  # the Playground's Animate α: the stops still to show, next first
+    "presenter": False,  # projector mode: large type, high contrast, titles instead of ids
     "jobs_owner": None,  # this browser's job owner key (fairrag_studio.jobs_panel.owner_key; also in the URL)
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun

@@ -20,6 +20,8 @@ from ..checks import parse_alphas
 from ..data.disk_cache import CACHE_ENV, DiskCache, default_disk_cache
 from ..errors import InvalidParameterError
 from ..rag.pipeline import RagConfig
+from ..rag.prepared import PreparedClass, mark_prepared_class
+from ..rag.presets import PRESETS
 from ..ranking.sweep import SweepConfig
 from .common import add_common, add_settings, load_inputs, settings
 
@@ -45,6 +47,12 @@ def register(sub) -> None:
     p.add_argument("--oracle", action="store_true",
                    help="also answer the stochastic oracle's lists (what sweeps and the Disparity page need)")
     p.add_argument("--cache", default=None, help=f"cache file (default ${CACHE_ENV} or ~/.cache/fairrag/cache.sqlite)")
+    p.add_argument("--preset", choices=list(PRESETS), default=None,
+                   help="an answer preset (fast, quality): its generator, prompt style, judge and citation rule "
+                        "replace --generator, --prompt-style and --nli")
+    p.add_argument("--mark-class", action="store_true",
+                   help="record this as the prepared class beside the cache file: the app then defaults to this "
+                        "preset and says its answers came from the cache (what `make class` does)")
     p.set_defaults(handler=_cmd_warm)
 
 
@@ -74,7 +82,11 @@ def _cmd_warm(args, out) -> int:
     if not queries:
         raise InvalidParameterError(f"{collection.name} has no example queries; pass a collection with "
                                     "queries.jsonl")
-    shared = settings(RagConfig, args, alpha=args.alphas[0], oracle=args.oracle)  # checked once, before the loop
+    preset = PRESETS[args.preset] if args.preset else None
+    if preset is not None:
+        args.generator, args.prompt_style, args.nli = preset.generator, preset.style, preset.attributor
+    shared = settings(RagConfig, args, alpha=args.alphas[0], oracle=args.oracle,  # checked once, before the loop
+                      **(preset.citation.citation_fields() if preset is not None else {}))
     generator = Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
     generator.cache.disk = cache
     attributor = load_attributor(args.nli, device=args.device)
@@ -104,12 +116,20 @@ def _cmd_warm(args, out) -> int:
               f"({row['answers_cached']} cached), {row['judgements']} judgements ({row['judgements_cached']} cached), "
               f"{row['seconds']:.1f} s", file=sys.stderr, flush=True)
     stats = cache.stats()
+    marked = None
+    if args.mark_class:
+        marked = mark_prepared_class(PreparedClass(
+            preset=args.preset or "custom", generator=generator.name, attributor=attributor.name,
+            collection=collection.name, query_ids=tuple(q.query_id for q in queries), alphas=tuple(args.alphas),
+            k=args.k, n_samples=args.n_samples, candidates=args.candidates, seed=args.seed, made_at=time.time(),
+            seconds=round(time.perf_counter() - start, 1)), stats.path)
     payload = {"collection": collection.name, "generator": generator.name, "generator_identity": generator.identity,
                "attributor": attributor.name, "attributor_identity": attributor.cache_identity(),
                "alphas": ["inf" if math.isinf(a) else a for a in args.alphas], "k": args.k, "n_samples": args.n_samples,
                "candidates": args.candidates, "seed": args.seed, "oracle": args.oracle, "tasks": rows, **totals,
                "seconds": round(time.perf_counter() - start, 1), "cache": str(stats.path),
-               "cache_entries": stats.entries, "cache_bytes": stats.bytes}
+               "cache_entries": stats.entries, "cache_bytes": stats.bytes, "preset": args.preset,
+               "prepared_class": str(marked) if marked else None}
     if args.json:
         print(json.dumps(payload, indent=2), file=out)
         return 0
@@ -121,4 +141,7 @@ def _cmd_warm(args, out) -> int:
     print(f"  judgements: {totals['judgements'] - totals['judgements_cached']} computed, "
           f"{totals['judgements_cached']} already cached", file=out)
     print(f"Cache {stats.describe()}", file=out)
+    if marked:
+        print(f"Prepared class recorded in {marked}: the app now defaults to the {args.preset or 'custom'} preset",
+              file=out)
     return 0

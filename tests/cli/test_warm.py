@@ -23,6 +23,7 @@ def fakes(monkeypatch, tmp_path):
     made = {"models": [], "attributors": []}
 
     def model(name, device=None):
+        made.setdefault("names", []).append(name)
         made["models"].append(FirstDocumentModel("fake-gen"))
         return made["models"][-1]
 
@@ -106,3 +107,24 @@ def test_an_explicit_cache_file(fakes, tmp_path, monkeypatch):
     # the answer is document [1]'s title: under the fitted rule (lexical support) only the documents holding its
     # words are sent to the judge — here document [1] alone
     assert entries["answer"] == 1 and entries["nli"] == 1
+
+
+def test_make_class_records_the_preset_and_the_app_starts_on_it(fakes, tmp_path):
+    from fairrag_core.rag.prepared import default_preset, prepared_class
+    from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
+
+    cache = tmp_path / "cache.sqlite"
+    assert prepared_class(cache) is None and default_preset(cache) == DEFAULT_PRESET
+    code, text = run(["warm", "--collection", "running-shoes", "--queries", "rs-q01", "--alphas", "2,inf",
+                      "--preset", "quality", "--mark-class", "--json"])
+    assert code == 0
+    payload = json.loads(text)
+    assert payload["preset"] == "quality" and payload["prepared_class"] == str(tmp_path / "prepared_class.json")
+    prepared = prepared_class(cache)
+    assert (prepared.preset, prepared.collection, prepared.query_ids, prepared.k, prepared.n_samples) == \
+        ("quality", "running-shoes", ("rs-q01",), 5, 20)
+    assert prepared.alphas[0] == 2.0 and prepared.alphas[1] == float("inf")
+    assert default_preset(cache) == "quality"
+    assert fakes["names"] == [PRESETS["quality"].generator]  # the preset chose the generator (faked here)
+    (tmp_path / "prepared_class.json").write_text("{not json", encoding="utf-8")  # a damaged record costs nothing
+    assert prepared_class(cache) is None and default_preset(cache) == DEFAULT_PRESET
