@@ -12,7 +12,7 @@ from fairrag_studio.report import table_csv
 from fairrag_studio.run_scope import browser_runs
 from fairrag_studio.state import drop_stale
 from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
-from fairrag_studio.widgets import chart_with_downloads, explainer
+from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
@@ -115,6 +115,7 @@ for metric, label, name in figures:
         chart_with_downloads(charts.metric_vs_disparity(table, metric, label=label), table, name, key=name)
 if generate:
     chart_with_downloads(charts.attributed_vs_retrieval_disparity(table), table, "eae_d_vs_ee_d", key="eae")
+glossary_note(["EE-D", "EE-R", *(["EU (normalised)", "EAR", "EAE-D"] if generate else [])])  # the charts' metrics
 
 st.subheader("Tables")
 cols = st.columns(2)

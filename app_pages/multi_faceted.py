@@ -17,7 +17,7 @@ from fairrag_core.richrag.flow import rich_rank
 from fairrag_core.richrag.pool import PoolSettings
 from fairrag_studio import charts, explain, resources
 from fairrag_studio.jobs_panel import model_busy_note
-from fairrag_studio.widgets import chart_with_downloads, explainer
+from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
@@ -140,6 +140,7 @@ if result.ncom:
     chart_with_downloads(charts.ncom_bars(result.ncom, k=result.k),
                          pd.DataFrame({"list": list(result.ncom), "ncom": list(result.ncom.values())}),
                          "richrag_ncom", key="rr_ncom")
+    glossary_note(["NCOM", "Com-ROUGE"])
 
 st.subheader("Rich answer")
 answer_row = st.columns([2, 3])

@@ -87,7 +87,9 @@ def start_answers_job(run_key: tuple, title: str, *, collection, retriever, gene
         ctx.progress(0, total * (1 + config.k), "Starting…")
         report = answer_progress(config.k, ctx.progress, ready=lambda: len(answers), lists=total)
         ctx.partial["rag"] = run_rag(collection, retriever, generator, attributor, query, config, scores=scores,
-                                     n_boot=300, stream=AnswerStream(chunk=1, growing=True, progress=report,
+                                     # one list at a time: each answer shows as soon as its citations are
+                                     # checked (growing chunks showed them 1, 1, 2, 4, 8, … at once)
+                                     n_boot=300, stream=AnswerStream(chunk=1, progress=report,
                                                                      on_answer=answers.append, tick=ctx.tick))
         return None
 
