@@ -206,7 +206,8 @@ def ranking_and_answers() -> None:
         grid_args = ([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs], shown_rankings,
                      ranking.deterministic)
         with st.container(key="grid"):
-            st.html(rankings_grid_html(*grid_args, max_rows=30, repeats=settings.n_samples if distinct == 1 else None))
+            st.html(rankings_grid_html(*grid_args, max_rows=30, repeats=settings.n_samples if distinct == 1 else None,
+                                       show_titles=presenter, font_px=18 if presenter else 12))
         with st.container(horizontal=True):  # the Plotly version, built only when asked for
             st.download_button("PNG", lambda: charts.figure_png(charts.rankings_grid(*grid_args, max_rows=50)),
                                file_name="sampled_rankings.png", mime="image/png", key="grid_png")

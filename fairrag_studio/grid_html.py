@@ -13,40 +13,84 @@ import numpy as np
 
 from .charts import provider_colours, text_colour_on
 
-__all__ = ["rankings_grid_html"]
+__all__ = ["TITLE_CHARS", "rankings_grid_html", "short_title"]
 
 _CELL = ("padding:2px 4px;border:1px solid #fff;font:12px/1.3 ui-monospace,monospace;text-align:center;"
          "white-space:nowrap;min-width:4.2em")
+# A title cell: proportional type reads better than monospace, and the width stays bounded.
+_TITLE_CELL = ("padding:2px 4px;border:1px solid #fff;font:12px/1.3 sans-serif;text-align:center;"
+               "white-space:nowrap;min-width:4.2em")
+TITLE_CHARS = 24  # longest title shown in a cell; longer ones are cut at a word boundary and end in "…"
+
+
+def short_title(title: str, limit: int = TITLE_CHARS) -> str:
+    """``title`` cut to at most ``limit`` characters for a grid cell, at a word boundary where one falls in
+    the second half, ending in "…" when anything was cut (whitespace runs become single spaces).
+
+    >>> short_title("The Complete Guide to Trail Running Shoes for Wet Weather")
+    'The Complete Guide to…'
+    >>> short_title("A very long title about running shoes")
+    'A very long title about…'
+    >>> short_title("Short title"), short_title("Supercalifragilisticexpialidocious", 10)
+    ('Short title', 'Supercali…')
+    """
+    text = " ".join(str(title).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if text[limit - 1] != " " and space >= limit // 2:  # don't end in half a word
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-–—") + "…"
 
 
 def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles: Sequence[str],
                        rankings: np.ndarray, deterministic: np.ndarray, *, max_rows: int = 30,
-                       repeats: int | None = None) -> str:
+                       repeats: int | None = None, show_titles: bool = False, font_px: int = 12) -> str:
     """One row per ranking (deterministic first), one column per rank, each cell coloured by provider.
 
     Cells show the document id; hovering shows title and provider. ``repeats`` labels a single sampled row
     that stands for that many identical samples. Every text is HTML-escaped.
+
+    For a projector: ``show_titles=True`` puts the document's title in each cell instead of its id (cut to
+    :data:`TITLE_CHARS` characters by :func:`short_title`; the tooltip then gives the full title, the id and the
+    provider; a document without a title keeps its id), and ``font_px`` sets the type size of the whole grid
+    (legend swatches grow with it). The defaults give exactly the grid drawn before these options existed.
 
     >>> html = rankings_grid_html(["d1", "d2"], ["A", "B"], ["T1", "<T2>"], np.array([[1, 0]]), np.array([0, 1]))
     >>> html.count("<td title=")
     4
     >>> "&lt;T2&gt;" in html and "<T2>" not in html
     True
+    >>> html = rankings_grid_html(["d1"], ["A"], ["A <b>bold</b> title"], np.array([[0]]), np.array([0]),
+    ...                           show_titles=True, font_px=18)
+    >>> ">A &lt;b&gt;bold&lt;/b&gt; title</td>" in html and "font:18px" in html and "12px" not in html
+    True
     """
+    if isinstance(font_px, bool) or not isinstance(font_px, int) or font_px < 6:
+        raise ValueError(f"font_px must be a whole number of pixels, at least 6; got {font_px!r}")
     rankings = np.asarray(rankings)
     if rankings.ndim != 2 or np.asarray(deterministic).shape != (rankings.shape[1],):
         raise ValueError("rankings must be (N, k) and deterministic (k,)")
     colours = provider_colours(providers)
 
+    px = f"{font_px}px"  # "12px" by default, as before
+    plain_cell, title_cell = _CELL.replace("12px", px), _TITLE_CELL.replace("12px", px)
+
     def cell(position: int) -> str:
         colour = colours[str(providers[position])]
+        title = str(titles[position] or "").strip()
+        if show_titles and title:
+            tip = escape(f"{title} ({doc_ids[position]}) — {providers[position]}", quote=True)
+            return (f'<td title="{tip}" style="{title_cell};background:{colour};color:{text_colour_on(colour)}">'
+                    f"{escape(short_title(title))}</td>")
         tip = escape(f"{titles[position] or doc_ids[position]} — {providers[position]}", quote=True)
-        return (f'<td title="{tip}" style="{_CELL};background:{colour};color:{text_colour_on(colour)}">'
+        return (f'<td title="{tip}" style="{plain_cell};background:{colour};color:{text_colour_on(colour)}">'
                 f"{escape(str(doc_ids[position]))}</td>")
 
-    head = "".join(f'<th style="font:600 12px sans-serif;padding:2px 4px">{r}</th>'
+    head = "".join(f'<th style="font:600 {px} sans-serif;padding:2px 4px">{r}</th>'
                    for r in range(1, rankings.shape[1] + 1))
-    label = 'style="font:12px sans-serif;padding:2px 8px 2px 0;text-align:right;white-space:nowrap;color:#555"'
+    label = f'style="font:{px} sans-serif;padding:2px 8px 2px 0;text-align:right;white-space:nowrap;color:#555"'
     rows = [f'<tr><td {label}><b>deterministic</b></td>{"".join(cell(int(p)) for p in deterministic)}</tr>',
             f'<tr><td colspan="{rankings.shape[1] + 1}" style="border-bottom:2px dashed #999;padding:0"></td></tr>']
     shown = rankings[:max_rows]
@@ -55,10 +99,10 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
         rows.append(f"<tr><td {label}>{name}</td>{''.join(cell(int(p)) for p in row)}</tr>")
     used = sorted({str(providers[int(p)]) for p in np.concatenate([rankings.ravel(), np.asarray(deterministic)])})
     legend = " ".join(
-        f'<span style="display:inline-block;margin:2px 8px 2px 0;font:12px sans-serif">'
-        f'<span style="display:inline-block;width:12px;height:12px;background:{colours[p]};vertical-align:middle">'
+        f'<span style="display:inline-block;margin:2px 8px 2px 0;font:{px} sans-serif">'
+        f'<span style="display:inline-block;width:{px};height:{px};background:{colours[p]};vertical-align:middle">'
         f"</span> {escape(p)}</span>" for p in used)
-    more = (f'<div style="font:12px sans-serif;color:#555">showing {len(shown)} of {len(rankings)} samples</div>'
+    more = (f'<div style="font:{px} sans-serif;color:#555">showing {len(shown)} of {len(rankings)} samples</div>'
             if len(rankings) > len(shown) else "")
     return (f'<div style="overflow-x:auto"><table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>{more}<div style="margin-top:6px">{legend}</div></div>')

@@ -112,6 +112,20 @@ def test_animate_alpha_plays_the_stops_down_to_uniform():
     assert at.button(key="animate_alpha").label == "Animate α"
 
 
+def test_presenter_mode_shows_titles_in_large_type():
+    at = start()
+    grid = lambda: " ".join(h.proto.body for h in at.get("html") if "deterministic" in h.proto.body)  # noqa: E731
+    assert "rs-0" in grid() and "font:18px" not in grid()
+    at.sidebar.toggle(key="presenter").set_value(True).run()
+    assert not at.exception
+    shown = grid()
+    assert "font:18px" in shown or "font-size:18px" in shown
+    assert "Stability Trainer" in shown or "Marathon" in shown  # titles, not ids, in the cells
+    assert any("<style>" in h.proto.body and "stMetricValue" in h.proto.body for h in at.get("html"))  # large type
+    at.sidebar.toggle(key="presenter").set_value(False).run()
+    assert "font:18px" not in grid()
+
+
 def test_sidebar_settings_reach_the_page():
     at = start()
     at.sidebar.slider(key="n_samples").set_value(50).run()

@@ -87,8 +87,8 @@ def test_provider_colours_deterministic_and_distinct():
     assert list(colours) == sorted(names)
     assert len(set(colours.values())) == 24
     assert provider_colours(list(reversed(names)) + names[:3]) == colours
-    # Safe palette first, in sorted-name order
-    assert provider_colours(["zeta", "alpha"]) == {"alpha": "#88CCEE", "zeta": "#CC6677"}
+    # the projector palette first, in sorted-name order
+    assert provider_colours(["zeta", "alpha"]) == {"alpha": "#4000DC", "zeta": "#9A9A00"}
     assert all(c.startswith("#") and len(c) == 7 for c in colours.values())
 
 
