@@ -126,7 +126,8 @@ final = pd.DataFrame({"rank": range(1, len(result.reranked) + 1), "doc_id": resu
                       "group": [labels[d] for d in result.reranked],
                       "relevance": [relevance.get(d, 0) for d in result.reranked]})
 colours = charts.provider_colours(sorted(set(labels.values())))
-st.dataframe(final.style.map(lambda g: f"background-color: {colours[g]}; color: white", subset=["group"]),
+st.dataframe(final.style.map(lambda g: f"background-color: {colours[g]}; color: {charts.text_colour_on(colours[g])}",
+                             subset=["group"]),
              hide_index=True)
 
 st.subheader("Against the baselines (this query)")
