@@ -8,7 +8,9 @@ gzip and gzip bombs; very long lines; random bytes; empty files. The generator i
 reproducible, and every input that raised outside the family is written to ``--out`` for a regression test.
 
 Targets: corpus (JSONL, CSV), queries, qrels, aspect qrels, collection folders, expeval / TREC runs, TREC Fair 2022
-runs, judgments (expeval qrels), RAG logs (with and without a collection check) and the app's two upload paths:
+runs, judgments (expeval qrels), RAG logs (with and without a collection check), OTLP JSON trace exports (JSON Lines
+and pretty-printed, through ``load_traces`` and the RAG log loader that recognises them, with random trace maps) and
+the app's two upload paths:
 the sidebar's collection upload (``fairrag_studio.resources.save_upload`` then the collection loader) and the Audit
 page's served log or run upload (``served_view.save_served_upload`` then ``read_served``, odd file names included).
 Three more targets feed the shared reader (``fairrag_core.data.files``) what mutations cannot make (issue 19):
@@ -84,6 +86,43 @@ RAG_LOG = (
     '{"query_id": 2, "ranking": ["d3"], "answer": null, "metadata": {"ab": "B"}}\n'
     '{"query_id": "q1", "ranking": ["d2", "d1", "d3"], "citations": []}\n'
 )
+
+
+
+def _otlp_value(value) -> dict:
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_otlp_value(v) for v in value]}}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _otlp_value(v)} for k, v in value.items()]}}
+    return {"stringValue": value}
+
+
+def _otlp_span(trace: str, span: str, attrs: dict, parent: str | None = None, start: int = 1772442960000000000):
+    out = {"traceId": trace, "spanId": span, "startTimeUnixNano": str(start),
+           "attributes": [{"key": k, "value": _otlp_value(v)} for k, v in attrs.items()]}
+    return {**out, "parentSpanId": parent} if parent else out
+
+
+_TRACE_SPANS = [
+    _otlp_span("a1", "r", {"openinference.span.kind": "CHAIN", "fairrag.query_id": "q1", "session.id": "s1",
+                           "fairrag.citations": '["d1"]'}),
+    _otlp_span("a1", "s", {"openinference.span.kind": "RETRIEVER", "input.value": "marathon shoe?",
+                           "retrieval.documents.0.document.id": "d1", "retrieval.documents.0.document.score": 2.5,
+                           "retrieval.documents.0.document.metadata": '{"source": "Acme", "url": "https://a.org/1"}',
+                           "retrieval.documents.1.document.id": "d2",
+                           "retrieval.documents.1.document.metadata": {"source": "Bolt"}}, "r", 1772442960000000100),
+    _otlp_span("a1", "l", {"openinference.span.kind": "LLM", "output.value": "Shoe A"}, "r", 1772442960000000200),
+    _otlp_span("b2", "g", {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.query.text": "racing flat",
+                           "gen_ai.retrieval.documents": '[{"id": "d3", "score": 0.5}, {"id": "d2"}]'}),
+    _otlp_span("b2", "c", {"gen_ai.operation.name": "chat", "gen_ai.output.messages":
+                           '[{"role": "assistant", "parts": [{"type": "text", "content": "Bolt"}]}]'}, "g"),
+]
+TRACES = "".join(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"},
+                                                                                 "spans": part}]}]}) + "\n"
+                 for part in (_TRACE_SPANS[:2], _TRACE_SPANS[2:]))
+TRACES_PRETTY = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": _TRACE_SPANS}]}]}, indent=1) + "\n"
 
 
 def _demo_head(name: str, lines: int = 12) -> str:
@@ -312,6 +351,7 @@ _VALID_LINES = {  # format → (file name, header, one valid line that may repea
     "judgments": ("judgments.txt", b"", b"q1 1|2 d1 2\n", "judgments"),
     "rag_log": ("log.jsonl", b"",
                 b'{"query_id": "q1", "ranking": ["d1", "d2"], "answer": "yes", "citations": ["d1"]}\n', "rag_log"),
+    "traces": ("traces.jsonl", b"", TRACES.splitlines(keepends=True)[0].encode(), "traces"),
 }
 _BOMB_UNITS = {"nul": b"\0", "newlines": b"\n", "spaces": b" ", "whitespace": b" \t\r\n\x0b\x0c\n\n",
                "non-ascii spaces": "\u00a0\u3000\n".encode()}
@@ -348,8 +388,9 @@ def _targets(folder: Path) -> list[Target]:
     from fairrag_core.data.files import check_upload
     from fairrag_core.data.judgments import parse_judgments
     from fairrag_core.data.loaders import load_aspect_qrels
-    from fairrag_core.data.rag_log import load_rag_log
+    from fairrag_core.data.rag_log import load_rag_log, load_traces
     from fairrag_core.data.served import parse_run
+    from fairrag_core.data.traces import TraceMap
 
     queries = [Query("q1", "marathon shoe", "Shoe A"), Query("q2", "racing flat")]
     small = Collection("fuzz", tuple(Document(f"d{i}", f"text {i}", provider="P") for i in (1, 2, 3)),
@@ -393,9 +434,20 @@ def _targets(folder: Path) -> list[Target]:
         return read_served(save_served_upload(name, raw, tmp / "uploads"), small)
 
     loaders = {"corpus": load_corpus, "queries": load_queries, "qrels": load_qrels, "aspect_qrels": load_aspect_qrels,
-               "run": load_run, "judgments": load_judgments, "rag_log": load_rag_log}
+               "run": load_run, "judgments": load_judgments, "rag_log": load_rag_log, "traces": load_traces}
     names = {"corpus": "corpus.jsonl", "queries": "queries.jsonl", "qrels": "qrels.txt",
-             "aspect_qrels": "aspect_qrels.tsv", "run": "run.txt", "judgments": "qrels.txt", "rag_log": "log.jsonl"}
+             "aspect_qrels": "aspect_qrels.tsv", "run": "run.txt", "judgments": "qrels.txt", "rag_log": "log.jsonl",
+             "traces": "traces.jsonl"}
+
+    def traces(raw: bytes, tmp: Path, rng: random.Random):
+        trace_map = TraceMap.parse(rng.sample(["query_id=session.id", "answer=input.value", "citations=x",
+                                               "document_id=document.score", "ranking=fairrag.citations",
+                                               "documents=gen_ai.output.messages", "document_metadata=id"],
+                                              rng.randint(0, 2)), multiple=rng.choice(["skip", "first", "last"]))
+        path = _write(tmp, rng.choice(["traces.jsonl", "export.json", "t.jsonl.gz"]), raw)
+        if rng.random() < 0.5:
+            return load_rag_log(path, collection=small if rng.random() < 0.3 else None, trace_map=trace_map)
+        return load_traces(path, trace_map=trace_map)
 
     def non_regular(raw: bytes, tmp: Path, rng: random.Random):
         loader = rng.choice(sorted(loaders))
@@ -519,6 +571,7 @@ def _targets(folder: Path) -> list[Target]:
         Target("rag_log", [RAG_LOG],
                lambda raw, tmp, rng: load_rag_log(_write(tmp, "log.jsonl", raw),
                                                   collection=small if rng.random() < 0.5 else None)),
+        Target("traces", [TRACES, TRACES_PRETTY], traces),
         Target("upload", [""], upload),
         Target("served_upload", [RAG_LOG, RUN_TREC, RUN_FAIR, _expeval("run_a.txt")], served_upload),
         Target("non_regular", [""], non_regular),

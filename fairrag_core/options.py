@@ -47,7 +47,8 @@ from .option_types import seed_arg, whole_arg
 
 __all__ = ["Kind", "Option", "Entry", "option", "no_option", "options_of", "option_default", "add_option",
            "add_options", "settings_from_args", "setting_entries", "settings_argv", "argv", "render", "command_path",
-           "SEED", "MIN_REL", "COLLECTION", "RETRIEVER", "MODEL", "DEVICE", "GENERATOR", "NLI", "PROMPT_STYLE", "JSON"]
+           "SEED", "MIN_REL", "COLLECTION", "RETRIEVER", "MODEL", "DEVICE", "GENERATOR", "NLI", "PROMPT_STYLE", "JSON",
+           "TRACE_MAP", "MULTI_RETRIEVAL", "PROVIDER_FROM", "PROVIDER_MAP"]
 
 _KEY = "fairrag_option"
 
@@ -63,12 +64,14 @@ UNSET: Any = _Unset()
 
 
 class Kind(str, enum.Enum):
-    """How an option is written: ``--flag VALUE`` (or a positional VALUE), ``--x/--no-x``, or one switch."""
+    """How an option is written: ``--flag VALUE`` (or a positional VALUE), ``--x/--no-x``, one switch, or
+    ``--flag VALUE`` repeated (each use adds one value to a tuple)."""
 
     VALUE = "value"
     TOGGLE = "toggle"  # --per-claim / --no-per-claim (argparse.BooleanOptionalAction)
     ON = "on"  # -B, --binarize: present means True (the default is False)
     OFF = "off"  # --no-oracle, -U: present means False (the default is True)
+    APPEND = "append"  # --trace-map a=x --trace-map b=y: ("a=x", "b=y"); none given is ()
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,7 @@ def _help(opt: Option, default: Any) -> str:
     text = opt.help
     if opt.kind is Kind.TOGGLE:
         text += f" (default {'on' if default else 'off'})"
-    elif opt.kind is Kind.VALUE and not opt.positional and not opt.required:
+    elif opt.kind in (Kind.VALUE, Kind.APPEND) and not opt.positional and not opt.required:
         said = opt.default_text if opt.default_text and default in (None, ()) else render(default)
         text += f" (default {said})"
     return text.replace("%", "%%")
@@ -219,6 +222,9 @@ def add_option(parser: argparse.ArgumentParser, opt: Option, *, dest: str | None
         kwargs["action"] = "store_true"
     elif opt.kind is Kind.OFF:
         kwargs["action"] = "store_false"
+    elif opt.kind is Kind.APPEND:  # argparse appends to a fresh list; absent stays None (the handler reads ())
+        kwargs.update(action="append", type=opt.parse, metavar=opt.metavar or opt.dest.upper())
+        default = None
     else:
         kwargs.update(type=opt.parse, choices=choices, required=opt.required,
                       metavar=opt.metavar or (None if choices else opt.dest.upper()))
@@ -267,6 +273,8 @@ class Entry:
             return [opt.flags[0] if value else "--no-" + opt.flags[0].removeprefix("--")]
         if opt.kind in (Kind.ON, Kind.OFF):
             return [opt.flags[0]] if bool(value) is (opt.kind is Kind.ON) else []
+        if opt.kind is Kind.APPEND:
+            return [w for v in value or () for w in (opt.flags[0], render(v, path=opt.path))]
         if value is None and not _reads_none(opt):
             if opt.always or self.default is UNSET or self.default is None:
                 return []  # the command line's None: a fresh seed, every document, no dense model
@@ -380,3 +388,19 @@ PROMPT_STYLE = Option(("--prompt-style",), "how the generator is asked ('short' 
                       "docs/answers.md compares them)", always=True)
 #: ``--json``: the output's form (no part of a reproduce command).
 JSON = Option(("--json",), "print one JSON object instead of tables", kind=Kind.ON)
+#: ``--trace-map KEY=ATTRIBUTE`` (repeatable), ``--multi-retrieval``: how a trace export is read
+#: (:class:`~fairrag_core.data.traces.TraceMap`).
+TRACE_MAP = Option(("--trace-map",), "read a field of a trace from another span attribute, KEY=ATTRIBUTE; keys: "
+                   "query_id, query, answer, citations, session, ranking, documents, document_id, document_score, "
+                   "document_metadata; repeat for several (docs/traces.md)", kind=Kind.APPEND,
+                   metavar="KEY=ATTRIBUTE", default_text="the OpenInference and GenAI conventions")
+MULTI_RETRIEVAL = Option(("--multi-retrieval",), "a trace with several retrieval spans: skip it (counted), or keep "
+                         "the first or the last by start time", choices=("skip", "first", "last"), cli_default="skip")
+#: ``--provider-from``, ``--provider-map``: providers from the log itself, for an audit without a collection
+#: (:func:`~fairrag_core.data.traces.documents_from_log`).
+PROVIDER_FROM = Option(("--provider-from",), "without a collection: each document's provider from its logged "
+                       "metadata, metadata.KEY, or domain:metadata.KEY for a URL's host", metavar="[domain:]FIELD",
+                       default_text="none (the collection's providers)")
+PROVIDER_MAP = Option(("--provider-map",), "without a collection: a CSV doc_id,provider[,group columns] naming the "
+                      "logged documents' providers", metavar="FILE", path=True,
+                      default_text="none (the collection's providers)")

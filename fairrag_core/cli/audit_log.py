@@ -1,5 +1,9 @@
 """``audit-log``: audit a deployed system's RAG log — exposure of what it retrieved, attribution of what it answered.
 
+The log may be an OTLP JSON trace export (:mod:`fairrag_core.data.traces`, docs/traces.md), and without a collection
+the documents' providers may come from the log itself (``--provider-from``, ``--provider-map``; EE-R is then
+undefined, with the reason).
+
 Kim & Diaz (2025) on served rankings: EE-D and EE-R per query (step model 1[i ≤ k]), EAR and EAE-D from the
 logged citations and/or an NLI judge, the exposure ledger per provider and group with the gap to the fair
 target, every headline with a percentile bootstrap interval over queries.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 from dataclasses import replace
 
@@ -16,28 +21,56 @@ import pandas as pd
 
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
+from ..errors import InvalidParameterError
 from ..metrics.attribution import HOW_TO_READ
-from ..options import COLLECTION, DEVICE, JSON, NLI, add_option
+from ..options import (
+    COLLECTION,
+    DEVICE,
+    JSON,
+    MULTI_RETRIEVAL,
+    NLI,
+    PROVIDER_FROM,
+    PROVIDER_MAP,
+    TRACE_MAP,
+    Entry,
+    add_option,
+    argv,
+)
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_settings, keep_run, settings
+from .common import METRIC_NAMES, add_settings, keep_run, print_undefined, settings
 
 __all__ = ["register"]
 
-
+#: Why --collection and --provider-from/--provider-map do not go together.
+PROVIDERS_OR_COLLECTION = ("--provider-from and --provider-map name the providers of a log audited without a "
+                           "collection; drop them to use the providers of --collection, or drop --collection")
+#: Why the judge needs a collection.
+JUDGE_NEEDS_TEXTS = ("the NLI judge reads the documents' texts, which only a collection gives; audit with "
+                     "--collection, or attribute from the logged citations (--attribution logged)")
 
 def register(sub) -> None:
     """Add ``audit-log`` to the command parser ``sub``."""
     p = sub.add_parser(
-        "audit-log", help="audit a RAG log (JSONL, one served answer per line): exposure, attribution, ledger",
+        "audit-log", help="audit a RAG log (JSONL, one served answer per line) or an OTLP trace export: exposure, "
+                          "attribution, ledger",
         description="Audit what a deployed RAG system served. LOG is JSONL with query_id, ranking (doc ids in the "
                     "order given to the generator) and optional query, answer, citations, session, timestamp. "
                     "Lines with the same query_id are that query's served rankings. Attribution comes from the "
                     "logged citations (cited by the system), the NLI judge (entailed per the judge; slow: one "
                     "call per new document-answer pair) or both side by side. A served run file (expeval/TREC with "
-                    "samples, TREC Fair 2022) is read as a log of its samples, without answers.",
+                    "samples, TREC Fair 2022) is read as a log of its samples, without answers. An OTLP JSON trace "
+                    "export (the OpenTelemetry collector's file exporter; OpenInference or GenAI attributes) is read "
+                    "as one "
+                    "served answer per trace (docs/traces.md); without a collection, --provider-from or "
+                    "--provider-map name the documents' providers.",
     )
     add_settings(p, LogAuditConfig, only=("log",))
-    add_option(p, COLLECTION)
+    add_option(p, replace(COLLECTION, default_text=f"{COLLECTION.cli_default}; none with --provider-from or "
+                                                   "--provider-map"), default=None)
+    add_option(p, PROVIDER_FROM)
+    add_option(p, PROVIDER_MAP)
+    add_option(p, TRACE_MAP)
+    add_option(p, MULTI_RETRIEVAL)
     add_option(p, replace(NLI, help="NLI attributor for judge/both", default_text="the offline qwen-judge"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
@@ -75,19 +108,66 @@ def _chunk_printer():
 
 
 def served_size(log) -> str:
-    """``200 lines`` for a RAG log (one ranking a line); ``5,000 lines, 500 rankings`` for a served run."""
+    """``200 lines`` for a RAG log (one ranking a line); ``33 lines, 200 traces`` for a trace export; ``5,000 lines,
+    500 rankings`` for a served run."""
     lines = log.identity()["lines"]
+    if log.format == "otlp":
+        return f"{lines:,} lines, {len(log):,} traces"
     return f"{lines:,} lines" if log.kind == "log" else f"{lines:,} lines, {len(log):,} rankings"
+
+
+def _command(record, args, trace_map, without_collection: bool) -> str:
+    """The reproduce command: the record's, with the trace and provider options (which the record does not hold
+    yet) and, for an audit without a collection, without ``--collection``."""
+    words = record.argv()
+    if without_collection and "--collection" in words:
+        at = words.index("--collection")
+        del words[at:at + 2]
+    words += argv([Entry(TRACE_MAP, trace_map.items()), Entry(MULTI_RETRIEVAL, trace_map.multiple.value, "skip"),
+                   Entry(PROVIDER_FROM, args.provider_from), Entry(PROVIDER_MAP, args.provider_map)])
+    return shlex.join(["python", "-m", "fairrag_core", *words])
+
+
+def _served(args, config):
+    """The log and the collection to audit it against (from ``--collection``, or made from the log's documents with
+    ``--provider-from``/``--provider-map``), the loader's notes, and the metrics left undefined on the way."""
+    from ..data import load_collection, load_served
+    from ..data.traces import (
+        NO_RELEVANCE_LABELS,
+        MultipleRetrievals,
+        ProviderSource,
+        TraceMap,
+        documents_from_log,
+        load_provider_map,
+    )
+
+    trace_map = TraceMap.parse(args.trace_map or (), multiple=args.multi_retrieval)
+    from_log = args.provider_from is not None or args.provider_map is not None
+    if from_log and args.collection is not None:
+        raise InvalidParameterError(PROVIDERS_OR_COLLECTION)
+    if from_log and config.attribution.value in ("judge", "both"):
+        raise InvalidParameterError(JUDGE_NEEDS_TEXTS)
+    provider_from = ProviderSource.parse(args.provider_from) if args.provider_from is not None else None
+    provider_map = load_provider_map(args.provider_map) if args.provider_map is not None else None
+    collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)
+    log = load_served(args.log, collection=collection, trace_map=trace_map)  # a RAG log, a trace export or a run
+    if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
+        raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
+                                    f"{log.what}: drop them")
+    notes, undefined = list(log.notes), {}
+    if collection is None:
+        documents = documents_from_log(log, provider_from=provider_from, provider_map=provider_map)
+        collection, notes = documents.collection, notes + list(documents.notes)
+        undefined["ee_r"] = NO_RELEVANCE_LABELS
+    return log, collection, trace_map, notes, undefined
 
 
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
-    from ..data import load_collection, load_served
 
     config = settings(LogAuditConfig, args)
-    collection = load_collection(args.collection)
-    log = load_served(args.log, collection=collection)  # a RAG log, or a served run file
+    log, collection, trace_map, loaded_notes, undefined = _served(args, config)
     attributor = None
     if config.attribution.value in ("judge", "both"):
         from ..rag.attribution import load_attributor
@@ -106,7 +186,11 @@ def _cmd_audit_log(args, out) -> int:
 
     # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
     run = local() if attributor is None else on_backend(args, local, remote)
+    if loaded_notes:  # what the loader left out, and what was assumed about the documents
+        run = replace(run, record=replace(run.record, extra={**run.record.extra,
+                                                             "notes": [*loaded_notes, *run.record.extra["notes"]]}))
     record = run.record
+    command = _command(record, args, trace_map, without_collection=bool(undefined))
     summary = log_summary(run)
     labelled_only = default_ledger_scope(run)
     groupings = ["provider", *collection.categories()]
@@ -117,7 +201,7 @@ def _cmd_audit_log(args, out) -> int:
     kept.report()
     run_id = kept.run_id
     if args.json:
-        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
+        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": command, "undefined": undefined,
                           "estimate": summary.attrs["note"], "summary": _records(summary),
                           "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
@@ -138,6 +222,7 @@ def _cmd_audit_log(args, out) -> int:
         interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
         print(f"  {row.label:<48} {row.estimate:.3f}  {interval}  over {row.queries} {row.over} · {row.direction}"
               + (f" ({row.note})" if row.note else ""), file=out)
+    print_undefined(undefined, out, names=METRIC_NAMES)
     if any(m.startswith("eae_d_per_cited") for m in summary["metric"]):
         print(f"  ({HOW_TO_READ}.)", file=out)
     scope = "the queries with relevance labels" if labelled_only else "every query"
@@ -164,5 +249,5 @@ def _cmd_audit_log(args, out) -> int:
         print(f"\nNot kept: {problem}", file=out)
     wall = record.wall_seconds
     print(f"Audited in {wall:.2f} s." if wall is not None and math.isfinite(wall) else "", file=out)
-    print(f"Reproduce with: {record.command()}", file=out)
+    print(f"Reproduce with: {command}", file=out)
     return 0

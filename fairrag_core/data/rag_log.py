@@ -3,7 +3,10 @@ plus, for a RAG log, the answers and citations that went with them.
 
 Two kinds of files load into it (:func:`load_served` tells them apart by the suffix):
 
-* a **RAG log** (``.jsonl``), one served answer per line (format below);
+* a **RAG log** (``.jsonl``), one served answer per line (format below), or an **OTLP JSON trace export** with the
+  same suffixes, recognised by its first object (``{"resourceSpans": ...}``) and read by
+  :func:`load_traces` (one served answer per trace, with the logged document scores and
+  metadata);
 * a **served run** (:mod:`fairrag_core.data.served`: expeval/TREC with a sample column, or TREC Fair 2022), one entry
   per sampled ranking, without answers.
 
@@ -41,18 +44,26 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..checks import max_log_lines
-from ..errors import DataFormatError
+from ..errors import DataFormatError, InvalidParameterError
 from .collection import Collection
 from .loaders import json_lines
 from .served import ServedRankings
+from .traces import TraceMap, is_otlp_export, read_traces, starts_like_export
 
-__all__ = ["LogEntry", "RagLog", "load_rag_log", "load_served", "LOG_SUFFIXES", "LOG_FIELDS"]
+__all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_SUFFIXES", "LOG_FIELDS",
+           "NOT_A_LOG"]
 
 #: File suffixes read as a RAG log (JSONL); anything else is read as a served run.
 LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 
 #: The fields a log line may have (anything else goes inside ``metadata``).
 LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
+
+#: What a file that is neither a RAG log nor a trace export is told.
+NOT_A_LOG = ("this is neither a RAG log nor a trace export; accepted: a RAG log (JSONL, one served answer per line "
+             'with "query_id" and "ranking"), an OTLP JSON trace export ({"resourceSpans": [...]}, one per line or '
+             "the whole file, as the OpenTelemetry collector's file exporter writes it; docs/traces.md), either one "
+             "gzipped, or a served run file (TREC, expeval, TREC Fair 2022)")
 
 
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
@@ -61,6 +72,9 @@ _NO_METADATA: Mapping[str, object] = MappingProxyType({})
 @dataclass(frozen=True, slots=True)
 class LogEntry:
     """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown).
+
+    ``scores`` and ``doc_metadata``, when the source logged them (a trace export does; a JSONL log does not), are
+    aligned with ``ranking``: the retriever's score of each document (None where not logged) and its metadata.
 
     Slotted, with an empty ``metadata`` shared by every entry that has none, so that a log of millions of lines fits
     in memory (see :func:`~fairrag_core.checks.max_log_lines`).
@@ -75,9 +89,16 @@ class LogEntry:
     session: str | None = None
     timestamp: str | None = None
     metadata: Mapping[str, object] = field(default_factory=dict)
+    scores: tuple[float | None, ...] | None = None
+    doc_metadata: tuple[Mapping[str, object], ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)) if self.metadata else _NO_METADATA)
+        for name in ("scores", "doc_metadata"):
+            value = getattr(self, name)
+            if value is not None and len(value) != len(self.ranking):
+                raise InvalidParameterError(f"{name} holds {len(value)} values for a ranking of {len(self.ranking)} "
+                                            "documents; give one per ranked document (None where not logged)")
 
 
 @dataclass(frozen=True)
@@ -86,7 +107,8 @@ class RagLog:
 
     ``source`` is the file's path (or a name), ``sha256`` the sha256 of its bytes, ``kind`` ``"log"`` (a RAG log) or
     ``"run"`` (a served run, one entry per sampled ranking), ``format`` the file format (``jsonl``, ``trec``,
-    ``trec-fair-2022``, ``lists``) and ``file_lines`` the records the file holds (a run's ranked lines; a log's lines).
+    ``trec-fair-2022``, ``lists``, ``otlp``) and ``file_lines`` the records the file holds (a run's ranked lines; a
+    log's lines). ``notes`` say what the loader left out and why (traces that make no served answer).
     ``len(log)`` counts the rankings.
     """
 
@@ -96,6 +118,7 @@ class RagLog:
     kind: str = "log"
     format: str = "jsonl"
     file_lines: int | None = None
+    notes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -107,8 +130,10 @@ class RagLog:
 
     @property
     def what(self) -> str:
-        """``"RAG log"`` or ``"served run"``, for titles and sentences."""
-        return "served run" if self.kind == "run" else "RAG log"
+        """``"RAG log"``, ``"trace export"`` or ``"served run"``, for titles and sentences."""
+        if self.kind == "run":
+            return "served run"
+        return "trace export" if self.format == "otlp" else "RAG log"
 
     def identity(self) -> dict[str, object]:
         """How records and reports name this input: name, path, sha256, kind, format, file lines, rankings."""
@@ -172,11 +197,14 @@ class RagLog:
         if unknown:
             first, (line, where) = next(iter(unknown.items()))
             examples = ", ".join(repr(d) for d in list(unknown)[:5])
-            raise DataFormatError(
+            trace = (next((e.metadata.get("trace_id") for e in self.entries if e.line == line), None)
+                     if self.format == "otlp" else None)
+            raise DataFormatError(  # a trace export's entries are numbered traces, not file lines: name the trace
                 f"{len(unknown)} doc id(s) are not in collection {collection.name!r} (first: {first!r} in "
-                f"{where}; all: {examples}{', …' if len(unknown) > 5 else ''}); audit the log with the collection "
-                "the system retrieved from (--collection), or fix the ids in the log",
-                path=self.source, line=line)
+                f"{where}{f' of trace {trace}' if trace else ''}; all: {examples}{', …' if len(unknown) > 5 else ''}"
+                "); audit the log with the collection the system retrieved from (--collection), or fix the ids in the "
+                "log" + ("; without a collection, --provider-from or --provider-map name the providers" if trace
+                         else ""), path=self.source, line=None if trace else line)
 
 
 def _id(value: object, name: str, path: Path, line: int, *, fix: str) -> str:
@@ -272,8 +300,14 @@ def _entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
     )
 
 
-def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = None) -> RagLog:
+def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = None,
+                 trace_map: TraceMap | None = None) -> RagLog:
     """Read a JSONL RAG log (format in the module docstring); check its doc ids against ``collection`` if given.
+
+    A file whose first object is an OTLP JSON export (``{"resourceSpans": ...}``, also pretty-printed over the file)
+    is read by :func:`load_traces` instead, with ``trace_map`` (which attributes hold the
+    fields; default: the OpenInference and GenAI conventions); a first object with none of the log's fields is
+    refused with the formats accepted (:data:`NOT_A_LOG`).
 
     The file is read once, one line at a time (:func:`~fairrag_core.data.files.read_lines`: gzip inflated, the
     sha256 of its bytes taken on the way). At most :func:`~fairrag_core.checks.max_log_lines` lines
@@ -303,12 +337,23 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     digest = hashlib.sha256()
     shared: dict = {}
     entries: list[LogEntry] = []
-    for line, obj in json_lines(path, digest=digest):
-        if len(entries) == most:
-            raise DataFormatError(f"more than {most:,} log lines, more than one load holds in memory; split the log "
-                                  "(e.g. by day) and audit the parts, or raise the limit with FAIRRAG_MAX_LOG_LINES",
-                                  path=path, line=line)
-        entries.append(_entry(obj, path, line, shared))
+    try:
+        for line, obj in json_lines(path, digest=digest):
+            if not entries:  # the first object says what the file is
+                if is_otlp_export(obj):
+                    return load_traces(path, trace_map=trace_map, collection=collection)
+                if not any(key in obj for key in LOG_FIELDS):
+                    raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})",
+                                          path=path, line=line)
+            if len(entries) == most:
+                raise DataFormatError(f"more than {most:,} log lines, more than one load holds in memory; split the "
+                                      "log (e.g. by day) and audit the parts, or raise the limit with "
+                                      "FAIRRAG_MAX_LOG_LINES", path=path, line=line)
+            entries.append(_entry(obj, path, line, shared))
+    except DataFormatError as err:
+        if entries or err.line is None or not starts_like_export(path):
+            raise
+        return load_traces(path, trace_map=trace_map, collection=collection)  # a pretty-printed export
     if not entries:
         raise DataFormatError("no log lines found; the file is empty (one JSON object per served answer)", path=path)
     log = RagLog(str(path), tuple(entries), digest.hexdigest(), file_lines=entries[-1].line)
@@ -318,9 +363,29 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     return log
 
 
-def load_served(path: str | os.PathLike, *, collection: Collection | None = None, format: str = "auto") -> RagLog:
-    """Load what a system served, whichever file it is: a RAG log (``.jsonl``, also gzipped) or a served run (any
-    other file: expeval/TREC with a sample column, or TREC Fair 2022; ``format`` as in
+def load_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
+                collection: Collection | None = None) -> RagLog:
+    """Read an OTLP JSON trace export (:func:`~fairrag_core.data.traces.read_traces`) as a RAG log of format
+    ``otlp``: one entry per usable trace in order (``line`` numbers them; the trace id is in ``metadata``), with the
+    logged scores and document metadata, ``file_lines`` the file's lines and ``notes`` the traces left out and why.
+    Its doc ids are checked against ``collection`` when given."""
+    export = read_traces(path, trace_map=trace_map)
+    entries = tuple(LogEntry(line=i, query_id=t.query_id, ranking=t.ranking, query=t.query, answer=t.answer,
+                             citations=t.citations, session=t.session, timestamp=t.timestamp,
+                             metadata={"trace_id": t.trace_id}, scores=t.scores, doc_metadata=t.doc_metadata)
+                    for i, t in enumerate(export.traces, start=1))
+    log = RagLog(str(Path(path)), entries, export.sha256, format="otlp", file_lines=export.file_lines,
+                 notes=export.notes)
+    if collection is not None:
+        log.check_against(collection)
+    return log
+
+
+def load_served(path: str | os.PathLike, *, collection: Collection | None = None, format: str = "auto",
+                trace_map: TraceMap | None = None) -> RagLog:
+    """Load what a system served, whichever file it is: a RAG log or an OTLP JSON trace export (``.jsonl``,
+    ``.json``, also gzipped; :func:`load_rag_log` tells them apart by the first object, ``trace_map`` as there) or a
+    served run (any other file: expeval/TREC with a sample column, or TREC Fair 2022; ``format`` as in
     :func:`~fairrag_core.data.served.load_run`), as one :class:`RagLog`; its doc ids are checked against
     ``collection`` when given.
 
@@ -336,7 +401,7 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
 
     path = Path(path)
     if path.name.lower().endswith(LOG_SUFFIXES):
-        return load_rag_log(path, collection=collection)
+        return load_rag_log(path, collection=collection, trace_map=trace_map)
     log = RagLog.from_served(load_run(path, format=format))
     if collection is not None:
         log.check_against(collection)

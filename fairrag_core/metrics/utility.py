@@ -8,8 +8,8 @@ lower-case, strip punctuation and the articles a/an/the, collapse spaces.
 
 Short answers (a product, a person, a number: what the demo prompts ask for) are scored by *short-answer match*
 (:func:`short_answer_match`): 1 when the normalised answer (accents folded) contains one of the query's acceptable
-short answers as a run of whole words, else 0 — the answer-string accuracy of open-domain QA (Lee et al. 2019; Mallen et al.
-2023, "accuracy" for PopQA), the short-answer counterpart of the paper's classification accuracy. ROUGE-L
+short answers as a run of whole words, else 0 — the answer-string accuracy of open-domain QA (Lee et al. 2019;
+Mallen et al. 2023, "accuracy" for PopQA), the short-answer counterpart of the paper's classification accuracy. ROUGE-L
 against a descriptive gold answer scores a correct short answer ("Northmark Harbor 12" against "a cushioned neutral
 trainer …") 0 and an echoed title above it, so :data:`UtilityMetric.AUTO` picks short-answer match wherever the
 collection has short answers and ROUGE-L elsewhere (:func:`resolve_metric`).

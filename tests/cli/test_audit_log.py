@@ -79,3 +79,72 @@ def test_errors_name_the_fix(log_path, tmp_path, capsys):
     assert "k=200 is larger than the 92 candidate(s)" in capsys.readouterr().err
     assert run(["audit-log", str(log_path), "--level", "95"])[0] == 2
     assert "expected a level between 0 and 1" in capsys.readouterr().err
+
+
+# -- trace exports, and providers without a collection (docs/traces.md) ------------------------------------------
+def test_a_trace_export_audits_without_a_collection_with_providers_from_its_metadata(tmp_path):
+    from fairrag_core.data import assets_dir
+
+    traces = str(assets_dir() / "logs" / "running-shoes.otlp.jsonl")
+    code, text = run(["audit-log", traces, "--provider-from", "domain:metadata.url", "--seed", "2", "--no-store",
+                      "--boot", "200"])
+    assert code == 0
+    assert "Trace export" in text and "33 lines, 200 traces, 20 queries, k = 5, attribution: logged" in text
+    assert "note: 2 of 202 traces left out: 2 with no retrieval span" in text
+    assert "  — EE-R: no relevance labels: the documents come from the log" in text
+    assert "velocore.example" in text and "Exposure ledger by provider over every query" in text
+    command = text.split("Reproduce with: ")[1].strip()
+    assert "--collection" not in command and command.endswith("--seed 2 --provider-from domain:metadata.url")
+    code, again = run(["audit-log", traces, "--provider-from", "domain:metadata.url", "--seed", "2", "--no-store",
+                       "--boot", "200", "--json"])
+    payload = json.loads(again)
+    assert payload["undefined"] == {"ee_r": payload["undefined"]["ee_r"]} and "ee_r" not in {
+        r["metric"] for r in payload["summary"]}
+    assert payload["notes"][0].startswith("2 of 202 traces left out") and payload["command"] == command
+
+
+def test_a_provider_map_gives_providers_and_groups(log_path, tmp_path, shoes):
+    mapping = tmp_path / "providers.csv"
+    mapping.write_text("doc_id,provider,tier\n" + "".join(f"{d},P{i % 4},{'big' if i % 2 else 'small'}\n"
+                                                          for i, d in enumerate(shoes.doc_ids)), encoding="utf-8")
+    code, text = run(["audit-log", str(log_path), "--provider-map", str(mapping), "--no-store", "--seed", "1",
+                      "--boot", "200"])
+    assert code == 0 and "Exposure ledger by tier over every query" in text and "P3" in text
+    assert f"--provider-map {mapping}" in text.split("Reproduce with: ")[1]
+
+
+def test_trace_options_and_errors(log_path, tmp_path, capsys):
+    assert run(["audit-log", str(log_path), "--provider-from", "metadata.source", "--collection",
+                "running-shoes"])[0] == 2
+    assert "--provider-from and --provider-map name the providers of a log audited without a collection" in \
+        capsys.readouterr().err
+    assert run(["audit-log", str(log_path), "--trace-map", "answer=app.reply", "--no-store"])[0] == 2
+    assert "--trace-map and --multi-retrieval read trace exports; log.jsonl is a RAG log: drop them" in \
+        capsys.readouterr().err
+    assert run(["audit-log", str(log_path), "--trace-map", "answer", "--no-store"])[0] == 2
+    assert "--trace-map 'answer' is not KEY=ATTRIBUTE" in capsys.readouterr().err
+    assert run(["audit-log", str(log_path), "--provider-from", "source", "--no-store"])[0] == 2
+    assert "is not metadata.KEY or id" in capsys.readouterr().err
+    assert run(["audit-log", str(log_path), "--provider-from", "metadata.source", "--attribution", "judge",
+                "--no-store"])[0] == 2
+    assert "the NLI judge reads the documents' texts, which only a collection gives" in capsys.readouterr().err
+
+
+def test_a_trace_export_with_a_trace_map_and_several_retrievals(tmp_path, shoes):
+    def kv(key, value):
+        return {"key": key, "value": {"stringValue": value}}
+
+    spans = [{"traceId": "a1", "spanId": "r", "startTimeUnixNano": "1772442960000000000",
+              "attributes": [kv("app.qid", "rs-q01"), kv("app.answer", "yes")]}]
+    for n, doc in enumerate(shoes.doc_ids[:2]):
+        spans.append({"traceId": "a1", "spanId": f"s{n}", "parentSpanId": "r", "startTimeUnixNano": str(n + 1),
+                      "attributes": [kv("openinference.span.kind", "RETRIEVER"),
+                                     kv("retrieval.documents.0.document.id", doc)]})
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}, indent=1), encoding="utf-8")
+    code, text = run(["audit-log", str(path), "--collection", "running-shoes", "--no-store", "--seed", "0",
+                      "--trace-map", "query_id=app.qid", "--trace-map", "answer=app.answer",
+                      "--multi-retrieval", "last"])
+    assert code == 0 and "1 traces, 1 queries, k = 1, attribution: none" in text
+    assert text.split("Reproduce with: ")[1].strip().endswith(
+        "--trace-map query_id=app.qid --trace-map answer=app.answer --multi-retrieval last")

@@ -123,7 +123,7 @@ def test_every_title_given_back_is_an_echo_and_no_short_answer_is(name):
     titles = [d.title for d in collection.documents if d.title]
     for query in collection.queries:
         for title in titles:
-            if len({w for w in title.lower().split()}) >= 3:
+            if len(set(title.lower().split())) >= 3:
                 assert AnswerFlag.ECHO in answer_flags(title, question=query.text, titles=[title]), (query.text, title)
         for short in query.short_answers:
             assert answer_flags(short, question=query.text, titles=titles) == (), (query.text, short)

@@ -1,0 +1,1076 @@
+"""Served answers from OpenTelemetry traces: an OTLP JSON trace export read as served lines (one per trace), and
+the documents of a log (with their providers) when no curated collection exists.
+
+Long because it is one path from a file to served lines — OTLP JSON read and checked with JSON paths, spans reduced
+to what is read, traces assembled under two attribute conventions and a trace map — whose steps share private
+helpers; the last section (documents and providers without a collection) is the part that could stand alone.
+
+A deployed RAG system that is traced logs spans, not our JSONL log. :func:`read_traces` reads the export the
+OpenTelemetry collector's file exporter writes — one ``{"resourceSpans": [...]}`` object per line (JSON Lines,
+gzipped or not), or one such object pretty-printed over the whole file (an OTLP/HTTP JSON payload) — and assembles
+the spans of each trace (same ``traceId``, in any order, across lines) into **one served line**
+(:class:`ServedTrace`); :func:`~.rag_log.load_traces` makes them a :class:`~.rag_log.RagLog`, and
+:func:`~.rag_log.load_rag_log` and :func:`~.rag_log.load_served` recognise such a file by its first object, so every
+audit of a RAG log audits a trace export too.
+
+Where each field comes from (the first that a trace has; ``--trace-map KEY=ATTRIBUTE`` names another attribute,
+:class:`TraceMap`; docs/traces.md has the full table and the reasons)::
+
+    field       OpenInference (Phoenix, Arize)             OpenTelemetry GenAI (semconv, Development)
+    ranking     RERANKER span: reranker.output_documents.{i} (what the generator saw), else
+                RETRIEVER span: retrieval.documents.{i}    retrieval span: gen_ai.retrieval.documents
+                  .document.id, .document.score,             (a JSON string or an array of
+                  .document.metadata (JSON string or kv)      {"id", "score", "metadata", ...} objects)
+    query       the retrieval span's input.value            gen_ai.retrieval.query.text
+    answer      the last LLM span: llm.output_messages.{j}  the last chat / text_completion /
+                .message.content, else output.value (not     generate_content span: gen_ai.output.messages;
+                JSON)                                       also gen_ai.completion.{j}.content (OpenLLMetry)
+                                                            and the gen_ai.content.completion event
+    session     session.id                                  gen_ai.conversation.id
+    query_id    fairrag.query_id on any span, else the query text
+    citations   fairrag.citations (a JSON list, or an array, of doc ids)
+    timestamp   the root span's startTimeUnixNano, as ISO 8601 UTC (``2026-03-02T09:16:00Z``)
+
+Documents are taken in numeric index order (``10`` after ``9``). Their logged **scores** and **metadata** are
+kept (:attr:`ServedTrace.scores`, :attr:`ServedTrace.doc_metadata`, then on the log's entries), aligned with the
+ranking. Traces are ordered by the root span's start time (then trace id), so the same export always gives the same
+lines, whatever the order of its spans and lines.
+
+A trace that cannot make a served line is **left out and counted** (:attr:`TraceExport.notes`): no retrieval
+span (a health check, a chat turn without retrieval), a retrieval without document ids, a document listed twice,
+citations that are not a list of ids, no query id and no query text, or **several retrieval spans**. The last is
+common in agents; by default such a trace is left out (:attr:`MultipleRetrievals.SKIP`): keeping one of the
+rankings would credit exposure to one retrieval and ignore the others, and merging them would invent an order no
+generator saw. ``FIRST`` or ``LAST`` (by start time) keeps one, for systems where that is known to be the ranking the
+generator read. Only when no trace is usable does the load fail. A malformed export (a value of the wrong type
+where OTLP JSON says what it must be) fails at once, naming the file, the line and the JSON path
+(``resourceSpans[0].scopeSpans[1].spans[4].attributes[2].value``).
+
+Without a collection, :func:`documents_from_log` makes one from the logged doc ids (rankings and citations), each
+with its provider from the document's logged metadata (:class:`ProviderSource`, e.g. ``metadata.source`` or the
+domain of ``metadata.url``) or from a CSV map (:func:`load_provider_map`); it has no relevance labels, so EE-R and
+the fair target are undefined (:data:`NO_RELEVANCE_LABELS`).
+
+References: OTLP JSON encoding (opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding: ids in hex, 64-bit
+integers as strings, empty fields omitted); OpenInference semantic conventions (github.com/Arize-ai/openinference,
+spec/semantic_conventions.md); OpenTelemetry GenAI semantic conventions, retrieval spans
+(opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/#retrievals).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import enum
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from ..checks import max_line_bytes, max_log_lines
+from ..errors import DataFormatError, InvalidParameterError
+from .collection import Collection, Document
+from .fields import lone_surrogate_field
+from .files import read_lines
+from .loaders import json_lines
+
+__all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "ServedTrace", "TraceExport", "read_traces",
+           "is_otlp_export", "starts_like_export",
+           "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS"]
+
+#: The keys ``--trace-map`` accepts: the served line's fields, and the parts of a retrieved document.
+TRACE_FIELDS = ("query_id", "query", "answer", "citations", "session", "ranking", "documents", "document_id",
+                "document_score", "document_metadata")
+
+#: The top-level keys of an OTLP JSON export (traces, logs, metrics); a file whose first object has one is read here.
+OTLP_KEYS = ("resourceSpans", "resourceLogs", "resourceMetrics")
+
+#: Why EE-R (and the fair target) have no value when the documents come from the log.
+NO_RELEVANCE_LABELS = ("no relevance labels: the documents come from the log (--provider-from, --provider-map), not "
+                       "from a collection with qrels; audit with --collection to measure EE-R and the fair target")
+
+_FIX = "write OTLP JSON as the OpenTelemetry collector's file exporter does (docs/traces.md)"
+_MAX_DEPTH = 32  # nesting of arrayValue / kvlistValue
+_SPANS_PER_LINE = 8  # spans held per log line at most (a bound on memory, like FAIRRAG_MAX_LOG_LINES)
+
+# OpenInference
+_KIND = "openinference.span.kind"
+_INPUT, _OUTPUT, _OUTPUT_MIME = "input.value", "output.value", "output.mime_type"
+_RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_QUERY = "retrieval.documents", "reranker.output_documents", "reranker.query"
+_LLM_MESSAGES = "llm.output_messages"
+_SESSION = "session.id"
+# OpenTelemetry GenAI
+_OPERATION = "gen_ai.operation.name"
+_GENAI_DOCS, _GENAI_QUERY = "gen_ai.retrieval.documents", "gen_ai.retrieval.query.text"
+_GENAI_OUTPUT, _GENAI_COMPLETION = "gen_ai.output.messages", "gen_ai.completion"
+_GENAI_CONVERSATION = "gen_ai.conversation.id"
+_GENAI_COMPLETION_EVENT = "gen_ai.content.completion"
+_INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
+# ours
+_QUERY_ID, _CITATIONS = "fairrag.query_id", "fairrag.citations"
+
+_FLAT = re.compile(r"(retrieval\.documents|reranker\.output_documents|llm\.output_messages|gen_ai\.completion)"
+                   r"\.(\d{1,9})\.(.+)")
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+class MultipleRetrievals(str, enum.Enum):
+    """What a trace with several retrieval spans (or several rerankers) gives: nothing (``skip``, counted), or the
+    ranking of the ``first`` or ``last`` of them by start time."""
+
+    SKIP = "skip"
+    FIRST = "first"
+    LAST = "last"
+
+
+@dataclass(frozen=True)
+class TraceMap:
+    """Which attributes :func:`read_traces` reads, beyond the conventions (module docstring).
+
+    ``attributes`` maps a key of :data:`TRACE_FIELDS` to an attribute name. ``query_id``, ``query``, ``answer``,
+    ``citations`` and ``session`` are read from the first span of the trace that has the attribute (the root first,
+    then by start time); ``ranking`` (a list of doc ids) and ``documents`` (a list of ``{"id", "score", ...}``
+    objects, as ``gen_ai.retrieval.documents``) make the spans that carry them retrieval spans; ``document_id``,
+    ``document_score`` and ``document_metadata`` rename the parts of a retrieved document (``document.id`` in
+    ``retrieval.documents.{i}.document.id``, ``id`` in a JSON document). ``multiple`` says what a trace with
+    several retrieval spans gives.
+
+    >>> TraceMap.parse(["query_id=app.intent", "answer=app.reply"]).attributes["answer"]
+    'app.reply'
+    """
+
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    multiple: MultipleRetrievals = MultipleRetrievals.SKIP
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.attributes).difference(TRACE_FIELDS))
+        if unknown:
+            raise InvalidParameterError(f"unknown trace field(s) {unknown}; map one of: {', '.join(TRACE_FIELDS)}")
+        empty = [k for k, v in self.attributes.items() if not isinstance(v, str) or not v.strip()]
+        if empty:
+            raise InvalidParameterError(f"trace field {empty[0]!r} is mapped to no attribute; write "
+                                        f"{empty[0]}=ATTRIBUTE, e.g. {empty[0]}=app.{empty[0]}")
+        try:
+            multiple = MultipleRetrievals(self.multiple)
+        except ValueError:
+            raise InvalidParameterError(f"multiple retrievals {self.multiple!r} is not one of: skip, first, "
+                                        "last") from None
+        object.__setattr__(self, "multiple", multiple)
+        object.__setattr__(self, "attributes", MappingProxyType({k: v.strip() for k, v in self.attributes.items()}))
+
+    @classmethod
+    def parse(cls, items: Iterable[str] = (), *, multiple: MultipleRetrievals | str = MultipleRetrievals.SKIP
+              ) -> TraceMap:
+        """A map from ``KEY=ATTRIBUTE`` words (``--trace-map``); a key given twice is refused."""
+        found: dict[str, str] = {}
+        for item in items:
+            key, sep, name = str(item).partition("=")
+            key = key.strip()
+            if not sep:
+                raise InvalidParameterError(f"--trace-map {item!r} is not KEY=ATTRIBUTE; e.g. "
+                                            "--trace-map query_id=app.intent_id")
+            if key in found:
+                raise InvalidParameterError(f"--trace-map maps {key!r} twice; keep one attribute per field")
+            found[key] = name
+        return cls(found, multiple)
+
+    def items(self) -> tuple[str, ...]:
+        """The map as ``KEY=ATTRIBUTE`` words, in :data:`TRACE_FIELDS` order."""
+        return tuple(f"{k}={self.attributes[k]}" for k in TRACE_FIELDS if k in self.attributes)
+
+    def name(self, key: str, default: str) -> str:
+        return self.attributes.get(key, default)
+
+
+def is_otlp_export(obj: object) -> bool:
+    """Whether a parsed JSON object is an OTLP JSON export (it has ``resourceSpans``, ``resourceLogs`` or
+    ``resourceMetrics``)."""
+    return isinstance(obj, dict) and any(k in obj for k in OTLP_KEYS)
+
+
+# -- reading OTLP JSON -------------------------------------------------------------------------------------------
+class _Where:
+    """Where a reader is (file, line, JSON path), to name it in errors."""
+
+    __slots__ = ("line", "path")
+
+    def __init__(self, path: object, line: int | None) -> None:
+        self.path, self.line = path, line
+
+    def bad(self, at: str, problem: str) -> DataFormatError:
+        return DataFormatError(f"{at}: {problem}; {_FIX}", path=self.path, line=self.line)
+
+
+def _list(obj: Mapping, key: str, at: str, where: _Where) -> list:
+    value = obj.get(key)
+    if value is None:  # proto3 JSON leaves empty repeated fields out
+        return []
+    if not isinstance(value, list):
+        raise where.bad(f"{at}.{key}" if at else key, f"expected a JSON array, got {type(value).__name__}")
+    return value
+
+
+def _object(value: object, at: str, where: _Where) -> dict:
+    if not isinstance(value, dict):
+        raise where.bad(at, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+_INT64 = re.compile(r"-?[0-9]{1,19}")
+
+
+def _int(value: object, at: str, where: _Where) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INT64.fullmatch(value):
+        return int(value)
+    raise where.bad(at, f"expected a whole number (a 64-bit integer, as a string or a number), got {value!r:.40}")
+
+
+def _double(value: object, at: str, where: _Where) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and len(value) < 40:
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise where.bad(at, f"expected a number (or \"NaN\", \"Infinity\"), got {value!r:.40}")
+
+
+def _any_value(value: object, at: str, where: _Where, depth: int = 0) -> object:
+    """An OTLP ``AnyValue`` as a Python value (``{}`` is None; ``kvlistValue`` a dict; ``bytesValue`` its base64)."""
+    if depth > _MAX_DEPTH:
+        raise where.bad(at, f"attribute values nested deeper than {_MAX_DEPTH} levels")
+    value = _object(value, at, where)
+    if not value:
+        return None
+    if len(value) != 1:
+        raise where.bad(at, f"an attribute value holds one of stringValue, intValue, ...; got {sorted(value)[:4]}")
+    kind, inner = next(iter(value.items()))
+    here = f"{at}.{kind}"
+    if kind == "stringValue" or kind == "bytesValue":
+        if not isinstance(inner, str):
+            raise where.bad(here, f"expected a string, got {type(inner).__name__}")
+        return inner
+    if kind == "boolValue":
+        if not isinstance(inner, bool):
+            raise where.bad(here, f"expected true or false, got {inner!r:.40}")
+        return inner
+    if kind == "intValue":
+        return _int(inner, here, where)
+    if kind == "doubleValue":
+        return _double(inner, here, where)
+    if kind == "arrayValue":
+        values = _list(_object(inner, here, where), "values", here, where)
+        return [_any_value(v, f"{here}.values[{i}]", where, depth + 1) for i, v in enumerate(values)]
+    if kind == "kvlistValue":
+        pairs = _list(_object(inner, here, where), "values", here, where)
+        return {_key(p, f"{here}.values[{i}]", where): _any_value(p.get("value", {}), f"{here}.values[{i}].value",
+                                                                  where, depth + 1)
+                for i, p in enumerate(pairs)}
+    raise where.bad(at, f"unknown attribute value type {kind!r:.40}; use stringValue, intValue, doubleValue, "
+                        "boolValue, arrayValue, kvlistValue or bytesValue")
+
+
+def _key(pair: object, at: str, where: _Where) -> str:
+    key = _object(pair, at, where).get("key")
+    if not isinstance(key, str):
+        raise where.bad(f"{at}.key", f"expected the attribute's name as a string, got {type(key).__name__}")
+    return key
+
+
+@dataclass(slots=True)
+class _Span:
+    """What a span contributes: its place in the trace, its kind, and the attributes the assembly may read."""
+
+    trace_id: str
+    span_id: str
+    root: bool
+    start: int
+    kind: str
+    operation: str
+    attributes: dict
+
+
+class _Wanted:
+    """Which attributes of a span are kept (the rest — document contents, prompts, HTTP details — are dropped as
+    they are read, so that a large export costs memory for what the audit uses only)."""
+
+    def __init__(self, trace_map: TraceMap) -> None:
+        self.shared: dict[str, str] = {}  # one object per distinct key or string value: exports repeat them
+        m = trace_map.attributes
+        self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
+                      _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
+                      _RETRIEVAL_DOCS, _RERANKED_DOCS, *m.values()}
+        self.doc_parts = {trace_map.name("document_id", "document.id"),
+                          trace_map.name("document_score", "document.score"),
+                          trace_map.name("document_metadata", "document.metadata")}
+
+    def __call__(self, key: str) -> bool:
+        if key in self.names:
+            return True
+        flat = _FLAT.fullmatch(key)
+        if flat is None:
+            return False
+        prefix, part = flat.group(1), flat.group(3)
+        if prefix in (_RETRIEVAL_DOCS, _RERANKED_DOCS):
+            return part in self.doc_parts
+        return part in ("message.content", "message.role", "content", "role")
+
+
+def _spans(export: dict, where: _Where, wanted: _Wanted) -> Iterator[_Span]:
+    """The spans of one export object, checked as far as the assembly reads them (``instrumentationLibrarySpans``
+    is the name older exporters gave ``scopeSpans``)."""
+    for r, resource_spans in enumerate(_list(export, "resourceSpans", "", where)):
+        at_r = f"resourceSpans[{r}]"
+        resource_spans = _object(resource_spans, at_r, where)
+        name = "scopeSpans" if "scopeSpans" in resource_spans else "instrumentationLibrarySpans"
+        for s, scope in enumerate(_list(resource_spans, name, at_r, where)):
+            at_s = f"{at_r}.{name}[{s}]"
+            for i, span in enumerate(_list(_object(scope, at_s, where), "spans", at_s, where)):
+                yield _span(span, f"{at_s}.spans[{i}]", where, wanted)
+
+
+def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
+    span = _object(span, at, where)
+    trace_id = span.get("traceId")
+    if not isinstance(trace_id, str) or not trace_id.strip():
+        raise where.bad(f"{at}.traceId", "every span needs its trace id (hex), got "
+                                         f"{'nothing' if trace_id is None else repr(trace_id)[:40]}")
+    span_id, parent = span.get("spanId", ""), span.get("parentSpanId", "")
+    if not isinstance(span_id, str) or not isinstance(parent, str):
+        raise where.bad(f"{at}.{'spanId' if not isinstance(span_id, str) else 'parentSpanId'}",
+                        "expected a span id as a hex string")
+    start = _int(span.get("startTimeUnixNano", 0), f"{at}.startTimeUnixNano", where)
+    attributes: dict = {}
+    shared = wanted.shared
+    for a, pair in enumerate(_list(span, "attributes", at, where)):
+        key = pair.get("key") if isinstance(pair, dict) else None
+        if not isinstance(key, str):
+            _key(pair, f"{at}.attributes[{a}]", where)  # raises, naming the place
+        if not wanted(key):
+            continue
+        value = pair.get("value", {})
+        text = value.get("stringValue") if type(value) is dict and len(value) == 1 else None
+        if type(text) is not str:  # the usual case (a string) without building the path
+            text = _any_value(value, f"{at}.attributes[{a}].value", where)
+        attributes[shared.setdefault(key, key)] = shared.setdefault(text, text) if type(text) is str else text
+    for e, event in enumerate(_list(span, "events", at, where)):  # the gen_ai.content.completion event (semconv ≤ 1.27)
+        here = f"{at}.events[{e}]"
+        if _object(event, here, where).get("name") != _GENAI_COMPLETION_EVENT:
+            continue
+        for a, pair in enumerate(_list(event, "attributes", here, where)):
+            if _key(pair, f"{here}.attributes[{a}]", where) == _GENAI_COMPLETION:
+                attributes.setdefault(_GENAI_COMPLETION, _any_value(pair.get("value", {}),
+                                                                    f"{here}.attributes[{a}].value", where))
+    kind, operation = attributes.get(_KIND), attributes.get(_OPERATION)
+    return _Span(trace_id.strip().lower(), span_id, not parent.strip(), start,
+                 kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else "",
+                 attributes)
+
+
+_EXPORT_START = re.compile(r'\{\s*"resource(?:Spans|Logs|Metrics)"')
+
+
+def starts_like_export(path: str | os.PathLike) -> bool:
+    """Whether a file starts like a pretty-printed OTLP JSON export (``{`` then ``"resourceSpans"``, blanks
+    between); its first three non-blank lines are read, and a file that cannot be read is not one."""
+    texts: list[str] = []
+    lines = read_lines(Path(path))
+    try:
+        for _, text in lines:
+            texts.append(text)
+            if len(texts) == 3:
+                break
+    except DataFormatError:
+        return False
+    finally:
+        lines.close()
+    return bool(_EXPORT_START.match("".join(texts).lstrip()))
+
+
+def _whole_document(path: Path) -> tuple[dict, int, str] | None:
+    """A pretty-printed export (one JSON object over many lines): the object, the file's lines and its sha256; None
+    when the file does not start like one (:func:`starts_like_export`)."""
+    if not starts_like_export(path):
+        return None
+    digest = hashlib.sha256()
+    texts: list[str] = []
+    size, last, limit = 0, 0, max_line_bytes()
+    for lineno, text in read_lines(path, where=path, digest=digest):
+        texts.append(text)
+        size, last = size + len(text) + 1, lineno
+        if size > limit:
+            raise DataFormatError(f"a pretty-printed trace export is read whole, and this one is longer than the "
+                                  f"{limit / 1e6:,.0f} MB a loader holds at once; write one export per line (the "
+                                  "collector's file exporter does), or raise the limit with FAIRRAG_MAX_LINE_MB",
+                                  path=path)
+    text = "\n".join(texts)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataFormatError(f"invalid JSON ({err.msg} at line {err.lineno}, column {err.colno}); a trace export is "
+                              "one JSON object, pretty-printed over the file or one per line", path=path) from None
+    except (ValueError, RecursionError) as err:
+        raise DataFormatError(f"unreadable JSON ({str(err).split(';')[0][:80]}); {_FIX}", path=path) from None
+    if not isinstance(obj, dict):
+        return None
+    where = lone_surrogate_field(text, obj)
+    if where is not None:
+        raise DataFormatError(f"{where} holds a lone surrogate escape (\\ud800-\\udfff without its pair), which is "
+                              "not text; fix the program that wrote the file to write valid UTF-8", path=path)
+    return obj, last, digest.hexdigest()
+
+
+def _exports(path: Path, digest) -> Iterator[tuple[int | None, dict]]:
+    """The export objects of the file with their line (None for a pretty-printed file, read whole), and finally
+    ``(-1, {"lines": n, "sha256": ...})``."""
+    first, last = True, 0
+    try:
+        for lineno, obj in json_lines(path, where=path, digest=digest):
+            first, last = False, lineno
+            yield lineno, obj
+    except DataFormatError as err:
+        if not first or err.line is None:
+            raise
+        whole = _whole_document(path)
+        if whole is None:
+            raise
+        obj, lines, sha = whole
+        yield None, obj
+        yield -1, {"lines": lines, "sha256": sha}
+        return
+    yield -1, {"lines": last, "sha256": digest.hexdigest()}
+
+
+# -- assembling a trace into a served line -----------------------------------------------------------------------
+class _Skip(Exception):
+    """This trace makes no served line; the reason is counted."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_NO_RETRIEVAL = "no retrieval span"
+_SEVERAL = "several retrieval spans (keep the first or the last with --multi-retrieval)"
+_NO_DOCUMENTS = "a retrieval span without document ids"
+_NO_ID = "a retrieved document without an id"
+_TWICE = "a ranking that lists a document twice"
+_BAD_CITATIONS = "citations that are not a list of doc ids (each once)"
+_NO_QUERY = "no query id and no query text"
+
+
+def _json_text(value: object) -> object:
+    """A JSON string's value (attributes often hold JSON as a string), or the value itself; None when unreadable."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    return None if lone_surrogate_field(value, parsed) is not None else parsed
+
+
+def _metadata(value: object) -> tuple[Mapping[str, object], bool]:
+    """A document's metadata as a mapping, and whether it could be read (OpenInference writes a JSON string; some
+    instrumentations write Python's ``repr`` of a dict, which is read as a literal)."""
+    if value is None:
+        return _EMPTY, True
+    if isinstance(value, dict):
+        return MappingProxyType(value) if value else _EMPTY, True
+    parsed = _json_text(value)
+    if parsed is None and isinstance(value, str) and value.lstrip().startswith("{") and len(value) < 20_000:
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            parsed = None
+        if isinstance(parsed, dict) and not all(isinstance(k, str) for k in parsed):
+            parsed = None
+    if isinstance(parsed, dict):
+        return MappingProxyType(parsed) if parsed else _EMPTY, True
+    return _EMPTY, False
+
+
+def _doc_id(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _score(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value) if len(value) < 40 else None
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Documents:
+    ids: tuple[str, ...]
+    scores: tuple[float | None, ...]
+    metadata: tuple[Mapping[str, object], ...]
+    unreadable_metadata: int
+
+
+def _flat_documents(attributes: Mapping, prefix: str, trace_map: TraceMap) -> list[tuple[object, object, object]]:
+    """``(id, score, metadata)`` of ``{prefix}.{i}.*`` attributes, in numeric order of ``i``."""
+    parts = {trace_map.name("document_id", "document.id"): 0, trace_map.name("document_score", "document.score"): 1,
+             trace_map.name("document_metadata", "document.metadata"): 2}
+    found: dict[int, list] = {}
+    for key, value in attributes.items():
+        flat = _FLAT.fullmatch(key)
+        if flat is not None and flat.group(1) == prefix and flat.group(3) in parts:
+            found.setdefault(int(flat.group(2)), [None, None, None])[parts[flat.group(3)]] = value
+    return [tuple(found[i]) for i in sorted(found)]
+
+
+def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, object, object]] | None:
+    """``(id, score, metadata)`` of a list of document objects (``gen_ai.retrieval.documents``, or a structured
+    ``retrieval.documents``); the object's other fields (except its content) join its metadata."""
+    value = _json_text(value)
+    if not isinstance(value, list):
+        return None
+    id_key = trace_map.name("document_id", "id")
+    score_key = trace_map.name("document_score", "score")
+    meta_key = trace_map.name("document_metadata", "metadata")
+    out = []
+    for doc in value:
+        if not isinstance(doc, dict):
+            return None
+        doc = {k.removeprefix("document."): v for k, v in doc.items()} if any(
+            isinstance(k, str) and k.startswith("document.") for k in doc) else doc
+        extra = {k: v for k, v in doc.items() if k not in (id_key, score_key, meta_key, "content", "text")}
+        meta, _ = _metadata(doc.get(meta_key))
+        out.append((doc.get(id_key), doc.get(score_key), {**extra, **meta} if extra else doc.get(meta_key)))
+    return out
+
+
+def _ranking_list(value: object) -> list[tuple[object, object, object]] | None:
+    value = _json_text(value)
+    if not isinstance(value, list):
+        return None
+    return [(v, None, None) for v in value]
+
+
+def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, object]]:
+    """The raw documents a retrieval (or reranker) span lists."""
+    attrs, m = span.attributes, trace_map.attributes
+    if "ranking" in m and m["ranking"] in attrs:
+        return _ranking_list(attrs[m["ranking"]]) or []
+    if "documents" in m and m["documents"] in attrs:
+        return _json_documents(attrs[m["documents"]], trace_map) or []
+    if span.kind == "RERANKER":
+        return _flat_documents(attrs, _RERANKED_DOCS, trace_map) or _json_documents(attrs.get(_RERANKED_DOCS),
+                                                                                   trace_map) or []
+    flat = _flat_documents(attrs, _RETRIEVAL_DOCS, trace_map)
+    if flat:
+        return flat
+    for key in (_RETRIEVAL_DOCS, _GENAI_DOCS):
+        if key in attrs:
+            return _json_documents(attrs[key], trace_map) or []
+    return []
+
+
+def _is_retrieval(span: _Span, trace_map: TraceMap) -> bool:
+    attrs, m = span.attributes, trace_map.attributes
+    if any(k in m and m[k] in attrs for k in ("ranking", "documents")):
+        return True
+    if span.kind == "RETRIEVER" or span.operation == "retrieval" or _GENAI_DOCS in attrs:
+        return True
+    return any(k.startswith(_RETRIEVAL_DOCS + ".") for k in attrs)
+
+
+def _is_reranker(span: _Span) -> bool:
+    return span.kind == "RERANKER" and any(k.startswith(_RERANKED_DOCS) for k in span.attributes)
+
+
+def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -> _Documents:
+    """The documents of the chosen span, checked; a metadata string read before gives the same mapping (the same
+    document is logged with the same metadata on every line that shows it)."""
+    if not raw:
+        raise _Skip(_NO_DOCUMENTS)
+    ids, scores, metas, unreadable = [], [], [], 0
+    for doc_id, score, meta in raw:
+        text = _doc_id(doc_id)
+        if text is None:
+            raise _Skip(_NO_ID)
+        if isinstance(meta, str):
+            found = shared.get(("metadata", meta))
+            mapping, readable = found if found is not None else shared.setdefault(("metadata", meta),
+                                                                                  _metadata(meta))
+        else:
+            mapping, readable = _metadata(meta)
+        unreadable += not readable
+        ids.append(text)
+        scores.append(_score(score))
+        metas.append(mapping)
+    if len(set(ids)) != len(ids):
+        raise _Skip(_TWICE)
+    return _Documents(tuple(ids), tuple(scores), tuple(metas), unreadable)
+
+
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) else None
+
+
+def _first(spans: list[_Span], name: str) -> object:
+    """The attribute ``name`` of the first span that has it (``spans`` are in lookup order)."""
+    return next((s.attributes[name] for s in spans if name in s.attributes), None)
+
+
+def _message_text(message: object) -> str | None:
+    """The text of one GenAI message: its text parts (``{"type": "text", "content": ...}``) joined, or its
+    ``content`` string (the older form)."""
+    if not isinstance(message, dict):
+        return None
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type", "text") == "text"
+                 and isinstance(p.get("content"), str)]
+        return "\n".join(texts) if texts else None
+    return message.get("content") if isinstance(message.get("content"), str) else None
+
+
+def _answer_of(span: _Span) -> str | None:
+    attrs = span.attributes
+    messages = {}
+    for key, value in attrs.items():
+        flat = _FLAT.fullmatch(key)
+        if flat is not None and flat.group(1) in (_LLM_MESSAGES, _GENAI_COMPLETION):
+            messages.setdefault(int(flat.group(2)), {})[flat.group(3).removeprefix("message.")] = value
+    for i in sorted(messages):  # llm.output_messages.{j}.message.content, gen_ai.completion.{j}.content
+        message = messages[i]
+        if isinstance(message.get("content"), str) and message.get("role", "assistant") == "assistant":
+            return message["content"]
+    output = attrs.get(_OUTPUT)
+    if isinstance(output, str) and "json" not in str(attrs.get(_OUTPUT_MIME, "")).lower():
+        return output
+    for key in (_GENAI_OUTPUT, _GENAI_COMPLETION):
+        value = attrs.get(key)
+        parsed = _json_text(value)
+        if isinstance(parsed, list):
+            text = next((t for t in map(_message_text, parsed) if t is not None), None)
+            if text is not None:
+                return text
+        elif isinstance(value, str) and key == _GENAI_COMPLETION:
+            return value  # the event attribute may hold the completion as plain text
+    return None
+
+
+def _citations(value: object) -> tuple[str, ...]:
+    value = _json_text(value)
+    if not isinstance(value, list):
+        raise _Skip(_BAD_CITATIONS)
+    ids = tuple(_doc_id(v) for v in value)
+    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+        raise _Skip(_BAD_CITATIONS)
+    return ids  # type: ignore[return-value]
+
+
+def _timestamp(nanos: int) -> str | None:
+    """ISO 8601 UTC with the fraction of a second only when there is one (``2026-03-02T09:16:00Z``)."""
+    if nanos <= 0:
+        return None
+    seconds, fraction = divmod(nanos, 1_000_000_000)
+    try:
+        text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return None
+    return text + (f".{fraction:09d}".rstrip("0") if fraction else "") + "Z"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedTrace:
+    """One trace as a served answer (the fields of a RAG log line; module docstring: where each comes from).
+
+    ``scores`` and ``doc_metadata`` are aligned with ``ranking`` (None when no document has one); ``start`` is the
+    root span's start (nanoseconds since the epoch; 0 when not logged), by which traces are ordered.
+    """
+
+    trace_id: str
+    query_id: str
+    ranking: tuple[str, ...]
+    query: str | None = None
+    answer: str | None = None
+    citations: tuple[str, ...] | None = None
+    session: str | None = None
+    timestamp: str | None = None
+    scores: tuple[float | None, ...] | None = None
+    doc_metadata: tuple[Mapping[str, object], ...] | None = None
+    start: int = 0
+
+
+@dataclass(frozen=True)
+class TraceExport:
+    """What :func:`read_traces` read: the usable traces in order, what was left out and why (``notes``), the
+    file's lines and the sha256 of its bytes."""
+
+    traces: tuple[ServedTrace, ...]
+    notes: tuple[str, ...] = ()
+    file_lines: int = 0
+    sha256: str = ""
+
+
+def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict) -> tuple[ServedTrace, int]:
+    """One trace as a served line (its strings and id tuples the objects in ``shared``, one per distinct value)
+    with the count of its documents' unreadable metadata, or :class:`_Skip` with the reason."""
+    by_start = sorted(spans, key=lambda s: (s.start, s.span_id))
+    lookup = sorted(spans, key=lambda s: (not s.root, s.start, s.span_id))  # the root first
+    rerankers = [s for s in by_start if _is_reranker(s)]
+    retrievals = [s for s in by_start if _is_retrieval(s, trace_map) and not _is_reranker(s)]
+    candidates = rerankers or retrievals
+    if not candidates:
+        raise _Skip(_NO_RETRIEVAL)
+    if len(candidates) > 1 and trace_map.multiple is MultipleRetrievals.SKIP:
+        raise _Skip(_SEVERAL)
+    chosen = candidates[-1] if trace_map.multiple is MultipleRetrievals.LAST else candidates[0]
+    documents = _checked_documents(_documents(chosen, trace_map), shared)
+    m = trace_map.attributes
+    if "query" in m:
+        query = _text(_first(lookup, m["query"]))
+    else:
+        sources = [chosen] + ([r for r in retrievals if r is not chosen] if chosen in rerankers else [])
+        query = next((_text(s.attributes[key]) for s in sources
+                      for key in (_GENAI_QUERY, _RERANKER_QUERY, _INPUT)
+                      if key in s.attributes and (key != _INPUT or s.kind in ("RETRIEVER", "RERANKER"))
+                      and _text(s.attributes[key]) is not None), None)
+    query = query or None
+    if "answer" in m:
+        answer = _text(_first(lookup, m["answer"]))
+    else:
+        generators = [s for s in by_start if s.kind == "LLM" or s.operation in _INFERENCE_OPERATIONS]
+        answer = next((a.strip() for a in map(_answer_of, reversed(generators)) if a is not None), None)
+    query_id = _doc_id(_first(lookup, trace_map.name("query_id", _QUERY_ID))) or query
+    if not query_id:
+        raise _Skip(_NO_QUERY)
+    raw_citations = _first(lookup, trace_map.name("citations", _CITATIONS))
+    citations = None if raw_citations is None else _citations(raw_citations)
+    if "session" in m:
+        session = _first(lookup, m["session"])
+    else:
+        session = _first(lookup, _SESSION)
+        session = _first(lookup, _GENAI_CONVERSATION) if session is None else session
+    session = (str(session) if isinstance(session, (str, int, float)) and not isinstance(session, bool)
+               and str(session).strip() else None)
+    roots = [s for s in by_start if s.root]
+    start = (roots or by_start)[0].start
+    return ServedTrace(
+        trace_id, _share(shared, query_id), _ids(shared, documents.ids), _share(shared, query),
+        _share(shared, answer), None if citations is None else _ids(shared, citations), _share(shared, session),
+        _timestamp(start), None if all(x is None for x in documents.scores) else documents.scores,
+        None if all(not m for m in documents.metadata) else documents.metadata, start,
+    ), documents.unreadable_metadata
+
+
+def _share(shared: dict, value):
+    return value if value is None else shared.setdefault(value, value)
+
+
+def _ids(shared: dict, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """``ids`` as the one tuple shared with every earlier equal ranking, of shared strings: a log repeats them."""
+    found = shared.get(ids)
+    return found if found is not None else shared.setdefault(ids, tuple(shared.setdefault(d, d) for d in ids))
+
+
+def _skip_note(skipped: Counter, examples: dict[str, str], total: int) -> str:
+    parts = ", ".join(f"{n} with {reason} (first: trace {examples[reason][:16]})"
+                      for reason, n in skipped.most_common())
+    return f"{sum(skipped.values())} of {total} traces left out: {parts}"
+
+
+def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -> TraceExport:
+    """Read an OTLP JSON trace export (module docstring) as its usable traces, in order.
+
+    The file is read once, one line at a time (:func:`~fairrag_core.data.loaders.json_lines`: gzip inflated, the
+    sha256 of its bytes taken on the way; a pretty-printed file is read whole, up to ``$FAIRRAG_MAX_LINE_MB``). At
+    most :func:`~fairrag_core.checks.max_log_lines` traces, and 8 times as many spans that the assembly reads, are
+    held. :func:`~fairrag_core.data.rag_log.load_traces` makes the result a RAG log.
+
+    Raises:
+        DataFormatError: naming the file, the line (JSON Lines) and the JSON path, and the fix: malformed JSON or
+            OTLP, an export without spans, no usable trace (with the reasons), more traces than a load holds.
+
+    >>> import json, tempfile
+    >>> def kv(key, value):
+    ...     return {"key": key, "value": {"stringValue": value}}
+    >>> spans = [{"traceId": "ab", "spanId": "2", "parentSpanId": "1", "startTimeUnixNano": "1772442960000000000",
+    ...           "attributes": [kv("openinference.span.kind", "RETRIEVER"), kv("input.value", "marathon shoe?"),
+    ...                          kv("retrieval.documents.1.document.id", "d2"),
+    ...                          kv("retrieval.documents.0.document.id", "d1")]},
+    ...          {"traceId": "ab", "spanId": "1", "startTimeUnixNano": "1772442960000000000",
+    ...           "attributes": [kv("fairrag.query_id", "q1")]}]
+    >>> export = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+    ...     _ = f.write(json.dumps(export) + "\\n")
+    >>> trace = read_traces(f.name).traces[0]
+    >>> trace.query_id, trace.ranking, trace.query, trace.timestamp
+    ('q1', ('d1', 'd2'), 'marathon shoe?', '2026-03-02T09:16:00Z')
+    >>> os.remove(f.name)
+    """
+    path = Path(path)
+    trace_map = trace_map if trace_map is not None else TraceMap()
+    wanted = _Wanted(trace_map)
+    most_traces = max_log_lines()
+    most_spans = _SPANS_PER_LINE * most_traces
+    traces: dict[str, list[_Span]] = {}
+    held, other_signals, file_lines, sha256 = 0, 0, 0, ""
+    for lineno, export in _exports(path, hashlib.sha256()):
+        if lineno == -1:
+            file_lines, sha256 = export["lines"], export["sha256"]
+            break
+        where = _Where(path, lineno)
+        if "resourceSpans" not in export:
+            if any(k in export for k in OTLP_KEYS):
+                other_signals += 1  # logs or metrics written to the same file
+                continue
+            raise where.bad("the export", "an OTLP trace export is an object with \"resourceSpans\"; got the "
+                                          f"field(s) {sorted(export)[:5]}")
+        for span in _spans(export, where, wanted):
+            if not span.attributes and not span.root and span.trace_id in traces:
+                continue  # nothing the assembly reads (an HTTP call, a tool's internals)
+            spans = traces.get(span.trace_id)
+            if spans is None:
+                if len(traces) == most_traces:
+                    raise DataFormatError(f"more than {most_traces:,} traces, more than one load holds in memory; "
+                                          "split the export (e.g. by day) and audit the parts, or raise the limit "
+                                          "with FAIRRAG_MAX_LOG_LINES", path=path, line=lineno)
+                spans = traces[span.trace_id] = []
+            held += 1
+            if held > most_spans:
+                raise DataFormatError(f"more than {most_spans:,} spans to assemble, more than one load holds in "
+                                      "memory; split the export (e.g. by day) and audit the parts, or raise the limit "
+                                      "with FAIRRAG_MAX_LOG_LINES", path=path, line=lineno)
+            spans.append(span)
+    if not traces:
+        what = " (only logs or metrics)" if other_signals else ""
+        raise DataFormatError(f"no spans found{what}; export traces (the collector's traces pipeline, or Phoenix's "
+                              "spans), see docs/traces.md", path=path)
+    lines: list[ServedTrace] = []
+    skipped: Counter = Counter()
+    examples: dict[str, str] = {}
+    unreadable, shared = 0, {}
+    for trace_id in list(traces):
+        spans = traces.pop(trace_id)  # freed as it is assembled
+        try:
+            line, bad = _assemble(trace_id, spans, trace_map, shared)
+        except _Skip as skip:
+            skipped[skip.reason] += 1
+            examples.setdefault(skip.reason, trace_id)
+            continue
+        unreadable += bad
+        lines.append(line)
+    del traces, shared
+    if not lines:
+        reasons = "; ".join(f"{n} with {r}" for r, n in skipped.most_common())
+        raise DataFormatError(f"none of the {sum(skipped.values())} traces makes a served answer ({reasons}); a trace "
+                              "needs a retrieval span with document ids (OpenInference RETRIEVER, or GenAI "
+                              "gen_ai.retrieval.documents): name other attributes with --trace-map (docs/traces.md)",
+                              path=path)
+    notes = []
+    if skipped:
+        notes.append(_skip_note(skipped, examples, len(lines) + sum(skipped.values())))
+    if unreadable:
+        notes.append(f"{unreadable} retrieved document(s) have metadata that is not a JSON object; it is left out")
+    if other_signals:
+        notes.append(f"{other_signals} export line(s) hold logs or metrics, not spans; they are left out")
+    lines.sort(key=lambda t: (t.start, t.trace_id))
+    return TraceExport(tuple(lines), tuple(notes), file_lines, sha256)
+
+
+# -- documents without a collection ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProviderSource:
+    """Where a logged document's provider comes from (``--provider-from``): a field of its logged metadata
+    (``metadata.source``, nested ``metadata.origin.site``; a key with dots, ``metadata.file.name``, is found whole
+    first) or its id (``id``); with ``domain``, the host of the URL found there, lower-cased, without ``www.``.
+
+    >>> rule = ProviderSource.parse("domain:metadata.url")
+    >>> rule.provider("d1", {"url": "https://www.Example.org/shoes/1"}), str(rule)
+    ('example.org', 'domain:metadata.url')
+    >>> ProviderSource.parse("metadata.source").provider("d1", {"source": "Acme"})
+    'Acme'
+    """
+
+    path: tuple[str, ...]
+    domain: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.path or self.path[0] not in ("metadata", "id") or (self.path[0] == "id") != (len(self.path) == 1) \
+                or not all(self.path):
+            raise InvalidParameterError(f"provider source {'.'.join(self.path)!r} is not metadata.KEY or id; e.g. "
+                                        "--provider-from metadata.source or --provider-from domain:metadata.url")
+
+    @classmethod
+    def parse(cls, text: str) -> ProviderSource:
+        text = text.strip()
+        domain = text.startswith("domain:")
+        return cls(tuple(text.removeprefix("domain:").strip().split(".")), domain)
+
+    def __str__(self) -> str:
+        return ("domain:" if self.domain else "") + ".".join(self.path)
+
+    def provider(self, doc_id: str, metadata: Mapping[str, object]) -> str | None:
+        """The provider of one logged document, or None when its metadata does not say."""
+        value = doc_id if self.path[0] == "id" else _lookup(metadata, list(self.path[1:]))
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            return None
+        text = str(value).strip()
+        if self.domain:
+            host = urlsplit(text if "//" in text else "//" + text).hostname if text else None
+            text = host.removeprefix("www.") if host else ""
+        return text or None
+
+
+def _lookup(metadata: object, keys: list[str]) -> object:
+    """``metadata[k1][k2]…``, a key with dots matched whole before its parts (longest first)."""
+    if not keys:
+        return metadata
+    if not isinstance(metadata, Mapping):
+        return None
+    for cut in range(len(keys), 0, -1):
+        key = ".".join(keys[:cut])
+        if key in metadata:
+            found = _lookup(metadata[key], keys[cut:])
+            if found is not None:
+                return found
+    return None
+
+
+class ServedLog(Protocol):
+    """What :func:`documents_from_log` reads of a log (a :class:`~.rag_log.RagLog`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def entries(self) -> tuple[Any, ...]: ...
+
+
+@dataclass(frozen=True)
+class LogDocuments:
+    """The documents a log names, as a collection (no texts, no queries, no relevance labels), and what was
+    assumed on the way (``notes``)."""
+
+    collection: Collection
+    notes: tuple[str, ...] = ()
+
+
+def load_provider_map(path: str | os.PathLike) -> dict[str, tuple[str, dict[str, str]]]:
+    """Read a provider map: CSV with the header ``doc_id,provider`` and optional further columns, each a fairness
+    category (``region`` or, as in a corpus CSV, ``group:region``); an empty cell leaves the document without a
+    group in that category. Returns ``{doc_id: (provider, {category: group})}``.
+
+    Raises:
+        DataFormatError: naming the file, the line and the fix (a wrong header, a row of the wrong width, an empty
+            doc id or provider, a doc id twice).
+    """
+    path = Path(path)
+    rows: dict[str, tuple[str, dict[str, str]]] = {}
+    header: list[str] | None = None
+    for lineno, text in read_lines(path, where=path):
+        try:
+            cells = next(csv.reader([text]))
+        except (csv.Error, StopIteration) as err:
+            raise DataFormatError(f"unreadable CSV ({err}); write one row per line: doc_id,provider[,groups]",
+                                  path=path, line=lineno) from None
+        cells = [c.strip() for c in cells]
+        if header is None:
+            names = [c.lower() for c in cells[:2]]
+            categories = [c.removeprefix("group:").strip() for c in cells[2:]]
+            if names != ["doc_id", "provider"] or not all(categories) or len(set(categories)) != len(categories):
+                raise DataFormatError("the first row must be the header doc_id,provider followed by one distinct "
+                                      f"name per group column (e.g. doc_id,provider,region), got {text[:80]!r}",
+                                      path=path, line=lineno)
+            header = categories
+            continue
+        if len(cells) != 2 + len(header):
+            raise DataFormatError(f"{len(cells)} cell(s), the header has {2 + len(header)}; one cell per column",
+                                  path=path, line=lineno)
+        doc_id, provider = cells[0], cells[1]
+        if not doc_id or not provider:
+            raise DataFormatError(f"{'doc_id' if not doc_id else 'provider'} is empty; name the document and who "
+                                  "provides it (a document the map leaves out is its own provider)",
+                                  path=path, line=lineno)
+        if doc_id in rows:
+            raise DataFormatError(f"doc id {doc_id!r} is mapped twice; keep one row per document", path=path,
+                                  line=lineno)
+        rows[doc_id] = (provider, {c: g for c, g in zip(header, cells[2:]) if g})
+    if header is None:
+        raise DataFormatError("the provider map is empty; write the header doc_id,provider and one row per document",
+                              path=path)
+    return rows
+
+
+def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None = None,
+                       provider_map: Mapping[str, tuple[str, Mapping[str, str]]] | None = None) -> LogDocuments:
+    """The documents ``log`` names (its rankings' and citations' doc ids, in order of first appearance) as a
+    :class:`~.collection.Collection` with their providers, for an audit without a curated collection.
+
+    A document's provider is its row in ``provider_map``, else what ``provider_from`` reads from its logged metadata
+    (the first line that says; a document whose lines disagree keeps the first and is counted in the notes), else
+    the document itself (the collection's convention: a document without a provider is its own). The collection
+    has no texts, queries or relevance labels: EE-R and the fair target are undefined
+    (:data:`NO_RELEVANCE_LABELS`), and the NLI judge cannot read the documents.
+
+    >>> from fairrag_core.data.rag_log import LogEntry, RagLog
+    >>> log = RagLog("x", (LogEntry(1, "q1", ("a", "b"), doc_metadata=({"source": "Acme"}, {})),))
+    >>> docs = documents_from_log(log, provider_from=ProviderSource.parse("metadata.source"))
+    >>> [(d.doc_id, d.provider) for d in docs.collection.documents], docs.notes
+    ([('a', 'Acme'), ('b', 'b')], ('1 of 2 documents have no metadata.source in the log; each is its own provider',))
+    """
+    if provider_from is None and provider_map is None:
+        raise InvalidParameterError("name where the providers come from: provider_from (--provider-from) or "
+                                    "provider_map (--provider-map), or audit with a collection")
+    found: dict[str, str | None] = {}
+    disagree: set[str] = set()
+    for entry in log.entries:
+        metas = entry.doc_metadata or ()
+        for i, doc_id in enumerate(entry.ranking):
+            provider = None
+            if provider_from is not None:
+                provider = provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY)
+            if doc_id not in found or found[doc_id] is None:
+                found[doc_id] = provider
+            elif provider is not None and provider != found[doc_id]:
+                disagree.add(doc_id)
+        for doc_id in entry.citations or ():
+            found.setdefault(doc_id, None)
+    mapped = provider_map or {}
+    documents, own = [], 0
+    for doc_id, provider in found.items():
+        row = mapped.get(doc_id)
+        if row is not None:
+            documents.append(Document(doc_id, "", provider=row[0], groups=dict(row[1])))
+            continue
+        own += provider is None
+        documents.append(Document(doc_id, "", provider=provider or doc_id))
+    notes = []
+    if own:
+        said = f"no {provider_from} in the log" if provider_from is not None else "no row in the provider map"
+        if provider_from is not None and provider_map is not None:
+            said = f"no row in the provider map and no {provider_from} in the log"
+        notes.append(f"{own} of {len(documents)} documents have {said}; each is its own provider")
+    if disagree:
+        notes.append(f"{len(disagree)} document(s) have different {provider_from} on different lines (first: "
+                     f"{sorted(disagree)[0]!r}); each keeps the first")
+    identity = json.dumps([[d.doc_id, d.provider, dict(d.groups)] for d in documents], sort_keys=True)
+    collection = Collection(f"documents of {log.name}", tuple(documents),
+                            sha256=hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest())
+    return LogDocuments(collection, tuple(notes))
