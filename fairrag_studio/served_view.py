@@ -18,9 +18,8 @@ import pandas as pd
 from fairrag_core import Collection
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
-from fairrag_core.data import RagLog, assets_dir, load_rag_log
+from fairrag_core.data import RagLog, assets_dir, load_served
 from fairrag_core.data.files import check_upload
-from fairrag_core.data.served import load_run
 from fairrag_core.glossary import term
 from fairrag_core.record import SweepRun
 
@@ -71,14 +70,11 @@ def save_served_upload(name: str, data: bytes, root: Path) -> Path:
 
 
 def read_served(path: str | Path, collection: Collection) -> tuple[RagLog, str]:
-    """The log at ``path`` (``.jsonl``: a RAG log; otherwise a served run, converted to a log of its samples),
-    with its doc ids checked against ``collection``, and what it is (``"log"`` or ``"run"``)."""
-    path = Path(path)
-    if path.suffix.lower() in LOG_SUFFIXES or path.suffix.lower() == ".json":
-        return load_rag_log(path, collection=collection), "log"
-    log = RagLog.from_served(load_run(path))
-    log.check_against(collection)
-    return log, "run"
+    """The log at ``path`` (``.jsonl``/``.json``, also gzipped: a RAG log or an OTLP trace export; otherwise a served
+    run, converted to a log of its samples; :func:`~fairrag_core.data.load_served`), with its doc ids checked against
+    ``collection``, and what it is (``"log"`` or ``"run"``)."""
+    log = load_served(path, collection=collection)  # a RAG log, an OTLP trace export (also gzipped) or a run
+    return log, "run" if log.kind == "run" else "log"
 
 
 def served_label(run: SweepRun) -> str:

@@ -187,3 +187,24 @@ def test_log_report_has_headline_methodology_lines_and_escapes(shoe_log, shoes):
     assert "<details><summary>rs-q01</summary>" in html and "sha256" in html
     assert "&lt;NA&gt;" not in html  # the walk-in query's missing count reads "—"
     assert len(html.encode()) < 200_000
+
+
+def test_the_served_tab_reads_a_trace_export_also_gzipped(tmp_path):
+    """The tab's reader is the CLI's (load_served): a trace export, plain or gzipped, is a log equal to its JSONL."""
+    import gzip
+    import shutil
+
+    from fairrag_core import load_collection
+    from fairrag_core.data import assets_dir
+    from fairrag_studio.served_view import read_served
+
+    collection = load_collection("running-shoes")
+    traces = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
+    zipped = tmp_path / "export.jsonl.gz"
+    with traces.open("rb") as src, gzip.open(zipped, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    jsonl, kind = read_served(assets_dir() / "logs" / "running-shoes.jsonl", collection)
+    for path in (traces, zipped):
+        log, what = read_served(path, collection)
+        assert (what, kind, log.format) == ("log", "log", "otlp")
+        assert [e.ranking for e in log.entries] == [e.ranking for e in jsonl.entries]
