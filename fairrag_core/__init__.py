@@ -25,91 +25,110 @@ Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mo
 2.0
 """
 
-from .audit import (
-    AlphaRecommendation,
-    LogAuditConfig,
-    RunStore,
-    audit_rag_log,
-    bootstrap_run,
-    compare_runs,
-    evaluate_run,
-    evaluate_run_awrf,
-    exposure_ledger,
-    recommend_alpha,
-    summarise_run,
-)
-from .data import (
-    DEMO_COLLECTIONS,
-    Aspect,
-    Collection,
-    Document,
-    Judgments,
-    Query,
-    ServedRankings,
-    load_collection,
-    load_corpus,
-    load_judgments,
-    load_qrels,
-    load_queries,
-    load_rag_log,
-    load_run,
-)
-from .errors import (
-    DataFormatError,
-    FairRAGError,
-    InvalidParameterError,
-    MissingGroupLabelError,
-    ModelUnavailableError,
-    UndefinedMetricError,
-    UnknownCollectionError,
-)
-from .fairqr import CorpusKeywordRefiner, FairQRConfig, FairQRResult, LLMRefiner, fair_qr
-from .metrics import UtilityMetric, utility
-from .metrics.exposure import (
-    ConfidenceInterval,
-    ExposureSummary,
-    bootstrap_exposure_ci,
-    ee_disparity,
-    ee_relevance,
-    expected_exposure,
-    summarise_exposure,
-    target_exposure,
-)
-from .metrics.group_fairness import awrf, ndcg
-from .metrics.group_targets import TargetKind, target_distribution
-from .rag import (
-    Attributor,
-    CrossEncoderAttributor,
-    Generator,
-    LLMJudgeAttributor,
-    RagConfig,
-    RagRun,
-    RagSweep,
-    RagSweepConfig,
-    UtilityLabelConfig,
-    build_prompt,
-    default_attributor,
-    disparity_quality_table,
-    label_utility,
-    load_utility_labels,
-    rag_sweep,
-    run_rag,
-    utility_by_disparity_table,
-)
-from .ranking import (
-    RankingConfig,
-    RankingRun,
-    SweepConfig,
-    deterministic_ranking,
-    exposure_sweep,
-    normalise_scores,
-    run_ranking,
-    sample_rankings,
-    sample_rankings_batch,
-    summarise_sweep,
-)
-from .retrieval import BM25Retriever, Retriever, RetrieverKind, build_retriever
-from .richrag import greedy_coverage, ncom
+import importlib
+
+#: Where each public name lives: imported on first use (PEP 562), so that `import fairrag_core` and the CLI's
+#: commands that need no model, pandas or scipy start fast (issue 22: the CLI's import cost 1.4 s).
+_EXPORTS: dict[str, str] = {
+    "AlphaRecommendation": ".audit",
+    "LogAuditConfig": ".audit",
+    "RunStore": ".audit",
+    "audit_rag_log": ".audit",
+    "bootstrap_run": ".audit",
+    "compare_runs": ".audit",
+    "evaluate_run": ".audit",
+    "evaluate_run_awrf": ".audit",
+    "exposure_ledger": ".audit",
+    "recommend_alpha": ".audit",
+    "summarise_run": ".audit",
+    "DEMO_COLLECTIONS": ".data",
+    "Aspect": ".data",
+    "Collection": ".data",
+    "Document": ".data",
+    "Judgments": ".data",
+    "Query": ".data",
+    "ServedRankings": ".data",
+    "load_collection": ".data",
+    "load_corpus": ".data",
+    "load_judgments": ".data",
+    "load_qrels": ".data",
+    "load_queries": ".data",
+    "load_rag_log": ".data",
+    "load_run": ".data",
+    "DataFormatError": ".errors",
+    "FairRAGError": ".errors",
+    "InvalidParameterError": ".errors",
+    "MissingGroupLabelError": ".errors",
+    "ModelUnavailableError": ".errors",
+    "UndefinedMetricError": ".errors",
+    "UnknownCollectionError": ".errors",
+    "CorpusKeywordRefiner": ".fairqr",
+    "FairQRConfig": ".fairqr",
+    "FairQRResult": ".fairqr",
+    "LLMRefiner": ".fairqr",
+    "fair_qr": ".fairqr",
+    "UtilityMetric": ".metrics",
+    "utility": ".metrics",
+    "ConfidenceInterval": ".metrics.exposure",
+    "ExposureSummary": ".metrics.exposure",
+    "bootstrap_exposure_ci": ".metrics.exposure",
+    "ee_disparity": ".metrics.exposure",
+    "ee_relevance": ".metrics.exposure",
+    "expected_exposure": ".metrics.exposure",
+    "summarise_exposure": ".metrics.exposure",
+    "target_exposure": ".metrics.exposure",
+    "awrf": ".metrics.group_fairness",
+    "ndcg": ".metrics.group_fairness",
+    "TargetKind": ".metrics.group_targets",
+    "target_distribution": ".metrics.group_targets",
+    "Attributor": ".rag",
+    "CrossEncoderAttributor": ".rag",
+    "Generator": ".rag",
+    "LLMJudgeAttributor": ".rag",
+    "RagConfig": ".rag",
+    "RagRun": ".rag",
+    "RagSweep": ".rag",
+    "RagSweepConfig": ".rag",
+    "UtilityLabelConfig": ".rag",
+    "build_prompt": ".rag",
+    "default_attributor": ".rag",
+    "disparity_quality_table": ".rag",
+    "label_utility": ".rag",
+    "load_utility_labels": ".rag",
+    "rag_sweep": ".rag",
+    "run_rag": ".rag",
+    "utility_by_disparity_table": ".rag",
+    "RankingConfig": ".ranking",
+    "RankingRun": ".ranking",
+    "SweepConfig": ".ranking",
+    "deterministic_ranking": ".ranking",
+    "exposure_sweep": ".ranking",
+    "normalise_scores": ".ranking",
+    "run_ranking": ".ranking",
+    "sample_rankings": ".ranking",
+    "sample_rankings_batch": ".ranking",
+    "summarise_sweep": ".ranking",
+    "BM25Retriever": ".retrieval",
+    "Retriever": ".retrieval",
+    "RetrieverKind": ".retrieval",
+    "build_retriever": ".retrieval",
+    "greedy_coverage": ".richrag",
+    "ncom": ".richrag",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairrag_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once imported, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "DEMO_COLLECTIONS", "Aspect", "Collection", "Document", "Query",
