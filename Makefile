@@ -95,7 +95,10 @@ class: install
 	$(PY) -m fairrag_core warm --collection running-shoes --queries rs-q01 --alphas 2,inf --preset $(CLASS_PRESET) \
 		--mark-class
 
-# Regenerate the shipped utility labels (Algorithm 1) with the offline generator (about 40 minutes on 2 cores).
+# Regenerate the shipped utility labels (Algorithm 1) with the default (Fast) generator, Qwen2.5-0.5B, scored by
+# short-answer match: running-shoes took 45 minutes on a busy 2-core CPU (answers are cached: a re-run that only
+# changes the gold answers takes seconds). Only running-shoes ships them so far: sweeps with the Fast generator on the
+# other collections fall back to relevance labels (and say so).
 labels: install
 	for c in running-shoes news multi-faceted people; do \
 		$(PY) -m fairrag_core label-utility --collection $$c --depth 15 || exit 1; done

@@ -167,11 +167,12 @@ def _cmd_label_utility(args, out) -> int:
     path = utility_qrels_path(args.collection, generator.name)
     if args.out_dir:
         path = Path(args.out_dir) / path.name
+    metric = getattr(args.metric, "value", args.metric)  # the option's Enum, as typed on a command line
     command = (f"python -m fairrag_core label-utility --collection {collection.name} --generator {generator.name} "
-               f"--retriever {args.retriever} --depth {args.depth} --metric {args.metric}")
+               f"--retriever {args.retriever} --depth {args.depth} --metric {metric}")
     write_utility_labels(table, path, header=[
         f"Utility labels (Kim & Diaz 2025, Algorithm 1) for {collection.name}, generator {generator.name}, "
-        f"metric {resolve_metric(args.metric, collection.queries).value} (--metric {args.metric}; degenerate "
+        f"metric {resolve_metric(args.metric, collection.queries).value} (--metric {metric}; degenerate "
         "answers score 0)", f"Candidates: top {args.depth} by {retriever.name} plus judged documents; "
         "unlisted documents count as not useful", f"Regenerate with: {command}"])
     summary = summarise_labels(table)

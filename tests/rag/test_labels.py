@@ -51,8 +51,23 @@ def test_has_utility_labels_only_for_the_generator_that_made_them(tmp_path):
     from fairrag_core.rag.labels import has_utility_labels
 
     assert has_utility_labels("running-shoes", "smollm2-135m")
-    assert not has_utility_labels("running-shoes", "qwen2.5-0.5b")
+    assert has_utility_labels("running-shoes", "qwen2.5-0.5b")  # the Fast preset's generator (make labels)
+    assert not has_utility_labels("news", "qwen2.5-0.5b")  # not made yet for the other collections
+    assert not has_utility_labels("running-shoes", "qwen2.5-1.5b")
     assert not has_utility_labels("no-such-collection", "smollm2-135m")
     assert not has_utility_labels(tmp_path, "smollm2-135m")
     (tmp_path / "utility.smollm2-135m.qrels").write_text("q1 0 d1 1\n")
     assert has_utility_labels(tmp_path, "smollm2-135m")
+
+
+def test_the_shipped_fast_labels_use_short_answer_match_and_ask_a_fairness_question_on_the_tour_query():
+    from fairrag_core import load_collection
+    from fairrag_core.rag.labels import load_utility_labels, utility_qrels_path
+
+    path = utility_qrels_path("running-shoes", "qwen2.5-0.5b")
+    header = path.read_text(encoding="utf-8").splitlines()[0]
+    assert "generator qwen2.5-0.5b, metric short_answer (--metric auto" in header
+    labels = load_utility_labels(load_collection("running-shoes"), "qwen2.5-0.5b")
+    useful = {q: sum(v.values()) for q, v in labels.items()}
+    assert useful["rs-q01"] > 1  # the tour's query has several useful documents: a fairness question
+    assert sum(n > 1 for n in useful.values()) >= 10
