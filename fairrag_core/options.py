@@ -43,12 +43,12 @@ from dataclasses import MISSING, dataclass
 from typing import Any
 
 from .errors import InvalidParameterError
-from .option_types import seed_arg, whole_arg
+from .option_types import alphas_arg, positive_arg, seed_arg, whole_arg
 
 __all__ = ["Kind", "Option", "Entry", "option", "no_option", "options_of", "option_default", "add_option",
            "add_options", "settings_from_args", "setting_entries", "settings_argv", "argv", "render", "command_path",
            "SEED", "MIN_REL", "COLLECTION", "RETRIEVER", "MODEL", "DEVICE", "GENERATOR", "NLI", "PROMPT_STYLE", "JSON",
-           "TRACE_MAP", "MULTI_RETRIEVAL", "PROVIDER_FROM", "PROVIDER_MAP"]
+           "TRACE_MAP", "MULTI_RETRIEVAL", "PROVIDER_FROM", "PROVIDER_MAP", "WHAT_IF_ALPHAS", "WHAT_IF_SAMPLES"]
 
 _KEY = "fairrag_option"
 
@@ -404,3 +404,11 @@ PROVIDER_FROM = Option(("--provider-from",), "without a collection: each documen
 PROVIDER_MAP = Option(("--provider-map",), "without a collection: a CSV doc_id,provider[,group columns] naming the "
                       "logged documents' providers", metavar="FILE", path=True,
                       default_text="none (the collection's providers)")
+#: ``--what-if-alphas``, ``--what-if-samples``: replay a served log's scores under the fair sampler
+#: (:func:`~fairrag_core.audit.what_if.what_if_sampling`).
+WHAT_IF_ALPHAS = Option(("--what-if-alphas",), "what if it sampled: replay each query's logged candidates and scores "
+                        "under the fair Plackett-Luce sampler at these α (e.g. 0,1,2,4,8; inf = deterministic by "
+                        "logged score) and estimate the exposure it would have delivered; needs logged scores",
+                        parse=alphas_arg, metavar="ALPHAS", default_text="none (no what-if)")
+WHAT_IF_SAMPLES = Option(("--what-if-samples",), "rankings sampled per query and α in the what-if", parse=positive_arg,
+                         cli_default=100, metavar="N")

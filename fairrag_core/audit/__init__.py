@@ -8,6 +8,8 @@
 * :mod:`.rag_log` — the audit of a served RAG log: exposure of what was retrieved, attribution of what was
   answered (logged citations and/or an NLI judge), EAR, EAE-D and the fair target; :mod:`.log_report` — its
   headline numbers and ledgers with intervals;
+* :mod:`.what_if` — what if a served system had sampled: its logged candidates and scores replayed under the fair
+  Plackett-Luce sampler at each α, the exposure it would have delivered against what it served, and the α to pick;
 * :mod:`.query_bootstrap` — percentile bootstrap intervals over queries for headline means and ledger shares;
 * :mod:`.served` — served stochastic runs judged with expeval's expected exposure (gerr, rbp, step), TREC Fair
   2022 nDCG/AWRF, intervals over samples and queries, and the paired comparison of two runs.
@@ -20,9 +22,10 @@ from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_l
 from .recommend import AlphaRecommendation, recommend_alpha
 from .served import bootstrap_run, compare_runs, evaluate_run, evaluate_run_awrf, summarise_run
 from .store import RunStore, default_store_path
+from .what_if import WhatIf, what_if_findings, what_if_sampling
 
 __all__ = ["LEDGER_COLUMNS", "exposure_ledger", "AlphaRecommendation", "recommend_alpha", "RunStore",
            "default_store_path", "Job", "JobStatus", "JobTable", "AttributionSource", "LogAuditConfig", "LogAuditRun",
            "audit_rag_log", "log_ledger",
            "log_summary", "default_ledger_scope", "evaluate_run", "evaluate_run_awrf", "bootstrap_run", "summarise_run",
-           "compare_runs"]
+           "compare_runs", "WhatIf", "what_if_sampling", "what_if_findings"]

@@ -2,7 +2,8 @@
 
 The log may be an OTLP JSON trace export (:mod:`fairrag_core.data.traces`, docs/traces.md), and without a collection
 the documents' providers may come from the log itself (``--provider-from``, ``--provider-map``; EE-R is then
-undefined, with the reason).
+undefined, with the reason). ``--what-if-alphas`` replays the logged candidates and scores under the fair sampler
+(:mod:`fairrag_core.audit.what_if`): the exposure the system would have delivered at each α, against what it served.
 
 Kim & Diaz (2025) on served rankings: EE-D and EE-R per query (step model 1[i ≤ k]), EAR and EAE-D from the
 logged citations and/or an NLI judge, the exposure ledger per provider and group with the gap to the fair
@@ -32,6 +33,8 @@ from ..options import (
     PROVIDER_FROM,
     PROVIDER_MAP,
     TRACE_MAP,
+    WHAT_IF_ALPHAS,
+    WHAT_IF_SAMPLES,
     Entry,
     add_option,
     argv,
@@ -78,6 +81,8 @@ def register(sub) -> None:
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the audit in the run store")
+    add_option(p, WHAT_IF_ALPHAS)
+    add_option(p, WHAT_IF_SAMPLES)
     add_option(p, JSON)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
     p.set_defaults(handler=_cmd_audit_log)
@@ -117,14 +122,16 @@ def served_size(log) -> str:
 
 
 def _command(record, args, trace_map, without_collection: bool) -> str:
-    """The reproduce command: the record's, with the trace and provider options (which the record does not hold
-    yet) and, for an audit without a collection, without ``--collection``."""
+    """The reproduce command: the record's, with the trace, provider and what-if options (which the record does not
+    hold yet) and, for an audit without a collection, without ``--collection``."""
     words = record.argv()
     if without_collection and "--collection" in words:
         at = words.index("--collection")
         del words[at:at + 2]
     words += argv([Entry(TRACE_MAP, trace_map.items()), Entry(MULTI_RETRIEVAL, trace_map.multiple.value, "skip"),
-                   Entry(PROVIDER_FROM, args.provider_from), Entry(PROVIDER_MAP, args.provider_map)])
+                   Entry(PROVIDER_FROM, args.provider_from), Entry(PROVIDER_MAP, args.provider_map),
+                   Entry(WHAT_IF_ALPHAS, args.what_if_alphas, None),
+                   Entry(WHAT_IF_SAMPLES, args.what_if_samples, WHAT_IF_SAMPLES.cli_default)])
     return shlex.join(["python", "-m", "fairrag_core", *words])
 
 
@@ -162,6 +169,16 @@ def _served(args, config):
     return log, collection, trace_map, notes, undefined
 
 
+def _what_if(args, log, collection, run):
+    """The what-if replay (``--what-if-alphas``) against this audit, or None (a log or a run keeps its scores)."""
+    if not args.what_if_alphas:
+        return None
+    from ..audit.what_if import what_if_sampling
+
+    return what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
+                            audit=run)
+
+
 def _cmd_audit_log(args, out) -> int:
     from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
@@ -189,6 +206,10 @@ def _cmd_audit_log(args, out) -> int:
     if loaded_notes:  # what the loader left out, and what was assumed about the documents
         run = replace(run, record=replace(run.record, extra={**run.record.extra,
                                                              "notes": [*loaded_notes, *run.record.extra["notes"]]}))
+    what_if = _what_if(args, log, collection, run)
+    if what_if is not None:  # kept with the run: its tables, recommendation and findings (not the per-query rows)
+        run = replace(run, record=replace(run.record, extra={**run.record.extra,
+                                                             "what_if": what_if.to_dict(details=False)}))
     record = run.record
     command = _command(record, args, trace_map, without_collection=bool(undefined))
     summary = log_summary(run)
@@ -205,7 +226,8 @@ def _cmd_audit_log(args, out) -> int:
                           "estimate": summary.attrs["note"], "summary": _records(summary),
                           "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
-                          "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings]},
+                          "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings],
+                          **({"what_if": what_if.to_dict()} if what_if is not None else {})},
                          indent=2, default=str), file=out)
         return 0
     print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
@@ -243,6 +265,10 @@ def _cmd_audit_log(args, out) -> int:
                            "expeval_relevance", "expeval_difference") if c in run.table]
     per_query = run.table[columns].dropna(axis=1, how="all")
     print(per_query.round(3).to_string(index=False), file=out)
+    if what_if is not None:
+        from ..audit.what_if import what_if_text
+
+        print("", *what_if_text(what_if), sep="\n", file=out)
     if run_id:
         print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
     for problem in kept.problems:

@@ -163,15 +163,20 @@ class RagLog:
     @classmethod
     def from_served(cls, run: ServedRankings) -> RagLog:
         """A served run (expeval/TREC with samples, TREC Fair 2022) as a log without answers: one entry per sample,
-        so a run audits like a log (exposure, ledger, fair target). ``line`` numbers the samples in order.
+        so a run audits like a log (exposure, ledger, fair target). ``line`` numbers the samples in order; each entry
+        keeps the run's scores where the format has them (for the what-if replay).
 
         >>> log = RagLog.from_served(ServedRankings.from_lists({"q1": [["a", "b"], ["b", "c"]]}))
         >>> [(e.query_id, e.ranking) for e in log.entries]
         [('q1', ('a', 'b')), ('q1', ('b', 'c'))]
         """
-        entries = [LogEntry(line=0, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id})
-                   for qid, ranked in run.queries.items() for sample_id, sample in zip(ranked.sample_ids,
-                                                                                       ranked.samples())]
+        def scores(ranked, s: int, depth: int) -> tuple[float, ...] | None:  # the run's score column, when kept
+            return None if ranked.scores is None else tuple(float(x) for x in ranked.scores[s, :depth])
+
+        entries = [LogEntry(line=0, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id},
+                            scores=scores(ranked, s, len(sample)))
+                   for qid, ranked in run.queries.items()
+                   for s, (sample_id, sample) in enumerate(zip(ranked.sample_ids, ranked.samples()))]
         return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)),
                    sha256=run.sha256, kind="run", format=run.format.value, file_lines=run.n_lines)
 

@@ -9,9 +9,10 @@ Run formats (:class:`RunFormat`)
     CIKM 2020; github.com/diazf/expeval, ``data.read_topfile``): six whitespace-separated fields per line,
     ``qid sample docno rank score run_id``. The second column names the *sample* (one sampled ranking of the
     query), so a plain TREC run with ``Q0`` there is a run with one sample per query. Ranks are 1-based, distinct
-    and without gaps within a sample; the order of lines does not matter; the score must be a number but is
-    ignored (as in expeval: ties in score are broken by the rank column). We also refuse what expeval lets
-    through or crashes on: a document twice in one sample, more than one run id per file, ragged or blank lines.
+    and without gaps within a sample; the order of lines does not matter; the score must be a number and is
+    ignored by the metrics (as in expeval: ties in score are broken by the rank column), but kept
+    (:attr:`QueryRankings.scores`) for the what-if replay of an audit. We also refuse what expeval lets through or
+    crashes on: a document twice in one sample, more than one run id per file, ragged or blank lines.
 ``trec-fair-2022`` — TREC Fair Ranking 2022 (fair-trec/trec2022-fair-public, ``wptrec/trecdata.scan_runs``):
     tab-separated ``id seq_no page_id`` (Task 2, repeated rankings) or ``id page_id`` (Task 1, one ranking), an
     optional header row, rank = order of the lines within a sequence (so a sequence's lines must be consecutive).
@@ -63,13 +64,15 @@ class QueryRankings:
 
     ``positions[s, i]`` is the index in ``doc_ids`` of the document at rank ``i + 1`` of sample ``s``; a sample
     shorter than the longest is padded with ``-1``. ``doc_ids`` lists the distinct documents in order of first
-    appearance.
+    appearance. ``scores[s, i]`` is the score the run file gave that document (``trec`` runs; NaN in the padding),
+    None when the format has no scores (TREC Fair 2022, :meth:`ServedRankings.from_lists`).
     """
 
     query_id: str
     sample_ids: tuple[str, ...]
     doc_ids: tuple[str, ...]
     positions: np.ndarray
+    scores: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -152,7 +155,8 @@ class ServedRankings:
         return "\n".join(out) + "\n"
 
 
-def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> QueryRankings:
+def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]],
+                    scores: list[list[float]] | None = None) -> QueryRankings:
     vocab: dict[str, int] = {}
     depth = max(len(r) for r in lists)
     if len(lists) * depth > MAX_WORK_CELLS:
@@ -162,7 +166,12 @@ def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]]) -> 
     positions = np.full((len(lists), depth), -1, dtype=np.int64)
     for s, row in enumerate(lists):
         positions[s, : len(row)] = [vocab.setdefault(d, len(vocab)) for d in row]
-    return QueryRankings(qid, tuple(sample_ids), tuple(vocab), positions)
+    table = None
+    if scores is not None:
+        table = np.full(positions.shape, np.nan)
+        for s, row in enumerate(scores):
+            table[s, : len(row)] = row
+    return QueryRankings(qid, tuple(sample_ids), tuple(vocab), positions, table)
 
 
 # -- reading ---------------------------------------------------------------------------------------------------
@@ -252,6 +261,7 @@ def _detect(first: tuple[int, str], source: object) -> RunFormat:
 def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRankings:
     run_id, run_line = None, 0
     ranks: dict[tuple[str, str], dict[int, str]] = {}  # (qid, sample) → rank → doc
+    scores: dict[tuple[str, str], dict[int, float]] = {}  # (qid, sample) → rank → score
     where: dict[tuple[str, str], dict[int, int]] = {}  # (qid, sample) → rank → line
     docs: dict[tuple[str, str], dict[str, int]] = {}   # (qid, sample) → doc → line
     for lineno, raw in records:
@@ -270,7 +280,7 @@ def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRan
             raise DataFormatError(f"rank {rank} is below 1; ranks start at 1 (add 1 to every rank of a run that "
                                   "counts from 0)", path=source, line=lineno)
         try:
-            float(score_text)
+            score = float(score_text)
         except ValueError:
             raise DataFormatError(f"score {score_text!r} is not a number; the 5th field is the score (ignored, but "
                                   "it must be numeric)", path=source, line=lineno) from None
@@ -290,19 +300,21 @@ def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRan
             raise DataFormatError(f"document {doc!r} appears twice in sample {sample!r} of query {qid!r} (first on "
                                   f"line {seen[doc]}); a ranking shows each document once", path=source, line=lineno)
         at[rank] = doc
+        scores.setdefault(key, {})[rank] = score
         where.setdefault(key, {})[rank] = lineno
         seen[doc] = lineno
-    by_query: dict[str, tuple[list[str], list[list[str]]]] = {}
+    by_query: dict[str, tuple[list[str], list[list[str]], list[list[float]]]] = {}
     for (qid, sample), at in ranks.items():
         if max(at) != len(at):
             missing = next(r for r in range(1, len(at) + 1) if r not in at)
             raise DataFormatError(f"sample {sample!r} of query {qid!r} skips rank {missing} (it goes up to "
                                   f"{max(at)}); number the ranks 1, 2, 3, … without gaps",
                                   path=source, line=where[(qid, sample)][max(at)])
-        ids, lists = by_query.setdefault(qid, ([], []))
+        ids, lists, scored = by_query.setdefault(qid, ([], [], []))
         ids.append(sample)
         lists.append([at[r] for r in range(1, len(at) + 1)])
-    queries = {qid: _query_rankings(qid, ids, lists) for qid, (ids, lists) in by_query.items()}
+        scored.append([scores[(qid, sample)][r] for r in range(1, len(at) + 1)])
+    queries = {qid: _query_rankings(qid, ids, lists, scored) for qid, (ids, lists, scored) in by_query.items()}
     return ServedRankings(run_id=str(run_id), format=RunFormat.TREC, queries=queries, source=str(source))
 
 

@@ -148,3 +148,31 @@ def test_a_trace_export_with_a_trace_map_and_several_retrievals(tmp_path, shoes)
     assert code == 0 and "1 traces, 1 queries, k = 1, attribution: none" in text
     assert text.split("Reproduce with: ")[1].strip().endswith(
         "--trace-map query_id=app.qid --trace-map answer=app.answer --multi-retrieval last")
+
+
+# -- what if it sampled (docs/served-runs.md) --------------------------------------------------------------------
+def test_what_if_alphas_replays_the_logged_scores_and_keeps_the_result_with_the_run(log_path, tmp_path, capsys):
+    from fairrag_core.audit.store import RunStore
+    from fairrag_core.data import assets_dir
+
+    traces = str(assets_dir() / "logs" / "running-shoes.otlp.jsonl")
+    store = tmp_path / "runs.duckdb"
+    code, text = run(["audit-log", traces, "--collection", "running-shoes", "--seed", "2", "--store", str(store),
+                      "--boot", "200", "--what-if-alphas", "0,2,inf", "--what-if-samples", "40"])
+    assert code == 0
+    section = text.split("What if it sampled")[1]
+    assert "N = 40 rankings per query and α, k = 5; 20 queries replayed" in section
+    assert "as served" in section and "α = 0 " in section and "α = ∞ (deterministic)" in section
+    assert "Recommender: " in section and "What-if findings:" in section and "Not estimated: answers and citations " \
+           "are not regenerated" in section
+    assert text.split("Reproduce with: ")[1].strip().endswith("--what-if-alphas 0,2,inf --what-if-samples 40")
+    run_id = text.split("Saved as run ")[1].split()[0]
+    with RunStore(str(store)) as opened:
+        kept = opened.load_record(run_id).extra["what_if"]
+    assert kept["alphas"] == [0.0, 2.0, "inf"] and kept["curve"][0]["label"] == "as served"
+    assert "per_query" not in kept and kept["findings"][0]["text"] in section
+    # a JSONL log carries no scores: the error names what to export
+    assert run(["audit-log", str(log_path), "--collection", "running-shoes", "--no-store",
+                "--what-if-alphas", "0,2"])[0] == 2
+    assert "the log carries no scores: export document.score (traces) or the TREC score column" in \
+        capsys.readouterr().err

@@ -1,0 +1,833 @@
+"""What if the deployed system had sampled? Replay its own logged candidates and scores under the fair
+Plackett-Luce retriever at each α, and estimate the exposure it would have delivered.
+
+(Long because the replay, its findings and its text are one feature read together; the findings and the text
+could move to a module of their own, ``what_if_findings``, if either grows.)
+
+Kim & Diaz (2025), §3.2 (the sampler, Eq. 2) and §3.3.1 / App. C (EE-D, EE-R), on served data instead of a
+simulation. Per query of the log:
+
+* **candidates** — the union of the documents the system served for the query (every line, the whole ranking),
+  each with its logged score (a trace's ``document.score``, a TREC run's score column); a document logged with
+  different scores on different lines (paraphrases of the query, an index update) takes its mean score, and the
+  notes say how many did. A query with a served document that no line scored is skipped, with the reason; a log
+  without any score is refused (:data:`NO_SCORES`);
+* **replay** — for each α of the grid, N rankings of depth k (the audit's k: the longest served ranking unless
+  set; ``min(k, candidates)`` for a query with fewer candidates) from
+  :func:`~fairrag_core.ranking.sampling.sample_rankings_batch` (scores min-max normalised to [1, 2], raised to α;
+  α = ∞ is the deterministic ranking by logged score, ties in random order). Queries with the same number of
+  candidates are sampled in one batch;
+* **per query** — the exposure ε of each candidate (Eq. 5), EE-D = ‖ε‖²/k as everywhere in the package (the
+  bias-corrected estimate over the N rankings with its basic interval, as
+  :func:`~fairrag_core.metrics.bootstrap.exposure_intervals` computes it; the plug-in named ``ee_d_plug_in``),
+  EE-R = ⟨ε, ε*⟩/‖ε*‖² (Eq. 28) where the collection judges the query (ε* over the whole collection, as the log
+  audit computes it), and ε summed per provider and per group;
+* **over queries** — the mean EE-D and EE-R with the percentile bootstrap interval over queries
+  (:func:`~fairrag_core.audit.query_bootstrap.mean_interval`), each share of exposure as a ratio of sums with its
+  interval (the ledger's resamples), and each α against the system **as served** (the log audit's own per-query
+  values): the paired difference of EE-D and EE-R (:func:`~fairrag_core.metrics.intervals.paired_comparison`:
+  percentile interval, sign-flip p-value) and, per provider or group, the change of its share
+  (:func:`~fairrag_core.audit.compare.share_differences`: paired interval, swap test, Holm over the groups). With
+  the audit's seed, the as-served numbers are the audit's headline and ledger, digit for digit;
+* **recommendation** — :func:`~fairrag_core.audit.recommend.recommend_alpha` over the replayed α values with the
+  deployment's own quality metric, EE-R, against the system as served (the fairest α whose mean EE-R stays within
+  the tolerance); without relevance labels there is no quality metric, and only the curve is reported.
+
+What this estimates, and what it does not (:data:`ESTIMATED`, :data:`NOT_ESTIMATED`): retrieval exposure only.
+Answers and citations are not regenerated, so attributed exposure (EAR, EAE-D) and answer quality under sampling
+are not estimated; documents the system never logged for a query get no exposure (a real sampler could reach
+deeper); logged scores are taken as comparable within a query.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from ..checks import MAX_RESAMPLES, check_alpha, check_at_most, check_non_negative, check_open_unit, check_positive_int
+from ..data import Collection
+from ..data.rag_log import LogEntry, RagLog
+from ..data.served import ServedRankings
+from ..errors import InvalidParameterError
+from ..metrics.bootstrap import resample_counts
+from ..metrics.exposure import target_exposure
+from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
+from ..ranking.sampling import sample_rankings_batch
+from ..seeds import check_seed, derive_seed, new_seed
+from .compare import share_differences
+from .findings import Direction, Finding, FindingKind, severity_of
+from .query_bootstrap import mean_interval
+from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
+from .recommend import AlphaRecommendation, recommend_alpha
+from .share_gaps import alpha_of
+
+__all__ = ["WhatIf", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES", "NO_QUALITY_METRIC",
+           "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED"]
+
+#: The error of a log without any score: what to export.
+NO_SCORES = ("the log carries no scores: export document.score (traces) or the TREC score column; a what-if replays "
+             "the scores the system ranked by")
+#: Why the recommender has no answer without relevance labels.
+NO_QUALITY_METRIC = ("the recommender has no quality metric: no replayed query has relevance labels (EE-R is "
+                     "undefined), so no α is recommended; read the disparity curve")
+#: What a what-if estimates.
+ESTIMATED = ("retrieval exposure only: per α, the expected exposure of each logged candidate, EE-D, EE-R where the "
+             "collection judges the query, and the provider and group shares of exposure")
+#: What it does not.
+NOT_ESTIMATED = ("answers and citations are not regenerated: attributed exposure (EAR, EAE-D) and answer quality "
+                 "under sampling are not estimated; documents never logged for a query get no exposure; logged "
+                 "scores are assumed comparable within a query")
+#: The label of the system as it served.
+AS_SERVED = "as served"
+
+# Independent random streams (derive_seed paths), each keyed by the α's bits, so that α = 2 samples the same rankings
+# whatever the rest of the grid.
+_SAMPLES, _PER_QUERY, _TESTS = 61, 62, 63
+_MAX_FINDINGS = {"provider": 3}  # share findings per grouping; other categories: 2
+_CHUNK_ENTRIES = 4_000_000  # float64 entries of the largest work array of one batch (≈ 32 MB)
+_CURVE_COLUMNS = ["system", "alpha", "label", "ee_d", "ee_d_low", "ee_d_high", "ee_d_plug_in", "ee_r", "ee_r_low",
+                  "ee_r_high", "ee_d_change", "ee_d_change_low", "ee_d_change_high", "ee_d_p", "ee_r_change",
+                  "ee_r_change_low", "ee_r_change_high", "ee_r_p", "queries", "judged_queries", "eligible"]
+
+
+def _alpha_key(alpha: float) -> int:
+    return int(np.float64(alpha).view(np.uint64))
+
+
+def _alpha_label(alpha: float) -> str:
+    return "α = ∞ (deterministic)" if math.isinf(alpha) else f"α = {alpha:g}"
+
+
+def _tol(tolerance: float) -> str:
+    return f"{100 * tolerance:g} %"
+
+
+def _alpha_json(alpha: float) -> float | str | None:
+    if alpha is None or (isinstance(alpha, float) and math.isnan(alpha)):
+        return None
+    return "inf" if math.isinf(alpha) else float(alpha)
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """One replayed query: its candidates (collection indices) with their mean logged score."""
+
+    query_id: str
+    docs: np.ndarray
+    scores: np.ndarray
+    lines: int
+
+
+@dataclass(frozen=True, eq=False)
+class WhatIf:
+    """A what-if replay of a served log (module docstring: the method).
+
+    Attributes:
+        curve: one row per system: first the system **as served** (``system = "as served"``, ``alpha`` NaN), then
+            each α of the grid, ascending, α = ∞ last (``system = "sampled"``). Columns: ``label``; ``ee_d`` (mean
+            over the replayed queries of the bias-corrected per-query EE-D) with ``ee_d_low``/``ee_d_high``
+            (percentile bootstrap over queries), ``ee_d_plug_in`` (the mean of the per-query plug-ins); ``ee_r`` with
+            its interval over the judged queries (NaN without labels); ``ee_d_change``, ``ee_r_change`` (α − as
+            served, paired over queries) with their intervals and sign-flip p-values ``ee_d_p``, ``ee_r_p``;
+            ``queries``, ``judged_queries``; ``eligible`` (the recommender kept it; None when it did not run).
+        shares: one row per (grouping ``by``, α, group): ``share`` with ``share_low``/``share_high`` at α,
+            ``observed_share`` (as served) with its interval, ``change`` (share − observed) with its paired interval,
+            ``p_value`` (paired swap test) and ``p_holm`` (Holm over the groups of that α and grouping).
+        per_query: one row per (query, α): ``candidates``, ``k``, ``ee_d`` (bias-corrected) with its interval over
+            the N rankings, ``ee_d_plug_in``, ``ee_r``, ``m`` (useful documents, NaN when unjudged).
+        documents: one row per (query, α, candidate): ``doc_id``, ``score`` (mean logged), ``exposure``.
+        observed: the as-served per-query values of the replayed queries (the log audit's ``ee_d``, ``ee_r``, ``m``).
+        recommendation: the recommender's result (None without relevance labels or finite α), and
+            ``recommendation_text`` its answer in words.
+        findings: what the replay found (:func:`what_if_findings`), most useful first.
+        skipped: query id → why it was not replayed. ``notes``: what the replay assumed about this log;
+            ``estimated`` and ``not_estimated``: what is and is not estimated; ``undefined``: metrics without a
+            value and why.
+        alphas, k, n_samples, seed, level, n_boot, n_permutations, min_rel, tolerance: the settings (``seed`` the
+            one drawn when none was given: pass it again to get the same numbers). ``shares_over``: which queries
+            the shares cover (the audit ledger's scope). ``wall_seconds``: how long the replay took.
+    """
+
+    curve: pd.DataFrame
+    shares: pd.DataFrame
+    per_query: pd.DataFrame
+    documents: pd.DataFrame
+    observed: pd.DataFrame
+    alphas: tuple[float, ...]
+    k: int
+    n_samples: int
+    seed: int
+    level: float
+    n_boot: int
+    n_permutations: int
+    min_rel: int
+    tolerance: float
+    shares_over: str
+    recommendation: AlphaRecommendation | None = None
+    recommendation_text: str = ""
+    findings: tuple[Finding, ...] = ()
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    estimated: str = ESTIMATED
+    not_estimated: str = NOT_ESTIMATED
+    undefined: dict[str, str] = field(default_factory=dict)
+    wall_seconds: float = math.nan
+
+    @property
+    def recommended_alpha(self) -> float | None:
+        """The α the recommender picked, or None (no quality metric, or no α good enough)."""
+        return None if self.recommendation is None else self.recommendation.alpha
+
+    def to_dict(self, *, details: bool = True) -> dict[str, object]:
+        """JSON-ready (NaN → None, α = ∞ → ``"inf"``): settings, ``curve``, ``shares``, the recommendation, the
+        findings, the notes and what is (not) estimated; with ``details`` also ``per_query``."""
+        def records(frame: pd.DataFrame) -> list[dict[str, object]]:
+            rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+            for row in rows:
+                if "alpha" in row:
+                    row["alpha"] = _alpha_json(row["alpha"])
+                for key, value in row.items():
+                    if isinstance(value, np.generic):
+                        row[key] = value.item()
+                    if isinstance(row[key], float) and not math.isfinite(row[key]):
+                        row[key] = None
+            return rows
+
+        out: dict[str, object] = {
+            "alphas": [_alpha_json(a) for a in self.alphas], "k": self.k, "n_samples": self.n_samples,
+            "seed": self.seed, "level": self.level, "n_boot": self.n_boot, "n_permutations": self.n_permutations,
+            "min_rel": self.min_rel, "tolerance": self.tolerance, "shares_over": self.shares_over,
+            "curve": records(self.curve), "shares": records(self.shares),
+            "recommended_alpha": _alpha_json(self.recommended_alpha),
+            "recommendation": self.recommendation_text,
+            "findings": [f.to_dict() for f in self.findings],
+            "skipped": dict(self.skipped), "notes": list(self.notes), "estimated": self.estimated,
+            "not_estimated": self.not_estimated, "undefined": dict(self.undefined),
+            "wall_seconds": self.wall_seconds if math.isfinite(self.wall_seconds) else None,
+        }
+        if details:
+            out["per_query"] = records(self.per_query)
+        return out
+
+
+# -- inputs ------------------------------------------------------------------------------------------------------
+
+def _alphas(alphas: Sequence[float] | float) -> tuple[float, ...]:
+    values = [alphas] if np.ndim(alphas) == 0 else list(alphas)
+    if not values:
+        raise InvalidParameterError("give at least one α to replay, e.g. alphas=(0, 1, 2, 4, 8)")
+    checked = dict.fromkeys(check_alpha(a) for a in values)
+    return tuple(sorted(checked, key=lambda a: (math.isinf(a), a)))
+
+
+def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates], dict[str, str], list[str]]:
+    """Per query (order of first appearance): the union of its served documents with their mean logged score;
+    the queries skipped and why; notes on averaged scores and differing rankings."""
+    index = {d: i for i, d in enumerate(collection.doc_ids)}
+    by_query: dict[str, list[LogEntry]] = {}
+    for entry in log.entries:
+        by_query.setdefault(entry.query_id, []).append(entry)
+    if not any(e.scores is not None and any(s is not None and math.isfinite(s) for s in e.scores)
+               for e in log.entries):
+        raise InvalidParameterError(NO_SCORES)
+    replayed, skipped = [], {}
+    averaged = differing = 0
+    for qid, entries in by_query.items():
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        seen: dict[str, set[float]] = {}
+        order: dict[str, None] = {}
+        unscored_lines = 0
+        for entry in entries:
+            scores = entry.scores or (None,) * len(entry.ranking)
+            unscored_lines += all(s is None or not math.isfinite(s) for s in scores)
+            for doc, score in zip(entry.ranking, scores):
+                order.setdefault(doc)
+                if score is None or not math.isfinite(score):
+                    continue
+                sums[doc] = sums.get(doc, 0.0) + float(score)
+                counts[doc] = counts.get(doc, 0) + 1
+                seen.setdefault(doc, set()).add(float(score))
+        missing = [d for d in order if d not in counts]
+        if missing:
+            skipped[qid] = (f"{len(missing)} of its {len(order)} served documents have no logged score (first: "
+                            f"{missing[0]!r}; {unscored_lines} of its {len(entries)} lines carry no score)")
+            continue
+        averaged += sum(len(v) > 1 for v in seen.values())
+        differing += len({e.ranking for e in entries}) > 1
+        docs = list(order)
+        replayed.append(_Candidates(qid, np.array([index[d] for d in docs], dtype=np.int64),
+                                    np.array([sums[d] / counts[d] for d in docs]), len(entries)))
+    if not replayed:
+        first, why = next(iter(skipped.items()))
+        raise InvalidParameterError(f"no query can be replayed: every one has served documents without a logged "
+                                    f"score (e.g. {first!r}: {why}); export document.score (traces) or the TREC score "
+                                    "column for every served document")
+    notes = []
+    if averaged:
+        notes.append(f"{averaged} (query, document) pair(s) were logged with different scores on different lines "
+                     "(paraphrases of a query, an index update); each takes its mean logged score")
+    if differing:
+        notes.append(f"{differing} of {len(replayed)} replayed queries were served different rankings on different "
+                     "lines; their candidates are the union of what was served, so the replay at α = ∞ (one ranking "
+                     "by mean score) need not match the system as served")
+    if skipped:
+        notes.append(f"{len(skipped)} of {len(by_query)} queries not replayed (served documents without a logged "
+                     f"score), e.g. {next(iter(skipped))!r}; the comparison covers the {len(replayed)} replayed ones")
+    return replayed, skipped, notes
+
+
+def _resolve_audit(log: RagLog, collection: Collection, audit: LogAuditRun | None, *, k: int | None,
+                   min_rel: int | None, n_boot: int | None, level: float | None, seed: int | None
+                   ) -> LogAuditRun:
+    """The log audit that gives the as-served values: ``audit`` (its settings must agree with the ones given), or
+    a fresh one with these settings and no attribution."""
+    if audit is None:
+        config = LogAuditConfig(k=k, min_rel=1 if min_rel is None else min_rel,
+                                n_boot=1000 if n_boot is None else n_boot, level=0.95 if level is None else level,
+                                seed=new_seed() if seed is None else check_seed(seed),
+                                attribution=AttributionSource.NONE)
+        return audit_served(log, collection, config)
+    config, record = audit.record.config, audit.record
+    if record.extra.get("log_sha256") and log.sha256 and record.extra["log_sha256"] != log.sha256:
+        raise InvalidParameterError("the audit is of another log (its sha256 differs); pass the audit of this log, "
+                                    "or leave audit=None")
+    given = {"k": (k, record.extra.get("k_used")), "min_rel": (min_rel, config.min_rel),
+             "n_boot": (n_boot, config.n_boot), "level": (level, config.level), "seed": (seed, record.seed)}
+    for name, (value, used) in given.items():
+        if value is not None and value != used:
+            raise InvalidParameterError(f"{name}={value!r} differs from the audit's {name}={used!r}; leave {name} "
+                                        "None to use the audit's, or audit again with it")
+    return audit
+
+
+# -- the replay --------------------------------------------------------------------------------------------------
+
+def _relevance_weights(collection: Collection, query_id: str, docs: np.ndarray, k: int, min_rel: int
+                       ) -> tuple[np.ndarray | None, float]:
+    """ε*/‖ε*‖² of the candidates (over the whole collection, as the log audit computes EE-R) and m; (None, NaN)
+    for an unjudged query, (None, 0) when no document is useful."""
+    if query_id not in collection.qrels:
+        return None, math.nan
+    useful = collection.useful(query_id, min_rel=min_rel)
+    m = int(useful.sum())
+    if not m:
+        return None, 0.0
+    target = target_exposure(useful, k)
+    return target[docs] / float(target @ target), float(m)
+
+
+def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[float, ...], *, k: int, n_samples: int,
+            min_rel: int, n_boot: int, level: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (query, α): EE-D (bias-corrected, with its interval over the N rankings) and EE-R; per (query, α,
+    candidate): the exposure. Queries with as many candidates are sampled in one batch (in chunks that keep the
+    work arrays near :data:`_CHUNK_ENTRIES`), and their EE-D bootstrapped in one product: the kernel of
+    :func:`~fairrag_core.metrics.bootstrap.exposure_intervals` (``counts @ incidence``, then ``2θ̂ − median θ*``
+    with the basic interval), with one set of resampling counts over the N rankings per α, shared by the queries
+    (each query's estimate reads only its own rankings)."""
+    weights = [_relevance_weights(collection, q.query_id, q.docs, k, min_rel) for q in queries]
+    sizes: dict[int, list[int]] = {}
+    for i, q in enumerate(queries):
+        sizes.setdefault(q.docs.size, []).append(i)
+    doc_ids = np.array(collection.doc_ids, dtype=object)
+    rows = []
+    docs: dict[str, list[np.ndarray]] = {"query": [], "alpha": [], "doc": [], "score": [], "exposure": []}
+    for alpha in alphas:
+        sample_rng = np.random.default_rng(derive_seed(seed, _SAMPLES, _alpha_key(alpha)))
+        counts = resample_counts(n_samples, n_boot, derive_seed(seed, _PER_QUERY, _alpha_key(alpha)))
+        for n, members in sorted(sizes.items()):
+            k_q = min(k, n)
+            chunk = max(1, _CHUNK_ENTRIES // ((n_boot + n_samples) * n))
+            for start in range(0, len(members), chunk):
+                part = members[start:start + chunk]
+                scores = np.stack([queries[i].scores for i in part])
+                ranked = sample_rankings_batch(scores, alpha=alpha, n_samples=n_samples, k=k_q, seed=sample_rng)
+                incidence = np.zeros((len(part), n_samples, n))
+                np.put_along_axis(incidence, ranked, 1.0, axis=2)
+                exposures = incidence.mean(axis=1)  # (queries, n): ε of each candidate (Eq. 5)
+                # ε of every resample of every query, in one matrix product: (B, N) @ (N, queries·n)
+                draws = (counts @ incidence.transpose(1, 0, 2).reshape(n_samples, -1)) / n_samples
+                draws = draws.reshape(n_boot, len(part), n)
+                plug_ins = (exposures * exposures).sum(axis=1) / k
+                resampled = (draws * draws).sum(axis=2).T / k  # (queries, B)
+                for j, i in enumerate(part):
+                    w, m = weights[i]
+                    ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level, bounds=(0.0, 1.0))
+                    rows.append((queries[i].query_id, alpha, n, k_q, ee_d.estimate, ee_d.low, ee_d.high,
+                                 ee_d.plug_in, float(exposures[j] @ w) if w is not None else math.nan, m))
+                docs["query"].append(np.repeat([queries[i].query_id for i in part], n))
+                docs["alpha"].append(np.full(len(part) * n, alpha))
+                docs["doc"].append(doc_ids[np.stack([queries[i].docs for i in part])].ravel())
+                docs["score"].append(scores.ravel())
+                docs["exposure"].append(exposures.ravel())
+    order = {q.query_id: i for i, q in enumerate(queries)}
+    per_query = pd.DataFrame(rows, columns=["query_id", "alpha", "candidates", "k", "ee_d", "ee_d_low", "ee_d_high",
+                                            "ee_d_plug_in", "ee_r", "m"])
+    documents = pd.DataFrame({"query_id": np.concatenate(docs["query"]), "alpha": np.concatenate(docs["alpha"]),
+                              "doc_id": np.concatenate(docs["doc"]), "score": np.concatenate(docs["score"]),
+                              "exposure": np.concatenate(docs["exposure"])})
+    out = []
+    for frame in (per_query, documents):  # α ascending, queries in the log's order, candidates in served order
+        frame = frame.assign(_q=frame["query_id"].map(order)).sort_values(["alpha", "_q"], kind="stable")
+        out.append(frame.drop(columns="_q").reset_index(drop=True))
+    return out[0], out[1]
+
+
+def _mean(values: np.ndarray, *, n_boot: int, level: float, seed: int) -> tuple[float, float, float]:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return math.nan, math.nan, math.nan
+    ci = mean_interval(finite, n_boot=n_boot, level=level, seed=seed)
+    return (float(finite.mean()), math.nan, math.nan) if ci is None else (ci.estimate, ci.low, ci.high)
+
+
+def _change(a: np.ndarray, b: np.ndarray, *, n_boot: int, n_permutations: int, level: float, seed: int
+            ) -> tuple[float, float, float, float]:
+    keep = np.isfinite(a) & np.isfinite(b)
+    if keep.sum() == 0:
+        return (math.nan,) * 4
+    if keep.sum() < 2:
+        return float((a[keep] - b[keep]).mean()), math.nan, math.nan, math.nan
+    test = paired_comparison(a[keep], b[keep], n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
+    return test.difference.estimate, test.difference.low, test.difference.high, test.p_value
+
+
+def _curve(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[float, ...], *, n_boot: int,
+           n_permutations: int, level: float, seed: int) -> pd.DataFrame:
+    obs_d, obs_r = observed["ee_d"].to_numpy(float), observed["ee_r"].to_numpy(float)
+    judged = int(np.isfinite(obs_r).sum())
+    rows = []
+    for system, alpha in [(AS_SERVED, math.nan), *[("sampled", a) for a in alphas]]:
+        if system == AS_SERVED:
+            ee_d, ee_r, plug_in = obs_d, obs_r, observed["ee_d_plug_in"].to_numpy(float)
+        else:
+            part = per_query[per_query["alpha"] == alpha]
+            ee_d, ee_r, plug_in = (part["ee_d"].to_numpy(float), part["ee_r"].to_numpy(float),
+                                   part["ee_d_plug_in"].to_numpy(float))
+        row = {"system": system, "alpha": alpha, "label": AS_SERVED if system == AS_SERVED else _alpha_label(alpha),
+               "queries": len(ee_d), "judged_queries": judged, "ee_d_plug_in": float(np.mean(plug_in)),
+               "eligible": None}
+        row["ee_d"], row["ee_d_low"], row["ee_d_high"] = _mean(ee_d, n_boot=n_boot, level=level, seed=seed)
+        row["ee_r"], row["ee_r_low"], row["ee_r_high"] = _mean(ee_r, n_boot=n_boot, level=level, seed=seed)
+        for metric, values, base, stream in (("ee_d", ee_d, obs_d, 0), ("ee_r", ee_r, obs_r, 1)):
+            if system == AS_SERVED:
+                row.update({f"{metric}_change": math.nan, f"{metric}_change_low": math.nan,
+                            f"{metric}_change_high": math.nan, f"{metric}_p": math.nan})
+                continue
+            test_seed = derive_seed(seed, _TESTS, _alpha_key(alpha), stream)
+            (row[f"{metric}_change"], row[f"{metric}_change_low"], row[f"{metric}_change_high"],
+             row[f"{metric}_p"]) = _change(values, base, n_boot=n_boot, n_permutations=n_permutations, level=level,
+                                           seed=test_seed)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=_CURVE_COLUMNS)
+
+
+def _group_matrix(frame: pd.DataFrame, queries: pd.Index, groups: pd.Index, group_of: dict[str, str]) -> np.ndarray:
+    frame = frame[frame["query_id"].isin(queries)]
+    matrix = np.zeros((queries.size, groups.size))
+    np.add.at(matrix, (queries.get_indexer(frame["query_id"]), groups.get_indexer(frame["doc_id"].map(group_of))),
+              frame["exposure"].to_numpy(dtype=np.float64))
+    return matrix
+
+
+def _share_bounds(matrix: np.ndarray, counts: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shares (ratio of sums over queries) and their percentile bounds, as the ledger computes them
+    (:func:`~fairrag_core.audit.query_bootstrap.ledger_intervals`)."""
+    totals = matrix.sum(axis=0)
+    point = totals / totals.sum()
+    boot = counts @ matrix
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = boot / boot.sum(axis=1, keepdims=True)
+    tail = (1.0 - level) / 2.0
+    low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+    return point, np.fmin(low, point), np.fmax(high, point)
+
+
+def _shares(documents: pd.DataFrame, observed_docs: pd.DataFrame, collection: Collection, scope: pd.Index,
+            alphas: tuple[float, ...], groupings: Sequence[str], *, n_boot: int, n_permutations: int, level: float,
+            seed: int) -> pd.DataFrame:
+    parts = []
+    for by in groupings:
+        group_of = dict(zip(collection.doc_ids, collection.owners(by)))
+        shown = pd.concat([documents.loc[documents["exposure"] > 0, "doc_id"],
+                           observed_docs.loc[observed_docs["exposure"] > 0, "doc_id"]])
+        groups = pd.Index(sorted(set(shown.map(group_of))))
+        observed = _group_matrix(observed_docs, scope, groups, group_of)
+        if scope.size < 1 or observed.sum() <= 0:
+            continue
+        counts = resample_counts(scope.size, n_boot, seed) if scope.size >= 2 else None
+        if counts is not None:
+            obs_point, obs_low, obs_high = _share_bounds(observed, counts, level)
+        else:
+            obs_point = observed.sum(axis=0) / observed.sum()
+            obs_low = obs_high = np.full(groups.size, np.nan)
+        for alpha in alphas:
+            matrix = _group_matrix(documents[documents["alpha"] == alpha], scope, groups, group_of)
+            part = pd.DataFrame({"by": by, "alpha": alpha, "group": groups, "observed_share": obs_point,
+                                 "observed_low": obs_low, "observed_high": obs_high})
+            if counts is not None:
+                point, low, high = _share_bounds(matrix, counts, level)
+                test = share_differences(matrix, observed, n_boot=n_boot, n_permutations=n_permutations, level=level,
+                                         seed=seed)
+                part = part.assign(share=point, share_low=low, share_high=high,
+                                   change=test["difference"].to_numpy(), change_low=test["low"].to_numpy(),
+                                   change_high=test["high"].to_numpy(), p_value=test["p_value"].to_numpy(),
+                                   p_holm=test["p_holm"].to_numpy())
+            else:
+                point = matrix.sum(axis=0) / matrix.sum()
+                part = part.assign(share=point, share_low=np.nan, share_high=np.nan, change=point - obs_point,
+                                   change_low=np.nan, change_high=np.nan, p_value=np.nan, p_holm=np.nan)
+            parts.append(part)
+    columns = ["by", "alpha", "group", "share", "share_low", "share_high", "observed_share", "observed_low",
+               "observed_high", "change", "change_low", "change_high", "p_value", "p_holm"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[float, ...], tolerance: float
+               ) -> tuple[AlphaRecommendation | None, str]:
+    finite = [a for a in alphas if math.isfinite(a)]
+    if not np.isfinite(observed["ee_r"].to_numpy(float)).any():
+        return None, NO_QUALITY_METRIC[0].upper() + NO_QUALITY_METRIC[1:] + "."
+    if not finite:
+        return None, ("The grid holds no finite α to recommend (α = ∞ is the deterministic ranking); add some, e.g. "
+                      "0,1,2,4,8.")
+    question = observed.set_index("query_id")["fairness_question"]
+    sampled = per_query[per_query["alpha"].isin(finite)].assign(system="stochastic")
+    served = observed.assign(system="deterministic", alpha=math.inf)
+    table = pd.concat([served[["query_id", "system", "alpha", "ee_d", "ee_r"]],
+                       sampled[["query_id", "system", "alpha", "ee_d", "ee_r"]]], ignore_index=True)
+    table["fairness_question"] = table["query_id"].map(question).fillna(False).astype(bool)
+    rec = recommend_alpha(table, tolerance=tolerance, metric="ee_r", metric_label="EE-R")
+    kept = table[table["fairness_question"]] if table["fairness_question"].any() else table
+    kept = kept.dropna(subset=["ee_r"])
+    n = int(kept["query_id"].nunique())
+    over = (f"over the {n} judged queries with a fairness question (m > 1)" if table["fairness_question"].any()
+            else f"over the {n} judged queries")
+    if rec.alpha is None:
+        return rec, (f"No α of the grid keeps mean EE-R within {_tol(tolerance)} of the system as served "
+                     f"({rec.baseline_utility:.3f}, {over}): keep serving as now, or widen the tolerance.")
+    # the recommender compares with a deterministic baseline, which any α beats on EE-D; a served system may
+    # already spread exposure, so an α is only worth recommending when it is fairer than what was served
+    served_ee_d = float(kept.loc[kept["system"] == "deterministic", "ee_d"].mean())
+    if rec.ee_d >= served_ee_d - 1e-12:
+        reason = (f"No α of the grid is fairer than the system as served while keeping its mean EE-R within "
+                  f"{_tol(tolerance)} ({rec.baseline_utility:.3f}, {over}): the fairest that keeps EE-R, α = "
+                  f"{rec.alpha:g}, has mean EE-D {rec.ee_d:.3f} against {served_ee_d:.3f} as served; keep serving as "
+                  "now, or widen the tolerance.")
+        return replace(rec, alpha=None, ee_d=served_ee_d, utility=rec.baseline_utility, reason=reason), reason
+    return rec, (f"α = {rec.alpha:g}: the lowest mean EE-D ({rec.ee_d:.3f}, against {served_ee_d:.3f} as served) "
+                 f"among the α values whose mean EE-R ({rec.utility:.3f}) stays within {_tol(tolerance)} of the "
+                 f"system as served ({rec.baseline_utility:.3f}), {over}.")
+
+
+def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
+                     alphas: Sequence[float] | float = (0.0, 1.0, 2.0, 4.0, 8.0), n_samples: int = 100,
+                     k: int | None = None, min_rel: int | None = None, n_boot: int | None = None,
+                     n_permutations: int = 10000, level: float | None = None, tolerance: float = 0.05,
+                     seed: int | None = None, audit: LogAuditRun | None = None,
+                     groupings: Sequence[str] | None = None) -> WhatIf:
+    """Replay a served log under the fair Plackett-Luce retriever at each α (module docstring: the method).
+
+    Args:
+        served: what the system served, with scores: a :class:`~fairrag_core.data.rag_log.RagLog` whose entries carry
+            ``scores`` (a trace export's), or a :class:`~fairrag_core.data.served.ServedRankings` read from a TREC run
+            (its score column).
+        collection: the documents' providers, groups and relevance labels (a curated collection, or
+            :func:`~fairrag_core.data.traces.documents_from_log`'s ``collection`` for a log audited without one: EE-R
+            is then undefined).
+        alphas: the α grid (``math.inf``: the deterministic ranking by logged score); sorted, repeats dropped.
+        n_samples: rankings N sampled per query and α (the paper uses 100).
+        k, min_rel, n_boot, level, seed: as in :class:`~fairrag_core.audit.rag_log.LogAuditConfig` (None: the
+            audit's when ``audit`` is given, else the longest served ranking, 1, 1000, 0.95 and a fresh seed,
+            recorded in the result).
+        n_permutations: random sign flips and swaps of the paired tests (exact for few queries).
+        tolerance: how much mean EE-R the recommender may lose against the system as served (0.05 = 5 %).
+        audit: the log audit of ``served`` (:func:`~fairrag_core.audit.rag_log.audit_served`) whose per-query values
+            are the as-served side; None runs one (without attribution).
+        groupings: the share tables' groupings (default: ``provider`` and each of the collection's categories).
+
+    Raises:
+        InvalidParameterError: the log carries no scores (:data:`NO_SCORES`), no query can be replayed, a bad α, N,
+            level or tolerance, or settings that contradict ``audit``.
+
+    >>> from fairrag_core.data import Collection, Document
+    >>> docs = Collection("c", tuple(Document(d, "", provider=p) for d, p in (("a", "A"), ("b", "B"), ("c", "C"))))
+    >>> log = RagLog("x", (LogEntry(1, "q1", ("a", "b"), scores=(2.0, 1.0)), LogEntry(2, "q1", ("a", "c"),
+    ...                                                                              scores=(2.0, 0.5))))
+    >>> result = what_if_sampling(log, docs, alphas=(0, math.inf), n_samples=200, seed=0, n_boot=200)
+    >>> result.curve[["label", "queries"]].values.tolist()
+    [['as served', 1], ['α = 0', 1], ['α = ∞ (deterministic)', 1]]
+    >>> result.per_query.loc[result.per_query["alpha"] == math.inf, "ee_d_plug_in"].tolist()
+    [1.0]
+    """
+    started = time.perf_counter()
+    grid = _alphas(alphas)
+    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings per query and α; the paper uses 100")
+    n_permutations = check_at_most(n_permutations, "n_permutations", MAX_RESAMPLES, hint="random swaps, e.g. 10000",
+                                   fix="10,000 swaps are the usual number")
+    tolerance = check_non_negative(tolerance, "tolerance", hint="0.05 = lose at most 5 % of EE-R")
+    if level is not None:
+        level = check_open_unit(level, "level", hint="e.g. 0.95")
+    log = RagLog.from_served(served) if isinstance(served, ServedRankings) else served
+    if not isinstance(log, RagLog):
+        raise InvalidParameterError(f"served must be a RagLog (load_served) or a ServedRankings (load_run), got "
+                                    f"{type(served).__name__}")
+    log.check_against(collection)  # unknown doc ids: the line and the fix
+    queries, skipped, notes = _candidates(log, collection)  # refuses a log without scores before any work
+    audit = _resolve_audit(log, collection, audit, k=k, min_rel=min_rel, n_boot=n_boot, level=level, seed=seed)
+    config, record = audit.record.config, audit.record
+    k_used, min_rel, n_boot, level, seed = (record.extra["k_used"], config.min_rel, config.n_boot, config.level,
+                                            record.seed)
+    per_query, documents = _replay(queries, collection, grid, k=k_used, n_samples=n_samples, min_rel=min_rel,
+                                   n_boot=n_boot, level=level, seed=seed)
+    replayed = pd.Index([q.query_id for q in queries])
+    table = audit.table.set_index("query_id")
+    observed = table.loc[replayed].reset_index()[["query_id", "lines", "labelled", "m", "fairness_question", "ee_d",
+                                                   "ee_d_plug_in", "ee_r"]]
+    curve = _curve(per_query, observed, grid, n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
+    labelled = observed.loc[observed["labelled"].astype(bool) & (observed["m"].fillna(0) > 0), "query_id"]
+    labelled_only = 0 < len(labelled) < len(observed)  # the ledger's default scope (default_ledger_scope)
+    scope = pd.Index(labelled) if labelled_only else replayed
+    shares = _shares(documents, audit.documents, collection, scope, grid,
+                     list(groupings) if groupings is not None else ["provider", *collection.categories()],
+                     n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
+    recommendation, text = _recommend(per_query, observed, grid, tolerance)
+    if recommendation is not None:
+        eligible = dict(zip(recommendation.per_alpha["alpha"].astype(float), recommendation.per_alpha["eligible"]))
+        curve["eligible"] = [eligible.get(a) if s == "sampled" else None for s, a in zip(curve["system"],
+                                                                                          curve["alpha"])]
+    undefined = {}
+    if not np.isfinite(observed["ee_r"].to_numpy(float)).any():
+        undefined["ee_r"] = ("no replayed query has relevance labels with a useful document in the collection "
+                             "(documents from the log have none); EE-R needs labels")
+    fewest, most = min(q.docs.size for q in queries), max(q.docs.size for q in queries)
+    notes = [f"k = {k_used} (the audit's), N = {n_samples} sampled rankings per query and α; logged candidates per "
+             f"query: {fewest}" + (f"–{most}" if most > fewest else ""), *notes]
+    shallow = sum(q.docs.size <= k_used for q in queries)
+    if shallow:
+        notes.append(f"{shallow} of {len(queries)} replayed queries have no more logged candidates than k = {k_used}: "
+                     "sampling cannot change their exposure (log deeper candidate lists, e.g. the retriever's top 20 "
+                     "with their scores, and set --k to what the generator read)")
+    result = WhatIf(curve=curve, shares=shares, per_query=per_query, documents=documents, observed=observed,
+                    alphas=grid, k=k_used, n_samples=n_samples, seed=seed, level=level, n_boot=n_boot,
+                    n_permutations=n_permutations, min_rel=min_rel, tolerance=tolerance,
+                    shares_over="queries with relevance labels" if labelled_only else "every replayed query",
+                    recommendation=recommendation, recommendation_text=text, skipped=skipped, notes=tuple(notes),
+                    undefined=undefined)
+    result = replace(result, findings=tuple(what_if_findings(result)))
+    return replace(result, wall_seconds=time.perf_counter() - started)
+
+
+# -- findings and text -------------------------------------------------------------------------------------------
+
+def _unsigned_zero(text: str) -> str:
+    """``-0.000`` → ``0.000``: a value that rounds to zero has no sign."""
+    return text.lstrip("+-") if float(text) == 0 else text
+
+
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else ("0" if x == 0 else _unsigned_zero(f"{100 * x:.1f}").replace("-", "−"))
+
+
+def _share_text(point: float, low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{_pct(point)} %"
+    return f"{_pct(point)} % [{_pct(low)}, {_pct(high)}]"
+
+
+def _signed(x: float, digits: int = 3) -> str:
+    if not math.isfinite(x):
+        return "—"
+    text = f"{x:+.{digits}f}"
+    return ("±" + text[1:] if float(text) == 0 else text).replace("-", "−")
+
+
+def _interval(low: float, high: float, digits: int = 3, *, signed: bool = True) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    if signed:
+        return f" [{_signed(low, digits)}, {_signed(high, digits)}]"
+    return f" [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _p_text(p: float) -> str:
+    if not math.isfinite(p):
+        return "untested"
+    return "p < 0.001" if p < 0.001 else (f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}")
+
+
+def _ci(estimate: float, low: float, high: float, level: float) -> ConfidenceInterval | None:
+    if not all(math.isfinite(v) for v in (estimate, low, high)):
+        return None
+    return ConfidenceInterval(float(estimate), float(min(low, estimate)), float(max(high, estimate)), level)
+
+
+def _ee_r_clause(row: pd.Series) -> str:
+    """``, at an EE-R cost of 0.040 [0.020, 0.060] (0.695 → 0.655)`` (a gain when it rises; "within noise" when its
+    interval holds 0); empty without EE-R."""
+    change = row["ee_r_change"]
+    if not math.isfinite(change):
+        return ""
+    low, high = row["ee_r_change_low"], row["ee_r_change_high"]
+    bounded = math.isfinite(low) and math.isfinite(high)
+    if change < 0:
+        words = f"an EE-R cost of {-change:.3f}" + (f" [{_num(-high)}, {_num(-low)}]" if bounded else "")
+    else:
+        words = f"an EE-R gain of {change:.3f}" + (f" [{_num(low)}, {_num(high)}]" if bounded else "")
+    within = ", within noise" if bounded and low <= 0 <= high else ""
+    return f", {'at' if change < 0 else 'with'} {words} ({row['ee_r'] - change:.3f} → {row['ee_r']:.3f}{within})"
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return _unsigned_zero(f"{x:.{digits}f}").replace("-", "−")
+
+
+def _focus(result: WhatIf) -> tuple[float | None, str]:
+    """The α the findings describe, and how the headline introduces it: the recommended α; else the fairest finite α
+    of the grid (lowest mean EE-D) when it is fairer than the system as served; else None."""
+    chosen = result.recommended_alpha
+    if chosen is not None:
+        return chosen, (f": the recommender's pick, the fairest α whose mean EE-R stays within "
+                        f"{_tol(result.tolerance)} of the system as served")
+    curve = result.curve
+    served = curve.loc[curve["system"] == AS_SERVED, "ee_d"].iloc[0]
+    finite = curve[(curve["system"] == "sampled") & np.isfinite(curve["alpha"].astype(float))]
+    if finite.empty or finite["ee_d"].min() >= served:
+        return None, ""
+    fairest = float(finite.loc[finite["ee_d"].idxmin(), "alpha"])
+    if result.recommendation is None:
+        return fairest, (": the fairest α of the grid, not a recommendation (without relevance labels the "
+                         "recommender has no quality metric)")
+    return fairest, (f": the fairest α of the grid, not a recommendation (no α is both fairer than the system as "
+                     f"served and within {_tol(result.tolerance)} of its EE-R)")
+
+
+def what_if_findings(result: WhatIf) -> list[Finding]:
+    """What a what-if found, most useful first, from its tables alone (a stored result finds the same).
+
+    The α described is the recommended one; without a recommendation (no relevance labels, or no α both fairer than
+    the system as served and within the EE-R tolerance), the fairest finite α of the grid, so that the reader sees
+    what the fairest replay would cost. Then: a headline (EE-D as served → at α, its paired change, the EE-R cost or
+    gain), and per grouping the groups whose share would change beyond noise (Holm over the groups; at most three
+    providers and two groups of each other category, largest change first), or a line saying that none would. When
+    no α of the grid is fairer than the system as served: one line with the recommender's answer and the curve.
+    """
+    curve, level = result.curve, result.level
+    alpha_test = alpha_of(level)
+    served = curve[curve["system"] == AS_SERVED].iloc[0]
+    sampled = curve[curve["system"] == "sampled"]
+    n_queries = int(served["queries"])
+    n_lines = int(result.observed["lines"].sum())
+    chosen, why = _focus(result)
+    if chosen is None:
+        points = "; ".join(f"{row.label}: {row.ee_d:.3f}" for row in sampled.itertuples())
+        text = (f"{result.recommendation_text} The disparity curve: EE-D {served['ee_d']:.3f} as served; {points} "
+                f"({n_queries} replayed queries, N = {result.n_samples}).")
+        return [Finding(FindingKind.HEADLINE, "what if it sampled", "ee_d", text, level=level, alpha=alpha_test,
+                        n_queries=n_queries, n_lines=n_lines, family="what-if")]
+    row = sampled[sampled["alpha"] == chosen].iloc[0]
+    change, low, high, p = row["ee_d_change"], row["ee_d_change_low"], row["ee_d_change_high"], row["ee_d_p"]
+    significant = math.isfinite(p) and p <= alpha_test
+    ee_r = _ee_r_clause(row)
+    text = (f"Sampling at α = {chosen:g} would {'lower' if change < 0 else 'raise'} EE-D from {served['ee_d']:.3f}"
+            f"{_interval(served['ee_d_low'], served['ee_d_high'], signed=False)} as served to {row['ee_d']:.3f}"
+            f"{_interval(row['ee_d_low'], row['ee_d_high'], signed=False)} ({_signed(change)}"
+            f"{_interval(low, high)}, {_p_text(p)}){ee_r}{why}.")
+    relative = change / served["ee_d"] if served["ee_d"] else math.nan
+    found = [Finding(FindingKind.HEADLINE, f"α = {chosen:g} vs {AS_SERVED}", "ee_d", text,
+                     severity=severity_of(significant, relative),
+                     direction=(Direction.BELOW if change < 0 else Direction.ABOVE) if significant else Direction.NONE,
+                     estimate=change, low=low, high=high, level=level,
+                     value=_ci(row["ee_d"], row["ee_d_low"], row["ee_d_high"], level),
+                     reference=_ci(served["ee_d"], served["ee_d_low"], served["ee_d_high"], level),
+                     relative=relative, p_value=p, test="paired sign-flip test over queries",
+                     alpha=alpha_test, n_queries=n_queries, n_lines=n_lines, family="what-if")]
+    shares = result.shares
+    for by, part in shares[shares["alpha"] == chosen].groupby("by", sort=False):
+        noun = "provider" if by == "provider" else f"{by} group"
+        moved = part[part["p_holm"].notna() & (part["p_holm"] <= alpha_test)]
+        moved = moved.reindex(moved["change"].abs().sort_values(ascending=False).index)
+        correction = f"Holm over {len(part)} {noun}s"
+        family = f"what-if α = {chosen:g}: {by} shares"
+        for share in moved.head(_MAX_FINDINGS.get(by, 2)).itertuples():
+            up = share.change > 0
+            relative = share.change / share.observed_share if share.observed_share > 0 else math.nan
+            name = share.group if by == "provider" else f"{share.group} ({by})"
+            text = (f"Sampling at α = {chosen:g} would {'raise' if up else 'lower'} {name}'s retrieval share from "
+                    f"{_share_text(share.observed_share, share.observed_low, share.observed_high)} to "
+                    f"{_share_text(share.share, share.share_low, share.share_high)} ({'+' if up else ''}"
+                    f"{_pct(share.change)} points [{_pct(share.change_low)}, {_pct(share.change_high)}], "
+                    f"{_p_text(share.p_holm)}, {correction}){ee_r}.")
+            found.append(Finding(FindingKind.MORE_EXPOSED if up else FindingKind.LESS_EXPOSED, str(share.group),
+                                 f"retrieval share (α = {chosen:g} − {AS_SERVED})", text,
+                                 severity=severity_of(True, relative),
+                                 direction=Direction.ABOVE if up else Direction.BELOW, estimate=share.change,
+                                 low=share.change_low, high=share.change_high, level=level,
+                                 value=_ci(share.share, share.share_low, share.share_high, level),
+                                 reference=_ci(share.observed_share, share.observed_low, share.observed_high, level),
+                                 relative=relative, p_value=share.p_value, p_adjusted=share.p_holm,
+                                 test="paired permutation test (systems swapped within queries)",
+                                 correction=correction, alpha=alpha_test, n_queries=n_queries, n_lines=n_lines,
+                                 family=family))
+        if moved.empty:
+            largest = part.reindex(part["change"].abs().sort_values(ascending=False).index).iloc[0]
+            sign = "+" if largest["change"] > 0 else ""
+            bounds = (f" [{_pct(largest['change_low'])}, {_pct(largest['change_high'])}]"
+                      if math.isfinite(largest["change_low"]) else "")
+            text = (f"At α = {chosen:g} no {noun}'s retrieval share would change beyond noise ({correction}); the "
+                    f"largest change: {largest['group']} {sign}{_pct(largest['change'])} points{bounds}.")
+            found.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", f"retrieval share (α = {chosen:g} − "
+                                 f"{AS_SERVED})", text, level=level, alpha=alpha_test, correction=correction,
+                                 n_queries=n_queries, n_lines=n_lines, family=family, detail=by != "provider"))
+    return found
+
+
+def _top_changes(shares: pd.DataFrame, alpha: float, level: float, limit: int = 3) -> str:
+    part = shares[(shares["by"] == "provider") & (shares["alpha"] == alpha)]
+    part = part[part["change"].abs() > 5e-4]  # what prints as 0.0 points is no change
+    if part.empty:
+        return "none"
+    part = part.reindex(part["change"].abs().sort_values(ascending=False).index).head(limit)
+    alpha_test = alpha_of(level)
+    return ", ".join(f"{r.group} {'+' if r.change > 0 else ''}{_pct(r.change)}"
+                     f"{'*' if math.isfinite(r.p_holm) and r.p_holm <= alpha_test else ''}" for r in part.itertuples())
+
+
+def what_if_text(result: WhatIf) -> list[str]:
+    """The what-if as text lines (the CLI's "What if it sampled" section): the per-α table (EE-D and EE-R with their
+    intervals over queries, the largest provider share changes against the system as served), the recommender's
+    answer, the findings and what is and is not estimated."""
+    lines = [f"What if it sampled (Plackett-Luce over each query's logged candidates and scores; N = "
+             f"{result.n_samples} rankings per query and α, k = {result.k}; {int(result.curve['queries'].iloc[0])} "
+             f"queries replayed; {result.level:.0%} intervals over queries; seed {result.seed}):"]
+    lines.append(f"  {'system':<24} {'EE-D':>6} {'interval':<16} {'EE-R':>6} {'interval':<16} largest provider "
+                 "share changes (points vs as served; * beyond noise, Holm)")
+    for row in result.curve.itertuples():
+        ee_d_int = _interval(row.ee_d_low, row.ee_d_high, signed=False).strip() or "—"
+        ee_r = "—" if not math.isfinite(row.ee_r) else f"{row.ee_r:.3f}"
+        ee_r_int = _interval(row.ee_r_low, row.ee_r_high, signed=False).strip()
+        changes = "" if row.system == AS_SERVED else _top_changes(result.shares, row.alpha, result.level)
+        mark = " (recommended)" if result.recommended_alpha is not None and row.system != AS_SERVED and \
+            row.alpha == result.recommended_alpha else ""
+        lines.append(f"  {row.label + mark:<24} {row.ee_d:>6.3f} {ee_d_int:<16} {ee_r:>6} {ee_r_int:<16} {changes}"
+                     .rstrip())
+    lines.append(f"  (EE-D per query bias-corrected over its N rankings, as everywhere; shares over "
+                 f"{result.shares_over})")
+    for metric, reason in result.undefined.items():
+        lines.append(f"  — {'EE-R' if metric == 'ee_r' else metric}: {reason}")
+    lines.append(f"Recommender: {result.recommendation_text}")
+    lines.append("What-if findings:")
+    lines += [f"  - [{f.severity.value}] {f.text}" for f in result.findings]
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    for qid, reason in list(result.skipped.items())[:5]:
+        lines.append(f"skipped: {qid}: {reason}")
+    lines.append(f"Estimated: {result.estimated}. Not estimated: {result.not_estimated}.")
+    if math.isfinite(result.wall_seconds):
+        lines.append(f"Replayed in {result.wall_seconds:.2f} s.")
+    return lines
