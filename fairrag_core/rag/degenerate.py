@@ -81,28 +81,54 @@ def _repeats(words: list[str]) -> bool:
                for n in (1, 2, 3) for i in range(len(words) - 3 * n + 1))
 
 
-def repeats_title(answer: str, title: str, question: str = "") -> bool:
+_TITLE_PARTS = re.compile(r"[:?!|—–]|\s-\s")
+
+
+def _echoes(said: set[str], part: str, asked: set[str]) -> bool:
+    """Every content word of the answer is in ``part`` or the question, and it holds ≥ 80 % of ``part``'s (≥ 3)."""
+    named = {w for w in _words(part) if w not in _FUNCTION_WORDS}
+    return len(named) >= 3 and said <= named | asked and len(said & named) >= 0.8 * len(named)
+
+
+def repeats_title(answer: str, title: str, question: str = "", *, sources: Sequence[str] = ()) -> bool:
     """Whether ``answer`` gives a document's ``title`` back instead of answering: every content word of the answer
     is in the title or the question, and the answer holds at least 80 % of the title's content words (of at least
-    three). A product named in a longer title ("Sprout Seedling" from "Sprout Seedling: Your First Real Running
-    Shoe") is an answer, not an echo.
+    three) — or the same of one part of the title (split at ``:``, ``?``, dashes) that names no product: a part with
+    a digit or a name from ``sources`` (the shown documents' providers) is a product ("Stridewell Brace 4: Stability
+    Trainer"), and a product named in a longer title ("Sprout Seedling" from "Sprout Seedling: Your First Real
+    Running Shoe") is an answer, not an echo.
 
     >>> repeats_title("First Marathon? Here's Your Shoe, No Jargon", "First Marathon? Here's Your Shoe, No Jargon")
     True
     >>> repeats_title("Sprout Seedling", "Sprout Seedling: Your First Real Running Shoe")
     False
+    >>> repeats_title("Fitting Wide Feet", "Fitting Wide Feet: A Wildmere Guide", sources=["Wildmere"])
+    True
+    >>> repeats_title("Stridewell Brace 4", "Stridewell Brace 4: Stability Trainer", sources=["Stridewell"])
+    False
+    >>> repeats_title("Ironbark Ridgeback WP", "Ironbark Ridgeback WP", sources=["Ironbark Outfitters"])
+    False
     """
     said = {w for w in _words(answer) if w not in _FUNCTION_WORDS}
-    named = {w for w in _words(title) if w not in _FUNCTION_WORDS}
-    if len(named) < 3 or not said:
+    if not said:
         return False
-    return said <= named | set(_words(question)) and len(said & named) >= 0.8 * len(named)
+    asked = set(_words(question))
+    brands = {w for name in sources for w in _words(name)}
+
+    def names_a_product(part: str) -> bool:
+        return any(w.isdigit() or w in brands for w in _words(part))
+
+    parts = [p for p in _TITLE_PARTS.split(title) if p.strip()]
+    if _echoes(said, title, asked) and not (len(parts) == 1 and names_a_product(title)):
+        return True  # a title that is only a product's name ("Ironbark Ridgeback WP") is named, not echoed
+    return len(parts) > 1 and any(_echoes(said, part, asked) for part in parts if not names_a_product(part))
 
 
 def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown",
-                 titles: Sequence[str] = ()) -> tuple[AnswerFlag, ...]:
+                 titles: Sequence[str] = (), sources: Sequence[str] = ()) -> tuple[AnswerFlag, ...]:
     """The degenerate-answer flags of ``answer`` to ``question`` (empty tuple: a real answer); ``titles`` are the
-    titles of the documents it was shown (an answer that repeats one is an echo, :func:`repeats_title`).
+    titles of the documents it was shown and ``sources`` their providers (an answer that repeats a title, or a part
+    of one that names no product, is an echo: :func:`repeats_title`).
 
     >>> answer_flags("The answer is:")
     (<AnswerFlag.EMPTY: 'empty'>,)
@@ -138,7 +164,7 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     said = set(content) - asked
     instructions = len(said & _INSTRUCTION_WORDS) >= 3 and 2 * len(said & _INSTRUCTION_WORDS) >= len(said)
     asks = answer.rstrip().endswith("?")
-    title_echo = any(title and repeats_title(answer, title, question) for title in titles)
+    title_echo = any(title and repeats_title(answer, title, question, sources=sources) for title in titles)
     if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks or title_echo:
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):

@@ -71,7 +71,8 @@ def label_utility(collection: Collection, generator: Generator, retriever: Retri
         u0 = scored_utility(baseline, gold, metric, answer_flags(baseline, question=query.text))
         answers = generator.answer_rankings(query.text, [[collection.documents[i]] for i in indices])
         for i, answer in zip(indices, answers):
-            flags = answer_flags(answer, question=query.text, titles=[collection.documents[i].title])
+            flags = answer_flags(answer, question=query.text, titles=[collection.documents[i].title],
+                                 sources=[collection.documents[i].provider])
             u = scored_utility(answer, gold, metric, flags)  # a degenerate answer scores 0
             rows.append({"query_id": query.query_id, "doc_id": collection.documents[i].doc_id, "u0": u0, "u": u,
                          "delta": u - u0, "useful": bool(u - u0 > 0), "answer": answer, "baseline_answer": baseline})

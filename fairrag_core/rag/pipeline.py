@@ -297,7 +297,8 @@ def _oracle_utilities(ranking: RankingRun, generator: Generator, docs: Sequence[
     lists = [[docs[p] for p in key] for key in index]
     answers = generator.answer_rankings(ranking.query_text, lists)
     return np.array([scored_utility(a, gold, metric, answer_flags(a, question=ranking.query_text,
-                                                                   titles=[d.title for d in shown_docs]))
+                                                                   titles=[d.title for d in shown_docs],
+                                                                   sources=[d.provider for d in shown_docs]))
                      for a, shown_docs in zip(answers, lists)])[which]
 
 
@@ -336,7 +337,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
         texts = [c.text for c in completions]
         timings["generate"] += time.perf_counter() - start
         flags_of = [answer_flags(t, question=ranking.query_text, finish_reason=c.finish_reason,
-                                 titles=[docs[p].title for p in key])
+                                 titles=[docs[p].title for p in key], sources=[docs[p].provider for p in key])
                     for t, c, key in zip(texts, completions, part)]
         # a degenerate answer cites nothing under skip_degenerate: its pairs are not even judged
         start = time.perf_counter()
