@@ -4,8 +4,8 @@
   task order; :class:`LocalBackend` runs them here; a :class:`WorkerSpec` is the picklable recipe of a worker's
   state (catalog names and paths, never a loaded model);
 * :mod:`.ray_backend` — :class:`RayBackend`: a local Ray runtime or a cluster (``auto``, ``ray://host:10001``),
-  one actor per CPU (per GPU for model work where the cluster has GPUs), models loaded once per actor
-  (Moritz et al., "Ray", OSDI 2018). ``ray`` is imported only when a Ray backend is made;
+  one actor per CPU (for model work on a cluster with GPUs: one per GPU plus CPU actors for the other CPUs),
+  models loaded once per actor (Moritz et al., "Ray", OSDI 2018). ``ray`` is imported only when a Ray backend is made;
 * :mod:`.workloads` — ``exposure-sweep``, ``sweep``, ``label-utility``, ``fair-qr-eval`` and the judge of
   ``audit-log`` as tasks with their own seeds, giving the local backend's tables for the same seed.
 

@@ -78,7 +78,8 @@ def test_runs_saved_by_earlier_versions_still_load(tmp_path):
     con.close()
     with RunStore(path) as store:
         run = store.load("old")
-    assert run.record.config == RagSweepConfig(alphas=(0.0, 2.0), n_samples=10, k=3, seed=2026, candidates=10)
+    assert run.record.config == RagSweepConfig(alphas=(0.0, 2.0), n_samples=10, k=3, seed=2026, candidates=10,
+                                               metric="rougeL")  # as saved (the default is now auto)
     assert run.record.seed == 2026 and run.record.generator_calls == 40 and run.record.query_ids == ("rs-q01",)
     assert "--seed 2026" in run.record.command() and "--candidates 10" in run.record.command()
 

@@ -5,11 +5,17 @@ two Ray actors, and the frames must be equal: the exposure sweep, a RAG sweep an
 stand-in models (built inside the actors from :class:`fakes.FakeModels`), FAIR-QR with the corpus-keyword refiner,
 the judge of ``audit-log``, and ``exposure-sweep --backend ray`` on the command line. Each comparison starts two
 actors (a few seconds each on 2 cores); the fast suite keeps the two sweeps and the command, the rest are ``slow``.
+
+Fault tolerance on the same runtime: a worker process that dies in the middle of a task is restarted and the task
+retried; an actor that cannot restart hands its task to the other one; a worker that cannot start is a
+``BackendError``. Without a runtime: the actor plan (CPU and GPU actors), the package Ray ships to a cluster, and
+the messages Ray failures become. Addresses and a real two-node cluster: ``test_ray_cluster.py``.
 """
 
 import io
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -18,9 +24,17 @@ from fakes import FakeModels, FirstDocumentModel, SubstringAttributor
 
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.backends import workloads as wl
+from fairrag_core.backends.ray_backend import (
+    SHIPPED_ASSETS,
+    RayBackend,
+    _backend_error,
+    actor_plan,
+    package_runtime_env,
+)
 from fairrag_core.cli import main
 from fairrag_core.data import load_collection, load_rag_log
 from fairrag_core.data.disk_cache import DiskCache
+from fairrag_core.errors import BackendError
 from fairrag_core.fairqr import build_refiner
 from fairrag_core.fairqr.evaluate import FairQREvalConfig, evaluate_fair_qr
 from fairrag_core.rag.generation import Generator
@@ -37,8 +51,6 @@ ROOT = TESTS.parent
 @pytest.fixture(scope="module")
 def backend():
     """A local Ray runtime with 2 CPUs for the module; its workers import ``fakes`` and the package."""
-    from fairrag_core.backends.ray_backend import RayBackend
-
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(ROOT), *([old] if old else [])])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -142,3 +154,145 @@ def test_sweep_command_with_backend_ray_matches_local_and_saves_the_run(backend,
     pd.testing.assert_frame_equal(pd.DataFrame(remote["rows"]), pd.DataFrame(local["rows"]))
     assert remote["table1"] == local["table1"] and remote["table2"] == local["table2"]
     assert remote["run_id"] and remote["run_id"] != local["run_id"]  # the driver saved it to the same store
+
+
+# -- fault tolerance on the local runtime ------------------------------------------------------------------------------
+def _square_but_die_once(marker: Path, victim: int):
+    """``task²``; the first time ``victim`` comes, the worker process exits hard (a crash, an OOM kill)."""
+
+    def fn(state, task):
+        if task == victim and not marker.exists():
+            marker.touch()
+            os._exit(1)
+        return task * task
+
+    return fn
+
+
+def test_a_worker_that_dies_mid_task_is_restarted_and_the_task_retried(backend, tmp_path):
+    fn = _square_but_die_once(tmp_path / "died", victim=3)
+    assert backend.map(fn, range(6)) == [0, 1, 4, 9, 16, 25]
+    assert (tmp_path / "died").exists()  # it did die
+    stats = backend.last_stats
+    assert stats.actors == 2 and stats.dead_actors == 0  # Ray restarted it (max_restarts) and retried the call
+
+
+@pytest.mark.slow  # ~10 s: two more actors, one of them dies for good
+def test_an_actor_that_cannot_restart_hands_its_task_to_a_live_one(backend, tmp_path):
+    fn = _square_but_die_once(tmp_path / "died", victim=2)
+    no_restarts = RayBackend(max_restarts=0, max_task_retries=0)  # joins the module's runtime
+    seen = []
+    assert no_restarts.map(fn, range(6), progress=lambda d, t: seen.append(d)) == [0, 1, 4, 9, 16, 25]
+    stats = no_restarts.last_stats
+    assert stats.lost == 1 and stats.dead_actors == 1 and seen == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.slow  # ~7 s for the actors' start
+def test_a_worker_that_cannot_start_is_a_backend_error(backend):
+    def refuse():
+        raise ModuleNotFoundError("No module named 'missing_dependency'")
+
+    class UnloadableSpec:  # cannot be unpickled on a worker, as when a node lacks a requirement
+        uses_models = False
+
+        def __reduce__(self):
+            return refuse, ()
+
+    with pytest.raises(BackendError, match=r"^a Ray worker could not start on the local Ray runtime .*"
+                                           r"No module named 'missing_dependency'.*Every node needs"):
+        backend.map(lambda state, task: task, [1, 2], spec=UnloadableSpec())
+
+
+# -- without a runtime ---------------------------------------------------------------------------------------------
+def test_actor_plan_uses_gpus_and_the_remaining_cpus():
+    # 16 CPUs, 4 GPUs, model work: 4 GPU actors (1 CPU each) and 12 CPU actors
+    assert actor_plan(cpus=16, gpus=4, uses_models=True, n_tasks=100) == [1.0] * 4 + [0.0] * 12
+    assert actor_plan(cpus=16, gpus=4, uses_models=True, n_tasks=100, cpu_actors=False) == [1.0] * 4
+    assert actor_plan(cpus=16, gpus=4, uses_models=False, n_tasks=100) == [0.0] * 16  # no model, no GPU
+    assert actor_plan(cpus=2, gpus=4, uses_models=True, n_tasks=100) == [1.0, 1.0]  # each GPU actor holds a CPU
+    assert actor_plan(cpus=16, gpus=4, uses_models=True, n_tasks=6, num_workers=5) == [1.0] * 4 + [0.0]
+    assert actor_plan(cpus=0, gpus=0, uses_models=True, n_tasks=3) == [0.0]  # never fewer than one
+    assert actor_plan(cpus=8, gpus=0, uses_models=True, n_tasks=3, cpu_actors=False) == [0.0] * 3
+
+
+def test_the_shipped_package_has_the_code_and_assets_but_no_caches(tmp_path):
+    from ray._private.runtime_env.packaging import _zip_files
+
+    (ROOT / "fairrag_core" / "__pycache__").mkdir(exist_ok=True)  # present in any checkout that ran Python
+    env = package_runtime_env(tmp_path)
+    package, assets = env["py_modules"]
+    assert Path(package) == ROOT / "fairrag_core" and Path(assets) == tmp_path / SHIPPED_ASSETS
+    names = set()
+    for i, module in enumerate(env["py_modules"]):
+        _zip_files(module, env["excludes"], str(tmp_path / f"{i}.zip"), include_gitignore=True,
+                   include_parent_dir=True)
+        names |= set(zipfile.ZipFile(tmp_path / f"{i}.zip").namelist())
+    assert "fairrag_core/backends/ray_backend.py" in names and "fairrag_core/__init__.py" in names
+    assert f"{SHIPPED_ASSETS}/answer_presets.json" in names
+    assert any(n.startswith(f"{SHIPPED_ASSETS}/collections/running-shoes/") for n in names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_ray_failures_become_backend_errors_that_say_what_to_do():
+    ex = ray.exceptions
+    lost = _backend_error(ray, ex.NodeDiedError("node 3f2a died"), address="10.0.0.1:6379", done=3, total=6)
+    assert str(lost).startswith("lost Ray workers on the Ray cluster at '10.0.0.1:6379' (a node died or a worker "
+                                "process was killed) and could not recover (3 of 6 tasks were done): "
+                                "NodeDiedError: node 3f2a died. Check the nodes with `ray status`")
+    died = _backend_error(ray, ex.ActorDiedError(), address=None)
+    assert str(died).startswith("lost Ray workers on the local Ray runtime")
+    env = _backend_error(ray, ex.RuntimeEnvSetupError("upload failed"), address="ray://h:10001")
+    assert "could not set up the workers' environment on the Ray cluster at 'ray://h:10001'" in str(env)
+    oom = _backend_error(ray, ex.OutOfMemoryError("Task was killed due to the node running low on memory"),
+                         address="h:6379")
+    assert "ran out of memory or disk" in str(oom) and "fewer actors per node" in str(oom)
+
+
+def test_token_errors_name_the_missing_or_mismatched_token(monkeypatch):
+    err = ray.exceptions.AuthenticationError("RPC error: InvalidAuthToken: Authentication token is missing")
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    missing = str(_backend_error(ray, err, address="h:6379"))
+    assert missing.startswith("the Ray cluster at 'h:6379' requires an authentication token and this driver sends "
+                              "none. The cluster uses Ray token authentication: set RAY_AUTH_MODE=token here")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "0" * 64)
+    assert str(_backend_error(ray, err, address="h:6379")).startswith(
+        "the Ray cluster at 'h:6379' rejected this machine's authentication token (the tokens differ)")
+
+
+def test_a_task_error_reaches_the_caller_as_itself(backend):
+    def fail(state, task):
+        if task == 1:
+            raise ArithmeticError(f"task {task} cannot be done")
+        return task
+
+    with pytest.raises(ArithmeticError, match="task 1 cannot be done"):
+        backend.map(fail, [0, 1, 2])
+
+
+def test_inside_a_ray_job_with_a_working_dir_the_job_ships_the_code(monkeypatch):
+    from fairrag_core.backends.ray_backend import _job_ships_code
+
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    assert _job_ships_code() is False
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {"working_dir": "gcs://_ray_pkg_1.zip"}}))
+    assert _job_ships_code() is True
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", json.dumps({"runtime_env": {"env_vars": {"A": "1"}}}))
+    assert _job_ships_code() is False
+
+
+def test_a_worker_takes_the_drivers_settings_but_keeps_its_own_folders(monkeypatch, tmp_path):
+    import sys
+
+    from fairrag_core.backends.ray_backend import _Worker
+
+    shipped = tmp_path / SHIPPED_ASSETS
+    shipped.mkdir()  # where Ray unpacked the assets py_module on this node
+    node = {"FAIRRAG_CACHE": "/opt/fairrag-cache", "FAIRRAG_THREADS": "8"}  # the image's ENV
+    monkeypatch.setattr(os, "environ", node)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    driver = {"FAIRRAG_CACHE": "/home/alice/.cache/fairrag", "FAIRRAG_WEIGHTS": "/home/alice/weights",
+              "FAIRRAG_THREADS": "1", "HF_HUB_OFFLINE": "1", "FAIRRAG_ASSETS": "/home/alice/assets"}
+    _Worker(None, driver, SHIPPED_ASSETS)
+    assert node == {"FAIRRAG_CACHE": "/opt/fairrag-cache", "FAIRRAG_WEIGHTS": "/home/alice/weights",
+                    "FAIRRAG_THREADS": "1", "HF_HUB_OFFLINE": "1", "FAIRRAG_ASSETS": str(shipped)}
