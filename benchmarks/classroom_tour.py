@@ -90,7 +90,7 @@ class Tour:
         self.shots.append(ui.full_page_screenshot(self.page, self.out / f"{name}.png"))
 
     def nav(self, page_name: str) -> None:
-        self.act(lambda: self.page.get_by_role("link", name=page_name).click())
+        self.act(lambda: self.page.get_by_role("link", name=page_name, exact=True).click())
 
 
 def step1(t: Tour, say) -> float:
@@ -163,8 +163,7 @@ def step3(t: Tour, say) -> float:
     source = page.get_by_text(re.compile(r"(came from the disk cache|were generated now)")).first
     say("page says: " + (source.inner_text().strip() if source.count() else "(no source line)"))
     say(f"all answers after {seconds:.1f} s; " + " · ".join(
-        f"{name} {t.tile(name)}" for name in ("EU (utility)", "EU normalised", "EAR", "EAE-D")) +
-        f" · EE-D (plug-in) {ui.metric_value(page, 'EE-D (plug-in)')}")
+        f"{name} {t.tile(name)}" for name in ("EU (utility)", "EU normalised", "EAR", "EAE-D", "EAE-D/cited")))
     cards = page.evaluate(CARDS_JS)
     for n, card in enumerate(cards, start=1):
         say(f"[{n}] {card['head']}")

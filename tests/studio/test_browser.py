@@ -170,7 +170,7 @@ def test_newcomer_path(app, page, tmp_path):
 
     # d. Disparity curves: the exposure-only α sweep, its charts and the α recommendation.
     with step("d. disparity curves", app, page):
-        runs.act(lambda: page.get_by_role("link", name="Disparity curves").click())
+        runs.act(lambda: page.get_by_role("link", name="Disparity curves", exact=True).click())
         expect(page.get_by_role("heading", name="Disparity curves", level=1)).to_be_visible()
         measure = page.get_by_role("radiogroup", name="Measure")
         expect(measure.get_by_role("radio", name="Exposure only")).to_be_checked()
