@@ -23,7 +23,7 @@ PRESENTER_CSS = """<style>
 [data-testid="stMain"] { font-size: 1.3rem; }
 [data-testid="stMain"] p, [data-testid="stMain"] li { font-size: 1.3rem; line-height: 1.5; color: #000; }
 [data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 1.05rem; color: #222; }
-[data-testid="stMetricValue"] { font-size: 3rem; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; line-height: 1.2; }
 [data-testid="stMetricLabel"] p { font-size: 1.2rem; color: #000; }
 [data-testid="stMain"] h1 { font-size: 3rem; }
 </style>"""

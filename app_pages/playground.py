@@ -138,7 +138,7 @@ def ranking_and_answers() -> None:
         st.session_state["deterministic"] = False
     elif st.session_state.get("alpha") not in stops:  # a new query's stops: the nearest one
         st.session_state["alpha"] = min(stops, key=lambda a: abs(a - float(st.session_state.get("alpha") or 0.0)))
-    knob = st.columns([5, 1, 1])
+    knob = st.columns([4, 1.4, 1.4])  # wide enough for "Deterministic" and "Animate α" in Presenter type
     with knob[1]:
         deterministic = st.toggle("Deterministic", key="deterministic",
                                   help="The classic retriever: always the top k by score (α → ∞).")

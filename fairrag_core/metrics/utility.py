@@ -7,12 +7,12 @@ Porter stemmer); token F1 and exact match follow the SQuAD normalisation (Rajpur
 lower-case, strip punctuation and the articles a/an/the, collapse spaces.
 
 Short answers (a product, a person, a number: what the demo prompts ask for) are scored by *short-answer match*
-(:func:`short_answer_match`): 1 when the normalised answer (accents folded) contains one of the query's acceptable
-short answers as a run of whole words, else 0 — the answer-string accuracy of open-domain QA (Lee et al. 2019;
-Mallen et al. 2023, "accuracy" for PopQA), the short-answer counterpart of the paper's classification accuracy. ROUGE-L
-against a descriptive gold answer scores a correct short answer ("Northmark Harbor 12" against "a cushioned neutral
-trainer …") 0 and an echoed title above it, so :data:`UtilityMetric.AUTO` picks short-answer match wherever the
-collection has short answers and ROUGE-L elsewhere (:func:`resolve_metric`).
+(:func:`short_answer_match`): 1 when the normalised answer (accents and plural s folded) contains one of the query's
+acceptable short answers as a run of whole words, else 0 — the answer-string accuracy of open-domain QA (Lee et al.
+2019; Mallen et al. 2023, "accuracy" for PopQA), the short-answer counterpart of the paper's classification
+accuracy. ROUGE-L against a descriptive gold answer scores a correct short answer ("Northmark Harbor 12" against "a
+cushioned neutral trainer …") 0 and an echoed title above it, so :data:`UtilityMetric.AUTO` picks short-answer match
+wherever the collection has short answers and ROUGE-L elsewhere (:func:`resolve_metric`).
 """
 
 from __future__ import annotations
@@ -136,6 +136,8 @@ def short_answer_match(prediction: str, answers: str | Sequence[str]) -> float:
     0.0
     >>> short_answer_match("Anna Wisniewicz", ["Wiśniewicz"])  # accents do not count
     1.0
+    >>> short_answer_match("cushioned neutral trainers", ["cushioned neutral trainer"])  # nor a plural s
+    1.0
     """
     said = f" {_folded(prediction)} "
     options = [answers] if isinstance(answers, str) else list(answers)
@@ -143,9 +145,12 @@ def short_answer_match(prediction: str, answers: str | Sequence[str]) -> float:
 
 
 def _folded(text: str) -> str:
-    """SQuAD-normalised with accents removed ("Wiśniewicz" and "Wisniewicz" are one name)."""
+    """SQuAD-normalised with accents removed ("Wiśniewicz" and "Wisniewicz" are one name) and a plural "s" dropped
+    from words of four letters or more ("cushioned neutral trainers" names "cushioned neutral trainer")."""
     decomposed = unicodedata.normalize("NFKD", text)
-    return normalise_answer("".join(c for c in decomposed if not unicodedata.combining(c)))
+    words = normalise_answer("".join(c for c in decomposed if not unicodedata.combining(c))).split()
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")) else w
+                    for w in words)
 
 
 def resolve_metric(metric: UtilityMetric | str, queries: Iterable = ()) -> UtilityMetric:

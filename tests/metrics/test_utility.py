@@ -99,3 +99,31 @@ def test_correct_short_answers_of_the_tour_outscore_echoes_and_descriptions():
                              "A few words or one sentence, no explanation.")}
     assert scored == {"Northmark Harbor 12": 1.0, "The Velocore Vanta Carbon.": 0.0, title: 0.0,
                       "A few words or one sentence, no explanation.": 0.0}
+
+
+def test_the_tours_twenty_real_answers_score_by_what_they_say():
+    """The 20 answers of the README tour's step 3 (Quality preset, α = 2, seed 42; judged by reading in
+    tests/data/tour_answers.jsonl): every correct one scores 1, every wrong one 0, none is flagged degenerate."""
+    import json
+    from pathlib import Path
+
+    from fairrag_core import load_collection
+    from fairrag_core.metrics.utility import UtilityMetric, gold_for
+    from fairrag_core.rag.degenerate import answer_flags
+    from fairrag_core.rag.pipeline import scored_utility
+
+    collection = load_collection("running-shoes")
+    gold = gold_for(collection.query("rs-q01"), UtilityMetric.SHORT_ANSWER)
+    text = (Path(__file__).parents[1] / "data" / "tour_answers.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert len(rows) == 20
+    for row in rows:
+        shown = [collection.documents[collection.index_of(d)] for d in row["shown"]]
+        flags = answer_flags(row["answer"], question=row["question"], titles=[d.title for d in shown],
+                             sources=[d.provider for d in shown])
+        score = scored_utility(row["answer"], gold, UtilityMetric.SHORT_ANSWER, flags)
+        assert flags == (), row
+        if row["reading"] == "correct":
+            assert score == 1.0, row
+        if row["reading"] == "wrong":
+            assert score == 0.0, row
