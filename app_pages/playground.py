@@ -79,7 +79,7 @@ with top[0]:
 
 
 
-def answer_card(answer, ranking, collection, n_samples: int, *, container=None) -> None:
+def answer_card(answer, ranking, collection, n_samples: int, *, container=None, live: bool = False) -> None:
     """One distinct ranking's answer with its citation chips (green ✓ entails, grey struck ✗ seen but not used),
     each named by the document's provider (the brand or outlet a class recognises)."""
     box = (container or st).container(border=True, key=None)
@@ -93,6 +93,11 @@ def answer_card(answer, ranking, collection, n_samples: int, *, container=None) 
     box.markdown(head)
     # dark text at full size (a grey quote block was unreadable from the back of a room)
     box.markdown(f"**Answer:** {markdown_text(answer.answer) or '*(empty answer)*'}")
+    if live:  # while the job runs the cards are redrawn every second: plain chips, no popovers (they come at the end)
+        box.markdown(" ".join(
+            f":green-background[:green[**✓ \\[{rank}\\]**]]" if entails else f":gray[✗ \\[{rank}\\]]"
+            for rank, entails in enumerate(answer.entails, start=1)))
+        return
     chips = box.columns(len(answer.positions))
     for rank, (position, entails, prob) in enumerate(zip(answer.positions, answer.entails, answer.entail_probability),
                                                      start=1):
@@ -254,7 +259,8 @@ def ranking_and_answers() -> None:
         partial = latest_answers_job(run_key)[1]
     if run_key not in runs and job is not None:
         if job.active:
-            follow_answers(job, partial, lambda answer: answer_card(answer, ranking, collection, settings.n_samples))
+            follow_answers(job, partial, lambda answer: answer_card(answer, ranking, collection, settings.n_samples,
+                                                                    live=True))
             return
         if job.error:
             st.error(job.error)
