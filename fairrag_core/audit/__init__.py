@@ -15,17 +15,50 @@
   2022 nDCG/AWRF, intervals over samples and queries, and the paired comparison of two runs.
 """
 
-from .jobs import Job, JobStatus, JobTable
-from .ledger import LEDGER_COLUMNS, exposure_ledger
-from .log_report import default_ledger_scope, log_ledger, log_summary
-from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_rag_log
-from .recommend import AlphaRecommendation, recommend_alpha
-from .served import bootstrap_run, compare_runs, evaluate_run, evaluate_run_awrf, summarise_run
-from .store import RunStore, default_store_path
-from .what_if import WhatIf, what_if_findings, what_if_sampling
+from __future__ import annotations
 
-__all__ = ["LEDGER_COLUMNS", "exposure_ledger", "AlphaRecommendation", "recommend_alpha", "RunStore",
-           "default_store_path", "Job", "JobStatus", "JobTable", "AttributionSource", "LogAuditConfig", "LogAuditRun",
-           "audit_rag_log", "log_ledger",
-           "log_summary", "default_ledger_scope", "evaluate_run", "evaluate_run_awrf", "bootstrap_run", "summarise_run",
-           "compare_runs", "WhatIf", "what_if_sampling", "what_if_findings"]
+import importlib
+
+#: Where each public name lives, imported on first use (PEP 562): one audit module does not import them all.
+_EXPORTS: dict[str, str] = {
+    "Job": ".jobs",
+    "JobStatus": ".jobs",
+    "JobTable": ".jobs",
+    "LEDGER_COLUMNS": ".ledger",
+    "exposure_ledger": ".ledger",
+    "default_ledger_scope": ".log_report",
+    "log_ledger": ".log_report",
+    "log_summary": ".log_report",
+    "AttributionSource": ".rag_log",
+    "LogAuditConfig": ".rag_log",
+    "LogAuditRun": ".rag_log",
+    "audit_rag_log": ".rag_log",
+    "AlphaRecommendation": ".recommend",
+    "recommend_alpha": ".recommend",
+    "bootstrap_run": ".served",
+    "compare_runs": ".served",
+    "evaluate_run": ".served",
+    "evaluate_run_awrf": ".served",
+    "summarise_run": ".served",
+    "RunStore": ".store",
+    "default_store_path": ".store",
+    "WhatIf": ".what_if",
+    "what_if_findings": ".what_if",
+    "what_if_sampling": ".what_if",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairrag_core.audit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+__all__ = list(_EXPORTS)

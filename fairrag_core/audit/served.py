@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..checks import MAX_RESAMPLES, check_at_most
 from ..data import Collection, load_collection
 from ..data.demo import DEMO_COLLECTIONS
 from ..data.judgments import Judgments, judgments_from_collection, load_judgments
-from ..data.served import ServedRankings, load_run
+from ..data.served import QueryRankings, ServedRankings, load_run
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.expeval import (
@@ -38,6 +39,7 @@ from ..metrics.expeval import (
     MetricBounds,
     UserModel,
     bounds,
+    expected_exposure,
     exposure_matrix,
     group_bounds,
     judged_grades,
@@ -53,7 +55,6 @@ from ..metrics.intervals import (
     paired_comparison,
     percentile_interval,
 )
-from ..metrics.trec_fair import TREC_EVAL, TREC_FAIR_2022, awrf_samples, measure_names, ndcg_samples
 from ..seeds import SeedLike, as_generator
 
 __all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "with_depth",
@@ -94,7 +95,8 @@ def as_judgments(qrels: QrelsLike, *, groups_by: str = "provider") -> Judgments:
 
 @dataclass(frozen=True)
 class _Query:
-    """One query prepared for evaluation: judged documents, target, bounds and (if ranked) per-sample exposure."""
+    """One query prepared for evaluation: judged documents, target and bounds; when the run ranks it, its rankings
+    over the V documents (ranked or judged) and, in group mode, their V × K group membership."""
 
     query_id: str
     n_judged: int
@@ -103,14 +105,30 @@ class _Query:
     n_groups: int | None
     target: np.ndarray            # individual: over the V documents; groups: over the K groups
     bounds: dict[str, MetricBounds]
-    matrix: object | None         # N × V per-sample exposure (N × K in group mode); None: not in the run
+    ranked: QueryRankings | None  # None: not in the run
+    relevant: np.ndarray          # V: grade > 0
+    member: np.ndarray | None     # V × K in group mode
+    settings: ExposureSettings
+
+    @property
+    def in_run(self) -> bool:
+        return self.ranked is not None
 
     @property
     def n_samples(self) -> int:
-        return 0 if self.matrix is None else self.matrix.shape[0]
+        return 0 if self.ranked is None else self.ranked.n_samples
+
+    @cached_property
+    def matrix(self) -> object:
+        """N × V per-sample exposure (N × K in group mode): what the bootstraps resample. Built on first use only;
+        the point values need just :meth:`exposure`."""
+        matrix = exposure_matrix(self.ranked.positions, self.relevant, self.settings)
+        return matrix if self.member is None else np.asarray(matrix @ self.member)
 
     def exposure(self) -> np.ndarray:
-        return np.asarray(self.matrix.mean(axis=0)).ravel()
+        """The expected exposure (mean over samples), summed straight from the positions."""
+        mean = expected_exposure(self.ranked.positions, self.relevant, self.settings)
+        return mean if self.member is None else mean @ self.member
 
     def raw(self, settings: ExposureSettings) -> dict[str, float]:
         quirk = settings.groups and not settings.corrected
@@ -134,11 +152,8 @@ def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettin
         for d in docs:
             vocab.setdefault(d, len(vocab))
         where = np.fromiter((vocab[d] for d in docs), dtype=np.int64, count=len(docs))
-        matrix = None
-        if ranked is not None:
-            relevant = np.zeros(len(vocab), dtype=bool)
-            relevant[where] = grades > 0
-            matrix = exposure_matrix(ranked.positions, relevant, settings)
+        relevant = np.zeros(len(vocab), dtype=bool)
+        relevant[where] = grades > 0
         if settings.groups:
             names: dict[str, int] = {}
             pairs = [(i, names.setdefault(g, len(names))) for i, d in enumerate(docs)
@@ -151,12 +166,12 @@ def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettin
             group_target = target @ member
             prepared.append(_Query(qid, len(docs), n_relevant, n_levels, len(names), group_target,
                                    group_bounds(group_target, n_relevant, settings, n_judged=len(docs)),
-                                   None if matrix is None else np.asarray(matrix @ full)))
+                                   ranked, relevant, full, settings))
         else:
             full_target = np.zeros(len(vocab))
             full_target[where] = target
             prepared.append(_Query(qid, len(docs), n_relevant, n_levels, None, full_target,
-                                   bounds(target, n_levels, settings), matrix))
+                                   bounds(target, n_levels, settings), ranked, relevant, None, settings))
     return prepared
 
 
@@ -178,7 +193,7 @@ def _undefined(query: _Query, settings: ExposureSettings) -> str:
 
 
 def _values(query: _Query, settings: ExposureSettings) -> dict[str, float]:
-    raw = query.raw(settings) if query.matrix is not None else missing_values(query.bounds, query.target, settings)
+    raw = query.raw(settings) if query.in_run else missing_values(query.bounds, query.target, settings)
     if not settings.normalize:
         return raw
     return {m: float(query.bounds[m].normalise(raw[m])) for m in METRICS}
@@ -233,7 +248,7 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "step", pa
     for query in _prepare(loaded, judged, settings):
         row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
                "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
-               "in_run": query.matrix is not None, "undefined": _undefined(query, settings)}
+               "in_run": query.in_run, "undefined": _undefined(query, settings)}
         if settings.groups:
             row["n_groups"] = query.n_groups
         rows.append(row)
@@ -273,8 +288,8 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     rows = []
     for query in _prepare(loaded, judged, settings):
         point = _values(query, settings)
-        if query.matrix is None or query.n_samples == 1:
-            why = "no interval: not in the run" if query.matrix is None else "no interval: one sampled ranking"
+        if not query.in_run or query.n_samples == 1:
+            why = "no interval: not in the run" if not query.in_run else "no interval: one sampled ranking"
             rows.extend({"query_id": query.query_id, "metric": metric, "plug_in": point[metric],
                          "estimate": point[metric], "low": np.nan, "high": np.nan, "level": level, "method": why,
                          "n_samples": query.n_samples} for metric in METRICS)
@@ -387,6 +402,8 @@ def evaluate_run_awrf(run: RunLike, qrels: QrelsLike, *, cutoff: int = 20, run_f
     >>> evaluate_run_awrf({"q1": [["a", "b"]]}, qrels, cutoff=2).loc["q1", ["nDCG@2", "AWRF@2"]].tolist()
     [1.0, 1.0]
     """
+    from ..metrics.trec_fair import TREC_EVAL, TREC_FAIR_2022, awrf_samples, measure_names, ndcg_samples
+
     ndcg_name, tf22_name, awrf_name, score_name = measure_names(cutoff)
     loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
     rows = []

@@ -42,7 +42,7 @@ from typing import Protocol
 from ..checks import max_file_bytes, max_line_bytes, max_upload_bytes
 from ..errors import DataFormatError
 
-__all__ = ["read_lines", "check_upload", "file_sha256", "Digest", "CHUNK_BYTES", "GZIP_MAGIC"]
+__all__ = ["read_lines", "read_chunks", "check_upload", "file_sha256", "Digest", "CHUNK_BYTES", "GZIP_MAGIC"]
 
 #: Bytes read (and inflated) per step.
 CHUNK_BYTES = 1 << 20
@@ -122,6 +122,20 @@ def read_lines(source: os.PathLike | bytes, *, where: object = None, digest: Dig
     else:
         raise TypeError(f"read_lines reads a path (os.PathLike) or bytes, got {type(source).__name__}")
     return _lines(_inflate(raw, where, budget), where, max_line_bytes(), comments)
+
+
+def read_chunks(source: os.PathLike | bytes, *, where: object = None, digest: Digest | None = None) -> Iterator[bytes]:
+    """The bytes of a data file or an upload in chunks, gzip inflated, under the same checks and budget as
+    :func:`read_lines` (regular files only, ``$FAIRRAG_MAX_FILE_MB``), for readers that parse whole blocks at once
+    (:mod:`fairrag_core.data.columnar`). ``digest`` receives the raw (not inflated) bytes."""
+    budget = _file_budget()
+    if isinstance(source, bytes | bytearray | memoryview):
+        where = "<data>" if where is None else where
+        raw = _bytes_chunks(bytes(source), where, budget, digest)
+    else:
+        where = Path(source) if where is None else where
+        raw = _file_chunks(Path(source), where, budget, digest)
+    return _inflate(raw, where, budget)
 
 
 def file_sha256(path: os.PathLike) -> str:

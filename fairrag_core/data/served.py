@@ -40,6 +40,7 @@ import numpy as np
 
 from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
+from .columnar import trec_columns
 from .fields import ascii_int
 from .files import Digest, read_lines
 
@@ -238,8 +239,31 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     if fmt is RunFormat.AUTO:
         fmt = _detect(first, source)
     if fmt is RunFormat.TREC:
+        delimiter = _one_delimiter(first[1])
+        if delimiter is not None:
+            lines.close()
+            digest = hashlib.sha256()
+            columns = trec_columns(as_source(text), where=source, delimiter=delimiter, digest=digest,
+                                   max_cells=MAX_WORK_CELLS)
+            if columns is not None:
+                queries = {q.query_id: QueryRankings(q.query_id, q.sample_ids, q.doc_ids, q.positions, q.scores)
+                           for q in columns.queries}
+                return ServedRankings(run_id=columns.run_id, format=RunFormat.TREC, queries=queries,
+                                      source=str(source), sha256=digest.hexdigest())
+            digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
+            records = record_lines(as_source(text), source, digest)
         return _sha256_of(_parse_trec(records, source), digest)
     return _sha256_of(_parse_fair(records, source, run_id or "run"), digest)
+
+
+def _one_delimiter(line: str) -> str | None:
+    """The single character that separates the fields of a run's first line (a space or a tab), when the line uses
+    exactly one and no other whitespace; None sends the file to the line-by-line parser."""
+    for delimiter in (" ", "\t"):
+        fields = line.split(delimiter)
+        if len(fields) == 6 and all(f and f.split() == [f] for f in fields):
+            return delimiter
+    return None
 
 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:

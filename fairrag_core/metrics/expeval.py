@@ -59,9 +59,12 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
+
+if TYPE_CHECKING:  # scipy.sparse is imported where a matrix is built: the point values need none
+    from scipy import sparse
 
 from ..checks import check_open_unit, check_positive_int
 from ..errors import InvalidParameterError
@@ -71,7 +74,8 @@ from ..settings import Settings
 
 __all__ = [
     "UserModel", "Bounds", "ExposureSettings", "MetricBounds", "METRICS",
-    "position_exposure", "exposure_matrix", "judged_grades", "target_exposure_graded", "bounds", "group_bounds",
+    "position_exposure", "exposure_matrix", "expected_exposure", "judged_grades", "target_exposure_graded", "bounds",
+    "group_bounds",
     "missing_values", "raw_values", "resampled_values",
 ]
 
@@ -173,8 +177,23 @@ def exposure_matrix(positions: np.ndarray, relevant_doc: np.ndarray, settings: E
     safe = np.where(valid, positions, 0)
     e = position_exposure(relevant_doc[safe] & valid, valid, settings)
     rows = np.broadcast_to(np.arange(positions.shape[0])[:, None], positions.shape)
+    from scipy import sparse
+
     return sparse.csr_matrix((e[valid], (rows[valid], positions[valid])),
                              shape=(positions.shape[0], relevant_doc.size))
+
+
+def expected_exposure(positions: np.ndarray, relevant_doc: np.ndarray, settings: ExposureSettings) -> np.ndarray:
+    """The expected exposure ε over the V documents: the mean of :func:`exposure_matrix`'s rows, summed straight
+    from the positions (no N × V matrix; what a point estimate needs).
+
+    >>> expected_exposure(np.array([[0, 1], [1, -1]]), np.zeros(2, bool), ExposureSettings(user_model="rbp")).tolist()
+    [0.5, 0.75]
+    """
+    valid = positions >= 0
+    safe = np.where(valid, positions, 0)
+    e = position_exposure(relevant_doc[safe] & valid, valid, settings)
+    return np.bincount(safe[valid], weights=e[valid], minlength=relevant_doc.size) / positions.shape[0]
 
 
 def judged_grades(grades: np.ndarray, settings: ExposureSettings) -> np.ndarray:
@@ -384,7 +403,7 @@ def resampled_values(matrix: sparse.spmatrix | np.ndarray, target: np.ndarray, w
     [0.5, 1.0]
     """
     gram = matrix @ matrix.T
-    gram = gram.toarray() if sparse.issparse(gram) else np.asarray(gram)
+    gram = gram.toarray() if hasattr(gram, "toarray") else np.asarray(gram)
     projected = np.asarray(matrix @ target).ravel()
     disparity = np.einsum("bn,bn->b", weights @ gram, weights)
     relevance = weights @ projected

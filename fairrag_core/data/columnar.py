@@ -1,0 +1,385 @@
+"""Vectorised reading of large runs in expeval's format: blocks of text parsed by Arrow, rankings built as arrays.
+
+:func:`~fairrag_core.data.served.parse_run` reads a TREC/expeval run (``qid sample docno rank score run_id``)
+through :func:`trec_columns` first. The file's bytes come through
+:func:`~fairrag_core.data.files.read_chunks` (regular files only, the size budget, gzip inflated) and are cut into
+blocks of :data:`BLOCK_BYTES` at line ends; Arrow's CSV parser splits each block into columns (in C++, on every
+core), the string columns dictionary-encoded, so Python touches each *distinct* query, sample, document and rank
+once, never each line. Rankings are then built with numpy: one stable sort when the lines are not already grouped
+by (query, sample) and ordered by rank, one table of positions per query. Memory is the block plus about 20 bytes
+per line (codes and scores), not a Python object per line.
+
+This reader is strict in the narrow sense: it accepts only what the line-by-line parser would accept *and* what it
+can check in bulk — one delimiter (the first line's: a space or a tab), ASCII-digit ranks numbered 1, 2, … without
+gaps or repeats per sample, each document once per sample, one run id, no blank line, no byte-order mark, no
+stray carriage return. Anything else (a tab inside a space-separated line, two spaces in a row, a trailing blank,
+a malformed line) makes it answer ``None``, and the caller reads the file again line by line, which gives the
+same result or the error that names the line and the fix. So the fast path changes speed and memory, never what is
+accepted or what is said.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..checks import MAX_WORK_CELLS
+from .files import Digest, read_chunks
+
+__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns"]
+
+#: Bytes of text parsed per Arrow call (cut at a line end).
+BLOCK_BYTES = 8 << 20
+_NAMES = ("qid", "sample", "doc", "rank", "score", "run")
+_ARROW_BLOCK = 4 << 20  # Arrow's own unit of parallel parsing inside a block
+_BOM = b"\xef\xbb\xbf"
+_SPACE = re.compile(r"\s")  # what str.split() splits on: a field holding it is not one field
+
+
+@dataclass(frozen=True)
+class QueryColumns:
+    """One query's rankings as :class:`~fairrag_core.data.served.QueryRankings` holds them."""
+
+    query_id: str
+    sample_ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    positions: np.ndarray
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class TrecColumns:
+    run_id: str
+    queries: list[QueryColumns]
+
+
+class _Vocabulary:
+    """Global codes for the distinct values of one string column, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.names: list[str] = []
+
+    def encode(self, values: list[str]) -> np.ndarray | None:
+        """Codes of a block's dictionary values; None when one of them is not a single whitespace-free field."""
+        codes, known = self.codes, len(self.names)
+        out = np.fromiter((codes.setdefault(v, len(codes)) for v in values), dtype=np.int64, count=len(values))
+        if len(codes) > known:
+            new = list(codes)[known:]
+            if _SPACE.search("".join(new)) or not all(new):
+                return None
+            self.names.extend(new)
+        return out
+
+
+class _Unchecked(Exception):
+    """A block holds something the bulk checks cannot vouch for (a byte-order mark, a stray carriage return)."""
+
+
+def _blocks(source: Path | bytes, where: object, digest: Digest | None) -> Iterator[memoryview]:
+    """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies)."""
+    pending: list[bytes] = []
+    size, first = 0, True
+    for chunk in read_chunks(source, where=where, digest=digest):
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= BLOCK_BYTES:
+            data = b"".join(pending)
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                _check(data, cut, first)
+                first = False
+                yield memoryview(data)[:cut]
+                pending, size = [data[cut:]], len(data) - cut
+            else:
+                pending = [data]
+    tail = b"".join(pending)
+    if tail:
+        tail = tail if tail.endswith(b"\n") else tail + b"\n"
+        _check(tail, len(tail), first)
+        yield memoryview(tail)
+
+
+def _check(data: bytes, end: int, first: bool) -> None:
+    if first and data.startswith(_BOM):
+        raise _Unchecked
+    if data.find(b"\r", 0, end) >= 0 and data.count(b"\r", 0, end) != data.count(b"\r\n", 0, end):
+        raise _Unchecked  # a carriage return inside a line: Arrow would end the line there, str.split would not
+
+
+def _parse_block(block: bytes, delimiter: str):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    text = pa.dictionary(pa.int32(), pa.string())
+    # the system allocator: jemalloc (Arrow's default) hands each block's pages back and faults them in again, which
+    # cost 0.7 s of system time per 10⁷ lines here; malloc keeps reusing them
+    try:
+        return pacsv.read_csv(
+            pa.py_buffer(block),
+            read_options=pacsv.ReadOptions(column_names=list(_NAMES), use_threads=True, block_size=_ARROW_BLOCK),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
+                                             newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={"qid": text, "sample": text, "doc": text, "rank": text, "score": pa.float64(),
+                              "run": text},
+                null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
+                quoted_strings_can_be_null=False),
+            memory_pool=pa.system_memory_pool()).unify_dictionaries()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+
+
+def _rank_values(values: list[str]) -> np.ndarray | None:
+    if not all(v.isascii() and v.isdigit() and len(v) <= 9 for v in values):
+        return None
+    return np.fromiter((int(v) for v in values), dtype=np.int32, count=len(values))
+
+
+class _Column:
+    """A numpy array that grows by whole blocks, written in place (no list of pieces to concatenate at the end)."""
+
+    def __init__(self, dtype, capacity: int) -> None:
+        self.data = np.empty(max(capacity, 1024), dtype=dtype)
+        self.size = 0
+
+    def reserve(self, more: int) -> np.ndarray:
+        if self.size + more > self.data.size:
+            grown = np.empty(max(self.size + more, int(self.data.size * 1.5)), dtype=self.data.dtype)
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        self.size += more
+        return self.data[self.size - more: self.size]
+
+    def values(self) -> np.ndarray:
+        return self.data[: self.size]
+
+
+def _ahead(blocks: Iterator[memoryview]) -> Iterator[memoryview]:
+    """The blocks, read (and hashed) by a thread one block ahead of the parser, so reading overlaps parsing. Closing
+    this generator early (the parser gave up) stops the thread and closes the file."""
+    out: queue.Queue = queue.Queue(maxsize=1)
+    stop, done = threading.Event(), object()
+
+    def hand_over(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                if not hand_over(block):
+                    return
+            hand_over(done)
+        except BaseException as err:  # handed to the parser's side, which raises it
+            hand_over(err)
+        finally:
+            blocks.close()
+
+    thread = threading.Thread(target=produce, name="fairrag-run-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = out.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _read(source: Path | bytes, where: object, delimiter: str, digest: Digest | None):
+    """Codes per line (query, sample, document, rank), scores and the vocabularies; None: read it line by line."""
+    vocab = {name: _Vocabulary() for name in ("qid", "sample", "doc", "run")}
+    size = len(source) if isinstance(source, bytes | bytearray) else _size_of(source)
+    blocks = _ahead(_blocks(source, where, digest))
+    try:
+        return _columns(blocks, vocab, delimiter, size)
+    finally:
+        blocks.close()
+
+
+def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimiter: str, size: int):
+    columns: dict[str, _Column] | None = None
+    first, top_rank = True, 0
+    while True:
+        try:
+            block = next(blocks, None)
+        except _Unchecked:
+            return None
+        if block is None:
+            break
+        table = _parse_block(block, delimiter)
+        if table is None:
+            return None
+        if first:  # room for the whole file at this block's bytes per line, +2 %
+            estimate = int(table.num_rows * max(size, len(block)) / len(block) * 1.02) + 1024
+            columns = {name: _Column(np.int32, estimate) for name in ("qid", "sample", "doc", "rank")}
+            columns["score"] = _Column(np.float64, estimate)
+            first = False
+        for name in ("qid", "sample", "doc", "run", "rank"):
+            chunks = table.column(name).chunks
+            if not chunks:
+                continue
+            values = chunks[0].dictionary.to_pylist()  # one dictionary for the block's chunks (unified)
+            codes = _rank_values(values) if name == "rank" else vocab[name].encode(values)
+            if codes is None:
+                return None
+            if name != "run":
+                codes = codes.astype(np.int32)
+                for chunk in chunks:
+                    # (a fancy index, then a copy: np.take(out=...) is 7 times slower here)
+                    columns[name].reserve(len(chunk))[:] = codes[chunk.indices.to_numpy()]
+            if name == "rank":
+                top_rank = max(top_rank, int(codes.max()))
+        for chunk in table.column("score").chunks:
+            columns["score"].reserve(len(chunk))[:] = chunk.to_numpy()
+        del table
+        if columns["score"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
+            return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line
+    if columns is None or len(vocab["run"].names) != 1:
+        return None
+    return {name: column.values() for name, column in columns.items()}, vocab
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _segments(qid: np.ndarray, sample: np.ndarray, rank: np.ndarray, n_samples: int):
+    """The order that groups the lines by query (in order of first appearance), then by sample (the same), then by
+    rank (None: the file is in that order already), and where each sample starts; None when some sample's ranks
+    are not 1, 2, …, n."""
+    key = qid.astype(np.int64) * n_samples + sample
+    order = None
+    if not np.all(key[1:] >= key[:-1]):
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.lexsort((rank, first[inverse], qid))
+        key, rank = key[order], rank[order]
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    if not _ranks_count_up(rank, start):
+        if order is not None:
+            return None
+        order = np.lexsort((rank, key))  # ranks shuffled within samples: sort them, keeping the samples' order
+        if not _ranks_count_up(rank[order], start):
+            return None
+    return order, start
+
+
+def _ranks_count_up(rank: np.ndarray, start: np.ndarray) -> bool:
+    if not np.all(rank[start] == 1):
+        return False
+    step = np.diff(rank)
+    step[start[1:] - 1] = 1  # where a new sample starts, the rank falls back to 1
+    return bool(np.all(step == 1))
+
+
+def _local_codes(docs: np.ndarray, seen_max: int, in_file_order: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct documents in order of first appearance, each line's index among them)."""
+    low, high = int(docs.min()), int(docs.max())
+    if in_file_order and low > seen_max and high - low < 4 * docs.size + 64:
+        # every document is new to this query, and codes were handed out in order of first appearance
+        mark = np.zeros(high - low + 1, dtype=bool)
+        mark[docs - low] = True
+        distinct = np.flatnonzero(mark)
+        local = np.full(high - low + 1, -1, dtype=np.int64)
+        local[distinct] = np.arange(distinct.size)
+        return distinct + low, local[docs - low]
+    distinct, first, inverse = np.unique(docs, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    local = np.empty(distinct.size, dtype=np.int64)
+    local[order] = np.arange(distinct.size)
+    return distinct[order], local[inverse]
+
+
+def _has_repeats(positions: np.ndarray, n_docs: int) -> bool:
+    """Whether some row lists a document twice (-1 is padding)."""
+    n = positions.shape[0]
+    if n * n_docs <= 8 * positions.size + 100_000:
+        cells = positions + (np.arange(n) * n_docs)[:, None]
+        counts = np.bincount(cells[positions >= 0], minlength=n * n_docs)
+        return bool(counts.max(initial=0) > 1)
+    ordered = np.sort(positions, axis=1)
+    return bool(np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)))
+
+
+def _query(qid: str, docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray, sample_ids: tuple[str, ...],
+           doc_names: list[str], seen_max: int, in_file_order: bool, max_cells: int) -> QueryColumns | None:
+    n, depth = lengths.size, int(lengths.max())
+    if n * depth > max_cells:
+        return None
+    distinct, cells = _local_codes(docs, seen_max, in_file_order)
+    if np.all(lengths == depth):
+        positions, table = cells.reshape(n, depth), scores.reshape(n, depth)
+    else:
+        row = np.repeat(np.arange(n), lengths)
+        col = np.arange(docs.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        positions = np.full((n, depth), -1, dtype=np.int64)
+        positions[row, col] = cells
+        table = np.full((n, depth), np.nan)
+        table[row, col] = scores
+    if _has_repeats(positions, distinct.size):
+        return None  # a document twice in one sample
+    names = [doc_names[i] for i in distinct.tolist()]
+    return QueryColumns(qid, sample_ids, tuple(names), positions, table)
+
+
+def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
+                 digest: Digest | None = None, max_cells: int = MAX_WORK_CELLS) -> TrecColumns | None:
+    """A run in expeval's format read in blocks (see the module docstring), or None when the file needs the
+    line-by-line parser (for its error message, or because it is laid out in a way this reader does not check).
+    A query whose table of samples × depth would pass ``max_cells`` is left to that parser's error too."""
+    read = _read(source, where, delimiter, digest)
+    if read is None:
+        return None
+    columns, vocab = read
+    qid, sample, doc, rank, score = (columns[k] for k in ("qid", "sample", "doc", "rank", "score"))
+    del columns
+    if qid.size == 0:
+        return None
+    segments = _segments(qid, sample, rank, len(vocab["sample"].names))
+    if segments is None:
+        return None  # a rank repeated or skipped in a sample
+    order, start = segments
+    del rank
+    if order is not None:
+        qid, sample, doc, score = (a[order] for a in (qid, sample, doc, score))
+        del order
+    n_lines = qid.size
+    lengths = np.diff(np.r_[start, n_lines])
+    group_query, group_sample = qid[start], sample[start]
+    del qid, sample
+    query_start = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]])
+    query_end = np.r_[query_start[1:], start.size]
+    queries, seen_max = [], -1
+    sample_names, doc_names = vocab["sample"].names, vocab["doc"].names
+    for a, b in zip(query_start.tolist(), query_end.tolist()):
+        lo = int(start[a])
+        hi = int(start[b]) if b < start.size else n_lines
+        docs = doc[lo:hi]
+        query = _query(vocab["qid"].names[group_query[a]], docs, score[lo:hi], lengths[a:b],
+                       tuple(sample_names[i] for i in group_sample[a:b].tolist()), doc_names, seen_max,
+                       in_file_order=segments[0] is None, max_cells=max_cells)
+        if query is None:
+            return None
+        seen_max = max(seen_max, int(docs.max()))
+        queries.append(query)
+    return TrecColumns(vocab["run"].names[0], queries)
