@@ -15,9 +15,7 @@ import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParameterError
 from .options import (
@@ -33,6 +31,9 @@ from .options import (
     setting_entries,
 )
 from .settings import Settings, settings_class
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["RunKind", "RunRecord", "SweepRun", "command_path"]
 

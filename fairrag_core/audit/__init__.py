@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "bootstrap_run": ".served",
     "compare_runs": ".served",
     "evaluate_run": ".served",
-    "evaluate_run_awrf": ".served",
+    "evaluate_run_awrf": ".served_awrf",
     "summarise_run": ".served",
     "RunStore": ".store",
     "default_store_path": ".store",

@@ -25,9 +25,9 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
 from ..data import Collection
@@ -40,6 +40,9 @@ from ..options import MIN_REL, SEED, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS"]
 
@@ -83,6 +86,8 @@ class System:
 
     def per_query(self) -> pd.DataFrame:
         """One row per query: the metrics of :data:`METRICS` this system measured (attribution under common names)."""
+        import pandas as pd
+
         rows = self._rows(self.run.table)
         out = pd.DataFrame(index=pd.Index(rows["query_id"].astype(str), name="query_id"))
         for metric in METRICS:
@@ -95,6 +100,8 @@ class System:
 
     def documents(self) -> pd.DataFrame:
         """Per (query, document): retrieval exposure and, when measured, attributed exposure."""
+        import pandas as pd
+
         docs = self._rows(self.run.documents)
         if docs.empty or "doc_id" not in docs:
             raise InvalidParameterError(f"{self.label}: the run has no per-document exposure to compare shares with "
@@ -173,6 +180,8 @@ def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndar
                 ) -> pd.DataFrame:
     """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
     interval over queries (the same resampled queries for both) and the paired permutation p-value."""
+    import pandas as pd
+
     point = _shares(a.sum(axis=0)) - _shares(b.sum(axis=0))
     boot = _shares(counts @ a) - _shares(counts @ b)
     tail = (1.0 - level) / 2.0
@@ -225,6 +234,8 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
     Raises:
         InvalidParameterError: fewer than two systems, an unknown baseline, or systems that share no query.
     """
+    import pandas as pd
+
     started = time.perf_counter()
     if len(systems) < 2:
         raise InvalidParameterError("compare at least two systems (two runs, logs or α values)")

@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
@@ -57,6 +57,9 @@ from ..rag.judging import JudgeItem, judge_answers
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, derive_seed, new_seed
 from .served import evaluate_run
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_served", "audit_rag_log", "SOURCE_LABELS",
            "EXPEVAL_COLUMNS"]
@@ -221,6 +224,8 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     Returns:
         A :class:`LogAuditRun` with a :class:`~fairrag_core.record.RunRecord` of kind ``audit-log``.
     """
+    import pandas as pd
+
     started = time.perf_counter()
     if not isinstance(log, RagLog):
         log = load_served(log)
@@ -367,6 +372,8 @@ EXPEVAL_COLUMNS = {"disparity": "expeval_disparity", "relevance": "expeval_relev
 
 def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, config: LogAuditConfig) -> pd.DataFrame:
     """Add expeval's normalised metrics under ``config.user_model`` for the queries the collection judges."""
+    import pandas as pd
+
     labelled = {q: r for q, r in log.rankings().items() if q in collection.qrels}
     extra = pd.DataFrame(columns=list(EXPEVAL_COLUMNS.values()))
     if labelled:
@@ -381,6 +388,8 @@ def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, c
 
 def _lines_table(log: RagLog, slots: np.ndarray, doc_ids: np.ndarray, cited: np.ndarray | None,
                  entailed: np.ndarray | None, cited_outside: list[tuple[str, ...]]) -> pd.DataFrame:
+    import pandas as pd
+
     def picked(verdicts: np.ndarray | None, i: int) -> tuple[str, ...] | None:
         if verdicts is None:
             return None

@@ -1,5 +1,6 @@
-"""Audit what a deployed system served: expeval-compatible expected exposure per query, TREC Fair 2022
-nDCG/AWRF, and intervals a reviewer can trust (bootstrap over samples and over queries, paired comparisons).
+"""Audit what a deployed system served: expeval-compatible expected exposure per query, and intervals a reviewer
+can trust (bootstrap over samples and over queries, paired comparisons); TREC Fair 2022's nDCG/AWRF are in
+:mod:`.served_awrf`.
 
 :func:`evaluate_run` reproduces expeval (Diaz et al., CIKM 2020; github.com/diazf/expeval) per query — the same
 queries (those of the qrels with at least one judged document), the same values for ``gerr`` and ``rbp``,
@@ -22,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import MAX_RESAMPLES, check_at_most
 from ..data import Collection, load_collection
@@ -57,8 +58,10 @@ from ..metrics.intervals import (
 )
 from ..seeds import SeedLike, as_generator
 
-__all__ = ["evaluate_run", "bootstrap_run", "summarise_run", "compare_runs", "evaluate_run_awrf", "with_depth",
-           "as_run",
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
+
+__all__ = ["evaluate_run", "evaluate_rows", "bootstrap_run", "summarise_run", "compare_runs", "with_depth", "as_run",
            "as_judgments", "unjudged_queries", "measured", "DIRECTION"]
 
 #: Which way is better, per metric.
@@ -240,8 +243,19 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "step", pa
     >>> table.loc["q1", ["disparity", "relevance", "difference"]].round(4).tolist()
     [1.1875, 1.125, 0.0625]
     """
+    import pandas as pd
+
     settings = _settings(user_model=user_model, patience=patience, utility=utility, k=k, binarize=binarize,
                          complete=complete, normalize=normalize, groups=groups, bounds=bounds)
+    rows = evaluate_rows(run, qrels, settings, run_format=run_format, groups_by=groups_by)
+    columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run", "undefined"]
+    return pd.DataFrame(rows, columns=columns + (["n_groups"] if settings.groups else [])).set_index("query_id")
+
+
+def evaluate_rows(run: RunLike, qrels: QrelsLike, settings: ExposureSettings, *, run_format: str = "auto",
+                  groups_by: str = "provider") -> list[dict]:
+    """:func:`evaluate_run`'s rows as plain dicts (``query_id`` first), for callers that print them without pandas
+    (``evaluate-run --trec-eval`` on a large run: pandas would add a quarter of a second to its start)."""
     loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
     settings = with_depth(settings, loaded)
     rows = []
@@ -252,8 +266,7 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "step", pa
         if settings.groups:
             row["n_groups"] = query.n_groups
         rows.append(row)
-    columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run", "undefined"]
-    return pd.DataFrame(rows, columns=columns + (["n_groups"] if settings.groups else [])).set_index("query_id")
+    return rows
 
 
 def unjudged_queries(run: RunLike, qrels: QrelsLike, *, binarize: bool = False, complete: bool = False,
@@ -280,6 +293,8 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     metric's least possible value. A query with one sample, or absent from the run, has no interval: ``low`` and
     ``high`` are NaN and ``estimate`` is the plug-in (resampling one ranking always gives it back).
     """
+    import pandas as pd
+
     n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                            fix="1,000 resamples are the usual number")
     rng = as_generator(seed)
@@ -319,6 +334,8 @@ def summarise_run(table: pd.DataFrame, *, n_boot: int = 1000, level: float = 0.9
     A metric's mean covers the queries where it is measured (finite, and not one of the query's ``undefined``
     metrics); with a single such query the interval is NaN (no interval over one query), with none the row is
     NaN throughout."""
+    import pandas as pd
+
     rng = as_generator(seed)
     rows = []
     for metric in METRICS:
@@ -359,6 +376,8 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
     Queries where a metric is only expeval's stand-in in either run (``undefined`` in :func:`evaluate_run`) are
     left out of that metric's comparison.
     """
+    import pandas as pd
+
     judged = as_judgments(qrels, groups_by=groups_by)
     loaded_a, loaded_b = as_run(run_a, run_format=run_format), as_run(run_b, run_format=run_format)
     model = {**model, "k": with_depth(_settings(**model), loaded_a, loaded_b).k}  # one k for both runs
@@ -384,53 +403,3 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
                      "method": "mean of A − B; percentile bootstrap over queries", "test": result.test,
                      "direction": DIRECTION[metric]})
     return pd.DataFrame(rows).set_index("metric")
-
-
-def evaluate_run_awrf(run: RunLike, qrels: QrelsLike, *, cutoff: int = 20, run_format: str = "auto",
-                      groups_by: str = "provider") -> pd.DataFrame:
-    """nDCG@K (trec_eval / ir_measures), TF22-nDCG@K and AWRF@K (TREC Fair 2022) of a served run, averaged over
-    each query's samples (:mod:`fairrag_core.metrics.trec_fair` says how the two nDCGs differ).
-
-    Per query with at least one relevant (grade > 0) judged document: the target is the group distribution of
-    its relevant documents (each split equally among its groups); a ranked document's groups come from the
-    query's qrels line, else ``Judgments.doc_groups`` (a collection's labels), else ``Unknown``. Unjudged and
-    −1 documents gain 0. Columns ``nDCG@K``, ``TF22-nDCG@K``, ``AWRF@K``, ``TF22-nDCG*AWRF@K`` (expected over the
-    samples), ``n_samples``, ``in_run``; a query the run lacks scores 0 nDCG and NaN AWRF.
-
-    >>> from fairrag_core.data.judgments import parse_judgments
-    >>> qrels = parse_judgments("q1 f a 1\\nq1 m b 1\\nq1 m c 0\\n")
-    >>> evaluate_run_awrf({"q1": [["a", "b"]]}, qrels, cutoff=2).loc["q1", ["nDCG@2", "AWRF@2"]].tolist()
-    [1.0, 1.0]
-    """
-    from ..metrics.trec_fair import TREC_EVAL, TREC_FAIR_2022, awrf_samples, measure_names, ndcg_samples
-
-    ndcg_name, tf22_name, awrf_name, score_name = measure_names(cutoff)
-    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
-    rows = []
-    for qid, grades in judged.relevance.items():
-        relevant = [d for d, g in grades.items() if g > 0]
-        if not relevant:
-            continue
-        ranked = loaded.queries.get(qid)
-        if ranked is None:
-            rows.append({"query_id": qid, ndcg_name: 0.0, tf22_name: 0.0, awrf_name: np.nan, score_name: 0.0,
-                         "n_samples": 0, "in_run": False})
-            continue
-        docs = list(ranked.doc_ids) + [d for d in relevant if d not in set(ranked.doc_ids)]
-        labels = [judged.group_of(qid, d) for d in docs]
-        names = {g: i for i, g in enumerate(dict.fromkeys(g for gs in labels for g in gs))}
-        member = np.zeros((len(docs), len(names)))
-        for i, gs in enumerate(labels):
-            member[i, [names[g] for g in gs]] = 1.0 / len(gs)
-        index = {d: i for i, d in enumerate(docs)}
-        target = member[[index[d] for d in relevant]].sum(axis=0)
-        gains = np.array([max(grades.get(d, 0), 0) for d in docs], dtype=np.float64)
-        judged_gains = np.array([max(g, 0) for g in grades.values()], dtype=np.float64)
-        ndcg = ndcg_samples(ranked.positions, gains, judged_gains, cutoff, discount=TREC_EVAL)
-        tf22 = ndcg_samples(ranked.positions, gains, judged_gains, cutoff, discount=TREC_FAIR_2022)
-        awrf = awrf_samples(ranked.positions, member, target, cutoff)
-        rows.append({"query_id": qid, ndcg_name: float(ndcg.mean()), tf22_name: float(tf22.mean()),
-                     awrf_name: float(awrf.mean()), score_name: float((tf22 * awrf).mean()),
-                     "n_samples": ranked.n_samples, "in_run": True})
-    columns = ["query_id", ndcg_name, tf22_name, awrf_name, score_name, "n_samples", "in_run"]
-    return pd.DataFrame(rows, columns=columns).set_index("query_id")

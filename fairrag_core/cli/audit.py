@@ -14,9 +14,9 @@ import math
 import shlex
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..audit.compare import ComparisonConfig
 from ..audit.served import (
@@ -25,12 +25,13 @@ from ..audit.served import (
     as_run,
     bootstrap_run,
     compare_runs,
+    evaluate_rows,
     evaluate_run,
-    evaluate_run_awrf,
     summarise_run,
     unjudged_queries,
     with_depth,
 )
+from ..audit.served_awrf import evaluate_run_awrf
 from ..errors import InvalidParameterError
 from ..metrics.expeval import METRICS, ExposureSettings, UserModel
 from ..option_types import level_arg, positive_arg
@@ -49,6 +50,9 @@ from ..options import (
 )
 from ..seeds import new_seed
 from .common import settings
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["register", "ServedOptions", "EvaluateOptions", "CompareOptions"]
 
@@ -172,9 +176,10 @@ def _describe(settings: ExposureSettings) -> str:
     return ", ".join(parts) + (", group exposure" if settings.groups else "")
 
 
-def _notes(table: pd.DataFrame, skipped: list[str], settings: ExposureSettings) -> list[str]:
+def _notes(rows: list[dict], skipped: list[str], settings: ExposureSettings) -> list[str]:
+    """What a reader must know about the values (:func:`~fairrag_core.audit.served.evaluate_rows`' rows)."""
     notes = []
-    missing = table.index[~table["in_run"]].tolist()
+    missing = [row["query_id"] for row in rows if not row["in_run"]]
     if missing:
         notes.append(f"{len(missing)} judged quer{'y is' if len(missing) == 1 else 'ies are'} not in the run "
                      f"({', '.join(missing[:5])}): scored as expeval does (worst disparity and relevance; difference = "
@@ -183,8 +188,8 @@ def _notes(table: pd.DataFrame, skipped: list[str], settings: ExposureSettings) 
         one = len(skipped) == 1
         notes.append(f"{len(skipped)} quer{'y' if one else 'ies'} of the run ha{'s' if one else 've'} no judged "
                      f"document and {'is' if one else 'are'} left out, as expeval does ({', '.join(skipped[:5])})")
-    stand_ins = {m: table.index[[m in str(u).split(",") for u in table["undefined"]]].tolist() for m in METRICS}
-    for metric, queries in stand_ins.items():
+    for metric in METRICS:
+        queries = [row["query_id"] for row in rows if metric in str(row["undefined"]).split(",")]
         if queries:
             notes.append(f"{metric} is undefined for {len(queries)} quer{'y' if len(queries) == 1 else 'ies'} "
                          f"({', '.join(queries[:5])}{', …' if len(queries) > 5 else ''}): its bounds are equal, so "
@@ -194,13 +199,19 @@ def _notes(table: pd.DataFrame, skipped: list[str], settings: ExposureSettings) 
     if settings.normalize and not settings.corrected and settings.groups:
         notes.append("group mode: expeval's normalised group relevance is the constant 1 and its group disparity "
                      "is constant (rbp) or can be negative (gerr); use --bounds corrected or -U")
-    if not np.all(np.isfinite(table[list(METRICS)].to_numpy(float))):
+    if not all(math.isfinite(row[m]) for row in rows for m in METRICS):
         notes.append("an infinite value means no judged document of the query got exposure (expeval's util.l2)")
     return notes
 
 
-def _means(table: pd.DataFrame) -> dict[str, float]:
-    return {m: float(table[m].mean()) if len(table) else math.nan for m in METRICS}
+def _means(rows: list[dict]) -> dict[str, float]:
+    """Each metric's mean over the queries, NaN left out (as pandas' mean, which this replaces on the fast path)."""
+    means = {}
+    for m in METRICS:
+        values = np.array([row[m] for row in rows], dtype=np.float64)
+        kept = values[~np.isnan(values)]
+        means[m] = float(kept.sum() / kept.size) if kept.size else math.nan
+    return means
 
 
 def _command(command: str, files: list[tuple[Option, str]], model: ExposureSettings, options: ServedOptions,
@@ -215,18 +226,19 @@ def _cmd_evaluate(args, out) -> int:
     run = as_run(args.run, run_format=opts.format)
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
     model = with_depth(model, run)  # the step user reads the longest ranking unless -k says otherwise
-    table = evaluate_run(run, judgments, **_model(model))
+    rows = evaluate_rows(run, judgments, model)
     skipped = unjudged_queries(run, judgments, binarize=model.binarize, complete=model.complete)
     awrf = evaluate_run_awrf(run, judgments, cutoff=opts.awrf) if opts.awrf else None
-    notes = _notes(table, skipped, model)
-    if opts.trec_eval and not args.json:
-        for qid, row in table.iterrows():
+    notes = _notes(rows, skipped, model)
+    if opts.trec_eval and not args.json:  # no pandas on this path: it is the one large runs take
+        for row in rows:
+            qid = row["query_id"]
             for metric in METRICS:
                 print(f"{metric}\t{qid}\t{row[metric]:f}", file=out)
             if awrf is not None and qid in awrf.index:
                 for name in awrf.columns[:4]:
                     print(f"{name}\t{qid}\t{awrf.loc[qid, name]:f}", file=out)
-        for metric, value in _means(table).items():
+        for metric, value in _means(rows).items():
             print(f"{metric}\tall\t{value:f}", file=out)
         if awrf is not None:
             for name in awrf.columns[:4]:
@@ -234,6 +246,7 @@ def _cmd_evaluate(args, out) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         return 0
+    table = evaluate_run(run, judgments, **_model(model))
     intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
     # one number per concept: each query's estimate (disparity and difference bias-corrected, inside their interval)
     # is what the means average and what every output shows; expeval's stand-in for equal bounds becomes null / "—"
@@ -273,6 +286,7 @@ def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
 
 
 def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, opts, command, out) -> None:
+    import pandas as pd
     samples = sorted({int(n) for n in table["n_samples"] if n})
     print(f"Run {run.run_id} ({run.format.value}, {len(run)} queries, {run.n_lines} ranked lines; samples per query: "
           f"{', '.join(map(str, samples[:3])) + (' …' if len(samples) > 3 else '') or 'none'}) judged by "

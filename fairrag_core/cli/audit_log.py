@@ -17,8 +17,7 @@ import math
 import shlex
 import sys
 from dataclasses import replace
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
@@ -41,6 +40,9 @@ from ..options import (
 )
 from .backend_options import add_backend, models_spec, on_backend
 from .common import METRIC_NAMES, add_settings, keep_run, print_undefined, settings
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["register"]
 
@@ -180,6 +182,8 @@ def _what_if(args, log, collection, run):
 
 
 def _cmd_audit_log(args, out) -> int:
+    import pandas as pd
+
     from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
 

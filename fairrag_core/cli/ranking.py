@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..data import DEMO_COLLECTIONS, load_collection
 from ..data.export import write_table
@@ -24,6 +24,9 @@ from ..ranking import (
 from ..ranking.run import providers_among
 from .backend_options import add_backend, on_backend
 from .common import METRIC_NAMES, add_common, bar, fmt, fmt_ci, load_inputs, print_undefined, settings
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    pass
 
 __all__ = ["register", "rank_payload", "rank_command", "QUERY"]
 
@@ -177,8 +180,18 @@ def _cmd_collections(args, out) -> int:
     if args.json:
         print(json.dumps(rows, indent=2), file=out)
     else:
-        print(pd.DataFrame(rows).to_string(index=False), file=out)
+        print(_right_aligned(rows), file=out)
     return 0
+
+
+def _right_aligned(rows: list[dict]) -> str:
+    """A plain table, columns right-aligned under their names (what ``DataFrame.to_string`` prints, without
+    importing pandas for four lines)."""
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
+    lines = ["  ".join(c.rjust(widths[c]) for c in columns)]
+    lines += ["  ".join(str(r[c]).rjust(widths[c]) for c in columns) for r in rows]
+    return "\n".join(lines)
 
 
 def _cmd_rank(args, out) -> int:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-import pandas as pd
-
 __all__ = ["register"]
 
 
@@ -26,6 +24,8 @@ _METRICS = ["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]
 
 
 def _cmd_runs(args, out) -> int:
+    import pandas as pd
+
     from ..audit.store import RunStore
 
     with RunStore(args.store) as store:

@@ -137,6 +137,13 @@ def _parse_block(block: bytes, delimiter: str):
         return None
 
 
+def _numbers(array, dtype) -> np.ndarray:
+    """An Arrow array of numbers without nulls as a numpy view of its buffer (``to_numpy`` would import pandas,
+    a quarter of a second of start-up)."""
+    width = np.dtype(dtype).itemsize
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * width)
+
+
 def _rank_values(values: list[str]) -> np.ndarray | None:
     if not all(v.isascii() and v.isdigit() and len(v) <= 9 for v in values):
         return None
@@ -244,11 +251,11 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimi
                 codes = codes.astype(np.int32)
                 for chunk in chunks:
                     # (a fancy index, then a copy: np.take(out=...) is 7 times slower here)
-                    columns[name].reserve(len(chunk))[:] = codes[chunk.indices.to_numpy()]
+                    columns[name].reserve(len(chunk))[:] = codes[_numbers(chunk.indices, np.int32)]
             if name == "rank":
                 top_rank = max(top_rank, int(codes.max()))
         for chunk in table.column("score").chunks:
-            columns["score"].reserve(len(chunk))[:] = chunk.to_numpy()
+            columns["score"].reserve(len(chunk))[:] = _numbers(chunk, np.float64)
         del table
         if columns["score"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
             return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
+
 
 __all__ = ["FORMULA_START", "defuse", "defused", "csv_bytes", "write_table"]
 
@@ -48,6 +51,8 @@ def _cell(value: object) -> object:
 def defused(table: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``table`` with its column names and text cells (categorical ones too) defused; carriage returns
     inside cells become line feeds."""
+    import pandas as pd
+
     safe = table.copy()
     safe.columns = [_cell(str(c)) for c in safe.columns]
     for i in range(safe.shape[1]):
@@ -62,6 +67,7 @@ def defused(table: pd.DataFrame) -> pd.DataFrame:
 def csv_bytes(table: pd.DataFrame) -> bytes:
     """``table`` as UTF-8 CSV bytes without the index, formulas defused.
 
+    >>> import pandas as pd
     >>> csv_bytes(pd.DataFrame({"q": ["=1+1", "ok"], "x": [-1, 2]})).decode().splitlines()
     ['q,x', "'=1+1,-1", 'ok,2']
     """

@@ -10,19 +10,50 @@
 * :mod:`.tables` — the paper's Table 1 (slope, AUC) and Table 2 (EU by EE-D interval, Welch t-test).
 """
 
-from .attribution import (
-    NLI_CLASSES,
-    Attributor,
-    CrossEncoderAttributor,
-    LLMJudgeAttributor,
-    default_attributor,
-    load_attributor,
-)
-from .generation import AnswerCache, Generator, PromptStyle, build_closed_book_prompt, build_prompt
-from .labels import UtilityLabelConfig, label_utility, load_utility_labels
-from .pipeline import RagConfig, RagRun, oracle_rankings, run_rag
-from .sweep import RagSweep, RagSweepConfig, rag_sweep
-from .tables import disparity_quality_table, utility_by_disparity_table
+from __future__ import annotations
+
+import importlib
+
+#: Where each public name lives, imported on first use (PEP 562): one rag module does not import them all.
+_EXPORTS: dict[str, str] = {
+    "NLI_CLASSES": ".attribution",
+    "Attributor": ".attribution",
+    "CrossEncoderAttributor": ".attribution",
+    "LLMJudgeAttributor": ".attribution",
+    "default_attributor": ".attribution",
+    "load_attributor": ".attribution",
+    "AnswerCache": ".generation",
+    "Generator": ".generation",
+    "PromptStyle": ".generation",
+    "build_closed_book_prompt": ".generation",
+    "build_prompt": ".generation",
+    "UtilityLabelConfig": ".labels",
+    "label_utility": ".labels",
+    "load_utility_labels": ".labels",
+    "RagConfig": ".pipeline",
+    "RagRun": ".pipeline",
+    "oracle_rankings": ".pipeline",
+    "run_rag": ".pipeline",
+    "RagSweep": ".sweep",
+    "RagSweepConfig": ".sweep",
+    "rag_sweep": ".sweep",
+    "disparity_quality_table": ".tables",
+    "utility_by_disparity_table": ".tables",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairrag_core.rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "NLI_CLASSES", "Attributor", "CrossEncoderAttributor", "LLMJudgeAttributor", "default_attributor",

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_positive_int
 from ..data import Collection, demo_folder, load_qrels
@@ -32,6 +32,9 @@ from ..retrieval import Retriever, top_candidates
 from .degenerate import answer_flags
 from .generation import Generator
 from .pipeline import scored_utility
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["UtilityLabelConfig", "label_utility", "utility_qrels_path", "has_utility_labels", "load_utility_labels",
            "write_utility_labels"]
@@ -52,6 +55,8 @@ def label_utility(collection: Collection, generator: Generator, retriever: Retri
     ``query_id, doc_id, u0, u, delta, useful, answer, baseline_answer``.
     ``progress(done, total)`` is called after each query.
     """
+    import pandas as pd
+
     queries = [collection.query(q) for q in config.query_ids] if config.query_ids else list(collection.queries)
     metric = resolve_metric(config.metric, collection.queries)
     missing = [q.query_id for q in queries if not gold_for(q, metric)]

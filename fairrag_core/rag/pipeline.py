@@ -19,9 +19,9 @@ import enum
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_positive_int
 from ..data import Collection, Document
@@ -43,6 +43,9 @@ from .citations import CitationPolicy
 from .degenerate import AnswerFlag, answer_flags
 from .generation import Generator, build_prompt
 from .judging import JudgeItem, judge_answers
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
            "oracle_rankings", "distinct_lists"]
@@ -183,6 +186,8 @@ class RagRun:
 
     def answers_table(self) -> pd.DataFrame:
         """One row per distinct list: samples, answer, utility, AR, cited (entailing) documents."""
+        import pandas as pd
+
         ids = self.ranking.doc_ids
         return pd.DataFrame([
             {"samples": a.count, "ranking": [ids[p] for p in a.positions], "answer": a.answer, "utility": a.utility,

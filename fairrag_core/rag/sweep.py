@@ -12,9 +12,9 @@ import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_alpha
 from ..data import Collection
@@ -29,6 +29,9 @@ from .attribution import Attributor
 from .generation import Generator
 from .labels import load_utility_labels, useful_vector
 from .pipeline import AnswerSettings, AnswerStream, RagConfig, run_rag
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["Usefulness", "RagSweepConfig", "RagSweep", "SweepTask", "TaskResult", "rag_sweep"]
 
@@ -140,6 +143,8 @@ class RagSweep:
                 generator_calls: int | None = None) -> SweepRun:
         """The finished ``results`` (in task order) as a :class:`~fairrag_core.record.SweepRun` with its record;
         ``record.complete`` says whether every task is in."""
+        import pandas as pd
+
         ordered = sorted(results, key=lambda r: (r.task.query_index, r.task.alpha_index))
         frames = [r.documents for r in ordered]
         documents = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=_DOCUMENT_COLUMNS)

@@ -7,9 +7,9 @@ sample N top-k rankings at α, and measure item and provider exposure with EE-D 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_k
 from ..data import Collection, Query
@@ -21,6 +21,9 @@ from ..retrieval import Retriever, check_query, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
 from .sampling import deterministic_ranking, sample_rankings
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["RankingConfig", "RankingRun", "run_ranking", "provider_exposure", "providers_among"]
 
@@ -57,6 +60,8 @@ class RankingRun:
 
     def documents_table(self) -> pd.DataFrame:
         """One row per candidate: id, provider, score, useful, exposure (sampled and deterministic), target."""
+        import pandas as pd
+
         docs = [self.collection.documents[i] for i in self.candidate_indices]
         table = pd.DataFrame(
             {
@@ -95,6 +100,8 @@ def provider_exposure(documents: pd.DataFrame) -> pd.DataFrame:
 
     A provider's exposure is the expected number of its documents in the top k.
     """
+    import pandas as pd
+
     grouped = documents.groupby("provider", sort=False)
     table = grouped.agg(
         documents=("doc_id", "size"),

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_alpha, check_k
 from ..data import Collection
@@ -24,6 +24,9 @@ from ..retrieval import Retriever, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
 from .sampling import sample_rankings_batch
+
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
 
 __all__ = ["SweepConfig", "DEFAULT_ALPHAS", "ExposurePlan", "plan_exposure_sweep", "exposure_alpha",
            "collect_exposure_sweep", "exposure_sweep", "summarise_sweep", "select_queries", "system_of"]
@@ -113,6 +116,8 @@ def plan_exposure_sweep(collection: Collection, retriever: Retriever, config: Sw
 
 def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[pd.DataFrame]]:
     """One α of a planned sweep: N rankings per query from the α's own stream, the rows and per-document frames."""
+    import pandas as pd
+
     config, alpha, n_cand = plan.config, plan.alphas[a_index], plan.n_candidates
     rankings = sample_rankings_batch(
         plan.scores, alpha=alpha, n_samples=config.n_samples, k=config.k,
@@ -148,6 +153,8 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
 def collect_exposure_sweep(plan: ExposurePlan,
                            parts: Sequence[tuple[list[dict], list[pd.DataFrame]]]) -> SweepRun:
     """The α tasks' outputs (in α order) as one :class:`~fairrag_core.record.SweepRun` with its record."""
+    import pandas as pd
+
     rows = [row for part_rows, _ in parts for row in part_rows]
     documents = [frame for _, frames in parts for frame in frames]
     record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=plan.collection, retriever=plan.retriever,
