@@ -22,6 +22,7 @@ import numpy as np
 from ..checks import MAX_GRADE
 from ..errors import DataFormatError, InvalidParameterError
 from .collection import UNKNOWN_GROUP, Collection
+from .columnar import judgment_columns
 from .fields import ascii_int
 from .served import as_source, record_lines
 
@@ -92,10 +93,16 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
     >>> dict(j.relevance["q1"]), dict(j.groups["q1"])
     ({'d1': 2, 'd2': 0, 'd3': -1}, {'d1': ('1', '2'), 'd2': ('-1',), 'd3': ('0',)})
     """
+    digest = hashlib.sha256()
+    delimiter = _four_fields(as_source(text), source)
+    if delimiter is not None:  # Arrow's block reader first; it hands anything it cannot vouch for to the lines below
+        read = judgment_columns(as_source(text), where=source, delimiter=delimiter, max_grade=MAX_GRADE, digest=digest)
+        if read is not None:
+            return Judgments(read.relevance, read.groups, str(source), sha256=digest.hexdigest())
+        digest = hashlib.sha256()
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
     lines: dict[tuple[str, str], int] = {}
-    digest = hashlib.sha256()
     for lineno, raw in record_lines(as_source(text), source, digest):
         fields = raw.split()
         if len(fields) == 4:
@@ -127,6 +134,20 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
     if not relevance:
         raise DataFormatError("no judgments found; the file is empty", path=source)
     return Judgments(relevance, groups, str(source), sha256=digest.hexdigest())
+
+
+def _four_fields(source: Path | bytes, where: object) -> str | None:
+    """The delimiter of qrels whose first line is four fields split by one space or one tab; None otherwise."""
+    lines = record_lines(source, where)
+    first = next(lines, None)
+    lines.close()
+    if first is None:
+        return None
+    for delimiter in (" ", "\t"):
+        fields = first[1].split(delimiter)
+        if len(fields) == 4 and all(f and f.split() == [f] for f in fields):
+            return delimiter
+    return None
 
 
 def judgments_from_collection(collection: Collection, *, groups_by: str = "provider") -> Judgments:

@@ -130,3 +130,63 @@ def test_a_repeated_line_stops_at_the_first_block_not_the_end(monkeypatch):
     with pytest.raises(DataFormatError, match="line 2: rank 1 appears twice"):
         parse_run("q1 s1 d1 1 2.0 sys\n" * 10_000)
     assert len(blocks) == 1
+
+
+# -- judgments ----------------------------------------------------------------------------------------------------
+def _judgments_both_ways(text: str, monkeypatch):
+    """(block reader's result or error, line parser's result or error) for the same qrels text."""
+    from fairrag_core.data import judgments
+
+    def parse():
+        try:
+            return judgments.parse_judgments(text)
+        except DataFormatError as err:
+            return str(err)
+
+    fast = parse()
+    with monkeypatch.context() as patch:
+        patch.setattr(judgments, "_four_fields", lambda source, where: None)
+        slow = parse()
+    return fast, slow
+
+
+def _same_judgments(fast, slow) -> None:
+    if isinstance(slow, str):
+        assert fast == slow
+        return
+    assert list(fast.relevance) == list(slow.relevance)
+    for qid in slow.relevance:
+        assert list(fast.relevance[qid].items()) == list(slow.relevance[qid].items())
+        assert fast.groups[qid] == slow.groups[qid]
+    assert fast.sha256 == slow.sha256
+
+
+@pytest.mark.parametrize("text", [
+    "q1 0 d1 1\nq1 0 d2 0\nq2 1|2 d1 2\nq2 2|1|2 d3 -1\n",
+    "q1\t0\td1\t1\nq1\t0\td2\t0\n",
+    "q1 0 d1 1\nq1 0 d1 0\n",                    # a pair judged twice
+    "q1 0 d1 1\nq1 d2 0\n",                      # 3 fields after 4
+    "q1 0 d1 x\n",
+    "q1 0 d1 1000001\n",
+    "q1 0 d1 -2\n",
+    "q1 1,2 d1 1\n",
+    "q1 1||2 d1 1\n",
+    "q1 0 d1 01\nq1 0 d2 -0\n",
+    "q1 0 d1 1 \n",
+    "q1 0 d\u00a01 1\n",
+    "\ufeffq1 0 d1 1\n",
+])
+def test_odd_qrels_get_what_the_line_parser_says(text, monkeypatch):
+    _same_judgments(*_judgments_both_ways(text, monkeypatch))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["q1", "q2", "q 3"]), st.sampled_from(["0", "1|2", "a,b", "-1", "|"]),
+                          st.sampled_from(["d1", "d2", "d3", "é"]),
+                          st.sampled_from(["0", "1", "2", "-1", "x", "1e3", "99999999"])),
+                min_size=1, max_size=10),
+       st.sampled_from([" ", "\t"]))
+def test_random_qrels_agree_with_the_line_parser(rows, delimiter):
+    text = "\n".join(delimiter.join(row) for row in rows) + "\n"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _same_judgments(*_judgments_both_ways(text, monkeypatch))
