@@ -85,6 +85,7 @@ bench: install-dev
 	$(PY) benchmarks/bench_app_latency.py
 	$(PY) benchmarks/bench_rag_log.py
 	$(PY) benchmarks/bench_served.py
+	$(PY) benchmarks/bench_scale.py --sizes 1e5,1e6,1e7 $(if $(EXPEVAL),--expeval $(EXPEVAL))
 
 # Prepare a class: every answer and judgement of the README tour (running-shoes, its first query, α = 2 and the
 # Deterministic toggle, the Playground's k, N, K and seed) with the Quality preset, into the disk cache; the app then

@@ -44,6 +44,7 @@ from .served_view import (
     served_label,
 )
 from .state import Settings
+from .what_if_view import render_what_if
 from .widgets import chart_with_downloads, explainer, glossary_note, markdown_text
 
 __all__ = ["render_served_tab", "show_served"]
@@ -247,6 +248,7 @@ def show_served(run, coll, key: str) -> None:
                    else f"The served lines stay in the log file ({name}).")
     else:
         st.dataframe(lines, hide_index=True)
+    render_what_if(run, coll, key)
     st.subheader("Report")
     left, middle, right = st.columns([1, 1, 2])
     figures = "interactive" if right.toggle("Interactive charts in the report (+4.6 MB)",

@@ -231,6 +231,10 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
     names = ["EE-D", "EE-R", *(["EAR", "EAE-D"] if attributed else []), "retrieval share",
              *(["attributed share"] if attributed else []), "target share", "gap (retrieval − target)",
              *(["gap (attributed − target)"] if attributed else [])]
+    if record.extra.get("what_if"):  # the replay the CLI stored or the page ran: after the ledgers it changes
+        from .what_if_view import what_if_section
+
+        sections.append(what_if_section(record.extra["what_if"]))
     sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,
                                      attribution=_attribution_text(run), inputs=inputs)
     per_query = queries_table(run)

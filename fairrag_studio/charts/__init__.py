@@ -12,7 +12,7 @@ concern: :mod:`.style` (palette, fonts, export), :mod:`.exposure` (one query), :
 aspects: the documents × aspects heatmap, NCOM per list, Com-ROUGE per aspect).
 """
 
-from .curves import attributed_vs_retrieval_disparity, ee_d_by_alpha, metric_vs_disparity
+from .curves import attributed_vs_retrieval_disparity, ee_d_by_alpha, metric_vs_disparity, what_if_curve
 from .exposure import exposure_bars, provider_bars, rankings_grid
 from .fairqr import fairqr_delta, fairqr_distributions
 from .ledger import exposure_ledger_chart
@@ -24,6 +24,7 @@ __all__ = [
     "attributed_vs_retrieval_disparity",
     "coverage_heatmap",
     "ee_d_by_alpha",
+    "what_if_curve",
     "exposure_bars",
     "exposure_ledger_chart",
     "fairqr_delta",

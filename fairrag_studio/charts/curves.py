@@ -28,7 +28,7 @@ from .style import (
     style,
 )
 
-__all__ = ["ee_d_by_alpha", "metric_vs_disparity", "attributed_vs_retrieval_disparity"]
+__all__ = ["ee_d_by_alpha", "metric_vs_disparity", "attributed_vs_retrieval_disparity", "what_if_curve"]
 
 
 def ee_d_by_alpha(table: pd.DataFrame) -> go.Figure:
@@ -239,3 +239,38 @@ def attributed_vs_retrieval_disparity(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
+
+
+def what_if_curve(curve: pd.DataFrame) -> go.Figure:
+    """The what-if replay of a served log (:mod:`fairrag_core.audit.what_if`): mean EE-D and EE-R at each α of the
+    grid with their percentile intervals over queries, against the system as served (dashed lines and their bands).
+
+    ``curve`` is :attr:`~fairrag_core.audit.what_if.WhatIf.curve` (or its JSON records): the ``as served`` row
+    first, then one row per α (``label`` "α = 2", "α = ∞").
+    """
+    require_columns(curve, ["system", "label", "ee_d", "ee_d_low", "ee_d_high"], "what_if_curve")
+    served = curve[curve["system"] == "as served"]
+    grid = curve[curve["system"] != "as served"]
+    fig = go.Figure()
+    metrics = [("ee_d", "EE-D (lower = fairer)", STOCHASTIC_COLOUR)]
+    if "ee_r" in curve and numeric(curve, "ee_r").notna().any():
+        metrics.append(("ee_r", "EE-R (higher = more exposure on useful documents)", DETERMINISTIC_COLOUR))
+    for column, name, colour in metrics:
+        value, low, high = (numeric(grid, c) for c in (column, f"{column}_low", f"{column}_high"))
+        fig.add_trace(go.Scatter(
+            x=grid["label"].tolist(), y=value, mode="lines+markers", name=f"{name}, sampled at α",
+            line={"color": colour, "width": 3}, marker={"size": 10},
+            error_y={"type": "data", "symmetric": False, "array": (high - value).clip(lower=0).tolist(),
+                     "arrayminus": (value - low).clip(lower=0).tolist(), "thickness": 1.5},
+            hovertemplate="%{x}<br>" + column.upper().replace("_", "-") + " = %{y:.3f}<extra></extra>"))
+        if not served.empty and pd.notna(served[column].iloc[0]):
+            level = float(served[column].iloc[0])
+            fig.add_hline(y=level, line={"color": colour, "dash": "dash", "width": 2},
+                          annotation_text=f"{column.upper().replace('_', '-')} as served {level:.3f}",
+                          annotation_position="top left")
+            band_low, band_high = served[f"{column}_low"].iloc[0], served[f"{column}_high"].iloc[0]
+            if pd.notna(band_low) and pd.notna(band_high):
+                fig.add_hrect(y0=float(band_low), y1=float(band_high), fillcolor=colour, opacity=0.08, line_width=0)
+    fig.update_xaxes(type="category")
+    return style(fig, title="What if the system had sampled?", x_title=ALPHA_TITLE, y_title="mean over queries",
+                 height=460, subtitle="bars and bands: 95% percentile bootstrap intervals over queries")

@@ -1,0 +1,86 @@
+"""The what-if replay on the Audit page's served tab and in the log report (AppTest through the data-folder route)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fairrag_core import load_collection
+from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
+from fairrag_core.audit.what_if import what_if_sampling
+from fairrag_core.data import assets_dir, load_served
+from fairrag_studio.served_view import build_log_report
+from fairrag_studio.what_if_view import curve_table
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TRACES = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
+PLAIN_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def _run_store(tmp_path, monkeypatch):
+    from fairrag_studio import resources
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    resources.run_store.clear()
+    yield
+    resources.run_store.clear()
+
+
+def _served_audit_of(name: str, folder: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(folder))
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    at.switch_page("app_pages/audit.py").run()
+    at.radio(key="served_source").set_value("Data folder").run()
+    at.selectbox(key="served_file").set_value(name).run()
+    at.button(key="served_run").click().run()
+    assert not at.exception
+    return at
+
+
+def _interval(cell: str) -> tuple[float, float, float]:
+    value, rest = cell.split(" [")
+    low, high = rest.rstrip("]").split(", ")
+    return float(value), float(low), float(high)
+
+
+def test_a_trace_export_is_replayed_on_the_page(tmp_path, monkeypatch):
+    shutil.copy(TRACES, tmp_path / TRACES.name)
+    at = _served_audit_of(TRACES.name, tmp_path, monkeypatch)
+    at.text_input(key="served_wi_alphas").set_value("0, 8").run()
+    at.number_input(key="served_wi_n").set_value(20).run()
+    at.button(key="served_wi_run").click().run()
+    assert not at.exception
+    table = next(f.value for f in at.dataframe if "EE-D change" in f.value.columns)
+    assert table["system"].tolist() == ["as served", "α = 0", "α = 8"]
+    for cell in table["EE-D"]:
+        value, low, high = _interval(cell)
+        assert low <= value <= high
+    assert table["EE-D change"].iloc[0] == "" and "p" in table["EE-D change"].iloc[1]
+    assert any("Sampling at α = 0" in m.value for m in at.markdown)
+
+
+def test_a_log_without_scores_says_what_the_replay_needs(tmp_path, monkeypatch):
+    shutil.copy(PLAIN_LOG, tmp_path / PLAIN_LOG.name)
+    at = _served_audit_of(PLAIN_LOG.name, tmp_path, monkeypatch)
+    at.button(key="served_wi_run").click().run()
+    assert not at.exception
+    assert any("No replay" in e.value and "score" in e.value for e in at.error)
+
+
+def test_the_report_carries_the_replay_with_its_numbers():
+    shoes = load_collection("running-shoes")
+    log = load_served(TRACES, collection=shoes)
+    run = audit_rag_log(log, shoes, LogAuditConfig(seed=3, n_boot=200))
+    replay = what_if_sampling(log, shoes, alphas=(0, 2), n_samples=20, seed=3, audit=run, n_boot=200)
+    data = replay.to_dict(details=False)
+    table = curve_table(data)
+    served = replay.curve.iloc[0]
+    assert table["EE-D"].iloc[0] == f"{served.ee_d:.3f} [{served.ee_d_low:.3f}, {served.ee_d_high:.3f}]"
+    run.record.extra["what_if"] = data
+    html = build_log_report(run, shoes)
+    assert "What if it had sampled?" in html and replay.findings[0].text.split(" (")[0][:40] in html
+    assert "Not estimated:" in html
