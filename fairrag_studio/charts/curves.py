@@ -252,25 +252,32 @@ def what_if_curve(curve: pd.DataFrame) -> go.Figure:
     served = curve[curve["system"] == "as served"]
     grid = curve[curve["system"] != "as served"]
     fig = go.Figure()
-    metrics = [("ee_d", "EE-D (lower = fairer)", STOCHASTIC_COLOUR)]
+    metrics = [("ee_d", "EE-D", "lower = fairer", STOCHASTIC_COLOUR)]
     if "ee_r" in curve and numeric(curve, "ee_r").notna().any():
-        metrics.append(("ee_r", "EE-R (higher = more exposure on useful documents)", DETERMINISTIC_COLOUR))
-    for column, name, colour in metrics:
+        metrics.append(("ee_r", "EE-R", "higher = more exposure on useful documents", DETERMINISTIC_COLOUR))
+    x = grid["label"].tolist()
+    for column, short, meaning, colour in metrics:
         value, low, high = (numeric(grid, c) for c in (column, f"{column}_low", f"{column}_high"))
         fig.add_trace(go.Scatter(
-            x=grid["label"].tolist(), y=value, mode="lines+markers", name=f"{name}, sampled at α",
+            x=x, y=value, mode="lines+markers", name=f"{short} sampled at α ({meaning})",
             line={"color": colour, "width": 3}, marker={"size": 10},
             error_y={"type": "data", "symmetric": False, "array": (high - value).clip(lower=0).tolist(),
                      "arrayminus": (value - low).clip(lower=0).tolist(), "thickness": 1.5},
-            hovertemplate="%{x}<br>" + column.upper().replace("_", "-") + " = %{y:.3f}<extra></extra>"))
+            hovertemplate="%{x}<br>" + short + " = %{y:.3f}<extra></extra>"))
         if not served.empty and pd.notna(served[column].iloc[0]):
             level = float(served[column].iloc[0])
-            fig.add_hline(y=level, line={"color": colour, "dash": "dash", "width": 2},
-                          annotation_text=f"{column.upper().replace('_', '-')} as served {level:.3f}",
-                          annotation_position="top left")
             band_low, band_high = served[f"{column}_low"].iloc[0], served[f"{column}_high"].iloc[0]
-            if pd.notna(band_low) and pd.notna(band_high):
+            band = (f" [{float(band_low):.3f}, {float(band_high):.3f}]"
+                    if pd.notna(band_low) and pd.notna(band_high) else "")
+            # a legend entry, not an annotation: the two "as served" levels can be a hair apart
+            fig.add_trace(go.Scatter(x=x, y=[level] * len(x), mode="lines", name=f"{short} as served {level:.3f}"
+                                     f"{band}", line={"color": colour, "dash": "dash", "width": 2},
+                                     hovertemplate=f"{short} as served = {level:.3f}{band}<extra></extra>"))
+            if band:
                 fig.add_hrect(y0=float(band_low), y1=float(band_high), fillcolor=colour, opacity=0.08, line_width=0)
     fig.update_xaxes(type="category")
-    return style(fig, title="What if the system had sampled?", x_title=ALPHA_TITLE, y_title="mean over queries",
-                 height=460, subtitle="bars and bands: 95% percentile bootstrap intervals over queries")
+    style(fig, title="What if the system had sampled?", x_title=ALPHA_TITLE, y_title="mean over queries",
+          height=560, subtitle="bars and bands: 95% percentile bootstrap intervals over queries")
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.28, "x": 0})
+    fig.update_layout(margin={"b": 170})
+    return fig
