@@ -33,7 +33,8 @@ import numpy as np
 from ..checks import MAX_WORK_CELLS
 from .files import Digest, read_chunks
 
-__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns"]
+__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns", "JudgmentColumns", "judgment_columns",
+           "text_blocks", "read_ahead", "numbers_of", "Unchecked"]
 
 #: Bytes of text parsed per Arrow call (cut at a line end).
 BLOCK_BYTES = 8 << 20
@@ -79,11 +80,11 @@ class _Vocabulary:
         return out
 
 
-class _Unchecked(Exception):
+class Unchecked(Exception):
     """A block holds something the bulk checks cannot vouch for (a byte-order mark, a stray carriage return)."""
 
 
-def _blocks(source: Path | bytes, where: object, digest: Digest | None) -> Iterator[memoryview]:
+def text_blocks(source: Path | bytes, where: object, digest: Digest | None) -> Iterator[memoryview]:
     """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies)."""
     pending: list[bytes] = []
     size, first = 0, True
@@ -109,9 +110,9 @@ def _blocks(source: Path | bytes, where: object, digest: Digest | None) -> Itera
 
 def _check(data: bytes, end: int, first: bool) -> None:
     if first and data.startswith(_BOM):
-        raise _Unchecked
+        raise Unchecked
     if data.find(b"\r", 0, end) >= 0 and data.count(b"\r", 0, end) != data.count(b"\r\n", 0, end):
-        raise _Unchecked  # a carriage return inside a line: Arrow would end the line there, str.split would not
+        raise Unchecked  # a carriage return inside a line: Arrow would end the line there, str.split would not
 
 
 def _parse_block(block: bytes, delimiter: str, names: tuple[str, ...] = _NAMES, numbers: tuple[str, ...] = ("score",)):
@@ -138,7 +139,7 @@ def _parse_block(block: bytes, delimiter: str, names: tuple[str, ...] = _NAMES, 
         return None
 
 
-def _numbers(array, dtype) -> np.ndarray:
+def numbers_of(array, dtype) -> np.ndarray:
     """An Arrow array of numbers without nulls as a numpy view of its buffer (``to_numpy`` would import pandas,
     a quarter of a second of start-up)."""
     width = np.dtype(dtype).itemsize
@@ -170,7 +171,7 @@ class _Column:
         return self.data[: self.size]
 
 
-def _ahead(blocks: Iterator[memoryview]) -> Iterator[memoryview]:
+def read_ahead(blocks: Iterator[memoryview]) -> Iterator[memoryview]:
     """The blocks, read (and hashed) by a thread one block ahead of the parser, so reading overlaps parsing. Closing
     this generator early (the parser gave up) stops the thread and closes the file."""
     out: queue.Queue = queue.Queue(maxsize=1)
@@ -215,7 +216,7 @@ def _read(source: Path | bytes, where: object, delimiter: str, digest: Digest | 
     """Codes per line (query, sample, document, rank), scores and the vocabularies; None: read it line by line."""
     vocab = {name: _Vocabulary() for name in ("qid", "sample", "doc", "run")}
     size = len(source) if isinstance(source, bytes | bytearray) else _size_of(source)
-    blocks = _ahead(_blocks(source, where, digest))
+    blocks = read_ahead(text_blocks(source, where, digest))
     try:
         return _columns(blocks, vocab, delimiter, size)
     finally:
@@ -228,7 +229,7 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimi
     while True:
         try:
             block = next(blocks, None)
-        except _Unchecked:
+        except Unchecked:
             return None
         if block is None:
             break
@@ -252,11 +253,11 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimi
                 codes = codes.astype(np.int32)
                 for chunk in chunks:
                     # (a fancy index, then a copy: np.take(out=...) is 7 times slower here)
-                    columns[name].reserve(len(chunk))[:] = codes[_numbers(chunk.indices, np.int32)]
+                    columns[name].reserve(len(chunk))[:] = codes[numbers_of(chunk.indices, np.int32)]
             if name == "rank":
                 top_rank = max(top_rank, int(codes.max()))
         for chunk in table.column("score").chunks:
-            columns["score"].reserve(len(chunk))[:] = _numbers(chunk, np.float64)
+            columns["score"].reserve(len(chunk))[:] = numbers_of(chunk, np.float64)
         del table
         if columns["score"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
             return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line
@@ -406,10 +407,10 @@ def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " 
                      digest: Digest | None = None) -> JudgmentColumns | None:
     """Qrels of four fields (``qid group docno rel``) read in blocks; None sends them to the line-by-line parser
     (3-field lines, mixed widths, an odd grade or group field, a pair judged twice, anything this does not check)."""
-    blocks = _ahead(_blocks(source, where, digest))
+    blocks = read_ahead(text_blocks(source, where, digest))
     try:
         return _judgments(blocks, delimiter, max_grade)
-    except _Unchecked:
+    except Unchecked:
         return None
     finally:
         blocks.close()
@@ -421,7 +422,7 @@ def _strings(column) -> list[str]:
     out: list[str] = []
     for chunk in column.chunks:
         values = np.array(chunk.dictionary.to_pylist(), dtype=object)
-        out.extend(values[_numbers(chunk.indices, np.int32)].tolist())
+        out.extend(values[numbers_of(chunk.indices, np.int32)].tolist())
     return out
 
 

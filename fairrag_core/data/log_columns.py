@@ -1,0 +1,209 @@
+"""A large RAG log read as columns: what an exposure-only audit needs, without a Python object per line.
+
+:func:`~fairrag_core.data.rag_log.load_rag_log` holds every line as a :class:`~fairrag_core.data.rag_log.LogEntry`
+(at most ``$FAIRRAG_MAX_LOG_LINES``, 2,000,000 by default). An exposure-only audit needs far less: which query each
+line answered and which documents its ranking held. :func:`read_log_columns` reads the JSONL in blocks of
+:data:`~fairrag_core.data.columnar.BLOCK_BYTES` with Arrow's JSON parser (in C++, on every core), keeps per line a
+query code and the ranking as collection indices (4 bytes a slot), and per query the first query text, so ten
+million lines of five documents take about 250 MB.
+
+It is strict in the same sense as :mod:`fairrag_core.data.columnar`: anything it cannot vouch for in bulk — a field
+outside the log format, a value of another type than the format's usual one (an integer query id, a number as a
+session), a doc id with surrounding blanks or twice in a ranking, an empty ranking, a byte-order mark, a lone
+surrogate escape, a doc id the collection lacks — makes it answer ``None`` and the caller reads the file line by line
+(:func:`~fairrag_core.data.rag_log.load_rag_log`, or :func:`~fairrag_core.data.rag_log.first_problem` for a file
+too large to hold), which accepts the file or names the line and the fix. Citations and answers are kept only as
+"present or not" per line: attribution needs the line-by-line log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .collection import Collection
+from .columnar import Unchecked, numbers_of, read_ahead, text_blocks
+
+__all__ = ["LogColumns", "read_log_columns"]
+
+#: The fields of a log line, with the type Arrow must find for the block reader to take the file.
+_STRINGS = ("query_id", "query", "answer", "timestamp", "session")
+_LISTS = ("ranking", "citations")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+@dataclass(frozen=True)
+class LogColumns:
+    """A RAG log as an exposure audit reads it (line i: query ``query_ids[query_of_line[i]]``, ranking
+    ``slots[i, :lengths[i]]`` as indices into the collection's documents, −1 beyond its length)."""
+
+    source: str
+    sha256: str
+    query_ids: tuple[str, ...]
+    query_of_line: np.ndarray
+    slots: np.ndarray
+    lengths: np.ndarray
+    query_texts: dict[str, str]
+    has_answer: np.ndarray
+    has_citations: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.query_of_line.size)
+
+    @property
+    def ranking_lengths(self) -> tuple[int, int]:
+        return int(self.lengths.min()), int(self.lengths.max())
+
+
+class _Growing:
+    def __init__(self, dtype) -> None:
+        self.parts: list[np.ndarray] = []
+        self.dtype = dtype
+
+    def add(self, values: np.ndarray) -> None:
+        self.parts.append(np.asarray(values, dtype=self.dtype))
+
+    def values(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.empty(0, dtype=self.dtype)
+
+
+def _parse(block: memoryview):
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    schema = pa.schema([*((name, pa.string()) for name in _STRINGS), *((name, pa.list_(pa.string()))
+                                                                       for name in _LISTS)])
+    try:
+        return pajson.read_json(pa.py_buffer(block), read_options=pajson.ReadOptions(use_threads=True),
+                                parse_options=pajson.ParseOptions(explicit_schema=schema,
+                                                                  unexpected_field_behavior="error"),
+                                memory_pool=pa.system_memory_pool())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+
+
+def _doc_codes(values, index: dict[str, int]) -> np.ndarray | None:
+    """Collection indices of a flattened list column's values; None for a doc id the collection lacks or one with
+    blanks around it (the line reader strips them: it must see the file)."""
+    encoded = values.dictionary_encode()
+    names = encoded.dictionary.to_pylist()
+    if any(not n or n != n.strip() for n in names):
+        return None
+    codes = np.fromiter((index.get(n, -1) for n in names), dtype=np.int32, count=len(names))
+    if codes.size and codes.min() < 0:
+        return None  # the line reader names the id and its line
+    return codes[numbers_of(encoded.indices, np.int32)]
+
+
+def _non_blank(array) -> np.ndarray:
+    """True where a string column holds text that is not blank (a present answer or query)."""
+    import pyarrow.compute as pc
+
+    if array.null_count == len(array):
+        return np.zeros(len(array), dtype=bool)
+    stripped = pc.utf8_trim_whitespace(array)
+    present = pc.fill_null(pc.greater(pc.utf8_length(stripped), 0), False)
+    return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _read(blocks: Iterator[memoryview], collection: Collection):
+    import pyarrow.compute as pc
+
+    index = {d: i for i, d in enumerate(collection.doc_ids)}
+    query_codes: dict[str, int] = {}
+    names: list[str] = []
+    texts: dict[str, str] = {}
+    query_of_line, flat, lengths = _Growing(np.int32), _Growing(np.int32), _Growing(np.int32)
+    answers, cited = _Growing(bool), _Growing(bool)
+    first = True
+    for block in blocks:
+        if first and bytes(block[:3]) == b"\xef\xbb\xbf":
+            return None
+        first = False
+        if _SURROGATE_ESCAPE.search(block):
+            return None
+        table = _parse(block)
+        if table is None:
+            return None
+        ranking = table.column("ranking").combine_chunks()
+        qids = table.column("query_id").combine_chunks()
+        if ranking.null_count or qids.null_count:
+            return None  # a line without a ranking or a query id
+        counts = numbers_of(ranking.value_lengths(), np.int32)
+        if counts.size and counts.min() == 0:
+            return None  # an empty ranking
+        codes = _doc_codes(ranking.flatten(), index)
+        if codes is None:
+            return None
+        citations = table.column("citations").combine_chunks()
+        if len(citations.flatten()):
+            cited_codes = _doc_codes(citations.flatten(), index)
+            if cited_codes is None:
+                return None
+            parents = numbers_of(pc.list_parent_indices(citations), np.int32).astype(np.int64)
+            if np.unique(parents * len(index) + cited_codes).size != cited_codes.size:
+                return None  # a doc id cited twice on one line
+        encoded = qids.dictionary_encode()
+        id_names = encoded.dictionary.to_pylist()
+        if any(not n or n != n.strip() for n in id_names):
+            return None
+        for n in id_names:
+            if n not in query_codes:
+                query_codes[n] = len(names)
+                names.append(n)
+        line_codes = np.fromiter((query_codes[n] for n in id_names), dtype=np.int32,
+                                 count=len(id_names))[numbers_of(encoded.indices, np.int32)]
+        query = table.column("query").combine_chunks()
+        with_text = np.flatnonzero(_non_blank(query))
+        if with_text.size:  # each query's first text (what the audit shows beside its id)
+            _, first_at = np.unique(line_codes[with_text], return_index=True)
+            picked = with_text[first_at]
+            for code, text in zip(line_codes[picked].tolist(), query.take(picked).to_pylist()):
+                texts.setdefault(names[code], text.strip())
+        flat.add(codes)
+        lengths.add(counts)
+        query_of_line.add(line_codes)
+        answers.add(_non_blank(table.column("answer").combine_chunks()))
+        cited.add(~np.asarray(citations.is_null().to_numpy(zero_copy_only=False), dtype=bool))
+        del table
+    return (query_codes, texts, query_of_line.values(), flat.values(), lengths.values(), answers.values(),
+            cited.values())
+
+
+def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColumns | None:
+    """The JSONL RAG log at ``path`` as columns (module docstring), its doc ids checked against ``collection``;
+    None when the file needs the line-by-line reader (for its message, or because it holds something this reader
+    does not check)."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    blocks = read_ahead(text_blocks(path, path, digest))
+    try:
+        read = _read(blocks, collection)
+    except Unchecked:
+        return None
+    finally:
+        blocks.close()
+    if read is None:
+        return None
+    query_codes, texts, query_of_line, flat, lengths, answers, cited = read
+    if query_of_line.size == 0:
+        return None
+    depth = int(lengths.max())
+    if np.all(lengths == depth):
+        slots = flat.reshape(-1, depth)
+    else:
+        slots = np.full((lengths.size, depth), -1, dtype=np.int32)
+        row = np.repeat(np.arange(lengths.size), lengths)
+        col = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        slots[row, col] = flat
+    ordered = np.sort(slots, axis=1)
+    if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+        return None  # a doc id twice in one ranking
+    return LogColumns(str(path), digest.hexdigest(), tuple(query_codes), query_of_line, slots, lengths, texts,
+                      answers, cited)
