@@ -41,6 +41,7 @@ import numpy as np
 from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
 from ..data.identity import audit_inputs
+from ..data.log_columns import LogColumns
 from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
@@ -137,8 +138,11 @@ class LogAuditRun(SweepRun):
         return tuple(s for s in SOURCE_LABELS if f"ear_{s}" in self.table and self.table[f"ear_{s}"].notna().any())
 
 
-def _resolve_source(config: LogAuditConfig, log: RagLog, attributor: Attributor | None) -> AttributionSource:
+def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns, attributor: Attributor | None
+                    ) -> AttributionSource:
     source = config.attribution
+    if isinstance(log, LogColumns):
+        return AttributionSource.NONE
     if source is AttributionSource.AUTO:
         return AttributionSource.LOGGED if log.has_citations else AttributionSource.NONE
     if source in (AttributionSource.LOGGED, AttributionSource.BOTH) and not log.has_citations:
@@ -150,6 +154,17 @@ def _resolve_source(config: LogAuditConfig, log: RagLog, attributor: Attributor 
             raise InvalidParameterError(f"attribution {source.value!r} needs an NLI attributor; pass "
                                         "attributor=load_attributor('qwen-judge') (or --nli on the command line)")
     return source
+
+
+def _columns_can_do(log: LogColumns, config: LogAuditConfig) -> None:
+    """A log read column-wise holds rankings, not citations or answers: it audits exposure only, under the step
+    user."""
+    if config.attribution not in (AttributionSource.AUTO, AttributionSource.NONE):
+        raise InvalidParameterError(f"{log.source} was read column-wise (a large log): it audits exposure only; use "
+                                    "attribution 'none', or split the log to judge or read its citations")
+    if config.user_model is not UserModel.STEP:
+        raise InvalidParameterError(f"{log.source} was read column-wise (a large log): the second user model "
+                                    f"{config.user_model.value!r} needs the log read line by line; use 'step'")
 
 
 def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: Attributor,
@@ -183,6 +198,23 @@ def _vector(values: np.ndarray, k: int) -> np.ndarray:
     return np.pad(values, (0, max(0, k - values.size)))
 
 
+#: From this many served lines of one query on, lines that showed the same set of documents are resampled as one
+#: row with their multiplicity (:func:`~fairrag_core.metrics.bootstrap.exposure_intervals`): the same bootstrap
+#: distribution, drawn differently, so smaller queries keep the numbers they always had for a given seed.
+COLLAPSE_LINES_FROM = 1000
+
+
+def _distinct_rows(rows: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rows`` (values below ``n_items``) and how often each occurs; each row is read as one
+    integer in base ``n_items`` when it fits, which is much faster than comparing rows."""
+    width = rows.shape[1]
+    if width and n_items ** width < 2 ** 62:
+        key = rows.astype(np.int64) @ (np.int64(n_items) ** np.arange(width, dtype=np.int64))
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        return rows[first], counts
+    return np.unique(rows, axis=0, return_counts=True)
+
+
 def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
                     relevance_weights: np.ndarray | None = None) -> dict[str, float]:
     """One query's intervals over its served lines (the lines resampled with replacement).
@@ -191,6 +223,9 @@ def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Gener
     the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
     interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents (in ``rect``'s local order).
     """
+    multiplicity = None
+    if rect.shape[0] >= COLLAPSE_LINES_FROM:  # lines that showed the same documents resample as one weighted row
+        rect, multiplicity = _distinct_rows(np.sort(rect, axis=1), n_items)
     n_lines = rect.shape[0]
     incidence = np.zeros((n_lines, n_items))
     np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
@@ -198,21 +233,25 @@ def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Gener
     if relevance_weights is not None:  # over the served documents; the padding items beyond them weigh 0
         weights = np.zeros(n_items)
         weights[:relevance_weights.size] = relevance_weights
-    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng)
+    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng,
+                                    multiplicity=multiplicity)
     out = {"ee_d": ee_d.estimate, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
     if ee_r is not None:
         out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
     return out
 
 
-def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogAuditConfig = LogAuditConfig(), *,
-                  attributor: Attributor | None = None, progress: Callable[[int, int], None] | None = None,
+def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
+                  config: LogAuditConfig = LogAuditConfig(), *, attributor: Attributor | None = None,
+                  progress: Callable[[int, int], None] | None = None,
                   collection_source: str | None = None) -> LogAuditRun:
     """Audit a RAG log against ``collection`` (module docstring: what is measured and how).
 
     Args:
         log: a loaded :class:`RagLog`, or the path of a RAG log (JSONL) or of a served run (TREC, expeval, TREC Fair
-            2022), read by :func:`~fairrag_core.data.rag_log.load_served`.
+            2022), read by :func:`~fairrag_core.data.rag_log.load_served`; or a large log read column-wise
+            (:class:`~fairrag_core.data.log_columns.LogColumns`: exposure only, under the step user, and no
+            ``lines`` table).
         collection: the documents the system retrieved from; unknown doc ids raise with the line and the fix.
         config: k, attribution source, ``min_rel``, bootstrap settings and seed (None: fresh, recorded).
         attributor: the NLI judge, needed for attribution ``judge`` or ``both``.
@@ -227,9 +266,13 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     import pandas as pd
 
     started = time.perf_counter()
-    if not isinstance(log, RagLog):
+    if not isinstance(log, RagLog | LogColumns):
         log = load_served(log)
-    log.check_against(collection)
+    columnar = isinstance(log, LogColumns)  # read column-wise (checked against the collection as it was read)
+    if columnar:
+        _columns_can_do(log, config)
+    else:
+        log.check_against(collection)
     check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                   fix="1,000 resamples are the usual number")
     check_open_unit(config.level, "level", hint="e.g. 0.95")
@@ -242,16 +285,21 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
     source = _resolve_source(config, log, attributor)
     seed = config.seed if config.seed is not None else new_seed()
     rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
-    index = {d: i for i, d in enumerate(collection.doc_ids)}
     n_lines = len(log)
-    slots = np.full((n_lines, k), -1, dtype=np.int64)
-    for i, entry in enumerate(log.entries):
-        top = entry.ranking[:k]
-        slots[i, :len(top)] = [index[d] for d in top]
+    if columnar:
+        slots = np.full((n_lines, k), -1, dtype=np.int32)
+        slots[:, :min(k, log.slots.shape[1])] = log.slots[:, :k]
+        has_citations, has_answer = log.with_citations, log.answered
+    else:
+        index = {d: i for i, d in enumerate(collection.doc_ids)}
+        slots = np.full((n_lines, k), -1, dtype=np.int64)
+        for i, entry in enumerate(log.entries):
+            top = entry.ranking[:k]
+            slots[i, :len(top)] = [index[d] for d in top]
+        has_citations = np.array([e.citations is not None for e in log.entries])
+        has_answer = np.array([bool(e.answer) for e in log.entries])
     cited = entailed = None
-    cited_outside: list[tuple[str, ...]] = [()] * n_lines
-    has_citations = np.array([e.citations is not None for e in log.entries])
-    has_answer = np.array([bool(e.answer) for e in log.entries])
+    cited_outside: list[tuple[str, ...]] = [()] * (0 if columnar else n_lines)
     if source in (AttributionSource.LOGGED, AttributionSource.BOTH):
         cited = np.zeros(slots.shape, dtype=bool)
         for i, entry in enumerate(log.entries):
@@ -268,7 +316,14 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         entailed = _judge(log, collection, slots, attributor, progress, config.citation_policy)
         judged_pairs = int((slots[has_answer] >= 0).sum())
 
-    query_codes, query_ids = pd.factorize(pd.Series([e.query_id for e in log.entries]))
+    if columnar:
+        query_codes, query_ids, asked = log.query_of_line, list(log.query_ids), log.query_texts
+    else:
+        query_codes, query_ids = pd.factorize(pd.Series([e.query_id for e in log.entries]))
+        asked = {}
+        for entry in log.entries:  # each query's first logged text
+            if entry.query and entry.query_id not in asked:
+                asked[entry.query_id] = entry.query
     order = np.argsort(query_codes, kind="stable")
     bounds = np.searchsorted(query_codes[order], np.arange(len(query_ids) + 1))
     providers = collection.providers
@@ -286,7 +341,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         rect, n_items = _padded(local, served.size)
         eps = expected_exposure(rect, n_items)[:served.size]
         row = {"query_id": qid,
-               "query": next((log.entries[i].query for i in lines if log.entries[i].query), None) or texts.get(qid),
+               "query": asked.get(qid) or texts.get(qid),
                "lines": lines.size, "k": k, "labelled": qid in labelled, "m": np.nan,
                "fairness_question": False, "ee_d": ee_disparity(_vector(eps, k), k),  # bias-corrected below
                "ee_d_plug_in": ee_disparity(_vector(eps, k), k),
@@ -336,7 +391,7 @@ def audit_rag_log(log: RagLog | str | Path, collection: Collection, config: LogA
         rows.append(row)
         doc_parts.append(doc_part)
 
-    lines_table = _lines_table(log, slots, doc_ids, cited, entailed, cited_outside)
+    lines_table = None if columnar else _lines_table(log, slots, doc_ids, cited, entailed, cited_outside)
     table = pd.DataFrame(rows)
     if config.user_model is not UserModel.STEP:
         table = _with_user_model(table, log, collection, config)

@@ -159,7 +159,9 @@ def _served(args, config):
     provider_from = ProviderSource.parse(args.provider_from) if args.provider_from is not None else None
     provider_map = load_provider_map(args.provider_map) if args.provider_map is not None else None
     collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)
-    log = load_served(args.log, collection=collection, trace_map=trace_map)  # a RAG log, a trace export or a run
+    log = _columns(args, config, collection) if collection is not None else None
+    if log is None:
+        log = load_served(args.log, collection=collection, trace_map=trace_map)  # a RAG log, a trace export or a run
     if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
         raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
                                     f"{log.what}: drop them")
@@ -169,6 +171,36 @@ def _served(args, config):
         collection, notes = documents.collection, notes + list(documents.notes)
         undefined["ee_r"] = NO_RELEVANCE_LABELS
     return log, collection, trace_map, notes, undefined
+
+
+def _columns(args, config, collection):
+    """A large JSONL log audited for exposure only (``--attribution none``, the step user, no what-if) is read
+    column-wise (:mod:`fairrag_core.data.log_columns`): no Python object per line, so ten million lines fit. None:
+    read it line by line. When the column reader cannot take a log too large for the line reader, the log is read
+    once more, keeping nothing, for the error that names the line."""
+    import os
+
+    from ..checks import max_log_lines
+    from ..data.log_columns import COLUMNS_FROM_BYTES, read_log_columns
+    from ..data.rag_log import LOG_SUFFIXES, first_problem
+    from ..errors import DataFormatError
+    from ..metrics.expeval import UserModel
+
+    path = str(args.log)
+    if (config.attribution.value != "none" or config.user_model is not UserModel.STEP or args.what_if_alphas
+            or not path.lower().endswith(LOG_SUFFIXES) or not os.path.isfile(path)
+            or os.path.getsize(path) < COLUMNS_FROM_BYTES):
+        return None
+    columns = read_log_columns(path, collection)
+    if columns is None and os.path.getsize(path) > 256 << 20:  # more than the line reader may hold
+        lines = first_problem(path, collection)
+        if lines > max_log_lines():
+            raise DataFormatError(
+                f"{lines:,} lines, more than the line-by-line reader holds ({max_log_lines():,}), and the column "
+                "reader does not take this log as written: it reads query_id, query, ranking, answer, citations, "
+                "session and timestamp as strings and lists of strings, with no metadata object, no blank lines and "
+                "no blanks around ids; write the log so, or split it (or raise FAIRRAG_MAX_LOG_LINES)", path=path)
+    return columns
 
 
 def _what_if(args, log, collection, run):

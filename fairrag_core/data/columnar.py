@@ -84,10 +84,17 @@ class Unchecked(Exception):
     """A block holds something the bulk checks cannot vouch for (a byte-order mark, a stray carriage return)."""
 
 
-def text_blocks(source: Path | bytes, where: object, digest: Digest | None) -> Iterator[memoryview]:
-    """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies)."""
+def text_blocks(source: Path | bytes, where: object, digest: Digest | None, *,
+                count_lines: bool = False) -> Iterator[memoryview] | Iterator[tuple[memoryview, int]]:
+    """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies); with
+    ``count_lines``, ``(block, its number of lines)`` (counted here, in the reading thread of :func:`read_ahead`)."""
     pending: list[bytes] = []
     size, first = 0, True
+
+    def out(data: bytes, end: int):
+        view = memoryview(data)[:end]
+        return (view, data.count(b"\n", 0, end)) if count_lines else view
+
     for chunk in read_chunks(source, where=where, digest=digest):
         pending.append(chunk)
         size += len(chunk)
@@ -97,7 +104,7 @@ def text_blocks(source: Path | bytes, where: object, digest: Digest | None) -> I
             if cut:
                 _check(data, cut, first)
                 first = False
-                yield memoryview(data)[:cut]
+                yield out(data, cut)
                 pending, size = [data[cut:]], len(data) - cut
             else:
                 pending = [data]
@@ -105,7 +112,7 @@ def text_blocks(source: Path | bytes, where: object, digest: Digest | None) -> I
     if tail:
         tail = tail if tail.endswith(b"\n") else tail + b"\n"
         _check(tail, len(tail), first)
-        yield memoryview(tail)
+        yield out(tail, len(tail))
 
 
 def _check(data: bytes, end: int, first: bool) -> None:

@@ -30,7 +30,10 @@ import numpy as np
 from .collection import Collection
 from .columnar import Unchecked, numbers_of, read_ahead, text_blocks
 
-__all__ = ["LogColumns", "read_log_columns"]
+__all__ = ["LogColumns", "read_log_columns", "COLUMNS_FROM_BYTES"]
+
+#: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``).
+COLUMNS_FROM_BYTES = 64 << 20
 
 #: The fields of a log line, with the type Arrow must find for the block reader to take the file.
 _STRINGS = ("query_id", "query", "answer", "timestamp", "session")
@@ -50,15 +53,37 @@ class LogColumns:
     slots: np.ndarray
     lengths: np.ndarray
     query_texts: dict[str, str]
-    has_answer: np.ndarray
-    has_citations: np.ndarray
+    answered: np.ndarray        # per line: an answer that is not blank
+    with_citations: np.ndarray  # per line: a citations field (an empty list counts)
+    kind: str = "log"
+    format: str = "jsonl"
+    notes: tuple[str, ...] = ()
+    what: str = "RAG log"
 
     def __len__(self) -> int:
         return int(self.query_of_line.size)
 
     @property
+    def name(self) -> str:
+        return os.path.basename(self.source) or self.source
+
+    @property
     def ranking_lengths(self) -> tuple[int, int]:
         return int(self.lengths.min()), int(self.lengths.max())
+
+    @property
+    def has_answers(self) -> bool:
+        return bool(self.answered.any())
+
+    @property
+    def has_citations(self) -> bool:
+        return bool(self.with_citations.any())
+
+    def identity(self) -> dict[str, object]:
+        """As :meth:`~fairrag_core.data.rag_log.RagLog.identity` (this reader takes only files without blank
+        lines, so the file's lines are the log's lines)."""
+        return {"role": self.kind, "name": self.name, "path": self.source, "sha256": self.sha256, "kind": self.kind,
+                "format": self.format, "lines": len(self), "rankings": len(self)}
 
 
 class _Growing:
@@ -107,9 +132,22 @@ def _non_blank(array) -> np.ndarray:
 
     if array.null_count == len(array):
         return np.zeros(len(array), dtype=bool)
-    stripped = pc.utf8_trim_whitespace(array)
-    present = pc.fill_null(pc.greater(pc.utf8_length(stripped), 0), False)
-    return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
+    # not empty, and not whitespace only (utf8_is_space allocates nothing, unlike trimming)
+    present = pc.and_(pc.greater(pc.utf8_length(array), 0), pc.invert(pc.utf8_is_space(array)))
+    return np.asarray(pc.fill_null(present, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _repeats_in_rows(codes: np.ndarray, lengths: np.ndarray) -> bool:
+    """Whether some row (``lengths[i]`` consecutive ``codes``) holds a value twice."""
+    width = int(lengths.max(initial=0))
+    if width < 2:
+        return False
+    rows = np.full((lengths.size, width), -1, dtype=np.int64)
+    row = np.repeat(np.arange(lengths.size), lengths)
+    col = np.arange(codes.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    rows[row, col] = codes
+    rows.sort(axis=1)
+    return bool(np.any((rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] >= 0)))
 
 
 def _read(blocks: Iterator[memoryview], collection: Collection):
@@ -122,15 +160,15 @@ def _read(blocks: Iterator[memoryview], collection: Collection):
     query_of_line, flat, lengths = _Growing(np.int32), _Growing(np.int32), _Growing(np.int32)
     answers, cited = _Growing(bool), _Growing(bool)
     first = True
-    for block in blocks:
+    for block, n_lines in blocks:
         if first and bytes(block[:3]) == b"\xef\xbb\xbf":
             return None
         first = False
         if _SURROGATE_ESCAPE.search(block):
             return None
         table = _parse(block)
-        if table is None:
-            return None
+        if table is None or n_lines != table.num_rows:
+            return None  # refused by Arrow, or blank lines (the line reader numbers lines as the file does)
         ranking = table.column("ranking").combine_chunks()
         qids = table.column("query_id").combine_chunks()
         if ranking.null_count or qids.null_count:
@@ -146,8 +184,8 @@ def _read(blocks: Iterator[memoryview], collection: Collection):
             cited_codes = _doc_codes(citations.flatten(), index)
             if cited_codes is None:
                 return None
-            parents = numbers_of(pc.list_parent_indices(citations), np.int32).astype(np.int64)
-            if np.unique(parents * len(index) + cited_codes).size != cited_codes.size:
+            cited_lengths = numbers_of(pc.fill_null(citations.value_lengths(), 0), np.int32)
+            if _repeats_in_rows(cited_codes, cited_lengths):
                 return None  # a doc id cited twice on one line
         encoded = qids.dictionary_encode()
         id_names = encoded.dictionary.to_pylist()
@@ -182,7 +220,7 @@ def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColu
     does not check)."""
     path = Path(path)
     digest = hashlib.sha256()
-    blocks = read_ahead(text_blocks(path, path, digest))
+    blocks = read_ahead(text_blocks(path, path, digest, count_lines=True))
     try:
         read = _read(blocks, collection)
     except Unchecked:

@@ -53,7 +53,8 @@ def resampled_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.ndarray | None = None,
-                       n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None
+                       n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None,
+                       multiplicity: np.ndarray | None = None
                        ) -> tuple[ConfidenceInterval, ConfidenceInterval | None]:
     """EE-D and EE-R with bootstrap intervals over the units (rows) of an incidence matrix.
 
@@ -63,6 +64,10 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
         k: the ranking length; EE-D = ‖ε‖²/k (Eq. 16).
         relevance_weights: ``(n_items,)`` ε*/‖ε*‖² of the items (Eq. 28), or None for no EE-R.
         n_boot, level, seed: the bootstrap.
+        multiplicity: ``(n_rows,)`` how many units each row stands for, when identical units were collapsed into one
+            row (e.g. the served lines that showed the same top k). Resampling n units and counting them per row is
+            a Multinomial(n, m/n) draw over the rows: the same bootstrap distribution at the cost of the distinct
+            rows, not of the units (a query served 50,000 times with 60 distinct rankings resamples 60 rows).
 
     EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution,
     hence the bias-corrected estimate ``2θ̂ − median θ*`` with the basic interval, clipped to [0, 1]. EE-R is
@@ -74,9 +79,18 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
     """
     level = check_open_unit(level, "level", hint="e.g. 0.95")
     incidence = np.asarray(incidence, dtype=np.float64)
-    counts = resample_counts(incidence.shape[0], n_boot, seed)
-    draws = resampled_means(incidence, counts)
-    eps = incidence.mean(axis=0)
+    if multiplicity is None:
+        counts = resample_counts(incidence.shape[0], n_boot, seed)
+        draws = resampled_means(incidence, counts)
+        eps = incidence.mean(axis=0)
+    else:
+        multiplicity = np.asarray(multiplicity, dtype=np.float64)
+        n_units = float(multiplicity.sum())
+        n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                               fix="1,000 resamples are the usual number")
+        counts = as_generator(seed).multinomial(int(n_units), multiplicity / n_units, size=n_boot)
+        draws = counts.astype(np.float64) @ incidence / n_units
+        eps = multiplicity @ incidence / n_units
     ee_d = bias_corrected_interval(float(eps @ eps / k), np.einsum("bi,bi->b", draws, draws) / k, level=level,
                                    bounds=(0.0, 1.0))
     ee_r = None

@@ -341,8 +341,8 @@ def test_a_small_bomb_of_each_content_is_refused_or_read(tmp_path, monkeypatch, 
         load, name, unit = _VALID[content]
         path = _bomb(tmp_path / name, unit, 3 * CHUNK_BYTES, _HEADERS.get(content, b""))
         error = _at_once(lambda: load(path))
-        expected = {"rag_log": r"line 10001: more than 10,000 log lines, more than one load holds in memory; split "
-                               r"the log .*FAIRRAG_MAX_LOG_LINES",
+        expected = {"rag_log": r"line 10001: more than 10,000 log lines, more than one load holds in memory; for "
+                               r"exposure only, audit-log --attribution none .*split the log .*FAIRRAG_MAX_LOG_LINES",
                     "corpus": "line 2: duplicate doc_id 'd1'", "corpus.csv": "line 3: duplicate doc_id 'd1'",
                     "queries": "line 2: duplicate query_id 'q1'",
                     "qrels": r"line 2: duplicate judgement for \(q1, d1\)",

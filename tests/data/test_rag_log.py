@@ -136,8 +136,9 @@ def test_a_log_holds_at_most_max_log_lines(tmp_path, monkeypatch):
     assert len(load_rag_log(path)) == 4
     monkeypatch.setenv("FAIRRAG_MAX_LOG_LINES", "3")
     with pytest.raises(DataFormatError, match=r"log.jsonl, line 5: more than 3 log lines, more than one load holds in "
-                                              r"memory; split the log \(e.g. by day\) and audit the parts, or raise "
-                                              r"the limit with FAIRRAG_MAX_LOG_LINES"):
+                                              r"memory; for exposure only, audit-log --attribution none reads a log "
+                                              r"of any size column-wise; otherwise split the log \(e.g. by day\) and "
+                                              r"audit the parts, or raise the limit with FAIRRAG_MAX_LOG_LINES"):
         load_rag_log(path)
     for bad in ("0", "1_000", "many", "\u0663"):
         monkeypatch.setenv("FAIRRAG_MAX_LOG_LINES", bad)
