@@ -201,7 +201,7 @@ def _vector(values: np.ndarray, k: int) -> np.ndarray:
 #: From this many served lines of one query on, lines that showed the same set of documents are resampled as one
 #: row with their multiplicity (:func:`~fairrag_core.metrics.bootstrap.exposure_intervals`): the same bootstrap
 #: distribution, drawn differently, so smaller queries keep the numbers they always had for a given seed.
-COLLAPSE_LINES_FROM = 1000
+COLLAPSE_LINES_FROM = 200
 
 
 def _distinct_rows(rows: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -287,8 +287,11 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
     rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
     n_lines = len(log)
     if columnar:
-        slots = np.full((n_lines, k), -1, dtype=np.int32)
-        slots[:, :min(k, log.slots.shape[1])] = log.slots[:, :k]
+        if log.slots.shape[1] >= k:
+            slots = log.slots[:, :k]  # a view: a large log's slots are not copied
+        else:
+            slots = np.full((n_lines, k), -1, dtype=np.int32)
+            slots[:, :log.slots.shape[1]] = log.slots
         has_citations, has_answer = log.with_citations, log.answered
     else:
         index = {d: i for i, d in enumerate(collection.doc_ids)}

@@ -32,8 +32,9 @@ from .columnar import Unchecked, numbers_of, read_ahead, text_blocks
 
 __all__ = ["LogColumns", "read_log_columns", "COLUMNS_FROM_BYTES"]
 
-#: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``).
-COLUMNS_FROM_BYTES = 64 << 20
+#: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``):
+#: every log (a log the reader refuses is read line by line, so small odd logs lose nothing).
+COLUMNS_FROM_BYTES = 0
 
 #: The fields of a log line, with the type Arrow must find for the block reader to take the file.
 _STRINGS = ("query_id", "query", "answer", "timestamp", "session")
@@ -95,7 +96,11 @@ class _Growing:
         self.parts.append(np.asarray(values, dtype=self.dtype))
 
     def values(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.empty(0, dtype=self.dtype)
+        """The parts as one array; the parts are let go (the copy and the parts never stand side by side for
+        long: the peak is one column twice, not every column)."""
+        out = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=self.dtype)
+        self.parts.clear()
+        return out
 
 
 def _parse(block: memoryview):
@@ -240,8 +245,9 @@ def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColu
         row = np.repeat(np.arange(lengths.size), lengths)
         col = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         slots[row, col] = flat
-    ordered = np.sort(slots, axis=1)
-    if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
-        return None  # a doc id twice in one ranking
+    for start in range(0, slots.shape[0], 1 << 20):  # a doc id twice in one ranking? (in slices: bounded memory)
+        ordered = np.sort(slots[start:start + (1 << 20)], axis=1)
+        if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+            return None
     return LogColumns(str(path), digest.hexdigest(), tuple(query_codes), query_of_line, slots, lengths, texts,
                       answers, cited)

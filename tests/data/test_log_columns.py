@@ -138,9 +138,8 @@ def test_collapsed_rows_bootstrap_as_the_lines_do():
         assert b.low <= b.estimate <= b.high
 
 
-def test_audit_log_reads_a_large_log_column_wise(tmp_path, monkeypatch):
-    """The CLI takes the column road for an exposure-only audit of a large log (the threshold lowered here), and
-    prints the numbers the line road prints."""
+def test_audit_log_reads_a_log_column_wise_with_the_line_readers_numbers(tmp_path, monkeypatch):
+    """The CLI takes the column road for an exposure-only audit, and prints the numbers the line road prints."""
     from fairrag_core.cli import main
     from fairrag_core.data import log_columns
 
@@ -149,8 +148,9 @@ def test_audit_log_reads_a_large_log_column_wise(tmp_path, monkeypatch):
     argv = ["audit-log", str(path), "--collection", "running-shoes", "--attribution", "none", "--seed", "4",
             "--json", "--no-store"]
     lines_out, columns_out = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(log_columns, "COLUMNS_FROM_BYTES", 1 << 40)  # line by line
     assert main(argv, out=lines_out) == 0
-    monkeypatch.setattr(log_columns, "COLUMNS_FROM_BYTES", 0)
+    monkeypatch.setattr(log_columns, "COLUMNS_FROM_BYTES", 0)  # the default: column-wise
     read = []
     real = log_columns.read_log_columns
     monkeypatch.setattr(log_columns, "read_log_columns", lambda *a: read.append(1) or real(*a))
