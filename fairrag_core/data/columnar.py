@@ -33,7 +33,8 @@ import numpy as np
 from ..checks import MAX_WORK_CELLS
 from .files import Digest, read_chunks
 
-__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns", "JudgmentColumns", "judgment_columns",
+__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns", "fair_columns", "JudgmentColumns",
+           "judgment_columns",
            "text_blocks", "read_ahead", "numbers_of", "Unchecked"]
 
 #: Bytes of text parsed per Arrow call (cut at a line end).
@@ -52,7 +53,7 @@ class QueryColumns:
     sample_ids: tuple[str, ...]
     doc_ids: tuple[str, ...]
     positions: np.ndarray
-    scores: np.ndarray
+    scores: np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -337,21 +338,25 @@ def _has_repeats(positions: np.ndarray, n_docs: int) -> bool:
     return bool(np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)))
 
 
-def _query(qid: str, docs: np.ndarray, scores: np.ndarray, lengths: np.ndarray, sample_ids: tuple[str, ...],
+def _query(qid: str, docs: np.ndarray, scores: np.ndarray | None, lengths: np.ndarray, sample_ids: tuple[str, ...],
            doc_names: list[str], seen_max: int, in_file_order: bool, max_cells: int) -> QueryColumns | None:
     n, depth = lengths.size, int(lengths.max())
     if n * depth > max_cells:
         return None
     distinct, cells = _local_codes(docs, seen_max, in_file_order)
+    table = None
     if np.all(lengths == depth):
-        positions, table = cells.reshape(n, depth), scores.reshape(n, depth)
+        positions = cells.reshape(n, depth)
+        if scores is not None:
+            table = scores.reshape(n, depth)
     else:
         row = np.repeat(np.arange(n), lengths)
         col = np.arange(docs.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         positions = np.full((n, depth), -1, dtype=np.int64)
         positions[row, col] = cells
-        table = np.full((n, depth), np.nan)
-        table[row, col] = scores
+        if scores is not None:
+            table = np.full((n, depth), np.nan)
+            table[row, col] = scores
     if _has_repeats(positions, distinct.size):
         return None  # a document twice in one sample
     names = [doc_names[i] for i in distinct.tolist()]
@@ -399,6 +404,75 @@ def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
         seen_max = max(seen_max, int(docs.max()))
         queries.append(query)
     return TrecColumns(vocab["run"].names[0], queries)
+
+
+# -- TREC Fair 2022 ----------------------------------------------------------------------------------------------
+def fair_columns(source: Path | bytes, *, where: object, width: int, header: bool, digest: Digest | None = None,
+                 max_cells: int = MAX_WORK_CELLS) -> list[QueryColumns] | None:
+    """A TREC Fair 2022 run (tab-separated ``id seq_no page_id``, or ``id page_id`` when ``width`` is 2; the first
+    line a header when ``header``) read in blocks: the rank is the order of a sequence's lines, which must be
+    consecutive. None sends it to the line-by-line parser (for its message, or anything this does not check)."""
+    names = ("qid", "seq", "doc") if width == 3 else ("qid", "doc")
+    vocab = {name: _Vocabulary() for name in names}
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    blocks = read_ahead(text_blocks(source, where, digest))
+    try:
+        first = True
+        for block in blocks:
+            table = _parse_block(block, "\t", names, ())
+            if table is None:
+                return None
+            if first and header:
+                table = table.slice(1)
+            first = False
+            for name in names:
+                chunks = [c for c in table.column(name).chunks if len(c)]
+                if not chunks:
+                    continue
+                codes = vocab[name].encode(chunks[0].dictionary.to_pylist())
+                if codes is None:
+                    return None  # blanks inside or around a field: the line parser strips and splits
+                codes = codes.astype(np.int32)
+                parts[name].append(np.concatenate([codes[numbers_of(c.indices, np.int32)] for c in chunks]))
+    except Unchecked:
+        return None
+    finally:
+        blocks.close()
+    if not parts["qid"]:
+        return None
+    qid, doc = np.concatenate(parts.pop("qid")), np.concatenate(parts.pop("doc"))
+    seq = np.concatenate(parts.pop("seq")) if width == 3 else np.zeros_like(qid)
+    n_seqs = max(len(vocab["seq"].names), 1) if width == 3 else 1
+    key = qid.astype(np.int64) * n_seqs + seq
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    if np.unique(key[start]).size != start.size:
+        return None  # a sequence resumes after other lines
+    lengths = np.diff(np.r_[start, key.size])
+    del key
+    group_query, group_seq = qid[start], seq[start]
+    in_file_order = bool(np.all(group_query[1:] >= group_query[:-1]))
+    if not in_file_order:  # a query's sequences apart in the file: gather them, in order of first appearance
+        moved = np.argsort(group_query, kind="stable")
+        new_start = np.cumsum(lengths[moved]) - lengths[moved]
+        doc = doc[np.repeat(start[moved] - new_start, lengths[moved]) + np.arange(doc.size)]
+        start, lengths = new_start, lengths[moved]
+        group_query, group_seq = group_query[moved], group_seq[moved]
+    query_start = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]])
+    query_end = np.r_[query_start[1:], start.size]
+    seq_names = vocab["seq"].names if width == 3 else ["1"]
+    queries, seen_max = [], -1
+    for a, b in zip(query_start.tolist(), query_end.tolist()):
+        lo = int(start[a])
+        hi = int(start[b]) if b < start.size else doc.size
+        docs = doc[lo:hi]
+        ids = tuple(seq_names[i] for i in group_seq[a:b].tolist())
+        query = _query(vocab["qid"].names[group_query[a]], docs, None, lengths[a:b], ids, vocab["doc"].names,
+                       seen_max, in_file_order=in_file_order, max_cells=max_cells)
+        if query is None:
+            return None
+        seen_max = max(seen_max, int(docs.max()))
+        queries.append(query)
+    return queries
 
 
 # -- judgments ------------------------------------------------------------------------------------------------

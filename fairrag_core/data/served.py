@@ -40,7 +40,7 @@ import numpy as np
 
 from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
-from .columnar import trec_columns
+from .columnar import fair_columns, trec_columns
 from .fields import ascii_int
 from .files import Digest, read_lines
 
@@ -253,6 +253,18 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
             digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
             records = record_lines(as_source(text), source, digest)
         return _sha256_of(_parse_trec(records, source), digest)
+    fields = first[1].split("\t")
+    if len(fields) in (2, 3) and all(f and f.split() == [f] for f in fields):  # one tab between plain fields
+        lines.close()
+        digest = hashlib.sha256()
+        columns = fair_columns(as_source(text), where=source, width=len(fields), digest=digest,
+                               header=tuple(fields) in _FAIR_HEADERS, max_cells=MAX_WORK_CELLS)
+        if columns is not None:
+            queries = {q.query_id: QueryRankings(q.query_id, q.sample_ids, q.doc_ids, q.positions) for q in columns}
+            return ServedRankings(run_id=run_id or "run", format=RunFormat.TREC_FAIR_2022, queries=queries,
+                                  source=str(source), sha256=digest.hexdigest())
+        digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
+        records = record_lines(as_source(text), source, digest)
     return _sha256_of(_parse_fair(records, source, run_id or "run"), digest)
 
 

@@ -190,3 +190,62 @@ def test_random_qrels_agree_with_the_line_parser(rows, delimiter):
     text = "\n".join(delimiter.join(row) for row in rows) + "\n"
     with pytest.MonkeyPatch.context() as monkeypatch:
         _same_judgments(*_judgments_both_ways(text, monkeypatch))
+
+
+# -- TREC Fair 2022 -----------------------------------------------------------------------------------------------
+def _fair_line_by_line(text: str):
+    from fairrag_core.data.served import _parse_fair
+
+    return _parse_fair(record_lines(as_source(text), "<run>"), "<run>", "run")
+
+
+def _same_or_same_error(text: str) -> None:
+    try:
+        expected = _fair_line_by_line(text)
+    except DataFormatError as err:
+        with pytest.raises(DataFormatError) as caught:
+            parse_run(text, format="trec-fair-2022", run_id="run")
+        assert str(caught.value) == str(err)
+        return
+    got = parse_run(text, format="trec-fair-2022", run_id="run")
+    assert got.format is expected.format and got.run_id == expected.run_id
+    assert got.query_ids == expected.query_ids
+    for qid in expected.query_ids:
+        a, b = got[qid], expected[qid]
+        assert a.sample_ids == b.sample_ids and a.doc_ids == b.doc_ids and a.scores is None is b.scores
+        np.testing.assert_array_equal(a.positions, b.positions)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_any_valid_fair_run_reads_the_same_in_blocks_and_line_by_line(seed, monkeypatch):
+    rng = random.Random(seed)
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", rng.choice([64, 1 << 20]))
+    width = 3 if seed % 4 else 2
+    sequences = []
+    for q in range(rng.randrange(1, 5)):
+        for s in range(rng.randrange(1, 4) if width == 3 else 1):
+            pool = [f"p{rng.randrange(25)}" for _ in range(12)]
+            docs = list(dict.fromkeys(pool))[: rng.randrange(1, 8)]
+            sequences.append([f"q{q}\t{s + 1}\t{d}" if width == 3 else f"q{q}\t{d}" for d in docs])
+    if seed % 3 == 1:
+        rng.shuffle(sequences)  # a query's sequences apart in the file (each still consecutive)
+    lines = [line for seq in sequences for line in seq]
+    header = ["id\tseq_no\tpage_id" if width == 3 else "id\tpage_id"] if seed % 2 else []
+    text = "\n".join(header + lines) + "\n"
+    fields = (header or lines)[0].split("\t")
+    assert columnar.fair_columns(as_source(text), where="<run>", width=len(fields), header=bool(header)) is not None
+    _same_or_same_error(text)
+
+
+@pytest.mark.parametrize("text", [
+    "q1\t1\ta\nq1\t1\tb\nq1\t2\ta\nq1\t1\tc\n",     # sequence 1 resumes after sequence 2
+    "q1\t1\ta\nq1\t1\ta\n",                          # a page twice in a sequence
+    "q1\t1\ta\nq1\t1\n",                             # two fields after three
+    "q1\t1\ta\nq1 1 b\n",                            # spaces, not tabs
+    "q1\t1\ta\nq1\t1\t b\n",                         # a blank around a field (the line parser strips it)
+    "q1\t1\ta\nq1\t\tb\n",                           # an empty field
+    "id\tseq_no\tpage_id\n",                         # only a header
+    "q1\ta\nq2\tb\nq1\tc\n",                         # Task 1: a query's one sequence resumes
+])
+def test_odd_fair_runs_get_what_the_line_parser_says(text):
+    _same_or_same_error(text)
