@@ -401,7 +401,7 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
     documents = pd.concat(doc_parts, ignore_index=True)
     # the log's absolute path, so that the reproduce command finds it from any directory
     logged = config.log or log.source
-    if logged and os.path.isfile(logged):
+    if logged and os.path.exists(logged):  # a file, or a folder of shards
         logged = os.path.abspath(logged)
     resolved = replace(config, log=logged, k=k if config.k is not None else None,
                        attribution=source, seed=seed)

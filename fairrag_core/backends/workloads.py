@@ -44,7 +44,7 @@ from ..audit.rag_log import LogAuditConfig, LogAuditRun, audit_rag_log
 from ..data import Collection, load_collection
 from ..data.disk_cache import CACHE_ENV, default_cache_path
 from ..data.rag_log import RagLog
-from ..errors import InvalidParameterError
+from ..errors import DataFormatError, InvalidParameterError
 from ..fairqr.evaluate import FairQREvalConfig, evaluate_fair_qr
 from ..fairqr.loop import FairQRResult
 from ..rag.attribution import Attributor
@@ -59,7 +59,7 @@ from .executor import Backend
 
 __all__ = ["InputsSpec", "ModelsSpec", "CatalogModels", "RagSweepSpec", "LabelSpec", "FairQRSpec", "JudgeSpec",
            "cache_setting", "exposure_sweep_on", "rag_sweep_on", "label_utility_on", "fair_qr_eval_on",
-           "audit_rag_log_on"]
+           "audit_rag_log_on", "CollectionSpec", "read_log_on"]
 
 Progress = Callable[[int, int], None] | None
 
@@ -356,3 +356,43 @@ def audit_rag_log_on(backend: Backend, log: RagLog, collection: Collection, conf
     judged = dict(zip(pairs, np.concatenate(rows))) if rows else {}
     return audit_rag_log(log, collection, config, attributor=_Judged(attributor_name, judged),
                          collection_source=collection_source)
+
+
+# -- a large log's shards ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CollectionSpec:
+    """A collection by its demo name or folder (every worker must be able to read it); no model."""
+
+    collection: str
+    uses_models: bool = False
+
+    def build(self) -> Collection:
+        return load_collection(self.collection)
+
+
+def _read_shard(collection: Collection, path: str):
+    from ..data.log_columns import read_log_columns
+    from ..data.rag_log import first_problem
+
+    columns = read_log_columns(path, collection)
+    if columns is None:
+        first_problem(path, collection)  # raises the line's error
+        raise DataFormatError("the column reader does not take this shard as written: it reads query_id, query, "
+                              "ranking, answer, citations, session and timestamp as strings and lists of strings, "
+                              "with no metadata object, no blank lines and no blanks around ids", path=path)
+    return columns
+
+
+def read_log_on(backend: Backend, log: str | os.PathLike, collection: Collection, collection_source: str, *,
+                progress: Progress = None):
+    """A large log — one file, or a folder of its shards (:func:`~fairrag_core.data.log_columns.log_shards`) — read
+    column-wise on ``backend``, one task a shard (each worker reads and checks its shard: the JSON parsing, most of an
+    exposure audit's cost), and merged here in shard order
+    (:func:`~fairrag_core.data.log_columns.merge_log_columns`). The shards must be readable at the same paths on
+    every node. The per-query audit then runs here on the merged columns, so the numbers are the local ones."""
+    from ..data.log_columns import log_shards, merge_log_columns
+
+    shards = [str(s) for s in log_shards(log)]
+    parts = backend.map(_read_shard, shards, spec=CollectionSpec(collection_source), state=collection,
+                        progress=progress)
+    return merge_log_columns(parts, os.path.abspath(log))

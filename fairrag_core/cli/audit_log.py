@@ -174,10 +174,11 @@ def _served(args, config):
 
 
 def _columns(args, config, collection):
-    """A large JSONL log audited for exposure only (``--attribution none``, the step user, no what-if) is read
-    column-wise (:mod:`fairrag_core.data.log_columns`): no Python object per line, so ten million lines fit. None:
-    read it line by line. When the column reader cannot take a log too large for the line reader, the log is read
-    once more, keeping nothing, for the error that names the line."""
+    """An exposure-only audit (``--attribution none``, the step user, no what-if) of a JSONL log — one file, or a
+    folder of its shards — reads it column-wise (:mod:`fairrag_core.data.log_columns`): no Python object per line,
+    so ten million lines fit. A folder's shards are read one task each on ``--backend`` (Ray: one per worker) and
+    merged in name order. None: read the log line by line. When the column reader cannot take a log too large for
+    the line reader, the log is read once more, keeping nothing, for the error that names the line."""
     import os
 
     from ..checks import max_log_lines
@@ -187,10 +188,18 @@ def _columns(args, config, collection):
     from ..metrics.expeval import UserModel
 
     path = str(args.log)
-    if (config.attribution.value != "none" or config.user_model is not UserModel.STEP or args.what_if_alphas
-            or not path.lower().endswith(LOG_SUFFIXES) or not os.path.isfile(path)
+    exposure_only = (config.attribution.value == "none" and config.user_model is UserModel.STEP
+                     and not args.what_if_alphas)
+    if os.path.isdir(path):
+        if not exposure_only:
+            raise InvalidParameterError(f"{path} is a folder: its shards of one log are audited for exposure only "
+                                        "(--attribution none, the step user, no --what-if-alphas)")
+        return _shards(args, path, collection)
+    if (not exposure_only or not path.lower().endswith(LOG_SUFFIXES) or not os.path.isfile(path)
             or os.path.getsize(path) < COLUMNS_FROM_BYTES):
         return None
+    if args.backend != "local" or args.ray_address is not None:
+        return _shards(args, path, collection)
     columns = read_log_columns(path, collection)
     if columns is None and os.path.getsize(path) > 256 << 20:  # more than the line reader may hold
         lines = first_problem(path, collection)
@@ -201,6 +210,20 @@ def _columns(args, config, collection):
                 "session and timestamp as strings and lists of strings, with no metadata object, no blank lines and "
                 "no blanks around ids; write the log so, or split it (or raise FAIRRAG_MAX_LOG_LINES)", path=path)
     return columns
+
+
+def _shards(args, path: str, collection):
+    """The log's shards read on the chosen backend (the local one reads them here, one after the other)."""
+    from ..backends.executor import LocalBackend
+    from ..backends.workloads import read_log_on
+
+    source = collection.source or collection.name
+
+    def local():
+        return read_log_on(LocalBackend(), path, collection, source)
+
+    return on_backend(args, local, lambda backend: read_log_on(backend, path, collection, source,
+                                                               progress=_chunk_printer()))
 
 
 def _what_if(args, log, collection, run):

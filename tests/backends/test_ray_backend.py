@@ -131,6 +131,41 @@ def test_exposure_sweep_command_with_backend_ray(backend):
     assert remote["rows"] == local["rows"] and remote["summary"] == local["summary"]
 
 
+def test_a_sharded_log_read_on_ray_audits_as_read_here(backend, shoes, tmp_path):
+    """Each shard of a log read and checked by a Ray worker, merged on the driver in name order: the exposure audit
+    is the local one, digit for digit, on the command line too."""
+    import numpy as np
+
+    from fairrag_core.backends.executor import LocalBackend
+    from fairrag_core.data.log_columns import read_log_columns
+
+    rows = [{"query_id": f"q{n % 7}", "query": f"question {n % 7}",
+             "ranking": [shoes.doc_ids[(n * 3 + j * 5) % 60] for j in range(5)]} for n in range(900)]
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"day-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[i * 300:(i + 1) * 300]),
+                                                encoding="utf-8")
+    on_ray = wl.read_log_on(backend, folder, shoes, "running-shoes")
+    here = wl.read_log_on(LocalBackend(), folder, shoes, "running-shoes")
+    assert on_ray.sha256 == here.sha256 and on_ray.query_ids == here.query_ids
+    np.testing.assert_array_equal(on_ray.slots, here.slots)
+    config = LogAuditConfig(attribution="none", seed=5, n_boot=200)
+    pd.testing.assert_frame_equal(audit_rag_log(on_ray, shoes, config).table, audit_rag_log(here, shoes, config).table)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert read_log_columns(whole, shoes).query_ids == here.query_ids
+
+    def run(*extra):
+        out = io.StringIO()
+        assert main(["audit-log", str(folder), "--collection", "running-shoes", "--attribution", "none",
+                     "--seed", "5", "--json", "--no-store", *extra], out=out) == 0
+        return json.loads(out.getvalue())
+
+    local, remote = run(), run("--backend", "ray")
+    assert remote["queries"] == local["queries"] and remote["summary"] == local["summary"]
+
+
 @pytest.mark.slow
 def test_sweep_command_with_backend_ray_matches_local_and_saves_the_run(backend, tmp_path, monkeypatch):
     """``sweep --backend ray`` end to end: the stand-ins replace the catalog's models here (local run) and in the spec

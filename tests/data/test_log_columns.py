@@ -158,3 +158,51 @@ def test_audit_log_reads_a_log_column_wise_with_the_line_readers_numbers(tmp_pat
     by_lines, by_columns = json.loads(lines_out.getvalue()), json.loads(columns_out.getvalue())
     assert by_lines["queries"] == by_columns["queries"] and by_lines["summary"] == by_columns["summary"]
     assert by_lines["findings"] == by_columns["findings"]
+
+
+def _split(path, folder, parts: int) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder.mkdir()
+    size = -(-len(lines) // parts)
+    for i in range(parts):
+        (folder / f"part-{i:02d}.jsonl").write_text("".join(lines[i * size:(i + 1) * size]), encoding="utf-8")
+
+
+def test_a_folder_of_shards_audits_as_the_whole_log(tmp_path):
+    """A log cut into shards (name order = line order) and read shard by shard audits digit for digit as the log
+    in one file; its identity is the folder and the manifest of its shards."""
+    from fairrag_core.backends.executor import LocalBackend
+    from fairrag_core.backends.workloads import read_log_on
+    from fairrag_core.data.log_columns import log_shards
+
+    whole = tmp_path / "log.jsonl"
+    _random_log(whole, 500, 7)
+    _split(whole, tmp_path / "shards", 3)
+    assert [p.name for p in log_shards(tmp_path / "shards")] == ["part-00.jsonl", "part-01.jsonl", "part-02.jsonl"]
+    merged = read_log_on(LocalBackend(), tmp_path / "shards", SHOES, "running-shoes")
+    single = read_log_columns(whole, SHOES)
+    assert merged.query_ids == single.query_ids and merged.query_texts == single.query_texts
+    np.testing.assert_array_equal(merged.slots, single.slots)
+    config = LogAuditConfig(attribution="none", seed=2, n_boot=200)
+    a, b = audit_rag_log(single, SHOES, config), audit_rag_log(merged, SHOES, config)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    pd.testing.assert_frame_equal(a.documents, b.documents)
+
+
+def test_audit_log_takes_a_folder_of_shards(tmp_path):
+    from fairrag_core.cli import main
+
+    whole = tmp_path / "log.jsonl"
+    _random_log(whole, 300, 8)
+    _split(whole, tmp_path / "shards", 4)
+    outs = []
+    for log in (whole, tmp_path / "shards"):
+        out = io.StringIO()
+        assert main(["audit-log", str(log), "--collection", "running-shoes", "--attribution", "none", "--seed", "3",
+                     "--json", "--no-store"], out=out) == 0
+        outs.append(json.loads(out.getvalue()))
+    assert outs[0]["queries"] == outs[1]["queries"] and outs[0]["findings"] == outs[1]["findings"]
+    err = io.StringIO()
+    assert main(["audit-log", str(tmp_path / "shards"), "--collection", "running-shoes", "--attribution", "logged",
+                 "--json"], out=err) == 2
+    assert "audited for exposure only" in json.loads(err.getvalue())["error"]
