@@ -46,7 +46,7 @@ from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
-from ..metrics.bootstrap import exposure_intervals
+from ..metrics.bootstrap import line_intervals
 from ..metrics.expeval import UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
@@ -157,8 +157,7 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns, attributor
 
 
 def _columns_can_do(log: LogColumns, config: LogAuditConfig) -> None:
-    """A log read column-wise holds rankings, not citations or answers: it audits exposure only, under the step
-    user."""
+    """A log read column-wise holds rankings, not citations or answers: exposure only, under the step user."""
     if config.attribution not in (AttributionSource.AUTO, AttributionSource.NONE):
         raise InvalidParameterError(f"{log.source} was read column-wise (a large log): it audits exposure only; use "
                                     "attribution 'none', or split the log to judge or read its citations")
@@ -196,49 +195,6 @@ def _padded(local: np.ndarray, n_local: int) -> tuple[np.ndarray, int]:
 def _vector(values: np.ndarray, k: int) -> np.ndarray:
     """Exposure of the served documents, zero-padded to at least k entries (the metrics check k ≤ n)."""
     return np.pad(values, (0, max(0, k - values.size)))
-
-
-#: From this many served lines of one query on, lines that showed the same set of documents are resampled as one
-#: row with their multiplicity (:func:`~fairrag_core.metrics.bootstrap.exposure_intervals`): the same bootstrap
-#: distribution, drawn differently, so smaller queries keep the numbers they always had for a given seed.
-COLLAPSE_LINES_FROM = 200
-
-
-def _distinct_rows(rows: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``rows`` (values below ``n_items``) and how often each occurs; each row is read as one
-    integer in base ``n_items`` when it fits, which is much faster than comparing rows."""
-    width = rows.shape[1]
-    if width and n_items ** width < 2 ** 62:
-        key = rows.astype(np.int64) @ (np.int64(n_items) ** np.arange(width, dtype=np.int64))
-        _, first, counts = np.unique(key, return_index=True, return_counts=True)
-        return rows[first], counts
-    return np.unique(rows, axis=0, return_counts=True)
-
-
-def _line_bootstrap(rect: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
-                    relevance_weights: np.ndarray | None = None) -> dict[str, float]:
-    """One query's intervals over its served lines (the lines resampled with replacement).
-
-    EE-D is quadratic in ε, so its plug-in is biased upward: the bias-corrected estimate ``2θ̂ − median θ*`` with
-    the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
-    interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents (in ``rect``'s local order).
-    """
-    multiplicity = None
-    if rect.shape[0] >= COLLAPSE_LINES_FROM:  # lines that showed the same documents resample as one weighted row
-        rect, multiplicity = _distinct_rows(np.sort(rect, axis=1), n_items)
-    n_lines = rect.shape[0]
-    incidence = np.zeros((n_lines, n_items))
-    np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
-    weights = None
-    if relevance_weights is not None:  # over the served documents; the padding items beyond them weigh 0
-        weights = np.zeros(n_items)
-        weights[:relevance_weights.size] = relevance_weights
-    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng,
-                                    multiplicity=multiplicity)
-    out = {"ee_d": ee_d.estimate, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
-    if ee_r is not None:
-        out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
-    return out
 
 
 def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
@@ -366,7 +322,7 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
         row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan,
                    ee_r_high=np.nan)
         if lines.size > 1:
-            row.update(_line_bootstrap(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
+            row.update(line_intervals(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
                                  "target_exposure": part["target"]})
         for name, verdicts, eligible in (("cited", cited, has_citations), ("entailed", entailed, has_answer)):

@@ -371,8 +371,7 @@ class CollectionSpec:
 
 
 def _read_shard(collection: Collection, path: str):
-    from ..data.log_columns import read_log_columns
-    from ..data.rag_log import first_problem
+    from ..data.log_columns import first_problem, read_log_columns
 
     columns = read_log_columns(path, collection)
     if columns is None:

@@ -182,8 +182,8 @@ def _columns(args, config, collection):
     import os
 
     from ..checks import max_log_lines
-    from ..data.log_columns import COLUMNS_FROM_BYTES, read_log_columns
-    from ..data.rag_log import LOG_SUFFIXES, first_problem
+    from ..data.log_columns import COLUMNS_FROM_BYTES, first_problem, read_log_columns
+    from ..data.rag_log import LOG_SUFFIXES
     from ..errors import DataFormatError
     from ..metrics.expeval import UserModel
 

@@ -1,13 +1,13 @@
-"""Vectorised reading of large runs in expeval's format: blocks of text parsed by Arrow, rankings built as arrays.
+"""Vectorised reading of large runs (expeval's format, TREC Fair 2022's): blocks of text parsed by Arrow, rankings
+built as arrays.
 
 :func:`~fairrag_core.data.served.parse_run` reads a TREC/expeval run (``qid sample docno rank score run_id``)
-through :func:`trec_columns` first. The file's bytes come through
-:func:`~fairrag_core.data.files.read_chunks` (regular files only, the size budget, gzip inflated) and are cut into
-blocks of :data:`BLOCK_BYTES` at line ends; Arrow's CSV parser splits each block into columns (in C++, on every
-core), the string columns dictionary-encoded, so Python touches each *distinct* query, sample, document and rank
-once, never each line. Rankings are then built with numpy: one stable sort when the lines are not already grouped
-by (query, sample) and ordered by rank, one table of positions per query. Memory is the block plus about 20 bytes
-per line (codes and scores), not a Python object per line.
+through :func:`trec_columns` first, a TREC Fair 2022 run through :func:`fair_columns`. The blocks come from
+:mod:`.blocks` (regular files only, the size budget, gzip inflated; a thread reads ahead); Arrow's CSV parser splits
+each block into columns (in C++, on every core), the string columns dictionary-encoded, so Python touches each
+*distinct* query, sample, document and rank once, never each line. Rankings are then built with numpy: one stable
+sort when the lines are not already grouped by (query, sample) and ordered by rank, one table of positions per
+query. Memory is the block plus about 20 bytes per line (codes and scores), not a Python object per line.
 
 This reader is strict in the narrow sense: it accepts only what the line-by-line parser would accept *and* what it
 can check in bulk — one delimiter (the first line's: a space or a tab), ASCII-digit ranks numbered 1, 2, … without
@@ -20,10 +20,6 @@ accepted or what is said.
 
 from __future__ import annotations
 
-import os
-import queue
-import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import MAX_WORK_CELLS
-from .files import Digest, read_chunks
+from .blocks import Column, Unchecked, Vocabulary, numbers_of, parse_block, read_ahead, size_of, text_blocks
+from .files import Digest
 
-__all__ = ["BLOCK_BYTES", "TrecColumns", "QueryColumns", "trec_columns", "fair_columns", "JudgmentColumns",
-           "judgment_columns",
-           "text_blocks", "read_ahead", "numbers_of", "Unchecked"]
+__all__ = ["TrecColumns", "QueryColumns", "trec_columns", "fair_columns"]
 
-#: Bytes of text parsed per Arrow call (cut at a line end).
-BLOCK_BYTES = 8 << 20
 _NAMES = ("qid", "sample", "doc", "rank", "score", "run")
-_ARROW_BLOCK = 4 << 20  # Arrow's own unit of parallel parsing inside a block
-_BOM = b"\xef\xbb\xbf"
-_SPACE = re.compile(r"\s")  # what str.split() splits on: a field holding it is not one field
 
 
 @dataclass(frozen=True)
@@ -62,168 +52,16 @@ class TrecColumns:
     queries: list[QueryColumns]
 
 
-class _Vocabulary:
-    """Global codes for the distinct values of one string column, in order of first appearance."""
-
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.names: list[str] = []
-
-    def encode(self, values: list[str]) -> np.ndarray | None:
-        """Codes of a block's dictionary values; None when one of them is not a single whitespace-free field."""
-        codes, known = self.codes, len(self.names)
-        out = np.fromiter((codes.setdefault(v, len(codes)) for v in values), dtype=np.int64, count=len(values))
-        if len(codes) > known:
-            new = list(codes)[known:]
-            if _SPACE.search("".join(new)) or not all(new):
-                return None
-            self.names.extend(new)
-        return out
-
-
-class Unchecked(Exception):
-    """A block holds something the bulk checks cannot vouch for (a byte-order mark, a stray carriage return)."""
-
-
-def text_blocks(source: Path | bytes, where: object, digest: Digest | None, *,
-                count_lines: bool = False) -> Iterator[memoryview] | Iterator[tuple[memoryview, int]]:
-    """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies); with
-    ``count_lines``, ``(block, its number of lines)`` (counted here, in the reading thread of :func:`read_ahead`)."""
-    pending: list[bytes] = []
-    size, first = 0, True
-
-    def out(data: bytes, end: int):
-        view = memoryview(data)[:end]
-        return (view, data.count(b"\n", 0, end)) if count_lines else view
-
-    for chunk in read_chunks(source, where=where, digest=digest):
-        pending.append(chunk)
-        size += len(chunk)
-        if size >= BLOCK_BYTES:
-            data = b"".join(pending)
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                _check(data, cut, first)
-                first = False
-                yield out(data, cut)
-                pending, size = [data[cut:]], len(data) - cut
-            else:
-                pending = [data]
-    tail = b"".join(pending)
-    if tail:
-        tail = tail if tail.endswith(b"\n") else tail + b"\n"
-        _check(tail, len(tail), first)
-        yield out(tail, len(tail))
-
-
-def _check(data: bytes, end: int, first: bool) -> None:
-    if first and data.startswith(_BOM):
-        raise Unchecked
-    if data.find(b"\r", 0, end) >= 0 and data.count(b"\r", 0, end) != data.count(b"\r\n", 0, end):
-        raise Unchecked  # a carriage return inside a line: Arrow would end the line there, str.split would not
-
-
-def _parse_block(block: bytes, delimiter: str, names: tuple[str, ...] = _NAMES, numbers: tuple[str, ...] = ("score",)):
-    """Arrow's parse of one block into the columns ``names``: the ``numbers`` as float64, the others as
-    dictionary-encoded text (one dictionary per column for the whole block); None when Arrow refuses a line."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    text = pa.dictionary(pa.int32(), pa.string())
-    # the system allocator: jemalloc (Arrow's default) hands each block's pages back and faults them in again, which
-    # cost 0.7 s of system time per 10⁷ lines here; malloc keeps reusing them
-    try:
-        return pacsv.read_csv(
-            pa.py_buffer(block),
-            read_options=pacsv.ReadOptions(column_names=list(names), use_threads=True, block_size=_ARROW_BLOCK),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char=False, escape_char=False,
-                                             newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.float64() if n in numbers else text for n in names},
-                null_values=[], true_values=[], false_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False),
-            memory_pool=pa.system_memory_pool()).unify_dictionaries()
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-
-
-def numbers_of(array, dtype) -> np.ndarray:
-    """An Arrow array of numbers without nulls as a numpy view of its buffer (``to_numpy`` would import pandas,
-    a quarter of a second of start-up)."""
-    width = np.dtype(dtype).itemsize
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * width)
-
-
 def _rank_values(values: list[str]) -> np.ndarray | None:
     if not all(v.isascii() and v.isdigit() and len(v) <= 9 for v in values):
         return None
     return np.fromiter((int(v) for v in values), dtype=np.int32, count=len(values))
 
 
-class _Column:
-    """A numpy array that grows by whole blocks, written in place (no list of pieces to concatenate at the end)."""
-
-    def __init__(self, dtype, capacity: int) -> None:
-        self.data = np.empty(max(capacity, 1024), dtype=dtype)
-        self.size = 0
-
-    def reserve(self, more: int) -> np.ndarray:
-        if self.size + more > self.data.size:
-            grown = np.empty(max(self.size + more, int(self.data.size * 1.5)), dtype=self.data.dtype)
-            grown[: self.size] = self.data[: self.size]
-            self.data = grown
-        self.size += more
-        return self.data[self.size - more: self.size]
-
-    def values(self) -> np.ndarray:
-        return self.data[: self.size]
-
-
-def read_ahead(blocks: Iterator[memoryview]) -> Iterator[memoryview]:
-    """The blocks, read (and hashed) by a thread one block ahead of the parser, so reading overlaps parsing. Closing
-    this generator early (the parser gave up) stops the thread and closes the file."""
-    out: queue.Queue = queue.Queue(maxsize=1)
-    stop, done = threading.Event(), object()
-
-    def hand_over(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for block in blocks:
-                if not hand_over(block):
-                    return
-            hand_over(done)
-        except BaseException as err:  # handed to the parser's side, which raises it
-            hand_over(err)
-        finally:
-            blocks.close()
-
-    thread = threading.Thread(target=produce, name="fairrag-run-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = out.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-
-
 def _read(source: Path | bytes, where: object, delimiter: str, digest: Digest | None):
     """Codes per line (query, sample, document, rank), scores and the vocabularies; None: read it line by line."""
-    vocab = {name: _Vocabulary() for name in ("qid", "sample", "doc", "run")}
-    size = len(source) if isinstance(source, bytes | bytearray) else _size_of(source)
+    vocab = {name: Vocabulary() for name in ("qid", "sample", "doc", "run")}
+    size = len(source) if isinstance(source, bytes | bytearray) else size_of(source)
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
         return _columns(blocks, vocab, delimiter, size)
@@ -231,8 +69,8 @@ def _read(source: Path | bytes, where: object, delimiter: str, digest: Digest | 
         blocks.close()
 
 
-def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimiter: str, size: int):
-    columns: dict[str, _Column] | None = None
+def _columns(blocks: Iterator[memoryview], vocab: dict[str, Vocabulary], delimiter: str, size: int):
+    columns: dict[str, Column] | None = None
     first, top_rank = True, 0
     while True:
         try:
@@ -241,13 +79,13 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimi
             return None
         if block is None:
             break
-        table = _parse_block(block, delimiter)
+        table = parse_block(block, delimiter, _NAMES, ("score",))
         if table is None:
             return None
         if first:  # room for the whole file at this block's bytes per line, +2 %
             estimate = int(table.num_rows * max(size, len(block)) / len(block) * 1.02) + 1024
-            columns = {name: _Column(np.int32, estimate) for name in ("qid", "sample", "doc", "rank")}
-            columns["score"] = _Column(np.float64, estimate)
+            columns = {name: Column(np.int32, estimate) for name in ("qid", "sample", "doc", "rank")}
+            columns["score"] = Column(np.float64, estimate)
             first = False
         for name in ("qid", "sample", "doc", "run", "rank"):
             chunks = table.column(name).chunks
@@ -272,13 +110,6 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, _Vocabulary], delimi
     if columns is None or len(vocab["run"].names) != 1:
         return None
     return {name: column.values() for name, column in columns.items()}, vocab
-
-
-def _size_of(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _segments(qid: np.ndarray, sample: np.ndarray, rank: np.ndarray, n_samples: int):
@@ -413,13 +244,13 @@ def fair_columns(source: Path | bytes, *, where: object, width: int, header: boo
     line a header when ``header``) read in blocks: the rank is the order of a sequence's lines, which must be
     consecutive. None sends it to the line-by-line parser (for its message, or anything this does not check)."""
     names = ("qid", "seq", "doc") if width == 3 else ("qid", "doc")
-    vocab = {name: _Vocabulary() for name in names}
+    vocab = {name: Vocabulary() for name in names}
     parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
         first = True
         for block in blocks:
-            table = _parse_block(block, "\t", names, ())
+            table = parse_block(block, "\t", names, ())
             if table is None:
                 return None
             if first and header:
@@ -475,78 +306,3 @@ def fair_columns(source: Path | bytes, *, where: object, width: int, header: boo
     return queries
 
 
-# -- judgments ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class JudgmentColumns:
-    """Judgments as :class:`~fairrag_core.data.judgments.Judgments` holds them, in file order."""
-
-    relevance: dict[str, dict[str, int]]
-    groups: dict[str, dict[str, tuple[str, ...]]]
-
-
-def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " ", max_grade: int,
-                     digest: Digest | None = None) -> JudgmentColumns | None:
-    """Qrels of four fields (``qid group docno rel``) read in blocks; None sends them to the line-by-line parser
-    (3-field lines, mixed widths, an odd grade or group field, a pair judged twice, anything this does not check)."""
-    blocks = read_ahead(text_blocks(source, where, digest))
-    try:
-        return _judgments(blocks, delimiter, max_grade)
-    except Unchecked:
-        return None
-    finally:
-        blocks.close()
-
-
-def _strings(column) -> list[str]:
-    """A dictionary-encoded Arrow column as Python strings, one per line (through numpy: Arrow's ``to_pylist``
-    makes a scalar object per value and is ten times slower)."""
-    out: list[str] = []
-    for chunk in column.chunks:
-        values = np.array(chunk.dictionary.to_pylist(), dtype=object)
-        out.extend(values[numbers_of(chunk.indices, np.int32)].tolist())
-    return out
-
-
-def _judgments(blocks: Iterator[memoryview], delimiter: str, max_grade: int) -> JudgmentColumns | None:
-    relevance: dict[str, dict[str, int]] = {}
-    groups: dict[str, dict[str, tuple[str, ...]]] = {}
-    pairs = 0
-    grades: dict[str, int | None] = {}
-    group_ids: dict[str, tuple[str, ...] | None] = {}
-    for block in blocks:
-        table = _parse_block(block, delimiter, ("qid", "group", "doc", "rel"), ())
-        if table is None:
-            return None
-        columns = {name: table.column(name) for name in ("qid", "group", "doc", "rel")}
-        for name in ("qid", "group", "doc", "rel"):
-            values = columns[name].chunks[0].dictionary.to_pylist() if columns[name].chunks else []
-            if name != "rel" and (_SPACE.search("".join(values)) or not all(values)):
-                return None
-            if name == "rel":
-                for v in values:
-                    if v not in grades:
-                        digits = v[1:] if v[:1] == "-" else v
-                        ok = digits.isdigit() and digits.isascii() and len(digits) <= 18
-                        grades[v] = int(v) if ok and -1 <= int(v) <= max_grade else None
-                if any(grades[v] is None for v in values):
-                    return None
-            if name == "group":
-                for v in values:
-                    if v not in group_ids:
-                        ids = tuple(v.split("|"))
-                        group_ids[v] = None if "," in v or not all(ids) else tuple(dict.fromkeys(ids))
-                if any(group_ids[v] is None for v in values):
-                    return None
-        qids, gids, docs, rels = (_strings(columns[name]) for name in ("qid", "group", "doc", "rel"))
-        for qid, gid, doc, rel in zip(qids, gids, docs, rels):
-            judged = relevance.get(qid)
-            if judged is None:
-                judged, relevance[qid], groups[qid] = {}, {}, {}
-                judged = relevance[qid]
-            judged[doc] = grades[rel]
-            groups[qid][doc] = group_ids[gid]
-        pairs += len(qids)
-        del table, columns
-    if not pairs or sum(len(j) for j in relevance.values()) != pairs:
-        return None  # empty, or a (query, document) pair judged twice: the line parser says where
-    return JudgmentColumns(relevance, groups)

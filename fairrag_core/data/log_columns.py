@@ -3,7 +3,7 @@
 :func:`~fairrag_core.data.rag_log.load_rag_log` holds every line as a :class:`~fairrag_core.data.rag_log.LogEntry`
 (at most ``$FAIRRAG_MAX_LOG_LINES``, 2,000,000 by default). An exposure-only audit needs far less: which query each
 line answered and which documents its ranking held. :func:`read_log_columns` reads the JSONL in blocks of
-:data:`~fairrag_core.data.columnar.BLOCK_BYTES` with Arrow's JSON parser (in C++, on every core), keeps per line a
+:data:`~fairrag_core.data.blocks.BLOCK_BYTES` with Arrow's JSON parser (in C++, on every core), keeps per line a
 query code and the ranking as collection indices (4 bytes a slot), and per query the first query text, so ten
 million lines of five documents take about 250 MB.
 
@@ -28,10 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataFormatError
+from .blocks import Unchecked, numbers_of, read_ahead, text_blocks
 from .collection import Collection
-from .columnar import Unchecked, numbers_of, read_ahead, text_blocks
+from .loaders import json_lines
+from .rag_log import LOG_FIELDS, NOT_A_LOG, log_entry
 
-__all__ = ["LogColumns", "read_log_columns", "log_shards", "merge_log_columns", "COLUMNS_FROM_BYTES", "SHARD_SUFFIXES"]
+__all__ = ["LogColumns", "read_log_columns", "log_shards", "merge_log_columns", "first_problem", "COLUMNS_FROM_BYTES",
+           "SHARD_SUFFIXES"]
 
 #: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``):
 #: every log (a log the reader refuses is read line by line, so small odd logs lose nothing).
@@ -297,3 +300,29 @@ def merge_log_columns(parts: Sequence[LogColumns], source: str | os.PathLike) ->
     return LogColumns(str(source), hashlib.sha256(manifest.encode()).hexdigest(), tuple(names),
                       np.concatenate(codes), slots, np.concatenate([p.lengths for p in parts]), texts,
                       np.concatenate([p.answered for p in parts]), np.concatenate([p.with_citations for p in parts]))
+
+
+def first_problem(path: str | os.PathLike, collection: Collection | None = None) -> int:
+    """Read a JSONL log line by line as :func:`load_rag_log` does, keeping nothing, and raise its first error (the
+    line and the fix): what a log too large to hold gets when the column reader
+    (:mod:`fairrag_core.data.log_columns`) could not take it. Returns the number of log lines when there is no
+    problem."""
+    path = Path(path)
+    shared: dict = {}
+    known = set(collection.doc_ids) if collection is not None else None
+    count = 0
+    for count, (line, obj) in enumerate(json_lines(path), start=1):
+        if count == 1 and not any(key in obj for key in LOG_FIELDS):
+            raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})",
+                                  path=path, line=line)
+        entry = log_entry(obj, path, line, shared)
+        if known is not None:
+            for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ())):
+                missing = next((d for d in ids if d not in known), None)
+                if missing is not None:
+                    raise DataFormatError(f"doc id {missing!r} in {where} is not in collection {collection.name!r}; "
+                                          "audit the log with the collection the system retrieved from "
+                                          "(--collection), or fix the ids in the log", path=path, line=line)
+        if len(shared) > 1_000_000:  # ids and texts are shared to save memory; here nothing is kept
+            shared.clear()
+    return count

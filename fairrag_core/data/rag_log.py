@@ -272,7 +272,7 @@ def _share(shared: dict, value: str | None) -> str | None:
     return value if value is None else shared.setdefault(value, value)
 
 
-def _entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
+def log_entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
     """One log line as a :class:`LogEntry`. Its ids, rankings and texts are the objects in ``shared`` (one per
     distinct value for the whole log): a log repeats its queries, rankings and answers, and a repeat then costs a
     pointer, not a copy."""
@@ -355,7 +355,7 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
                                       "exposure only, audit-log --attribution none reads a log of any size "
                                       "column-wise; otherwise split the log (e.g. by day) and audit the parts, or "
                                       "raise the limit with FAIRRAG_MAX_LOG_LINES", path=path, line=line)
-            entries.append(_entry(obj, path, line, shared))
+            entries.append(log_entry(obj, path, line, shared))
     except DataFormatError as err:
         if entries or err.line is None or not starts_like_export(path):
             raise
@@ -367,32 +367,6 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     if collection is not None:
         log.check_against(collection)
     return log
-
-
-def first_problem(path: str | os.PathLike, collection: Collection | None = None) -> int:
-    """Read a JSONL log line by line as :func:`load_rag_log` does, keeping nothing, and raise its first error (the
-    line and the fix): what a log too large to hold gets when the column reader
-    (:mod:`fairrag_core.data.log_columns`) could not take it. Returns the number of log lines when there is no
-    problem."""
-    path = Path(path)
-    shared: dict = {}
-    known = set(collection.doc_ids) if collection is not None else None
-    count = 0
-    for count, (line, obj) in enumerate(json_lines(path), start=1):
-        if count == 1 and not any(key in obj for key in LOG_FIELDS):
-            raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})",
-                                  path=path, line=line)
-        entry = _entry(obj, path, line, shared)
-        if known is not None:
-            for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ())):
-                missing = next((d for d in ids if d not in known), None)
-                if missing is not None:
-                    raise DataFormatError(f"doc id {missing!r} in {where} is not in collection {collection.name!r}; "
-                                          "audit the log with the collection the system retrieved from "
-                                          "(--collection), or fix the ids in the log", path=path, line=line)
-        if len(shared) > 1_000_000:  # ids and texts are shared to save memory; here nothing is kept
-            shared.clear()
-    return count
 
 
 def load_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,

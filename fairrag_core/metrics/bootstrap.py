@@ -25,7 +25,8 @@ from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, check_positi
 from ..seeds import SeedLike, as_generator
 from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
 
-__all__ = ["resample_counts", "resampled_means", "exposure_intervals"]
+__all__ = ["resample_counts", "resampled_means", "exposure_intervals", "line_intervals", "distinct_rows",
+           "COLLAPSE_LINES_FROM"]
 
 
 def resample_counts(n_units: int, n_boot: int, seed: SeedLike = None) -> np.ndarray:
@@ -98,3 +99,46 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
         weights = np.asarray(relevance_weights, dtype=np.float64)
         ee_r = percentile_interval(float(eps @ weights), draws @ weights, level=level)
     return ee_d, ee_r
+
+
+#: From this many served lines of one query on, lines that showed the same set of documents are resampled as one
+#: row with their multiplicity (:func:`~fairrag_core.metrics.bootstrap.exposure_intervals`): the same bootstrap
+#: distribution, drawn differently, so smaller queries keep the numbers they always had for a given seed.
+COLLAPSE_LINES_FROM = 200
+
+
+def distinct_rows(rows: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rows`` (values below ``n_items``) and how often each occurs; each row is read as one
+    integer in base ``n_items`` when it fits, which is much faster than comparing rows."""
+    width = rows.shape[1]
+    if width and n_items ** width < 2 ** 62:
+        key = rows.astype(np.int64) @ (np.int64(n_items) ** np.arange(width, dtype=np.int64))
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        return rows[first], counts
+    return np.unique(rows, axis=0, return_counts=True)
+
+
+def line_intervals(rect: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
+                    relevance_weights: np.ndarray | None = None) -> dict[str, float]:
+    """One query's intervals over its served lines (the lines resampled with replacement).
+
+    EE-D is quadratic in ε, so its plug-in is biased upward: the bias-corrected estimate ``2θ̂ − median θ*`` with
+    the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
+    interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents (in ``rect``'s local order).
+    """
+    multiplicity = None
+    if rect.shape[0] >= COLLAPSE_LINES_FROM:  # lines that showed the same documents resample as one weighted row
+        rect, multiplicity = distinct_rows(np.sort(rect, axis=1), n_items)
+    n_lines = rect.shape[0]
+    incidence = np.zeros((n_lines, n_items))
+    np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
+    weights = None
+    if relevance_weights is not None:  # over the served documents; the padding items beyond them weigh 0
+        weights = np.zeros(n_items)
+        weights[:relevance_weights.size] = relevance_weights
+    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng,
+                                    multiplicity=multiplicity)
+    out = {"ee_d": ee_d.estimate, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
+    if ee_r is not None:
+        out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)
+    return out

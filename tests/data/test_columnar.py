@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairrag_core.data import columnar
+from fairrag_core.data import blocks, columnar
 from fairrag_core.data.served import _parse_trec, as_source, parse_run, record_lines
 from fairrag_core.errors import DataFormatError
 
@@ -45,7 +45,7 @@ def _run_lines(rng: random.Random, *, queries: int, shared_docs: bool, ragged: b
 @pytest.mark.parametrize("seed", range(12))
 def test_any_valid_run_reads_the_same_in_blocks_and_line_by_line(seed, monkeypatch):
     rng = random.Random(seed)
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", rng.choice([64, 256, 1 << 20]))  # many blocks, or one
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", rng.choice([64, 256, 1 << 20]))  # many blocks, or one
     lines = _run_lines(rng, queries=rng.randrange(1, 8), shared_docs=seed % 2 == 0, ragged=seed % 3 == 0)
     if seed % 4 == 1:
         rng.shuffle(lines)  # samples and ranks in any order
@@ -123,13 +123,13 @@ def test_random_runs_agree_with_the_line_parser(rows, delimiter):
 def test_a_repeated_line_stops_at_the_first_block_not_the_end(monkeypatch):
     """More lines than (query, sample, rank) slots means a repeat: the block reader hands over after one block, so
     a 900 MB file of one repeated line is refused at line 2 without being held in memory."""
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", 1 << 10)
-    blocks = []
-    real = columnar._parse_block
-    monkeypatch.setattr(columnar, "_parse_block", lambda block, d: blocks.append(block) or real(block, d))
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 1 << 10)
+    parsed = []
+    real = columnar.parse_block
+    monkeypatch.setattr(columnar, "parse_block", lambda block, *rest: parsed.append(block) or real(block, *rest))
     with pytest.raises(DataFormatError, match="line 2: rank 1 appears twice"):
         parse_run("q1 s1 d1 1 2.0 sys\n" * 10_000)
-    assert len(blocks) == 1
+    assert len(parsed) == 1
 
 
 # -- judgments ----------------------------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ def _same_or_same_error(text: str) -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_any_valid_fair_run_reads_the_same_in_blocks_and_line_by_line(seed, monkeypatch):
     rng = random.Random(seed)
-    monkeypatch.setattr(columnar, "BLOCK_BYTES", rng.choice([64, 1 << 20]))
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", rng.choice([64, 1 << 20]))
     width = 3 if seed % 4 else 2
     sequences = []
     for q in range(rng.randrange(1, 5)):

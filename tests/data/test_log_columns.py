@@ -13,9 +13,8 @@ import pytest
 
 from fairrag_core import load_collection
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
-from fairrag_core.data import assets_dir, columnar, load_rag_log
-from fairrag_core.data.log_columns import read_log_columns
-from fairrag_core.data.rag_log import first_problem
+from fairrag_core.data import assets_dir, blocks, load_rag_log
+from fairrag_core.data.log_columns import first_problem, read_log_columns
 from fairrag_core.errors import DataFormatError, InvalidParameterError
 from fairrag_core.metrics.bootstrap import exposure_intervals
 
@@ -53,7 +52,7 @@ def test_the_columns_audit_as_the_lines_do(tmp_path, seed, monkeypatch):
     path = tmp_path / "log.jsonl"
     _random_log(path, 400, seed)
     if seed % 2:
-        monkeypatch.setattr(columnar, "BLOCK_BYTES", 2048)  # many blocks: codes and texts carried across them
+        monkeypatch.setattr(blocks, "BLOCK_BYTES", 2048)  # many blocks: codes and texts carried across them
     columns, log = read_log_columns(path, SHOES), load_rag_log(path, collection=SHOES)
     assert columns is not None and len(columns) == len(log) and columns.sha256 == log.sha256
     config = LogAuditConfig(attribution="none", seed=seed, n_boot=200)
