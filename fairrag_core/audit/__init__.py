@@ -8,6 +8,8 @@
 * :mod:`.rag_log` — the audit of a served RAG log: exposure of what was retrieved, attribution of what was
   answered (logged citations and/or an NLI judge), EAR, EAE-D and the fair target; :mod:`.log_report` — its
   headline numbers and ledgers with intervals;
+* :mod:`.log_shards` — a large log cut into shards, read and aggregated per query by workers (Ray), merged on the
+  driver for the exposure audit;
 * :mod:`.what_if` — what if a served system had sampled: its logged candidates and scores replayed under the fair
   Plackett-Luce sampler at each α, the exposure it would have delivered against what it served, and the α to pick;
 * :mod:`.query_bootstrap` — percentile bootstrap intervals over queries for headline means and ledger shares;

@@ -2,6 +2,10 @@
 (:class:`~fairrag_core.data.rag_log.RagLog`) and one audit (:func:`audit_served`): who it exposed, which sources
 its answers rest on, and how far from fair.
 
+(Long because it is the one audit of everything served — lines read one by one, a large log read column-wise
+(:mod:`fairrag_core.data.log_columns`) or aggregated per query by the workers that read its shards
+(:mod:`.log_shards`) — and one per-query computation serves all three.)
+
 The entries that share a ``query_id`` are the N served rankings of that query, so the metrics of Kim & Diaz (2025)
 apply to what was *served* instead of what was sampled:
 
@@ -57,6 +61,7 @@ from ..rag.degenerate import answer_flags
 from ..rag.judging import JudgeItem, judge_answers
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, derive_seed, new_seed
+from .log_shards import LogAggregate
 from .served import evaluate_run
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
@@ -138,10 +143,10 @@ class LogAuditRun(SweepRun):
         return tuple(s for s in SOURCE_LABELS if f"ear_{s}" in self.table and self.table[f"ear_{s}"].notna().any())
 
 
-def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns, attributor: Attributor | None
+def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns | LogAggregate, attributor: Attributor | None
                     ) -> AttributionSource:
     source = config.attribution
-    if isinstance(log, LogColumns):
+    if isinstance(log, LogColumns | LogAggregate):
         return AttributionSource.NONE
     if source is AttributionSource.AUTO:
         return AttributionSource.LOGGED if log.has_citations else AttributionSource.NONE
@@ -156,7 +161,7 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns, attributor
     return source
 
 
-def _columns_can_do(log: LogColumns, config: LogAuditConfig) -> None:
+def _columns_can_do(log: LogColumns | LogAggregate, config: LogAuditConfig) -> None:
     """A log read column-wise holds rankings, not citations or answers: exposure only, under the step user."""
     if config.attribution not in (AttributionSource.AUTO, AttributionSource.NONE):
         raise InvalidParameterError(f"{log.source} was read column-wise (a large log): it audits exposure only; use "
@@ -182,6 +187,17 @@ def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: A
     return np.array([[v.cited for v in row] for row in verdicts], dtype=bool).reshape(slots.shape)
 
 
+def _exposure_of_lines(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, None, np.ndarray]:
+    """A query's served documents (collection indices, ascending), its lines in their local indices (−1: an empty
+    slot), no multiplicities (one row a line), and the exposure ε of each served document."""
+    served, local = np.unique(block, return_inverse=True)
+    local = local.reshape(block.shape)
+    if served[0] < 0:  # -1 marks empty slots of short rankings
+        served, local = served[1:], local - 1
+    rect, n_items = _padded(local, served.size)
+    return served, local, None, expected_exposure(rect, n_items)[:served.size]
+
+
 def _padded(local: np.ndarray, n_local: int) -> tuple[np.ndarray, int]:
     """Local item indices with empty slots (-1) turned into distinct dummy items beyond ``n_local``."""
     if (local >= 0).all():
@@ -197,7 +213,7 @@ def _vector(values: np.ndarray, k: int) -> np.ndarray:
     return np.pad(values, (0, max(0, k - values.size)))
 
 
-def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
+def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collection: Collection,
                   config: LogAuditConfig = LogAuditConfig(), *, attributor: Attributor | None = None,
                   progress: Callable[[int, int], None] | None = None,
                   collection_source: str | None = None) -> LogAuditRun:
@@ -222,9 +238,10 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
     import pandas as pd
 
     started = time.perf_counter()
-    if not isinstance(log, RagLog | LogColumns):
+    if not isinstance(log, RagLog | LogColumns | LogAggregate):
         log = load_served(log)
-    columnar = isinstance(log, LogColumns)  # read column-wise (checked against the collection as it was read)
+    columnar = isinstance(log, LogColumns | LogAggregate)  # read column-wise (checked as it was read)
+    aggregated = log if isinstance(log, LogAggregate) else None  # per query, by the workers that read its shards
     if columnar:
         _columns_can_do(log, config)
     else:
@@ -242,7 +259,9 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
     seed = config.seed if config.seed is not None else new_seed()
     rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
     n_lines = len(log)
-    if columnar:
+    if aggregated is not None:
+        slots, has_citations, has_answer = None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    elif columnar:
         if log.slots.shape[1] >= k:
             slots = log.slots[:, :k]  # a view: a large log's slots are not copied
         else:
@@ -275,7 +294,9 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
         entailed = _judge(log, collection, slots, attributor, progress, config.citation_policy)
         judged_pairs = int((slots[has_answer] >= 0).sum())
 
-    if columnar:
+    if aggregated is not None:
+        query_codes, query_ids, asked = np.zeros(0, dtype=np.int32), list(log.query_ids), log.query_texts
+    elif columnar:
         query_codes, query_ids, asked = log.query_of_line, list(log.query_ids), log.query_texts
     else:
         query_codes, query_ids = pd.factorize(pd.Series([e.query_id for e in log.entries]))
@@ -291,17 +312,13 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
     texts = {x.query_id: x.text for x in collection.queries}
     rows, doc_parts = [], []
     for q, qid in enumerate(query_ids):
-        lines = order[bounds[q]:bounds[q + 1]]
-        block = slots[lines]
-        served, local = np.unique(block, return_inverse=True)
-        local = local.reshape(block.shape)
-        if served[0] < 0:  # -1 marks empty slots of short rankings
-            served, local = served[1:], local - 1
-        rect, n_items = _padded(local, served.size)
-        eps = expected_exposure(rect, n_items)[:served.size]
+        lines = order[bounds[q]:bounds[q + 1]] if aggregated is None else None
+        served, local, counts, eps = (_exposure_of_lines(slots[lines]) if aggregated is None
+                                      else aggregated.exposure(q, k))
+        n_lines = lines.size if aggregated is None else aggregated.lines_of(q)
         row = {"query_id": qid,
                "query": asked.get(qid) or texts.get(qid),
-               "lines": lines.size, "k": k, "labelled": qid in labelled, "m": np.nan,
+               "lines": n_lines, "k": k, "labelled": qid in labelled, "m": np.nan,
                "fairness_question": False, "ee_d": ee_disparity(_vector(eps, k), k),  # bias-corrected below
                "ee_d_plug_in": ee_disparity(_vector(eps, k), k),
                "ee_r": np.nan, "documents_reached": served.size,
@@ -321,8 +338,9 @@ def audit_rag_log(log: RagLog | LogColumns | str | Path, collection: Collection,
                 part = {"doc_ids": doc_ids, "exposure": full, "target": target}
         row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan,
                    ee_r_high=np.nan)
-        if lines.size > 1:
-            row.update(line_intervals(rect, n_items, k, rng, config.n_boot, config.level, relevance_weights))
+        if n_lines > 1:
+            row.update(line_intervals(local, served.size, k, rng, config.n_boot, config.level, relevance_weights,
+                                      multiplicity=counts))
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
                                  "target_exposure": part["target"]})
         for name, verdicts, eligible in (("cited", cited, has_citations), ("entailed", entailed, has_answer)):

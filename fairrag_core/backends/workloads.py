@@ -370,28 +370,32 @@ class CollectionSpec:
         return load_collection(self.collection)
 
 
-def _read_shard(collection: Collection, path: str):
+def _read_shard(collection: Collection, task: tuple[str, int | None]):
+    from ..audit.log_shards import aggregate_shard
     from ..data.log_columns import first_problem, read_log_columns
 
+    path, k = task
     columns = read_log_columns(path, collection)
     if columns is None:
         first_problem(path, collection)  # raises the line's error
         raise DataFormatError("the column reader does not take this shard as written: it reads query_id, query, "
                               "ranking, answer, citations, session and timestamp as strings and lists of strings, "
                               "with no metadata object, no blank lines and no blanks around ids", path=path)
-    return columns
+    return aggregate_shard(columns, len(collection), k)
 
 
 def read_log_on(backend: Backend, log: str | os.PathLike, collection: Collection, collection_source: str, *,
-                progress: Progress = None):
-    """A large log — one file, or a folder of its shards (:func:`~fairrag_core.data.log_columns.log_shards`) — read
-    column-wise on ``backend``, one task a shard (each worker reads and checks its shard: the JSON parsing, most of an
-    exposure audit's cost), and merged here in shard order
-    (:func:`~fairrag_core.data.log_columns.merge_log_columns`). The shards must be readable at the same paths on
-    every node. The per-query audit then runs here on the merged columns, so the numbers are the local ones."""
-    from ..data.log_columns import log_shards, merge_log_columns
+                k: int | None = None, progress: Progress = None):
+    """A large log — one file, or a folder of its shards (:func:`~fairrag_core.audit.log_shards.log_shards`) — read
+    and aggregated per query on ``backend``, one task a shard: each worker parses and checks its shard column-wise
+    and reduces it to each query's distinct top-``k`` sets with their counts
+    (:func:`~fairrag_core.audit.log_shards.aggregate_shard`); the driver merges them in shard order
+    (:func:`~fairrag_core.audit.log_shards.merge_aggregates`) and the exposure audit reads the merged aggregates,
+    with the numbers of the same log read here in one piece. The shards must be readable at the same paths on every
+    node."""
+    from ..audit.log_shards import log_shards, merge_aggregates
 
-    shards = [str(s) for s in log_shards(log)]
+    shards = [(str(s), k) for s in log_shards(log)]
     parts = backend.map(_read_shard, shards, spec=CollectionSpec(collection_source), state=collection,
                         progress=progress)
-    return merge_log_columns(parts, os.path.abspath(log))
+    return merge_aggregates(parts, os.path.abspath(log), len(collection))

@@ -194,12 +194,12 @@ def _columns(args, config, collection):
         if not exposure_only:
             raise InvalidParameterError(f"{path} is a folder: its shards of one log are audited for exposure only "
                                         "(--attribution none, the step user, no --what-if-alphas)")
-        return _shards(args, path, collection)
+        return _shards(args, path, collection, config.k)
     if (not exposure_only or not path.lower().endswith(LOG_SUFFIXES) or not os.path.isfile(path)
             or os.path.getsize(path) < COLUMNS_FROM_BYTES):
         return None
     if args.backend != "local" or args.ray_address is not None:
-        return _shards(args, path, collection)
+        return _shards(args, path, collection, config.k)
     columns = read_log_columns(path, collection)
     if columns is None and os.path.getsize(path) > 256 << 20:  # more than the line reader may hold
         lines = first_problem(path, collection)
@@ -212,7 +212,7 @@ def _columns(args, config, collection):
     return columns
 
 
-def _shards(args, path: str, collection):
+def _shards(args, path: str, collection, k: int | None):
     """The log's shards read on the chosen backend (the local one reads them here, one after the other)."""
     from ..backends.executor import LocalBackend
     from ..backends.workloads import read_log_on
@@ -220,9 +220,9 @@ def _shards(args, path: str, collection):
     source = collection.source or collection.name
 
     def local():
-        return read_log_on(LocalBackend(), path, collection, source)
+        return read_log_on(LocalBackend(), path, collection, source, k=k)
 
-    return on_backend(args, local, lambda backend: read_log_on(backend, path, collection, source,
+    return on_backend(args, local, lambda backend: read_log_on(backend, path, collection, source, k=k,
                                                                progress=_chunk_printer()))
 
 

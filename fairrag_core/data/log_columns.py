@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +33,7 @@ from .collection import Collection
 from .loaders import json_lines
 from .rag_log import LOG_FIELDS, NOT_A_LOG, log_entry
 
-__all__ = ["LogColumns", "read_log_columns", "log_shards", "merge_log_columns", "first_problem", "COLUMNS_FROM_BYTES",
-           "SHARD_SUFFIXES"]
+__all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES"]
 
 #: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``):
 #: every log (a log the reader refuses is read line by line, so small odd logs lose nothing).
@@ -255,51 +254,6 @@ def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColu
             return None
     return LogColumns(str(path), digest.hexdigest(), tuple(query_codes), query_of_line, slots, lengths, texts,
                       answers, cited)
-
-
-# -- shards ---------------------------------------------------------------------------------------------------------
-#: The files of a folder that are shards of one log.
-SHARD_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
-
-
-def log_shards(path: str | os.PathLike) -> list[Path]:
-    """The files of a log: the file itself, or the JSONL shards of a folder (one log cut into parts, e.g. one file
-    a day), in name order — the order of their lines."""
-    path = Path(path)
-    if not path.is_dir():
-        return [path]
-    shards = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SHARD_SUFFIXES))
-    if not shards:
-        raise DataFormatError(f"the folder holds no log shards ({', '.join(SHARD_SUFFIXES)}); put the parts of the "
-                              "log there, named so that name order is line order (e.g. 2026-03-01.jsonl)", path=path)
-    return shards
-
-
-def merge_log_columns(parts: Sequence[LogColumns], source: str | os.PathLike) -> LogColumns:
-    """One log from its shards, in order: the lines one after the other, query codes renumbered in order of first
-    appearance over the whole log, each query's text the first one logged, rankings padded to the longest. The
-    log's sha256 is that of the shards' names and sha256s, one ``name sha256`` line each (the manifest)."""
-    if len(parts) == 1:
-        return parts[0]
-    names: dict[str, int] = {}
-    texts: dict[str, str] = {}
-    codes = []
-    for part in parts:
-        renumber = np.fromiter((names.setdefault(q, len(names)) for q in part.query_ids), dtype=np.int32,
-                               count=len(part.query_ids))
-        codes.append(renumber[part.query_of_line])
-        for query, text in part.query_texts.items():
-            texts.setdefault(query, text)
-    depth = max(part.slots.shape[1] for part in parts)
-    slots = np.full((sum(len(part) for part in parts), depth), -1, dtype=np.int32)
-    row = 0
-    for part in parts:
-        slots[row:row + len(part), :part.slots.shape[1]] = part.slots
-        row += len(part)
-    manifest = "".join(f"{part.name} {part.sha256}\n" for part in parts)
-    return LogColumns(str(source), hashlib.sha256(manifest.encode()).hexdigest(), tuple(names),
-                      np.concatenate(codes), slots, np.concatenate([p.lengths for p in parts]), texts,
-                      np.concatenate([p.answered for p in parts]), np.concatenate([p.with_citations for p in parts]))
 
 
 def first_problem(path: str | os.PathLike, collection: Collection | None = None) -> int:

@@ -107,37 +107,46 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
 COLLAPSE_LINES_FROM = 200
 
 
-def distinct_rows(rows: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of ``rows`` (values below ``n_items``) and how often each occurs; each row is read as one
-    integer in base ``n_items`` when it fits, which is much faster than comparing rows."""
+def distinct_rows(rows: np.ndarray, n_items: int, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rows`` (values −1 … ``n_items`` − 1) and how many times each occurs (with ``counts``:
+    how many lines each given row stands for, summed over equal rows), ordered by their key: each row read as one
+    integer in base ``n_items`` + 1 when it fits (much faster than comparing rows; a value map that keeps order keeps
+    the key order too, so rows given in another numbering come out in the same order)."""
     width = rows.shape[1]
-    if width and n_items ** width < 2 ** 62:
-        key = rows.astype(np.int64) @ (np.int64(n_items) ** np.arange(width, dtype=np.int64))
-        _, first, counts = np.unique(key, return_index=True, return_counts=True)
-        return rows[first], counts
-    return np.unique(rows, axis=0, return_counts=True)
+    weights = np.ones(rows.shape[0], dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    if width and (n_items + 1) ** width < 2 ** 62:
+        key = (rows.astype(np.int64) + 1) @ (np.int64(n_items + 1) ** np.arange(width, dtype=np.int64))
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return rows[first], np.bincount(inverse.ravel(), weights=weights, minlength=first.size).astype(np.int64)
 
 
-def line_intervals(rect: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
-                    relevance_weights: np.ndarray | None = None) -> dict[str, float]:
+def line_intervals(lines: np.ndarray, n_items: int, k: int, rng: np.random.Generator, n_boot: int, level: float,
+                   relevance_weights: np.ndarray | None = None, *,
+                   multiplicity: np.ndarray | None = None) -> dict[str, float]:
     """One query's intervals over its served lines (the lines resampled with replacement).
+
+    ``lines``: ``(n, k)`` indices of the served documents (0 … ``n_items`` − 1) in each line's top k, −1 where a
+    ranking was shorter than k (no document there: nobody is exposed). ``multiplicity``: the lines are already
+    distinct rows, each standing for that many lines (a log aggregated per query by workers); otherwise from
+    :data:`COLLAPSE_LINES_FROM` lines on they are collapsed here. Either way the rows are sorted sets in key order
+    (:func:`distinct_rows`), so the draws do not depend on the order of the lines.
 
     EE-D is quadratic in ε, so its plug-in is biased upward: the bias-corrected estimate ``2θ̂ − median θ*`` with
     the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
-    interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents (in ``rect``'s local order).
+    interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents.
     """
-    multiplicity = None
-    if rect.shape[0] >= COLLAPSE_LINES_FROM:  # lines that showed the same documents resample as one weighted row
-        rect, multiplicity = distinct_rows(np.sort(rect, axis=1), n_items)
-    n_lines = rect.shape[0]
-    incidence = np.zeros((n_lines, n_items))
-    np.add.at(incidence, (np.repeat(np.arange(n_lines), rect.shape[1]), rect.ravel()), 1.0)
-    weights = None
-    if relevance_weights is not None:  # over the served documents; the padding items beyond them weigh 0
-        weights = np.zeros(n_items)
-        weights[:relevance_weights.size] = relevance_weights
-    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=rng,
-                                    multiplicity=multiplicity)
+    if multiplicity is not None:
+        lines, multiplicity = distinct_rows(np.sort(lines, axis=1), n_items, multiplicity)
+    elif lines.shape[0] >= COLLAPSE_LINES_FROM:  # lines that showed the same documents: one weighted row
+        lines, multiplicity = distinct_rows(np.sort(lines, axis=1), n_items)
+    valid = lines >= 0
+    incidence = np.zeros((lines.shape[0], n_items))
+    rows = np.broadcast_to(np.arange(lines.shape[0])[:, None], lines.shape)
+    np.add.at(incidence, (rows[valid], lines[valid]), 1.0)
+    ee_d, ee_r = exposure_intervals(incidence, k, relevance_weights=relevance_weights, n_boot=n_boot, level=level,
+                                    seed=rng, multiplicity=multiplicity)
     out = {"ee_d": ee_d.estimate, "ee_d_low": ee_d.low, "ee_d_high": ee_d.high}
     if ee_r is not None:
         out.update(ee_r_low=ee_r.low, ee_r_high=ee_r.high)

@@ -132,8 +132,8 @@ def test_exposure_sweep_command_with_backend_ray(backend):
 
 
 def test_a_sharded_log_read_on_ray_audits_as_read_here(backend, shoes, tmp_path):
-    """Each shard of a log read and checked by a Ray worker, merged on the driver in name order: the exposure audit
-    is the local one, digit for digit, on the command line too."""
+    """Each shard of a log read, checked and aggregated per query by a Ray worker, merged on the driver in name
+    order: the exposure audit is that of the log in one file, digit for digit, on the command line too."""
     import numpy as np
 
     from fairrag_core.backends.executor import LocalBackend
@@ -149,12 +149,14 @@ def test_a_sharded_log_read_on_ray_audits_as_read_here(backend, shoes, tmp_path)
     on_ray = wl.read_log_on(backend, folder, shoes, "running-shoes")
     here = wl.read_log_on(LocalBackend(), folder, shoes, "running-shoes")
     assert on_ray.sha256 == here.sha256 and on_ray.query_ids == here.query_ids
-    np.testing.assert_array_equal(on_ray.slots, here.slots)
+    for a, b in zip(on_ray.queries, here.queries):
+        np.testing.assert_array_equal(a.rows, b.rows)
+        np.testing.assert_array_equal(a.counts, b.counts)
     config = LogAuditConfig(attribution="none", seed=5, n_boot=200)
-    pd.testing.assert_frame_equal(audit_rag_log(on_ray, shoes, config).table, audit_rag_log(here, shoes, config).table)
     whole = tmp_path / "whole.jsonl"
     whole.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert read_log_columns(whole, shoes).query_ids == here.query_ids
+    in_one_piece = audit_rag_log(read_log_columns(whole, shoes), shoes, config).table
+    pd.testing.assert_frame_equal(audit_rag_log(on_ray, shoes, config).table, in_one_piece)
 
     def run(*extra):
         out = io.StringIO()

@@ -167,25 +167,30 @@ def _split(path, folder, parts: int) -> None:
         (folder / f"part-{i:02d}.jsonl").write_text("".join(lines[i * size:(i + 1) * size]), encoding="utf-8")
 
 
-def test_a_folder_of_shards_audits_as_the_whole_log(tmp_path):
-    """A log cut into shards (name order = line order) and read shard by shard audits digit for digit as the log
-    in one file; its identity is the folder and the manifest of its shards."""
+@pytest.mark.parametrize("lines, parts, k", [(500, 3, None), (2600, 4, None), (2600, 3, 3), (150, 2, 6)])
+def test_a_folder_of_shards_audits_as_the_whole_log(tmp_path, lines, parts, k):
+    """A log cut into shards (name order = line order), each aggregated per query by its reader, audits digit for
+    digit as the log in one file: small queries (their lines kept in order), large ones (their distinct top-k sets
+    with counts, merged over shards), ragged rankings (empty slots), and a k below or above the longest ranking."""
+    from fairrag_core.audit.log_shards import log_shards
     from fairrag_core.backends.executor import LocalBackend
     from fairrag_core.backends.workloads import read_log_on
-    from fairrag_core.data.log_columns import log_shards
 
     whole = tmp_path / "log.jsonl"
-    _random_log(whole, 500, 7)
-    _split(whole, tmp_path / "shards", 3)
-    assert [p.name for p in log_shards(tmp_path / "shards")] == ["part-00.jsonl", "part-01.jsonl", "part-02.jsonl"]
-    merged = read_log_on(LocalBackend(), tmp_path / "shards", SHOES, "running-shoes")
+    _random_log(whole, lines, 7)
+    _split(whole, tmp_path / "shards", parts)
+    assert [p.name for p in log_shards(tmp_path / "shards")] == [f"part-{i:02d}.jsonl" for i in range(parts)]
+    merged = read_log_on(LocalBackend(), tmp_path / "shards", SHOES, "running-shoes", k=k)
     single = read_log_columns(whole, SHOES)
     assert merged.query_ids == single.query_ids and merged.query_texts == single.query_texts
-    np.testing.assert_array_equal(merged.slots, single.slots)
-    config = LogAuditConfig(attribution="none", seed=2, n_boot=200)
+    assert len(merged) == len(single) and merged.ranking_lengths == single.ranking_lengths
+    config = LogAuditConfig(attribution="none", seed=2, n_boot=200, k=k)
     a, b = audit_rag_log(single, SHOES, config), audit_rag_log(merged, SHOES, config)
     pd.testing.assert_frame_equal(a.table, b.table)
     pd.testing.assert_frame_equal(a.documents, b.documents)
+    if lines > 2000:  # the driver holds sets and counts, not lines
+        assert all(q.ordered is None for q in merged.queries)
+        assert sum(q.rows.shape[0] for q in merged.queries) < lines
 
 
 def test_audit_log_takes_a_folder_of_shards(tmp_path):
