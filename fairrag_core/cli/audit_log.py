@@ -107,9 +107,9 @@ def _progress_printer():
     return progress
 
 
-def _chunk_printer():
+def _chunk_printer(what: str = "judged {done}/{total} chunks of document-answer pairs on Ray"):
     def progress(done: int, total: int) -> None:
-        print(f"  judged {done}/{total} chunks of document-answer pairs on Ray", file=sys.stderr, flush=True)
+        print(f"  {what.format(done=done, total=total)}", file=sys.stderr, flush=True)
 
     return progress
 
@@ -222,8 +222,9 @@ def _shards(args, path: str, collection, k: int | None):
     def local():
         return read_log_on(LocalBackend(), path, collection, source, k=k)
 
+    shards = _chunk_printer("read and aggregated {done}/{total} shards of the log on Ray")
     return on_backend(args, local, lambda backend: read_log_on(backend, path, collection, source, k=k,
-                                                               progress=_chunk_printer()))
+                                                               progress=shards))
 
 
 def _what_if(args, log, collection, run):
