@@ -7,8 +7,9 @@ Ray, each a :class:`~fairrag_core.errors.BackendError` well within 15 s (docs/ra
 Slow: ``ray start`` twice on this host (each node its own ``--temp-dir`` and 1 CPU; token authentication with a
 throwaway token, so ``~/.ray`` is neither read nor written), nodes started without the checkout on their path, so
 the package must travel with the job. A driver process (its own interpreter: Ray's token and address settings are
-per process) runs an exposure sweep through ``host:port``, then through ``ray://`` while killing the second node
-once the first of six tasks is back; both tables must equal the local backend's. Both nodes are always stopped.
+per process) runs an exposure sweep and the exposure audit of a log cut into three shards (each read and aggregated
+per query by a worker) through ``host:port``, then the sweep through ``ray://`` while killing the second node once
+the first of six tasks is back; every table must equal the local backend's. Both nodes are always stopped.
 """
 
 import io
@@ -30,7 +31,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
+from fairrag_core.backends.executor import LocalBackend
 from fairrag_core.backends.ray_backend import RayBackend, probe_address, resolve_auto_address
+from fairrag_core.backends.workloads import read_log_on
 from fairrag_core.cli import main
 from fairrag_core.errors import BackendError
 from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
@@ -159,6 +163,12 @@ _DRIVER = textwrap.dedent('''
         report["cpus"] = ray.cluster_resources().get("CPU", 0)
         run = exposure_sweep_on(backend, shoes, BM25Retriever(shoes.texts), config, progress=progress)
         report["stats"] = backend.last_stats.__dict__
+        if len(sys.argv) > 5:  # a log cut into shards, read and aggregated per query by the nodes' workers
+            from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
+            from fairrag_core.backends.workloads import read_log_on
+            merged = read_log_on(backend, sys.argv[5], shoes, "running-shoes")
+            audit = audit_rag_log(merged, shoes, LogAuditConfig(attribution="none", seed=3, n_boot=200))
+            audit.table.to_pickle(out + ".log.pkl")
     report["seconds"] = round(time.perf_counter() - start, 1)
     run.table.to_pickle(out)
     print(json.dumps(report))
@@ -236,11 +246,20 @@ def test_two_node_cluster_survives_losing_a_node_and_matches_local(shoes, shoes_
     driver_env = {**node_env, "PYTHONPATH": str(ROOT)}
     (tmp_path / "driver.py").write_text(_DRIVER)
 
-    def drive(address: str, kill_group: int = 0) -> tuple[dict, pd.DataFrame]:
+    shards = tmp_path / "shards"  # a log cut in three: each shard read by a worker of one node or the other
+    shards.mkdir()
+    rows = [{"query_id": f"q{n % 5}", "ranking": [shoes.doc_ids[(n * 7 + j * 3) % 50] for j in range(5)]}
+            for n in range(1500)]
+    for i in range(3):
+        (shards / f"part-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[i * 500:(i + 1) * 500]))
+    log_audit = LogAuditConfig(attribution="none", seed=3, n_boot=200)
+    local_log = audit_rag_log(read_log_on(LocalBackend(), shards, shoes, "running-shoes"), shoes, log_audit).table
+
+    def drive(address: str, kill_group: int = 0, *extra: str) -> tuple[dict, pd.DataFrame]:
         out = tmp_path / f"table-{len(list(tmp_path.glob('table-*')))}.pkl"
         done = subprocess.run([sys.executable, str(tmp_path / "driver.py"), address, str(kill_group), str(out),
-                               json.dumps(config)], capture_output=True, text=True, env=driver_env, cwd=tmp_path,
-                              timeout=200)
+                               json.dumps(config), *extra], capture_output=True, text=True, env=driver_env,
+                              cwd=tmp_path, timeout=200)
         assert done.returncode == 0, done.stderr[-4000:]
         return json.loads(done.stdout.strip().splitlines()[-1]), pd.read_pickle(out)
 
@@ -250,9 +269,10 @@ def test_two_node_cluster_survives_losing_a_node_and_matches_local(shoes, shoes_
         with pytest.raises(BackendError, match="token"):
             probe_address(f"127.0.0.1:{gcs}")
 
-        report, table = drive(f"127.0.0.1:{gcs}")
+        report, table = drive(f"127.0.0.1:{gcs}", 0, str(shards))
         print(f"host:port run: {report}")  # shown with -s
         pd.testing.assert_frame_equal(table, local)
+        pd.testing.assert_frame_equal(pd.read_pickle(sorted(tmp_path.glob("table-*.log.pkl"))[0]), local_log)
         assert report["cpus"] == 2 and report["stats"]["actors"] == 2  # one actor on each node
         assert report["progress"] == [1, 2, 3, 4, 5, 6]
 
