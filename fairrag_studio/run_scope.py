@@ -80,6 +80,10 @@ class BrowserRuns:
     def delete(self, run_id: str) -> None:
         self.store.delete(run_id, owner=self._scope)
 
+    def add_extra(self, run_id: str, key: str, value: object) -> None:
+        """Keep ``value`` under ``key`` in a run's record (e.g. the what-if replay of a log audit)."""
+        self.store.add_extra(run_id, key, value, owner=self._scope)
+
     def find(self, fingerprint: str, *, kind: str, collection: str | None = None) -> str | None:
         """The newest run this browser sees whose request had ``fingerprint`` (``record.extra["fingerprint"]``,
         :func:`fairrag_studio.identity.fingerprint`: the same inputs by sha256 and the same settings), or None.

@@ -21,6 +21,7 @@ from fairrag_core.checks import parse_alphas
 
 from . import charts
 from .report import ReportSection
+from .run_scope import browser_runs
 from .served_view import read_served
 from .widgets import markdown_text
 
@@ -116,6 +117,11 @@ def render_what_if(run, coll, key: str) -> None:
             st.error(f"No replay: {err}")
             return
         run.record.extra["what_if"] = data  # kept with the run: the report below includes it
+        if run.run_id:  # and in the run store, so the replay is there when the run is reopened
+            try:
+                browser_runs().add_extra(run.run_id, "what_if", data)
+            except FairRAGError as err:
+                st.warning(f"The replay was not saved with the stored run: {err}")
     findings = [f for f in data["findings"] if not f.get("detail")]
     st.markdown("\n".join(f"- **{f['severity']}** · {markdown_text(f['text'])}" for f in findings))
     if data.get("recommendation"):

@@ -314,6 +314,16 @@ class RunStore:
                          label, config, len(records), owner])
         return run_id
 
+    def add_extra(self, run_id: str, key: str, value: object, *, owner: str | None = None) -> None:
+        """Keep ``value`` under ``key`` in the stored run's record (``extra``): a result computed later about the
+        same run, such as the what-if replay of a log audit run from the app. The numbers of the run are untouched.
+        With ``owner``, only that owner's runs can be changed."""
+        with self._connection(write=True) as con:
+            record = self._record(con, run_id, owner)
+            data = record.to_dict()
+            data["extra"] = {**data.get("extra", {}), key: value}
+            con.execute("UPDATE runs SET config = ? WHERE run_id = ?", [json.dumps(data), run_id])
+
     def list(self, *, owner: str | None = None) -> pd.DataFrame:
         """Runs, newest first: run_id, created, kind, collection, label, rows, and the key settings.
 

@@ -149,3 +149,17 @@ def test_reproduce_command_parses_back_to_the_same_settings(record):
     if record.answers:
         assert args.generator == record.generator and args.nli == "qwen-judge"
         assert args.prompt_style == (record.prompt_style or "short")
+
+
+def test_a_result_added_later_is_kept_with_the_run_and_nothing_else_changes(tmp_path):
+    table = pd.DataFrame({"query_id": ["q1"], "alpha": [2.0], "ee_d": [0.4]})
+    with RunStore(tmp_path / "runs.duckdb") as store:
+        run_id = store.save(SweepRun(record=_record(), table=table, documents=pd.DataFrame()), owner="me")
+        store.add_extra(run_id, "what_if", {"alphas": [0.0, "inf"], "curve": [{"ee_d": 0.3}]}, owner="me")
+        loaded = store.load(run_id)
+        assert loaded.record.extra["what_if"] == {"alphas": [0.0, "inf"], "curve": [{"ee_d": 0.3}]}
+        assert loaded.record.seed == 7 and loaded.table["ee_d"].tolist() == [0.4]
+        with pytest.raises(InvalidParameterError, match="not saved from this browser"):
+            store.add_extra(run_id, "what_if", {}, owner="someone else")
+        with pytest.raises(InvalidParameterError, match="no run"):
+            store.add_extra("nope", "what_if", {})

@@ -61,6 +61,11 @@ def test_a_trace_export_is_replayed_on_the_page(tmp_path, monkeypatch):
         assert low <= value <= high
     assert table["EE-D change"].iloc[0] == "" and "p" in table["EE-D change"].iloc[1]
     assert any("Sampling at α = 0" in m.value for m in at.markdown)
+    stored = at.multiselect(key="stored_pick")  # reopened from the run store: the replay came along
+    stored.set_value(stored.options[:1]).run()
+    assert not at.exception
+    again = [f.value for f in at.dataframe if "EE-D change" in f.value.columns]
+    assert again and again[-1].equals(table)
 
 
 def test_a_log_without_scores_says_what_the_replay_needs(tmp_path, monkeypatch):
