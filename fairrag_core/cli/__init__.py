@@ -28,7 +28,14 @@ from collections.abc import Sequence
 
 from ..errors import FairRAGError, InvalidParameterError
 
-__all__ = ["main", "build_parser", "UsageError", "COMMANDS"]
+__all__ = ["main", "build_parser", "UsageError", "COMMANDS", "OUT_OF_MEMORY"]
+
+
+#: What a command says when its input did not fit in memory.
+OUT_OF_MEMORY = ("the input needs more memory than this machine has left; for a large log, cut it into shards "
+                 "and audit the folder (audit-log FOLDER --attribution none, on Ray with --backend ray); for a large "
+                 "run, cut its rankings to the depth you evaluate or split its queries into several files; or run on "
+                 "a machine with more memory")
 
 
 class UsageError(InvalidParameterError):
@@ -120,6 +127,12 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         if as_json:
             _json_error(str(err), type(err).__name__, 2, out)
+        return 2
+    except MemoryError:  # an input larger than this machine's memory (e.g. FAIRRAG_MAX_FILE_MB raised past it)
+        message = OUT_OF_MEMORY
+        print(f"error: {message}", file=sys.stderr)
+        if as_json:
+            _json_error(message, "MemoryError", 2, out)
         return 2
     except Exception as err:  # a bug: keep the traceback for the report, and still answer in JSON when asked
         if not as_json:

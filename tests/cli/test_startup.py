@@ -56,3 +56,23 @@ def test_evaluate_run_in_expevals_format_needs_neither_pandas_nor_scipy():
     found = _imported("evaluate-run", "-u", "gerr", "--trec-eval", str(EXPEVAL / "qrels_graded.txt"),
                       str(EXPEVAL / "run_a.txt"))
     assert found == {"code": 0, "imported": []}
+
+
+def test_an_input_too_large_for_memory_gets_a_message_that_names_the_fix(monkeypatch, capsys):
+    """Past the machine's memory (FAIRRAG_MAX_FILE_MB raised beyond it) a command ends with a worded error, exit 2,
+    and a JSON object under --json, not a traceback."""
+    import io
+
+    from fairrag_core.cli import audit as audit_cli
+    from fairrag_core.cli import main
+
+    def no_room(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(audit_cli, "as_run", no_room)
+    out = io.StringIO()
+    argv = ["evaluate-run", str(EXPEVAL / "qrels_graded.txt"), str(EXPEVAL / "run_a.txt")]
+    assert main(argv, out=out) == 2
+    assert "more memory than this machine has left" in capsys.readouterr().err
+    assert main([*argv, "--json"], out=out) == 2
+    assert json.loads(out.getvalue())["error_type"] == "MemoryError"
