@@ -25,7 +25,7 @@ Shared kernels at the bottom: :mod:`.errors`, :mod:`.checks`, :mod:`.seeds`, :mo
 2.0
 """
 
-import importlib
+from .lazy import lazy_exports
 
 #: Where each public name lives: imported on first use (PEP 562), so that `import fairrag_core` and the CLI's
 #: commands that need no model, pandas or scipy start fast (issue 22: the CLI's import cost 1.4 s).
@@ -117,17 +117,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairrag_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # once imported, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 __all__ = [

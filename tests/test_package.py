@@ -86,7 +86,7 @@ CLI = {
 #: (data flows one way: data → retrieval → ranking → rag → audit → backends → cli). ``backends`` (issue 14, the Ray
 #: backend) maps the analyses' task functions on a local or Ray executor, so it sits above them and below the CLI.
 LAYERS = [
-    {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "record"},
+    {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "record", "lazy"},
     {"data", "models"},
     {"metrics", "retrieval"},
     {"ranking"},

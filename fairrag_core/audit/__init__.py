@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-import importlib
+from ..lazy import lazy_exports
 
 #: Where each public name lives, imported on first use (PEP 562): one audit module does not import them all.
 _EXPORTS: dict[str, str] = {
@@ -50,17 +50,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairrag_core.audit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 __all__ = list(_EXPORTS)

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-import importlib
+from ..lazy import lazy_exports
 
 #: Where each public name lives, imported on first use (PEP 562): one rag module does not import them all.
 _EXPORTS: dict[str, str] = {
@@ -42,17 +42,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairrag_core.rag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 __all__ = [
