@@ -372,15 +372,14 @@ class CollectionSpec:
 
 def _read_shard(collection: Collection, task: tuple[str, int | None]):
     from ..audit.log_shards import aggregate_shard
-    from ..data.log_columns import first_problem, read_log_columns
+    from ..data.log_columns import COLUMN_READER_TAKES, first_problem, read_log_columns
 
     path, k = task
     columns = read_log_columns(path, collection)
     if columns is None:
         first_problem(path, collection)  # raises the line's error
-        raise DataFormatError("the column reader does not take this shard as written: it reads query_id, query, "
-                              "ranking, answer, citations, session and timestamp as strings and lists of strings, "
-                              "with no metadata object, no blank lines and no blanks around ids", path=path)
+        raise DataFormatError(f"the column reader does not take this shard as written: {COLUMN_READER_TAKES}",
+                              path=path)
     return aggregate_shard(columns, len(collection), k)
 
 

@@ -182,7 +182,7 @@ def _columns(args, config, collection):
     import os
 
     from ..checks import max_log_lines
-    from ..data.log_columns import COLUMNS_FROM_BYTES, first_problem, read_log_columns
+    from ..data.log_columns import COLUMN_READER_TAKES, COLUMNS_FROM_BYTES, first_problem, read_log_columns
     from ..data.rag_log import LOG_SUFFIXES
     from ..errors import DataFormatError
     from ..metrics.expeval import UserModel
@@ -206,9 +206,8 @@ def _columns(args, config, collection):
         if lines > max_log_lines():
             raise DataFormatError(
                 f"{lines:,} lines, more than the line-by-line reader holds ({max_log_lines():,}), and the column "
-                "reader does not take this log as written: it reads query_id, query, ranking, answer, citations, "
-                "session and timestamp as strings and lists of strings, with no metadata object, no blank lines and "
-                "no blanks around ids; write the log so, or split it (or raise FAIRRAG_MAX_LOG_LINES)", path=path)
+                f"reader does not take this log as written: {COLUMN_READER_TAKES}; write the log so, or split it "
+                "(or raise FAIRRAG_MAX_LOG_LINES)", path=path)
     return columns
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .files import Digest, read_chunks
 
 __all__ = ["BLOCK_BYTES", "SPACE", "Vocabulary", "Unchecked", "text_blocks", "read_ahead", "parse_block", "numbers_of",
-           "Column", "size_of"]
+           "Column", "size_of", "one_delimiter", "padded_rows", "rows_with_repeats"]
 
 #: Bytes of text parsed per Arrow call (cut at a line end).
 BLOCK_BYTES = 8 << 20
@@ -189,3 +189,39 @@ def size_of(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+def one_delimiter(line: str, widths: tuple[int, ...], delimiters: tuple[str, ...] = (" ", "\t")) -> str | None:
+    """The one character (of ``delimiters``) that splits a file's first line into ``widths`` fields, each a plain
+    field (no other whitespace, not empty); None sends the file to the line-by-line parser."""
+    for delimiter in delimiters:
+        fields = line.split(delimiter)
+        if len(fields) in widths and all(f and f.split() == [f] for f in fields):
+            return delimiter
+    return None
+
+
+def padded_rows(values: np.ndarray, lengths: np.ndarray, *, fill: float, dtype) -> np.ndarray:
+    """Consecutive runs of ``values`` (``lengths[i]`` each) as the rows of a matrix, ``fill`` after a short row;
+    a view of ``values`` when every row is as long as the longest."""
+    depth = int(lengths.max(initial=0))
+    if np.all(lengths == depth):
+        return values.reshape(lengths.size, depth)
+    out = np.full((lengths.size, depth), fill, dtype=dtype)
+    row = np.repeat(np.arange(lengths.size), lengths)
+    out[row, np.arange(values.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)] = values
+    return out
+
+
+def rows_with_repeats(rows: np.ndarray, n_values: int | None = None) -> bool:
+    """Whether some row holds a value twice (−1 is padding): counted in one rows × ``n_values`` table when that is
+    small, else each row sorted, in slices of 2²⁰ rows (bounded memory)."""
+    n = rows.shape[0]
+    if n_values is not None and n * n_values <= 8 * rows.size + 100_000:
+        cells = rows + (np.arange(n) * n_values)[:, None]
+        return bool(np.bincount(cells[rows >= 0], minlength=n * n_values).max(initial=0) > 1)
+    for start in range(0, n, 1 << 20):
+        ordered = np.sort(rows[start:start + (1 << 20)], axis=1)
+        if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+            return True
+    return False

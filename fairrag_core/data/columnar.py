@@ -27,7 +27,18 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import MAX_WORK_CELLS
-from .blocks import Column, Unchecked, Vocabulary, numbers_of, parse_block, read_ahead, size_of, text_blocks
+from .blocks import (
+    Column,
+    Unchecked,
+    Vocabulary,
+    numbers_of,
+    padded_rows,
+    parse_block,
+    read_ahead,
+    rows_with_repeats,
+    size_of,
+    text_blocks,
+)
 from .files import Digest
 
 __all__ = ["TrecColumns", "QueryColumns", "trec_columns", "fair_columns"]
@@ -158,37 +169,15 @@ def _local_codes(docs: np.ndarray, seen_max: int, in_file_order: bool) -> tuple[
     return distinct[order], local[inverse]
 
 
-def _has_repeats(positions: np.ndarray, n_docs: int) -> bool:
-    """Whether some row lists a document twice (-1 is padding)."""
-    n = positions.shape[0]
-    if n * n_docs <= 8 * positions.size + 100_000:
-        cells = positions + (np.arange(n) * n_docs)[:, None]
-        counts = np.bincount(cells[positions >= 0], minlength=n * n_docs)
-        return bool(counts.max(initial=0) > 1)
-    ordered = np.sort(positions, axis=1)
-    return bool(np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)))
-
-
 def _query(qid: str, docs: np.ndarray, scores: np.ndarray | None, lengths: np.ndarray, sample_ids: tuple[str, ...],
            doc_names: list[str], seen_max: int, in_file_order: bool, max_cells: int) -> QueryColumns | None:
     n, depth = lengths.size, int(lengths.max())
     if n * depth > max_cells:
         return None
     distinct, cells = _local_codes(docs, seen_max, in_file_order)
-    table = None
-    if np.all(lengths == depth):
-        positions = cells.reshape(n, depth)
-        if scores is not None:
-            table = scores.reshape(n, depth)
-    else:
-        row = np.repeat(np.arange(n), lengths)
-        col = np.arange(docs.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        positions = np.full((n, depth), -1, dtype=np.int64)
-        positions[row, col] = cells
-        if scores is not None:
-            table = np.full((n, depth), np.nan)
-            table[row, col] = scores
-    if _has_repeats(positions, distinct.size):
+    positions = padded_rows(cells, lengths, fill=-1, dtype=np.int64)
+    table = None if scores is None else padded_rows(scores, lengths, fill=np.nan, dtype=np.float64)
+    if rows_with_repeats(positions, distinct.size):
         return None  # a document twice in one sample
     names = [doc_names[i] for i in distinct.tolist()]
     return QueryColumns(qid, sample_ids, tuple(names), positions, table)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..checks import MAX_GRADE
 from ..errors import DataFormatError, InvalidParameterError
-from .blocks import SPACE, Unchecked, numbers_of, parse_block, read_ahead, text_blocks
+from .blocks import SPACE, Unchecked, numbers_of, one_delimiter, parse_block, read_ahead, text_blocks
 from .collection import UNKNOWN_GROUP, Collection
 from .fields import ascii_int
 from .files import Digest
@@ -143,13 +143,7 @@ def _four_fields(source: Path | bytes, where: object) -> str | None:
     lines = record_lines(source, where)
     first = next(lines, None)
     lines.close()
-    if first is None:
-        return None
-    for delimiter in (" ", "\t"):
-        fields = first[1].split(delimiter)
-        if len(fields) == 4 and all(f and f.split() == [f] for f in fields):
-            return delimiter
-    return None
+    return None if first is None else one_delimiter(first[1], (4,))
 
 
 def judgments_from_collection(collection: Collection, *, groups_by: str = "provider") -> Judgments:

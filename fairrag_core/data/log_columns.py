@@ -28,12 +28,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataFormatError
-from .blocks import Unchecked, numbers_of, read_ahead, text_blocks
+from .blocks import Unchecked, numbers_of, padded_rows, read_ahead, rows_with_repeats, text_blocks
 from .collection import Collection
 from .loaders import json_lines
 from .rag_log import LOG_FIELDS, NOT_A_LOG, log_entry
 
-__all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES"]
+__all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES", "COLUMN_READER_TAKES"]
+
+#: What the column reader takes, for the messages that say why a log was not read column-wise.
+COLUMN_READER_TAKES = ("it reads query_id, query, ranking, answer, citations, session and timestamp as strings and "
+                       "lists of strings, with no metadata object, no blank lines and no blanks around ids")
 
 #: Logs at least this large are read column-wise for an exposure-only audit (``audit-log --attribution none``):
 #: every log (a log the reader refuses is read line by line, so small odd logs lose nothing).
@@ -145,19 +149,6 @@ def _non_blank(array) -> np.ndarray:
     return np.asarray(pc.fill_null(present, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _repeats_in_rows(codes: np.ndarray, lengths: np.ndarray) -> bool:
-    """Whether some row (``lengths[i]`` consecutive ``codes``) holds a value twice."""
-    width = int(lengths.max(initial=0))
-    if width < 2:
-        return False
-    rows = np.full((lengths.size, width), -1, dtype=np.int64)
-    row = np.repeat(np.arange(lengths.size), lengths)
-    col = np.arange(codes.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    rows[row, col] = codes
-    rows.sort(axis=1)
-    return bool(np.any((rows[:, 1:] == rows[:, :-1]) & (rows[:, 1:] >= 0)))
-
-
 def _read(blocks: Iterator[memoryview], collection: Collection):
     import pyarrow.compute as pc
 
@@ -193,7 +184,7 @@ def _read(blocks: Iterator[memoryview], collection: Collection):
             if cited_codes is None:
                 return None
             cited_lengths = numbers_of(pc.fill_null(citations.value_lengths(), 0), np.int32)
-            if _repeats_in_rows(cited_codes, cited_lengths):
+            if rows_with_repeats(padded_rows(cited_codes, cited_lengths, fill=-1, dtype=np.int32)):
                 return None  # a doc id cited twice on one line
         encoded = qids.dictionary_encode()
         id_names = encoded.dictionary.to_pylist()
@@ -240,18 +231,9 @@ def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColu
     query_codes, texts, query_of_line, flat, lengths, answers, cited = read
     if query_of_line.size == 0:
         return None
-    depth = int(lengths.max())
-    if np.all(lengths == depth):
-        slots = flat.reshape(-1, depth)
-    else:
-        slots = np.full((lengths.size, depth), -1, dtype=np.int32)
-        row = np.repeat(np.arange(lengths.size), lengths)
-        col = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        slots[row, col] = flat
-    for start in range(0, slots.shape[0], 1 << 20):  # a doc id twice in one ranking? (in slices: bounded memory)
-        ordered = np.sort(slots[start:start + (1 << 20)], axis=1)
-        if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
-            return None
+    slots = padded_rows(flat, lengths, fill=-1, dtype=np.int32)
+    if rows_with_repeats(slots):
+        return None  # a doc id twice in one ranking
     return LogColumns(str(path), digest.hexdigest(), tuple(query_codes), query_of_line, slots, lengths, texts,
                       answers, cited)
 

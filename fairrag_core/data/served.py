@@ -40,6 +40,7 @@ import numpy as np
 
 from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
+from .blocks import one_delimiter
 from .columnar import fair_columns, trec_columns
 from .fields import ascii_int
 from .files import Digest, read_lines
@@ -239,7 +240,7 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     if fmt is RunFormat.AUTO:
         fmt = _detect(first, source)
     if fmt is RunFormat.TREC:
-        delimiter = _one_delimiter(first[1])
+        delimiter = one_delimiter(first[1], (6,))
         if delimiter is not None:
             lines.close()
             digest = hashlib.sha256()
@@ -253,8 +254,8 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
             digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
             records = record_lines(as_source(text), source, digest)
         return _sha256_of(_parse_trec(records, source), digest)
-    fields = first[1].split("\t")
-    if len(fields) in (2, 3) and all(f and f.split() == [f] for f in fields):  # one tab between plain fields
+    if one_delimiter(first[1], (2, 3), ("\t",)) is not None:  # one tab between plain fields
+        fields = first[1].split("\t")
         lines.close()
         digest = hashlib.sha256()
         columns = fair_columns(as_source(text), where=source, width=len(fields), digest=digest,
@@ -266,16 +267,6 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
         digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
         records = record_lines(as_source(text), source, digest)
     return _sha256_of(_parse_fair(records, source, run_id or "run"), digest)
-
-
-def _one_delimiter(line: str) -> str | None:
-    """The single character that separates the fields of a run's first line (a space or a tab), when the line uses
-    exactly one and no other whitespace; None sends the file to the line-by-line parser."""
-    for delimiter in (" ", "\t"):
-        fields = line.split(delimiter)
-        if len(fields) == 6 and all(f and f.split() == [f] for f in fields):
-            return delimiter
-    return None
 
 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:
