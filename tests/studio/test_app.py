@@ -17,14 +17,8 @@ PLAYGROUND, CURVES, AUDIT = "app_pages/playground.py", "app_pages/disparity_curv
 
 
 @pytest.fixture(autouse=True)
-def _run_store(tmp_path, monkeypatch):
-    """A fresh run store per test, and no cached store from an earlier test."""
-    from fairrag_studio import resources
-
-    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
-    resources.run_store.clear()
-    yield
-    resources.run_store.clear()
+def _run_store(fresh_run_store):
+    """A fresh run store for every test of this module (tests/studio/conftest.py)."""
 
 
 @pytest.fixture()

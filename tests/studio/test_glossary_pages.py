@@ -25,13 +25,8 @@ EXPLAINER = "What am I looking at?"
 
 
 @pytest.fixture(autouse=True)
-def _run_store(tmp_path, monkeypatch):
-    from fairrag_studio import resources
-
-    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
-    resources.run_store.clear()
-    yield
-    resources.run_store.clear()
+def _run_store(fresh_run_store):
+    """A fresh run store for every test of this module (tests/studio/conftest.py)."""
 
 
 @pytest.fixture()

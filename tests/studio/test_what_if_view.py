@@ -21,13 +21,8 @@ PLAIN_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
 
 
 @pytest.fixture(autouse=True)
-def _run_store(tmp_path, monkeypatch):
-    from fairrag_studio import resources
-
-    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
-    resources.run_store.clear()
-    yield
-    resources.run_store.clear()
+def _run_store(fresh_run_store):
+    """A fresh run store for every test of this module (tests/studio/conftest.py)."""
 
 
 def _served_audit_of(name: str, folder: Path, monkeypatch) -> AppTest:
