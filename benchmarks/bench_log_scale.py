@@ -12,15 +12,12 @@ Run: ``python benchmarks/bench_log_scale.py --sizes 1e5,1e6,1e7 --keep /tmp/scal
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 from bench_rag_log import write_log  # noqa: E402 (the benchmarks folder is not a package)
-from bench_scale import ROOT, timed  # noqa: E402
+from bench_scale import ROOT, start, timed  # noqa: E402
 
 
 def main() -> None:
@@ -28,11 +25,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1e5,1e6", help="comma-separated line counts (default 1e5,1e6)")
     parser.add_argument("--keep", default=None, help="folder to write and keep the logs in (default: a temp dir)")
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}")
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="fairrag-logs-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"{'lines':>8} {'file MB':>8} | {'audit s':>8} {'peak MB':>8} | reader")
+    folder = start(args.keep, "fairrag-logs-")
+    print(f"{'lines':>8} {'file MB':>8} | {'audit s':>8} {'peak MB':>8}")
     for size in (int(float(s)) for s in args.sizes.split(",")):
         log = folder / f"log_{size:.0e}.jsonl"
         if not log.exists():
@@ -41,8 +35,7 @@ def main() -> None:
         wall, rss, _ = timed([sys.executable, "-m", "fairrag_core", "audit-log", str(log), "--collection",
                               "running-shoes", "--attribution", "none", "--seed", "1", "--no-store"], cwd=ROOT,
                              file_mb=file_mb)
-        reader = "columns"
-        print(f"{size:8.0e} {file_mb:8.0f} | {wall:8.2f} {rss:8.0f} | {reader}", flush=True)
+        print(f"{size:8.0e} {file_mb:8.0f} | {wall:8.2f} {rss:8.0f}", flush=True)
 
 
 if __name__ == "__main__":

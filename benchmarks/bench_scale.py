@@ -80,6 +80,16 @@ def per_query(stdout: str) -> dict[tuple[str, str], float]:
     return values
 
 
+def start(keep: str | None, prefix: str) -> Path:
+    """Print the machine line every benchmark here starts with; the folder that keeps the inputs (a temp dir by
+    default)."""
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
+          f"load {os.getloadavg()[0]:.2f}")
+    folder = Path(keep or tempfile.mkdtemp(prefix=prefix))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1e5,1e6,1e7", help="comma-separated line counts (default 1e5,1e6,1e7)")
@@ -88,10 +98,7 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="also time the default report (--json)")
     parser.add_argument("--keep", default=None, help="folder to write and keep the inputs in (default: a temp dir)")
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}")
-    folder = Path(args.keep or tempfile.mkdtemp(prefix="fairrag-scale-"))
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = start(args.keep, "fairrag-scale-")
     ours = [sys.executable, "-m", "fairrag_core", "evaluate-run"]
     print(f"{'lines':>8} {'file MB':>8} | {'ours s':>7} {'ours MB':>8} | {'report s':>8} {'report MB':>9} | "
           f"{'expeval s':>9} {'expeval MB':>10} | {'speed-up':>8} {'memory':>7} | max |Δ|")
