@@ -10,13 +10,13 @@ kept in the run record's ``extra["what_if"]`` (``audit-log --what-if-alphas`` st
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError
+from fairrag_core.audit.what_if import AS_SERVED, p_text, value_text
 from fairrag_core.checks import parse_alphas
 
 from . import charts
@@ -33,32 +33,19 @@ _ESTIMATE_NOTE = ("Each value is the mean over the replayed queries of the per-q
                   "paired over queries, with a sign-flip test.")
 
 
-def _interval(value: object, low: object, high: object, *, signed: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    text = f"{value:+.3f}" if signed else f"{value:.3f}"
-    if low is None or high is None or (isinstance(low, float) and math.isnan(low)):
-        return text
-    return f"{text} [{low:+.3f}, {high:+.3f}]" if signed else f"{text} [{low:.3f}, {high:.3f}]"
-
-
-def _p(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return " (p < 0.001)" if value < 0.001 else f" (p = {value:.3f})"
-
-
 def curve_table(data: dict) -> pd.DataFrame:
     """The replay's curve as a reader's table: per system (as served, then each α) EE-D and EE-R with their
     intervals, and the change against the system as served with its interval and p-value."""
     def changed(r: dict, metric: str) -> str:
-        if r["system"] == "as served":
+        if r["system"] == AS_SERVED:
             return ""
-        return _interval(r[f"{metric}_change"], r[f"{metric}_change_low"], r[f"{metric}_change_high"],
-                         signed=True) + _p(r[f"{metric}_p"])
+        if r[f"{metric}_change"] is None:
+            return "—"
+        return (value_text(r[f"{metric}_change"], r[f"{metric}_change_low"], r[f"{metric}_change_high"], signed=True)
+                + f" ({p_text(r[f'{metric}_p'])})")
 
-    rows = [{"system": r["label"], "EE-D": _interval(r["ee_d"], r["ee_d_low"], r["ee_d_high"]),
-             "EE-D change": changed(r, "ee_d"), "EE-R": _interval(r["ee_r"], r["ee_r_low"], r["ee_r_high"]),
+    rows = [{"system": r["label"], "EE-D": value_text(r["ee_d"], r["ee_d_low"], r["ee_d_high"]),
+             "EE-D change": changed(r, "ee_d"), "EE-R": value_text(r["ee_r"], r["ee_r_low"], r["ee_r_high"]),
              "EE-R change": changed(r, "ee_r"), "queries": r["queries"]} for r in data["curve"]]
     return pd.DataFrame(rows)
 

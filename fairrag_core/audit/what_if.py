@@ -67,7 +67,7 @@ from .recommend import AlphaRecommendation, recommend_alpha
 from .share_gaps import alpha_of
 
 __all__ = ["WhatIf", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES", "NO_QUALITY_METRIC",
-           "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED"]
+           "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED", "value_text", "p_text"]
 
 #: The error of a log without any score: what to export.
 NO_SCORES = ("the log carries no scores: export document.score (traces) or the TREC score column; a what-if replays "
@@ -659,6 +659,25 @@ def _p_text(p: float) -> str:
     if not math.isfinite(p):
         return "untested"
     return "p < 0.001" if p < 0.001 else (f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}")
+
+
+def value_text(value: float | None, low: float | None = None, high: float | None = None, *,
+               signed: bool = False) -> str:
+    """A value with its interval as the what-if's text and findings write it ("—" when there is no value): the
+    app's table and the report use it, so a number reads the same there as in the CLI. ``None`` (JSON's null) is a
+    missing value."""
+    def number(x: float | None) -> float:
+        return math.nan if x is None else float(x)
+
+    value, low, high = number(value), number(low), number(high)
+    if not math.isfinite(value):
+        return "—"
+    return (_signed(value) if signed else _num(value)) + _interval(low, high, signed=signed)
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as the what-if's findings write it ("untested" when there is none)."""
+    return _p_text(math.nan if p is None else float(p))
 
 
 def _ci(estimate: float, low: float, high: float, level: float) -> ConfidenceInterval | None:
