@@ -28,7 +28,7 @@ from ..errors import DataFormatError
 from ..metrics.bootstrap import COLLAPSE_LINES_FROM, distinct_rows
 
 __all__ = ["SHARD_SUFFIXES", "log_shards", "QueryAggregate", "ShardAggregate", "LogAggregate",
-           "aggregate_shard", "merge_aggregates"]
+           "aggregate_shard", "merge_aggregates", "served_exposure"]
 
 
 #: The files of a folder that are shards of one log.
@@ -144,15 +144,24 @@ class LogAggregate:
         and the exposure ε of each served document (counts over lines / lines: the same floats as from the
         lines)."""
         query = self.queries[q]
-        rows, counts = (query.ordered, None) if query.ordered is not None else (query.rows, query.counts)
-        rows = _pad(rows, k)
-        served = np.unique(rows[rows >= 0])
-        local = np.where(rows >= 0, np.searchsorted(served, np.maximum(rows, 0)), -1)
-        valid = local >= 0
-        weights = (np.ones(rows.shape[0]) if counts is None else counts.astype(np.float64))
-        per_slot = np.broadcast_to(weights[:, None], rows.shape)[valid]
-        eps = np.bincount(local[valid], weights=per_slot, minlength=served.size) / query.n_lines
-        return served, local, counts, eps
+        if query.ordered is not None:
+            return served_exposure(_pad(query.ordered, k))
+        return served_exposure(_pad(query.rows, k), query.counts)
+
+
+def served_exposure(rows: np.ndarray, counts: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """One query's served documents (collection indices, ascending), its ``rows`` (top-k collection indices, −1 for
+    an empty slot) in their local indices, ``counts`` (how many lines each row stands for; None: one line a row, in
+    order), and the exposure ε of each served document: how many lines showed it over how many lines there are —
+    integers divided once, so lines and their aggregates give the same floats."""
+    served = np.unique(rows[rows >= 0])
+    local = np.where(rows >= 0, np.searchsorted(served, np.maximum(rows, 0)), -1)
+    valid = local >= 0
+    weights = np.ones(rows.shape[0]) if counts is None else counts.astype(np.float64)
+    per_slot = np.broadcast_to(weights[:, None], rows.shape)[valid]
+    eps = np.bincount(local[valid], weights=per_slot, minlength=served.size) / weights.sum()
+    return served, local, counts, eps
 
 
 def merge_aggregates(parts: Sequence[ShardAggregate], source: str | os.PathLike, n_docs: int) -> LogAggregate:

@@ -52,7 +52,7 @@ from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import line_intervals
 from ..metrics.expeval import UserModel
-from ..metrics.exposure import ee_disparity, ee_relevance, expected_exposure, target_exposure
+from ..metrics.exposure import ee_disparity, ee_relevance, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import MIN_REL, SEED, no_option, option
 from ..rag.attribution import Attributor
@@ -61,7 +61,7 @@ from ..rag.degenerate import answer_flags
 from ..rag.judging import JudgeItem, judge_answers
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, derive_seed, new_seed
-from .log_shards import LogAggregate
+from .log_shards import LogAggregate, served_exposure
 from .served import evaluate_run
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
@@ -187,17 +187,6 @@ def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: A
     return np.array([[v.cited for v in row] for row in verdicts], dtype=bool).reshape(slots.shape)
 
 
-def _exposure_of_lines(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, None, np.ndarray]:
-    """A query's served documents (collection indices, ascending), its lines in their local indices (−1: an empty
-    slot), no multiplicities (one row a line), and the exposure ε of each served document."""
-    served, local = np.unique(block, return_inverse=True)
-    local = local.reshape(block.shape)
-    if served[0] < 0:  # -1 marks empty slots of short rankings
-        served, local = served[1:], local - 1
-    rect, n_items = _padded(local, served.size)
-    return served, local, None, expected_exposure(rect, n_items)[:served.size]
-
-
 def _padded(local: np.ndarray, n_local: int) -> tuple[np.ndarray, int]:
     """Local item indices with empty slots (-1) turned into distinct dummy items beyond ``n_local``."""
     if (local >= 0).all():
@@ -295,7 +284,7 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
         judged_pairs = int((slots[has_answer] >= 0).sum())
 
     if aggregated is not None:
-        query_codes, query_ids, asked = np.zeros(0, dtype=np.int32), list(log.query_ids), log.query_texts
+        query_codes, query_ids, asked = None, list(log.query_ids), log.query_texts
     elif columnar:
         query_codes, query_ids, asked = log.query_of_line, list(log.query_ids), log.query_texts
     else:
@@ -304,8 +293,9 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
         for entry in log.entries:  # each query's first logged text
             if entry.query and entry.query_id not in asked:
                 asked[entry.query_id] = entry.query
-    order = np.argsort(query_codes, kind="stable")
-    bounds = np.searchsorted(query_codes[order], np.arange(len(query_ids) + 1))
+    if aggregated is None:  # each query's lines, in order
+        order = np.argsort(query_codes, kind="stable")
+        bounds = np.searchsorted(query_codes[order], np.arange(len(query_ids) + 1))
     providers = collection.providers
     doc_ids = np.array(collection.doc_ids, dtype=object)
     labelled = set(collection.qrels)
@@ -313,7 +303,7 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
     rows, doc_parts = [], []
     for q, qid in enumerate(query_ids):
         lines = order[bounds[q]:bounds[q + 1]] if aggregated is None else None
-        served, local, counts, eps = (_exposure_of_lines(slots[lines]) if aggregated is None
+        served, local, counts, eps = (served_exposure(slots[lines]) if aggregated is None
                                       else aggregated.exposure(q, k))
         n_lines = lines.size if aggregated is None else aggregated.lines_of(q)
         row = {"query_id": qid,
