@@ -61,8 +61,8 @@ from ..seeds import SeedLike, as_generator
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
 
-__all__ = ["evaluate_run", "evaluate_rows", "bootstrap_run", "summarise_run", "compare_runs", "with_depth", "as_run",
-           "as_judgments", "unjudged_queries", "measured", "DIRECTION"]
+__all__ = ["evaluate_run", "evaluate_rows", "rows_table", "bootstrap_run", "summarise_run", "compare_runs",
+           "with_depth", "as_run", "as_judgments", "unjudged_queries", "measured", "DIRECTION"]
 
 #: Which way is better, per metric.
 DIRECTION = {"disparity": "lower is fairer", "relevance": "higher is better", "difference": "lower is better"}
@@ -243,11 +243,15 @@ def evaluate_run(run: RunLike, qrels: QrelsLike, *, user_model: str = "step", pa
     >>> table.loc["q1", ["disparity", "relevance", "difference"]].round(4).tolist()
     [1.1875, 1.125, 0.0625]
     """
-    import pandas as pd
-
     settings = _settings(user_model=user_model, patience=patience, utility=utility, k=k, binarize=binarize,
                          complete=complete, normalize=normalize, groups=groups, bounds=bounds)
-    rows = evaluate_rows(run, qrels, settings, run_format=run_format, groups_by=groups_by)
+    return rows_table(evaluate_rows(run, qrels, settings, run_format=run_format, groups_by=groups_by), settings)
+
+
+def rows_table(rows: list[dict], settings: ExposureSettings) -> pd.DataFrame:
+    """:func:`evaluate_rows`' rows as :func:`evaluate_run`'s table (indexed by ``query_id``)."""
+    import pandas as pd
+
     columns = ["query_id", *METRICS, "n_samples", "n_judged", "n_relevant", "relevance_levels", "in_run", "undefined"]
     return pd.DataFrame(rows, columns=columns + (["n_groups"] if settings.groups else [])).set_index("query_id")
 

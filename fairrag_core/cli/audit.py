@@ -26,7 +26,7 @@ from ..audit.served import (
     bootstrap_run,
     compare_runs,
     evaluate_rows,
-    evaluate_run,
+    rows_table,
     summarise_run,
     unjudged_queries,
     with_depth,
@@ -246,7 +246,7 @@ def _cmd_evaluate(args, out) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         return 0
-    table = evaluate_run(run, judgments, **_model(model))
+    table = rows_table(rows, model)  # the rows above, as a table: not evaluated twice
     intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
     # one number per concept: each query's estimate (disparity and difference bias-corrected, inside their interval)
     # is what the means average and what every output shows; expeval's stand-in for equal bounds becomes null / "—"
