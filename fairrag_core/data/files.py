@@ -112,15 +112,10 @@ def read_lines(source: os.PathLike | bytes, *, where: object = None, digest: Dig
     >>> list(read_lines("a\\r\\n\\n  \\nb \\u2028 c".encode()))
     [(1, 'a'), (4, 'b \\u2028 c')]
     """
-    budget = _file_budget()
-    if isinstance(source, bytes | bytearray | memoryview):
-        where = "<data>" if where is None else where
-        raw = _bytes_chunks(bytes(source), where, budget, digest)
-    elif isinstance(source, os.PathLike):
-        where = Path(source) if where is None else where
-        raw = _file_chunks(Path(source), where, budget, digest)
-    else:
+    if not isinstance(source, bytes | bytearray | memoryview | os.PathLike):
         raise TypeError(f"read_lines reads a path (os.PathLike) or bytes, got {type(source).__name__}")
+    budget = _file_budget()
+    where, raw = _raw_chunks(source, where, budget, digest)
     return _lines(_inflate(raw, where, budget), where, max_line_bytes(), comments)
 
 
@@ -129,13 +124,18 @@ def read_chunks(source: os.PathLike | bytes, *, where: object = None, digest: Di
     :func:`read_lines` (regular files only, ``$FAIRRAG_MAX_FILE_MB``), for readers that parse whole blocks at once
     (:mod:`fairrag_core.data.columnar`). ``digest`` receives the raw (not inflated) bytes."""
     budget = _file_budget()
+    where, raw = _raw_chunks(source, where, budget, digest)
+    return _inflate(raw, where, budget)
+
+
+def _raw_chunks(source: os.PathLike | bytes, where: object, budget: _Budget, digest: Digest | None
+                ) -> tuple[object, Iterator[bytes]]:
+    """What to call the source in errors (``where``, else ``<data>`` or the path) and its raw bytes in chunks."""
     if isinstance(source, bytes | bytearray | memoryview):
         where = "<data>" if where is None else where
-        raw = _bytes_chunks(bytes(source), where, budget, digest)
-    else:
-        where = Path(source) if where is None else where
-        raw = _file_chunks(Path(source), where, budget, digest)
-    return _inflate(raw, where, budget)
+        return where, _bytes_chunks(bytes(source), where, budget, digest)
+    where = Path(source) if where is None else where
+    return where, _file_chunks(Path(source), where, budget, digest)
 
 
 def file_sha256(path: os.PathLike) -> str:
