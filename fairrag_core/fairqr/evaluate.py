@@ -26,6 +26,7 @@ from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.group_fairness import awrf, group_distribution, most_under_represented, ndcg
 from ..metrics.group_targets import groups_for
+from ..metrics.t_tests import paired_t_p_value
 from ..ranking.rerank import fair_topk, mmr, protected_group_mask, tfidf_cosine
 from ..retrieval import Retriever, top_candidates
 from .loop import FairQRConfig, FairQRResult, fair_qr
@@ -136,9 +137,11 @@ def table1(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def paired_tests(results: pd.DataFrame, *, system: str = FAIRQR, level: float = 0.05) -> pd.DataFrame:
-    """Paired t-tests (scipy.stats.ttest_rel) of ``system`` against every other system, per category and metric."""
-    from scipy import stats
+    """Paired t-tests of ``system`` against every other system, per category and metric.
 
+    p-values from :func:`~fairrag_core.metrics.t_tests.paired_t_p_value` (scipy's ``ttest_rel``, defined
+    when the differences do not vary).
+    """
     rows = []
     for category, part in results.groupby("category", sort=False):
         wide = {m: part.pivot(index="query_id", columns="system", values=m) for m in ("ndcg", "awrf", "ndcg_x_awrf")}
@@ -147,8 +150,7 @@ def paired_tests(results: pd.DataFrame, *, system: str = FAIRQR, level: float = 
                 continue
             for metric, table in wide.items():
                 diff = table[system] - table[other]
-                same = np.allclose(diff, 0)
-                p = 1.0 if same else float(stats.ttest_rel(table[system], table[other]).pvalue)
+                p = paired_t_p_value(table[system].to_numpy(), table[other].to_numpy())
                 rows.append({"category": category, "baseline": other, "metric": metric,
                              "mean_difference": float(diff.mean()), "p_value": p,
                              "better": bool(diff.mean() > 0 and p < level),

@@ -31,6 +31,7 @@ import numpy as np
 from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
+from .t_tests import paired_t_p_value
 
 __all__ = [
     "ConfidenceInterval", "PERCENTILE", "BIAS_CORRECTED", "percentile_interval", "bias_corrected_interval",
@@ -210,10 +211,4 @@ def paired_comparison(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, n_per
         signs = rng.choice((1.0, -1.0), size=(n_permutations, d.size))
         hits = int(np.sum(np.abs(signs @ d / d.size) >= observed - tol))
         p_value = (1 + hits) / (1 + n_permutations)
-    if d.size < 2 or np.ptp(d) <= tol:  # no spread: the t statistic is 0/0 or ±inf
-        p_t = 1.0 if observed <= tol or d.size < 2 else 0.0
-    else:
-        from scipy import stats  # on first use: scipy.stats costs 0.6 s to import
-
-        p_t = float(stats.ttest_rel(x, y).pvalue)
-    return PairedComparison(float(x.mean()), float(y.mean()), interval, p_value, p_t, int(d.size))
+    return PairedComparison(float(x.mean()), float(y.mean()), interval, p_value, paired_t_p_value(x, y), int(d.size))

@@ -8,7 +8,12 @@ import pytest
 from scipy import stats
 
 from fairrag_core import InvalidParameterError
-from fairrag_core.metrics.significance import bootstrap_t_pvalues, holm_adjust, presence_bound, wilson_interval
+from fairrag_core.metrics.significance import (
+    bootstrap_t_pvalues,
+    holm_adjust,
+    presence_bound,
+    wilson_interval,
+)
 
 K = 5
 
@@ -64,3 +69,4 @@ def test_presence_bound_and_wilson_by_hand():
     p, low, high = wilson_interval(37, 1000)
     ref = stats.binomtest(37, 1000).proportion_ci(confidence_level=0.95, method="wilson")
     assert (p, low, high) == pytest.approx((0.037, ref.low, ref.high))
+

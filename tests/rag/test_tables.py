@@ -43,3 +43,14 @@ def test_tables_need_enough_runs():
         disparity_quality_table(_table([["q", "stochastic", 1.0, True, 0.5, 0.5, 0.1]]))
     with pytest.raises(InvalidParameterError, match="deterministic baseline"):
         utility_by_disparity_table(_table([["q", "stochastic", 1.0, True, 0.5, 0.5, 0.1]]))
+
+
+def test_tables_on_runs_that_do_not_vary():
+    # Every α served the same ranking and every answer scored the same (to the last bits): defined values, no warning.
+    third = 1 / 3
+    rows = [[q, "deterministic", np.inf, True, 0.7, 0.6, third] for q in ("q1", "q2")]
+    rows += [[f"q{i}", "stochastic", a, True, 0.7, 0.6, 0.1 + 0.2 + third - 0.3] for i in (1, 2) for a in (0.0, 8.0)]
+    table = _table(rows)
+    assert np.isnan(disparity_quality_table(table).loc[0, "slope"])
+    out = utility_by_disparity_table(table).set_index("ee_d_interval")
+    assert out.loc["[0.6, 0.8)", "p_value"] == 1.0 and not out.loc["[0.6, 0.8)", "significant"]
