@@ -49,9 +49,10 @@ from fairrag_core.retrieval import BM25Retriever, top_candidates  # noqa: E402
 
 LABELLED = ROOT / "tests" / "data" / "nli_generated.jsonl"
 RESULTS = ROOT / "benchmarks" / "results"
-THRESHOLDS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+THRESHOLDS = (None, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 MARGINS = (None, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
-SUPPORTS = (None, 0.5, 0.6, 0.7, 0.8, 0.9)
+ALL_SUPPORTS = (None, 0.5, 0.6, 0.7, 0.8, 0.9)
+SUPPORTS = ALL_SUPPORTS  # the grid's σ; report() drops those below a --judge-min-support cut
 TARGET_PRECISION = 0.85
 FOLDS = 5
 SEED = 11
@@ -76,9 +77,58 @@ def fold_of(key: str, folds: int = FOLDS) -> int:
     return int(hashlib.sha256(f"fold:{key}".encode()).hexdigest(), 16) % folds
 
 
-def judge_all(pairs: list[dict], judge_name: str) -> None:
-    cache = cache_path(judge_name)
+def archive_stale(cache: Path, version: str | None) -> Path | None:
+    """Move the cached records judged with another prompt than ``version`` out of ``cache``, into
+    ``judge_probs.<judge>.<their prompt version>.jsonl`` beside it (kept for before/after reports), and return that
+    file; ``None`` when nothing was stale. Records without a version go with the others' (they predate the field)."""
+    if version is None or not cache.exists():
+        return None
+    lines = [line for line in cache.read_text().splitlines() if line.strip()]
+    keep = [line for line in lines if json.loads(line).get("prompt_version") == version]
+    stale = [line for line in lines if json.loads(line).get("prompt_version") != version]
+    if not stale:
+        return None
+    versions = [json.loads(line).get("prompt_version") for line in stale]
+    named = max({v for v in versions if v} or {"unversioned"}, key=lambda v: versions.count(v))
+    archive = cache.with_name(f"{cache.stem}.{named}.jsonl")
+    with archive.open("a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in stale))
+    cache.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+    print(f"{len(stale)} cached judgements of another prompt moved to {archive.name}", flush=True)
+    return archive
+
+
+@dataclass(frozen=True)
+class _PairJudge:
+    """One labelled pair's document, control and question; a text is judged only when its lexical support in the
+    document reaches ``min_support`` (as the product asks; ``None`` otherwise)."""
+
+    judge: object
+    document: str
+    control: str
+    question: str
+    min_support: float | None
+
+    def asked(self, text: str) -> bool:
+        return self.min_support is None or lexical_support(text, self.document, self.question) >= self.min_support
+
+    def rows(self, texts: list[str]) -> list:
+        return [self.judge.class_probabilities([self.document], [t], contexts=[self.question])[0].tolist()
+                if self.asked(t) else None for t in texts]
+
+    def controls(self, texts: list[str]) -> list:
+        return [float(self.judge.probabilities([self.control], [t], contexts=[self.question])[0])
+                if self.asked(t) else None for t in texts]
+
+
+def judge_all(pairs: list[dict], judge_name: str, cache: Path | None = None, min_support: float | None = None) -> None:
+    """Judge the pairs not cached yet. ``min_support``: as the product does, ask the judge only about an answer (or a
+    claim) with at least this lexical support in the pair's document; the others are stored as not judged (null),
+    which no rule with σ ≥ ``min_support`` cites (the report then fits only such rules)."""
+    cache = cache or cache_path(judge_name)
     cache.parent.mkdir(parents=True, exist_ok=True)
+    judge = load_attributor(judge_name)  # the weights load on first use
+    archive_stale(cache, getattr(judge, "prompt_version", None))
     done = {json.loads(line)["pair_id"] for line in cache.read_text().splitlines()} if cache.exists() else set()
     # queries in a hashed order, each query's pairs together: a run stopped early leaves a random set of whole
     # queries judged (the labelled file lists SmolLM2's pairs first)
@@ -86,7 +136,6 @@ def judge_all(pairs: list[dict], judge_name: str) -> None:
                   key=lambda p: hashlib.sha256(f"order:{query_key(p)}".encode()).hexdigest())
     if not todo:
         return
-    judge = load_attributor(judge_name)
     collections, retrievers = {}, {}
     start = time.perf_counter()
     for n, pair in enumerate(todo, 1):
@@ -101,23 +150,22 @@ def judge_all(pairs: list[dict], judge_name: str) -> None:
         control_index = next(int(i) for i in pool[::-1] if coll.documents[int(i)].doc_id != pair["doc_id"])
         control = coll.documents[control_index].full_text
         claims = split_claims(pair["answer"])
-        context = [pair["question"]]
+
+        judged = _PairJudge(judge, document, control, pair["question"], min_support)
         record = {"pair_id": pair["pair_id"], "judge": judge.name, "claims": claims,
-                  "whole": judge.class_probabilities([document], [pair["answer"]], contexts=context)[0].tolist(),
-                  "whole_control": float(judge.probabilities([control], [pair["answer"]], contexts=context)[0]),
-                  "per_claim": judge.class_probabilities([document] * len(claims), claims,
-                                                         contexts=context * len(claims)).tolist(),
-                  "per_claim_control": judge.probabilities([control] * len(claims), claims,
-                                                           contexts=context * len(claims)).tolist(),
+                  "whole": judged.rows([pair["answer"]])[0], "whole_control": judged.controls([pair["answer"]])[0],
+                  "per_claim": judged.rows(claims), "per_claim_control": judged.controls(claims),
+                  "judge_min_support": min_support,
                   "control_doc": coll.documents[control_index].doc_id,
                   "prompt_version": getattr(judge, "prompt_version", None),
                   "seconds": round(time.perf_counter() - began, 2),
                   "threads": os.environ.get("FAIRRAG_THREADS")}
         with cache.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
-        print(f"{n}/{len(todo)} {pair['pair_id']} P(whole)={record['whole'][0]:.2f} "
-              f"control={record['whole_control']:.2f} ({record['seconds']:.0f} s; "
-              f"{time.perf_counter() - start:.0f} s in all)", flush=True)
+        whole = "not judged" if record["whole"] is None else f"{record['whole'][0]:.2f}"
+        whole_control = "-" if record["whole_control"] is None else f"{record['whole_control']:.2f}"
+        print(f"{n}/{len(todo)} {pair['pair_id']} P(whole)={whole} control={whole_control} "
+              f"({record['seconds']:.0f} s; {time.perf_counter() - start:.0f} s in all)", flush=True)
 
 
 # --- rules ---------------------------------------------------------------------------------------------------
@@ -175,9 +223,10 @@ def decide(row: dict, rule: Rule) -> bool:
 
 
 def policy_rules():
-    """The grid the product's :class:`CitationPolicy` spans."""
+    """The grid the product's :class:`CitationPolicy` spans. Degenerate answers skipped come first, so that a tie keeps
+    the product's invariant that a degenerate answer cites nothing (and costs no judge call)."""
     for per_claim, threshold, margin, skip, support in itertools.product((False, True), THRESHOLDS, MARGINS,
-                                                                         (False, True), SUPPORTS):
+                                                                         (True, False), SUPPORTS):
         yield Rule(CitationPolicy(per_claim=per_claim, entail_threshold=threshold, control_margin=margin,
                                   skip_degenerate=skip, min_support=support))
 
@@ -319,10 +368,23 @@ def clean(value):
     return value
 
 
-def report(pairs: list[dict], judge_name: str) -> dict:
-    lines = cache_path(judge_name).read_text().splitlines()
-    cache = {json.loads(line)["pair_id"]: json.loads(line) for line in lines}
+def report(pairs: list[dict], judge_name: str, cache_file: Path | None = None,
+           min_support: float | None = None) -> dict:
+    lines = (cache_file or cache_path(judge_name)).read_text().splitlines()
+    cache = {json.loads(line)["pair_id"]: json.loads(line) for line in lines if line.strip()}
     rows = [{**p, **cache[p["pair_id"]]} for p in pairs if p["pair_id"] in cache]
+    # pairs judged only above a lexical-support cut (--judge-min-support): a claim below it is not judged (NaN), as in
+    # the product, and only rules whose σ is at least that cut are fitted (the paper's rule cannot be measured)
+    cut = max((r["judge_min_support"] for r in rows if r.get("judge_min_support") is not None), default=min_support)
+    cut = cut if min_support is None else max(cut, min_support)
+    global SUPPORTS
+    SUPPORTS = tuple(s for s in ALL_SUPPORTS if cut is None or (s is not None and s >= cut))
+    unjudged = [math.nan] * 3
+    for r in rows:
+        r["whole"] = unjudged if r["whole"] is None else r["whole"]
+        r["whole_control"] = math.nan if r["whole_control"] is None else r["whole_control"]
+        r["per_claim"] = [unjudged if row is None else row for row in r["per_claim"]]
+        r["per_claim_control"] = [math.nan if v is None else v for v in r["per_claim_control"]]
     collections = {}
     _ROWS[:] = rows
     _DECISIONS.clear()
@@ -335,20 +397,35 @@ def report(pairs: list[dict], judge_name: str) -> dict:
         text = coll.documents[coll.index_of(r["doc_id"])].full_text
         r["_support_whole"] = lexical_support(r["answer"], text, r["question"])
         r["_support_claims"] = [lexical_support(c, text, r["question"]) for c in r["claims"]]
+        if cut is not None:  # what a judge asked only above the cut knows (for records judged in full)
+            if r["_support_whole"] < cut:
+                r["whole"], r["whole_control"] = unjudged, math.nan
+            r["per_claim"] = [unjudged if sc < cut else row for sc, row in zip(r["_support_claims"], r["per_claim"])]
+            r["per_claim_control"] = [math.nan if sc < cut else v
+                                      for sc, v in zip(r["_support_claims"], r["per_claim_control"])]
     train = [r for r in rows if in_train(query_key(r))]
     test = [r for r in rows if not in_train(query_key(r))]
-    paper = Rule(CitationPolicy())
+    # with a support cut the paper's rule (argmax, no lexical check) cannot be measured: its stand-in is argmax with
+    # σ = the cut, said so in the report
+    paper = Rule(CitationPolicy(min_support=cut))
     families = {name: make() for name, make in FAMILIES.items()}
     result = {
         "judge": judge_name, "prompt_version": next((r.get("prompt_version") for r in rows
                                                      if r.get("prompt_version")), None),
+        "prompt_versions": {str(v): n for v, n in sorted(
+            {v: sum(r.get("prompt_version") == v for r in rows) for v in {r.get("prompt_version") for r in rows}}
+            .items(), key=lambda vn: -vn[1])},
+        "labelled_pairs": len(pairs), "unjudged_pairs": len(pairs) - len(rows),
         "pairs": len(rows), "positives": int(truth_of(rows).sum()), "queries": len({query_key(r) for r in rows}),
         "train_pairs": len(train), "train_positives": int(truth_of(train).sum()), "test_pairs": len(test),
         "test_positives": int(truth_of(test).sum()), "folds": FOLDS,
         "selection": f"highest recall with precision >= {TARGET_PRECISION} on the fitting rows (then F1); "
                      "if none reaches it, the best F1",
         "paper_rule": {"policy": paper.to_dict(), "train": scores(train, paper), "test": scores(test, paper),
-                       "all": scores(rows, paper)},
+                       "all": scores(rows, paper),
+                       **({"note": f"pairs were judged only at lexical support >= {cut}: this is the paper's argmax "
+                                   f"with sigma = {cut}, not the paper's rule"} if cut is not None else {})},
+        "judge_min_support": cut,
     }
     paper_guess = guesses(rows, paper)
     result["paper_rule"]["all"].update(bootstrap_by_query(rows, paper_guess))
@@ -384,6 +461,24 @@ def report(pairs: list[dict], judge_name: str) -> dict:
         part = [r for r in test if r["generator"] == generator]
         result["by_generator"][generator] = {"test_paper": scores(part, paper), "test_chosen": scores(part, rule)}
     chosen_guess = guesses(rows, rule)
+    # by answer kind (named-but-not-recommended: an answer naming something the document describes but does not give
+    # as the answer to the question): the chosen rule's held-out decisions and the fitting procedure's out of fold
+    result["by_answer_kind"] = {}
+    cv_guess = chosen["cv"]["_guess"]
+    for kind in sorted({r.get("answer_kind") for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r.get("answer_kind") == kind]
+        held = [r for r in test if r.get("answer_kind") == kind]
+        result["by_answer_kind"][kind] = {
+            "pairs": len(idx), "entails": int(truth_of([rows[i] for i in idx]).sum()),
+            "test_chosen": scores(held, rule) if held else None,
+            "cv_out_of_fold": counts(truth_of([rows[i] for i in idx]), cv_guess[idx]),
+            "cited_share_paper_all": float(paper_guess[idx].mean())}
+    # the chosen rule's held-out mistakes, to read
+    result["test_errors"] = [
+        {"pair_id": r["pair_id"], "label": r["label"], "cited": bool(g), "answer_kind": r.get("answer_kind"),
+         "question": r["question"], "answer": r["answer"][:160], "doc_id": r["doc_id"],
+         "p_whole": round(float(r["whole"][0]), 3), "support": round(float(r["_support_whole"]), 3)}
+        for r, g in zip(test, guesses(test, rule)) if bool(g) != (r["label"] == "entails")]
     result["generic_answers"] = {"paper_all_pairs": generic_share(rows, paper_guess),
                                  "chosen_all_pairs": generic_share(rows, chosen_guess),
                                  "chosen_cv_out_of_fold": chosen["generic_answers_cv"]}
@@ -404,12 +499,19 @@ def main() -> None:
     parser.add_argument("--judge-only", action="store_true", help="fill the cache, do not fit (unlabelled pairs)")
     parser.add_argument("--output", help="where the report JSON goes (default: "
                                          "benchmarks/results/judge_report.<judge>.json)")
+    parser.add_argument("--probs", help="the cache of judge probabilities to fill and report from (default: "
+                                        "benchmarks/results/judge_probs.<judge>.jsonl; an archived prompt's file "
+                                        "with --report-only gives that prompt's figures on today's labels)")
+    parser.add_argument("--judge-min-support", type=float, default=None,
+                        help="ask the judge only about answers and claims with at least this lexical support in the "
+                             "document, as the product does (halves the judging; the fit then keeps sigma >= it)")
     args = parser.parse_args()
     pairs = [json.loads(line) for line in Path(args.pairs).read_text().splitlines() if line.strip()]
+    probs = Path(args.probs) if args.probs else None
     if not args.report_only:
-        judge_all(pairs, args.judge)
+        judge_all(pairs, args.judge, probs, args.judge_min_support)
     if not args.judge_only:
-        result = report(pairs, args.judge)
+        result = report(pairs, args.judge, probs, args.judge_min_support)
         text = json.dumps(result, indent=2, ensure_ascii=False)
         output = Path(args.output) if args.output else RESULTS / f"judge_report.{args.judge}.json"
         output.write_text(text + "\n", encoding="utf-8")

@@ -49,16 +49,27 @@ _JUDGE_HEAD = (
     "Question: Is the statement supported by the document, contradicted by the document, or not mentioned in the "
     "document?\nReply with one word: supported, contradicted, or unmentioned.\n\nDocument:\n{premise}"
 )
+#: The statement when the pipeline has the question (it always does: ``question_in_hypothesis``): "supported" then
+#: means *the document gives this as the answer to this question*, not "the document mentions what the answer names".
+#: The earlier statement, "<answer> (an answer to the question: <question>)", was judged "supported" with P 0.87–0.93
+#: for carbon racing shoes named as "best shoes for a first marathon" against the racer's own page, and for shoes
+#: the document names only as a comparison. Chosen among four question-aware statements on the training split of
+#: the labelled pairs (docs/answers.md, "The judge's prompt"); an instruction that explains the definition instead
+#: made the 1.5B judge more agreeable, not less.
+_JUDGE_TAIL_QUESTION = '\n\nStatement: This document recommends or states "{claim}" as the answer to "{question}".'
+#: The statement without a question (a bare claim).
 _JUDGE_TAIL = "\n\nStatement: {claim}"
 #: The judge's answer words, in NLI_CLASSES order (entailment, neutral, contradiction).
 _JUDGE_OPTIONS = ("supported", "unmentioned", "contradicted")
 #: Changes whenever the judge's prompt does, so judgements made with an older prompt are not served from disk.
-_JUDGE_PROMPT_HASH = hashlib.sha256("\0".join((_JUDGE_SYSTEM, _JUDGE_HEAD, _JUDGE_TAIL, *_JUDGE_OPTIONS))
-                                    .encode()).hexdigest()[:16]
+_JUDGE_PROMPT_HASH = hashlib.sha256("\0".join((_JUDGE_SYSTEM, _JUDGE_HEAD, _JUDGE_TAIL, _JUDGE_TAIL_QUESTION,
+                                               *_JUDGE_OPTIONS)).encode()).hexdigest()[:16]
 _log = logging.getLogger(__name__)
 
 
 def _claim(hypothesis: str, context: str | None) -> str:
+    """The cross-encoder's hypothesis: the answer with the question appended (the LLM judge words it as a statement
+    about the document, :data:`_JUDGE_TAIL_QUESTION`)."""
     return f"{hypothesis} (an answer to the question: {context})" if context else hypothesis
 
 
@@ -193,7 +204,12 @@ class LLMJudgeAttributor(Attributor):
         return f"judge-prompt-{_JUDGE_PROMPT_HASH}"
 
     def prompt(self, premise: str, hypothesis: str, context: str | None = None) -> ChatPrompt:
-        return ChatPrompt(_JUDGE_SYSTEM, self._head(premise) + _JUDGE_TAIL.format(claim=_claim(hypothesis, context)))
+        """The instruction and the document (:meth:`_head`, shared by every claim about it), then the statement: with a
+        question (``context``), that the document recommends or states the claim *as the answer to that question*."""
+        question = " ".join(context.split()) if context else ""
+        tail = (_JUDGE_TAIL_QUESTION.format(claim=hypothesis, question=question) if question
+                else _JUDGE_TAIL.format(claim=hypothesis))
+        return ChatPrompt(_JUDGE_SYSTEM, self._head(premise) + tail)
 
     def _head(self, premise: str) -> str:
         """The part of the prompt shared by every claim about ``premise``."""

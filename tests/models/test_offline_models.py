@@ -106,3 +106,25 @@ def test_rag_pipeline_with_the_offline_models(shoes, shoes_bm25):
     for ranking, cited in zip(table["ranking"], table["citations"]):
         assert set(cited) <= set(ranking)
     assert generator.cache.misses == len(run.answers)
+
+
+def test_the_judge_cites_a_document_that_gives_the_answer_to_the_question_not_one_that_names_it(shoes):
+    """The tour's failure (issue 21): "Stridewell Cadence 9" for *best shoes for a first marathon* was cited by the
+    carbon racer's page, which names the Cadence 9 only as the trainer it beat; the Velocore Vanta Carbon was cited
+    by its own racer page. Under the presets' rule, the real judge cites the Cadence 9's own page only."""
+    from fairrag_core.rag.attribution import load_attributor
+    from fairrag_core.rag.judging import JudgeItem, judge_answers
+    from fairrag_core.rag.presets import FITTED_CITATION
+
+    question = "best shoes for a first marathon"
+    judge = load_attributor("qwen-judge")
+    judge.disk = None  # judge now, not from an earlier run's cache
+    documents = list(shoes.documents)
+    at = shoes.index_of
+    items = [JudgeItem("The Stridewell Cadence 9 is the best shoes for a first marathon.",
+                       (at("rs-092"), at("rs-045")), question=question, context=question),
+             JudgeItem("The best shoes for a first marathon are the Velocore Vanta Carbon.", (at("rs-020"),),
+                       question=question, context=question)]
+    (racer, trainer), (vanta,) = judge_answers(judge, documents, items, FITTED_CITATION)
+    assert trainer.cited and not racer.cited and not vanta.cited
+    assert racer.p_entail < 0.1 < 0.5 < trainer.p_entail  # measured: 0.02 and 0.60 (benchmarks/tour_citations.py)
