@@ -132,21 +132,22 @@ def citation_reason(entails: bool, probability: float, support: float | None, po
     """Why one document is or is not cited for an answer, in the words of the citation rule ``policy``
     (a :class:`~fairrag_core.rag.citations.CitationPolicy`)."""
     words = "" if support is None else f"{support:.0%} of the answer's own words occur in this document"
+    judged = "P(the document supports it as the answer to the question)"  # the judge's statement, docs/answers.md
     needs = []
     if policy.min_support is not None:
         needs.append(f"at least {policy.min_support:.0%} of the answer's own words in the document")
-    needs.append(f"P(entailment) ≥ {policy.entail_threshold:g}" if policy.entail_threshold is not None
+    needs.append(f"{judged} ≥ {policy.entail_threshold:g}" if policy.entail_threshold is not None
                  else "entailment the NLI judge's most likely class")
     if policy.control_margin is not None:
-        needs.append(f"P(entailment) at least {policy.control_margin:g} above an unseen on-topic document's")
+        needs.append(f"that probability at least {policy.control_margin:g} above an unseen on-topic document's")
     rule = "A citation needs " + ", ".join(needs) + "."
     if entails:
-        return f"Cited: P(entailment) = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
+        return f"Cited: {judged} = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
     if math.isnan(probability):
         if degenerate and policy.skip_degenerate:
             return "Not cited: the answer is degenerate, so it is not checked against any document."
         return f"Not cited, not sent to the judge: {words or 'too few of its words occur here'}. {rule}"
-    return f"Not cited: P(entailment) = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
+    return f"Not cited: {judged} = {probability:.2f}" + (f"; {words}" if words else "") + f". {rule}"
 
 
 def ee_r_direction(ranking, alpha: float) -> str:
