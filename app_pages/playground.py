@@ -203,7 +203,9 @@ def ranking_and_answers() -> None:
     glossary_note(["EE-D", "EE-R", "providers reached"])
     explainer(explain.METRICS)
 
-    left, right = st.columns([3, 2])
+    # On a projector the grid shows titles in large type: it takes the full width (all k columns in view) and the
+    # exposure chart goes under it.
+    left, right = (st.container(), st.container()) if presenter else st.columns([3, 2])
     with left:
         st.subheader("Sampled rankings")
         # Deterministic: all N rows are the same list, so draw it once (the tile says how many samples).

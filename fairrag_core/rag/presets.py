@@ -41,8 +41,8 @@ class AnswerPreset:
 #: recommends or states <answer> as the answer to <question>"; ``benchmarks/bench_judge.py``; docs/answers.md): the
 #: whole answer, P(supported) at least 0.3, at least 60 % of the answer's own words in the document (lexical
 #: support); no control document; degenerate answers not judged. Held-out (156 pairs, 40 entail) precision 0.94,
-#: recall 0.80; 5-fold query cross-validation 0.83 / 0.90. The measured costs in assets/answer_presets.json were
-#: taken under the previous rule (σ = 0.7, argmax).
+#: recall 0.80; 5-fold query cross-validation 0.83 / 0.90. assets/answer_presets.json holds the costs measured
+#: under this rule.
 FITTED_CITATION = CitationPolicy(per_claim=False, entail_threshold=0.3, control_margin=None, skip_degenerate=True,
                                  min_support=0.6)
 
