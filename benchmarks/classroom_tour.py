@@ -218,8 +218,15 @@ def step5(t: Tour, say) -> float:
     seconds = time.perf_counter() - start
     for system in ("deterministic", "α = 2"):
         if system != "deterministic":
-            page.locator(".st-key-ledger_alpha").click()
-            t.act(lambda system=system: page.get_by_role("option", name=system, exact=True).click())
+            option = page.get_by_role("option", name=system, exact=True)
+            for _ in range(5):  # a click that lands while the page reruns does not open the list: open it again
+                page.locator(".st-key-ledger_alpha").click()
+                try:
+                    option.wait_for(state="visible", timeout=5000)
+                    break
+                except Exception:  # playwright's TimeoutError
+                    continue
+            t.act(lambda option=option: option.click())
         say(f"ledger by provider, {system} (first rows, from its CSV):")
         for line in ledger_rows(t.download(page.locator(".st-key-ledger_csv button:visible").first)):
             say("    " + line)

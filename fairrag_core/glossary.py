@@ -94,8 +94,8 @@ _TERMS = (
     Term("EU (normalised)", "EU divided by the best utility seen, from the oracle's rankings in a sweep or among "
          "the answers of this run in the Playground", "higher = better", f"{KIM_DIAZ}, App. C.3",
          aliases=("EU normalised", "EU, normalised")),
-    Term("EAR", "expected attribution rate: the share of the k shown documents the answer rests on (the document "
-         "entails the answer per the NLI judge, or the system cited it)",
+    Term("EAR", "expected attribution rate: the share of the k shown documents the answer rests on (the NLI judge "
+         "finds that the document supports it as the answer to the question, or the system cited it)",
          "higher = answers use more of what they were shown", f"{KIM_DIAZ}, Eq. 9",
          aliases=("EAR (attribution rate)",), long="expected attribution rate"),
     Term("EAE-D", "disparity of attributed exposure ‖εᵃ‖²/k: EE-D counted only where a document was credited; "

@@ -42,7 +42,8 @@ METRICS = _with_glossary(
 
 ANSWERS = _with_glossary(
     "The generator answers once for every distinct ranking (identical rankings share an answer). A citation "
-    "chip is green when the NLI model judges that the document entails the answer; grey, struck-through chips "
+    "chip is green when the NLI judge finds that the document supports the answer as an answer to the question "
+    "(mentioning what the answer names is not enough); grey, struck-through chips "
     "are documents the generator saw but the answer does not rest on.",
     "EU", "EU (normalised)", "EAR", "EAE-D")
 

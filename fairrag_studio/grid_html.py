@@ -19,7 +19,7 @@ _CELL = ("padding:2px 4px;border:1px solid #fff;font:12px/1.3 ui-monospace,monos
          "white-space:nowrap;min-width:4.2em")
 # A title cell: proportional type reads better than monospace, and the width stays bounded.
 _TITLE_CELL = ("padding:2px 4px;border:1px solid #fff;font:12px/1.3 sans-serif;text-align:center;"
-               "white-space:nowrap;min-width:4.2em")
+               "white-space:nowrap;overflow:hidden;text-overflow:ellipsis")
 TITLE_CHARS = 24  # longest title shown in a cell; longer ones are cut at a word boundary and end in "…"
 
 
@@ -104,5 +104,9 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
         f"</span> {escape(p)}</span>" for p in used)
     more = (f'<div style="font:{px} sans-serif;color:#555">showing {len(shown)} of {len(rankings)} samples</div>'
             if len(rankings) > len(shown) else "")
-    return (f'<div style="overflow-x:auto"><table style="border-collapse:collapse"><thead><tr><th></th>{head}</tr>'
+    # Titles: the table takes the full width and its k columns share it equally (a cell's title ends in "…" where
+    # it does not fit), so every position stays in view on a projector instead of behind a horizontal scroll.
+    table, corner = (("border-collapse:collapse;width:100%;table-layout:fixed", f' style="width:{7 * font_px}px"')
+                     if show_titles else ("border-collapse:collapse", ""))
+    return (f'<div style="overflow-x:auto"><table style="{table}"><thead><tr><th{corner}></th>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>{more}<div style="margin-top:6px">{legend}</div></div>')

@@ -176,7 +176,8 @@ def _attribution_text(run: SweepRun) -> str:
              "judge": f"Attribution comes from the NLI judge {record.attributor}: a shown document is credited when "
                       "it entails the logged answer, with the query as context (entailed per the judge).",
              "both": f"Two sources side by side: the citations the system logged (cited by the system) and the NLI "
-                     f"judge {record.attributor} (entailed per the judge: the shown document entails the answer)."}
+                     f"judge {record.attributor} (entailed per the judge: the shown document supports the answer as an "
+                     "answer to the query)."}
     return words[source] + (" Lines without citations (logged) or without an answer (judge) are left out of "
                             "that source's EAR and EAE-D." if source != "none" else "")
 

@@ -79,7 +79,7 @@ def test_a_redeclared_default_keeps_the_base_option_and_no_option_removes_one():
 def test_help_names_each_commands_own_default():
     assert "sampled rankings N (default 100)" in _parser("exposure-sweep").format_help()
     assert "sampled rankings N (default 20)" in _parser("rag").format_help()  # it said 100 while the flag gave 20
-    assert "(default 0.7)" in _parser("sweep").format_help()  # --min-support: the fitted rule
+    assert "(default 0.6)" in _parser("sweep").format_help()  # --min-support: the fitted rule (σ = 0.6)
 
 
 def test_fields_without_an_option_are_the_known_ones():

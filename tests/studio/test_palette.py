@@ -245,6 +245,12 @@ def test_grid_shows_escaped_titles(grid_inputs):
         else:  # no title: the cell falls back to the id
             assert f">{doc_ids[position]}</td>" in html
     assert html.count("<td title=") == 6 * 41
+    # every position in view on a projector: the k columns share the full width, a long title ends in an ellipsis
+    assert '<table style="border-collapse:collapse;width:100%;table-layout:fixed">' in html
+    title_cells = html.count("font:12px/1.3 sans-serif;text-align:center")
+    assert title_cells > 0 and html.count("overflow:hidden;text-overflow:ellipsis") == title_cells
+    plain = rankings_grid_html(doc_ids, providers, titles, rankings, deterministic)
+    assert "table-layout" not in plain and "ellipsis" not in plain
 
 
 def test_grid_font_size_for_a_projector(grid_inputs):
