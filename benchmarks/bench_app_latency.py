@@ -213,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
                              "default %(default)s")
     parser.add_argument("--poll-ms", type=float, default=5.0,
                         help="how often the harness checks the page while waiting (default 5 ms)")
+    parser.add_argument("--collection", default="running-shoes",
+                        help="demo collection picked in the sidebar before measuring (default running-shoes; the "
+                             "script-only baseline is taken on running-shoes only)")
     parser.add_argument("--no-baseline", action="store_true",
                         help="skip the script-only baseline (the same reruns in Streamlit's AppTest, no browser)")
     args = parser.parse_args(argv)
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     baseline: dict[tuple[str, int], float] = {}
-    if not args.no_baseline:
+    if not args.no_baseline and args.collection == "running-shoes":
         t0 = time.perf_counter()
         baseline = script_baseline(configs, args.moves)
         print(f"script-only baseline (AppTest) done in {time.perf_counter() - t0:.1f} s")
@@ -239,13 +242,17 @@ def main(argv: list[str] | None = None) -> int:
             first = runs.wait(0, timeout=120)
             print(f"first render {time.perf_counter() - t0:.2f} s (server run {first.seconds:.2f} s)")
             page.get_by_role("slider", name=ALPHA).wait_for()
+            if args.collection != "running-shoes":
+                page.locator(".st-key-collection_choice").click()
+                runs.act(lambda: page.get_by_role("option", name=args.collection, exact=True).click(), timeout=120)
+                page.get_by_role("slider", name=ALPHA).wait_for()
             page.evaluate(_INSTRUMENT_JS)
             query = page.get_by_role("textbox", name="Query").input_value()
             for candidates, n_samples in configs:
                 set_slider(page, runs, CANDIDATES, candidates)
                 set_slider(page, runs, N_SAMPLES, str(n_samples))
                 ui.assert_no_exception(page, f"K={candidates} N={n_samples}")
-                k_label = "all (92)" if candidates == "all" else candidates
+                k_label = "all" if candidates == "all" else candidates
                 label = f"K={k_label}, N={n_samples}"
                 result_key = (candidates, n_samples)
                 result = measure(page, runs, label, args.moves, args.pattern, args.poll_ms, server.process.pid)
@@ -259,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
 
     print()
-    print(f"Playground α-slider latency — running-shoes (92 docs), query {query!r}, k=5, "
+    print(f"Playground α-slider latency — {args.collection}, query {query!r}, k=5, "
           f"{args.pattern} moves, ms")
     head = (f"{'configuration':<20} {'moves':>5} | {'page med':>8} {'p90':>6} {'max':>6} | "
             f"{'server med':>10} {'p90':>6} {'max':>6} | {'settled med':>11} {'p90':>6} {'max':>6}")

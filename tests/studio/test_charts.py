@@ -348,3 +348,17 @@ def test_figure_png_explains_missing_chromium(documents, monkeypatch):
     monkeypatch.setattr(charts.pio, "to_image", broken)
     with pytest.raises(RuntimeError, match="apt-get install chromium"):
         figure_png(exposure_bars(documents))
+
+
+def test_style_gives_the_same_figure_as_plotlys_validated_template():
+    from fairrag_studio.charts.style import TEMPLATE, style
+
+    def bars():
+        return go.Figure(go.Bar(x=[0.2, 0.5], y=["A", "B"], orientation="h"))
+
+    fast = style(bars(), title="t", x_title="x", y_title="y", height=300, subtitle="s", legend_title="l")
+    checked = style(bars(), title="t", x_title="x", y_title="y", height=300, subtitle="s", legend_title="l")
+    checked.update_layout(template=TEMPLATE)  # the validated assignment style() avoids
+    assert fast.to_dict() == checked.to_dict()
+    fast.layout.template.layout.font.size = 99  # the figure's copy, not the registered template
+    assert pio.templates[TEMPLATE].layout.font.size != 99
