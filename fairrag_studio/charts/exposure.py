@@ -175,13 +175,14 @@ def _by_sampled_exposure(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(_sort=numeric(table, "exposure")).sort_values("_sort", ascending=False, kind="stable")
 
 
-def _horizontal_layout(fig: go.Figure, n_rows: int) -> None:
-    """Largest first at the top, legend above the plot, height growing with the number of rows."""
-    fig.update_layout(barmode="group", height=max(380, 190 + 26 * n_rows * max(1, len(fig.data)) // 2),
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.12, "xanchor": "left", "x": 0},
-                      margin={"b": 120})
-    fig.update_yaxes(autorange="reversed", automargin=True)
-    fig.update_xaxes(rangemode="tozero")
+def _horizontal_layout(fig: go.Figure, n_rows: int) -> dict[str, dict]:
+    """Largest first at the top, legend under the plot, height growing with the number of rows: the ``layout``,
+    ``x_axis`` and ``y_axis`` arguments of :func:`style`."""
+    return {"layout": {"barmode": "group", "height": max(380, 190 + 26 * n_rows * max(1, len(fig.data)) // 2),
+                       "legend": {"orientation": "h", "yanchor": "top", "y": -0.12, "xanchor": "left", "x": 0},
+                       "margin": {"b": 120}},
+            "y_axis": {"autorange": "reversed", "automargin": True},
+            "x_axis": {"rangemode": "tozero"}}
 
 
 def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure:
@@ -210,8 +211,8 @@ def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure
         x_title="expected exposure (P[in top k])",
         y_title="document (sorted by sampled exposure)",
         height=520,
+        **_horizontal_layout(fig, len(shown)),
     )
-    _horizontal_layout(fig, len(shown))
     return fig
 
 
@@ -231,8 +232,8 @@ def provider_bars(providers: pd.DataFrame) -> go.Figure:
         x_title="expected # in the top k",
         y_title="provider",
         height=480,
+        **_horizontal_layout(fig, len(ordered)),
     )
-    _horizontal_layout(fig, len(ordered))
     return fig
 
 

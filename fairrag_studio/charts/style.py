@@ -181,22 +181,38 @@ def style(
     height: int,
     subtitle: str | None = None,
     legend_title: str | None = None,
+    layout: dict | None = None,
+    x_axis: dict | None = None,
+    y_axis: dict | None = None,
 ) -> go.Figure:
+    """The studio's look: template, type sizes, title, axis titles. ``layout``, ``x_axis`` and ``y_axis`` add or
+    override properties in the same update (a dict value is merged one level deep: ``{"margin": {"b": 120}}`` keeps
+    the other margins); every plotly update re-walks the figure, so one update per part keeps a chart cheap."""
     title_spec: dict[str, object] = {"text": title, "font": {"size": TITLE_SIZE}, "x": 0.01, "xanchor": "left"}
     if subtitle:
         title_spec["subtitle"] = {"text": subtitle, "font": {"size": FONT_SIZE - 1}}
     _use_template(fig)
-    fig.update_layout(
-        height=height,
-        font={"size": FONT_SIZE},
-        title=title_spec,
-        legend={"title": {"text": legend_title or ""}, "font": {"size": FONT_SIZE - 1}},
-        hoverlabel={"font": {"size": FONT_SIZE - 1}},
-        margin={"t": 110 if subtitle else 80, "l": 80, "r": 30, "b": 70},
-    )
-    fig.update_xaxes(title_text=x_title, title_font={"size": FONT_SIZE + 1}, tickfont={"size": FONT_SIZE - 1})
-    fig.update_yaxes(title_text=y_title, title_font={"size": FONT_SIZE + 1}, tickfont={"size": FONT_SIZE - 1})
+    fig.update_layout(_merged({
+        "height": height,
+        "font": {"size": FONT_SIZE},
+        "title": title_spec,
+        "legend": {"title": {"text": legend_title or ""}, "font": {"size": FONT_SIZE - 1}},
+        "hoverlabel": {"font": {"size": FONT_SIZE - 1}},
+        "margin": {"t": 110 if subtitle else 80, "l": 80, "r": 30, "b": 70},
+    }, layout))
+    axis = {"title_font": {"size": FONT_SIZE + 1}, "tickfont": {"size": FONT_SIZE - 1}}
+    fig.update_xaxes(_merged({"title_text": x_title, **axis}, x_axis))
+    fig.update_yaxes(_merged({"title_text": y_title, **axis}, y_axis))
     return fig
+
+
+def _merged(base: dict, extra: dict | None) -> dict:
+    if not extra:
+        return base
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = {**out[key], **value} if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def alpha_label(alpha: float) -> str:
