@@ -11,7 +11,7 @@ from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_core.models.queue import activity
 from fairrag_studio import charts, explain, resources
-from fairrag_studio.jobs_panel import model_busy_note
+from fairrag_studio.jobs_panel import model_busy_note, show_queue
 from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 #: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
@@ -81,7 +81,9 @@ if st.button("Run FAIR-QR", type="primary", key="fqr_run"):
     try:
         refiner = resources.refiner(settings.collection, tuple(chosen_categories), refiner_name, settings.device)
         busy = model_busy_note(refiner_name)
-        with activity(f"FAIR-QR run · {query[:40]}"), st.spinner("Refining the query…" + (f" {busy}" if busy else "")):
+        queue_note = st.empty()  # "waiting for qwen2.5-1.5b: … ahead of it" while a call queues
+        with activity(f"FAIR-QR run · {query[:40]}"), show_queue(queue_note), \
+                st.spinner("Refining the query…" + (f" {busy}" if busy else "")):
             runs[key] = fair_qr(collection, bm25, refiner, query,
                                 FairQRConfig(**{**config.__dict__, "custom_target": custom}))
     except FairRAGError as err:

@@ -16,7 +16,7 @@ from fairrag_core.richrag.coverage import com_rouge
 from fairrag_core.richrag.flow import rich_rank
 from fairrag_core.richrag.pool import PoolSettings
 from fairrag_studio import charts, explain, resources
-from fairrag_studio.jobs_panel import model_busy_note
+from fairrag_studio.jobs_panel import model_busy_note, show_queue
 from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
 
 settings = st.session_state["settings"]
@@ -51,7 +51,8 @@ if st.button("Explore aspects with the LLM", key="rr_explore",
              help="Takes a few seconds with Qwen on a CPU (the first time also loads the model)."):
     try:
         busy = model_busy_note(explorer_name)
-        with activity(f"RichRAG aspects · {query[:40]}"), \
+        queue_note = st.empty()  # "waiting for …: … ahead of it" while a call queues
+        with activity(f"RichRAG aspects · {query[:40]}"), show_queue(queue_note), \
                 st.spinner(f"Asking {explorer_name} for the aspects…" + (f" {busy}" if busy else "")):
             explorer = AspectExplorer(load_language_model(explorer_name), collection=collection,
                                       retriever=resources.retriever(settings.collection, "bm25", None,
@@ -154,7 +155,7 @@ if st.button("Write the rich answer", type="primary", key="rr_write"):
     busy = model_busy_note(settings.generator)
     bar = st.progress(0.0, text=f"Starting… {busy}" if busy else "Starting…")
     try:
-        with activity(f"RichRAG answer · {query[:40]}"):
+        with activity(f"RichRAG answer · {query[:40]}"), show_queue(st.empty()):
             answers[answer_key] = write_rich_answer(
                 resources.generator(settings.generator, settings.device), query, aspect_set.aspects,
                 result.ranked_documents(chosen), attributor=resources.attributor(settings.attributor, settings.device),

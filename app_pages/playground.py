@@ -258,7 +258,9 @@ def ranking_and_answers() -> None:
                              candidates=settings.candidates, oracle=False,
                              **settings.citation.citation_fields()),
             scores=scores, total=distinct)
-        partial = latest_answers_job(run_key)[1]
+        # The sidebar's Jobs panel was drawn earlier in this run, before the job existed: without a rerun it would
+        # not list the job, nor move, until the job ended (benchmarks/two_tabs_queue.py).
+        st.rerun()
     if run_key not in runs and job is not None:
         if job.active:
             follow_answers(job, partial, lambda answer: answer_card(answer, ranking, collection, settings.n_samples,

@@ -218,15 +218,7 @@ def step5(t: Tour, say) -> float:
     seconds = time.perf_counter() - start
     for system in ("deterministic", "α = 2"):
         if system != "deterministic":
-            option = page.get_by_role("option", name=system, exact=True)
-            for _ in range(5):  # a click that lands while the page reruns does not open the list: open it again
-                page.locator(".st-key-ledger_alpha").click()
-                try:
-                    option.wait_for(state="visible", timeout=5000)
-                    break
-                except Exception:  # playwright's TimeoutError
-                    continue
-            t.act(lambda option=option: option.click())
+            ui.choose(page, t.runs, "ledger_alpha", system)
         say(f"ledger by provider, {system} (first rows, from its CSV):")
         for line in ledger_rows(t.download(page.locator(".st-key-ledger_csv button:visible").first)):
             say("    " + line)
@@ -239,8 +231,7 @@ def step5(t: Tour, say) -> float:
 def step5b(t: Tour, say) -> float:
     page = t.page
     start = time.perf_counter()
-    page.locator(".st-key-collection_choice").click()
-    t.act(lambda: page.get_by_role("option", name="people", exact=True).click())
+    ui.choose(page, t.runs, "collection_choice", "people")
     t.nav("FAIR-QR")
     query = page.get_by_role("textbox", name="Query").input_value()
     clicked = time.perf_counter()
@@ -259,8 +250,7 @@ def step6(t: Tour, say) -> float:
     """Presenter mode on the Playground: large type, titles in the grid and chips (a screenshot to look at)."""
     page = t.page
     start = time.perf_counter()
-    page.locator(".st-key-collection_choice").click()
-    t.act(lambda: page.get_by_role("option", name="running-shoes", exact=True).click())
+    ui.choose(page, t.runs, "collection_choice", "running-shoes")
     t.nav("Playground")
     t.act(lambda: page.get_by_role("switch", name="Presenter mode").press("Space"))
     seconds = time.perf_counter() - start

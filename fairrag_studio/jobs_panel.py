@@ -16,15 +16,17 @@ result, and stop polling.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import streamlit as st
 
 from fairrag_core.audit.jobs import Job, JobStatus
-from fairrag_core.models.queue import QueueState, model_queues, waiting_for
+from fairrag_core.models.queue import QueueState, model_queues, on_wait, waiting_for
 
 from . import jobs, owners
 
-__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text",
+__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text", "show_queue",
            "model_busy_note",
            "apply_pending_open"]
 
@@ -85,6 +87,22 @@ def waiting_text(job: Job) -> str | None:
         return None
     found = waiting_for(jobs.job_thread_name(job.job_id))
     return queue_text(*found) if found is not None else None
+
+
+@contextmanager
+def show_queue(placeholder) -> Iterator[None]:
+    """While this page's own model calls wait for a model another page or job holds, say so in ``placeholder`` (an
+    ``st.empty()``), updated about once a second, and clear it when the call's turn comes. A page's script thread
+    is blocked while it waits, so only the waiting thread can draw this (``fairrag_core.models.queue.on_wait``)."""
+    def report(state: QueueState | None, place: int) -> None:
+        if state is None:
+            placeholder.empty()
+        else:
+            text = queue_text(state, place)
+            placeholder.caption(f":orange[{text[0].upper()}{text[1:]}]")
+
+    with on_wait(report):
+        yield
 
 
 def model_busy_note(model: str) -> str | None:

@@ -143,7 +143,7 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
         work = _sweep_work(sweep, browser_runs(), label=label, save_as=save_as)
         job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks) * _UNITS,
                             partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
-        live = runner.live(owner, job.job_id)
+        st.rerun()  # the sidebar's Jobs panel, drawn before the job existed, lists and follows it from the next run
     if job is None:
         return sweep, None, None
     follow_job(job, what=title)

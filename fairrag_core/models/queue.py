@@ -6,6 +6,11 @@ while a FAIR-QR run holds the same weights *waits*. A plain ``threading.Lock`` l
 particular order. :class:`ModelLock` serves callers in arrival order and says who holds the model and who queues
 behind it, each named by its *activity* (:func:`activity`: "FAIR-QR run", a job's title), so that the app can
 write "waiting for qwen2.5-1.5b: FAIR-QR run ahead of it (place 1 in the queue)" instead of a frozen bar.
+
+A background job's wait is read from outside (:func:`waiting_for`, polled by the jobs panel). A page that calls a
+model in its own script thread is blocked while it waits, so nothing outside can draw for it: :func:`on_wait`
+registers a callback that the waiting thread itself calls when it starts waiting, about once a second while it
+waits, and once more (with ``None``) when its turn comes.
 """
 
 from __future__ import annotations
@@ -13,11 +18,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["ModelLock", "QueueState", "activity", "current_activity", "model_queues", "waiting_for"]
+__all__ = ["ModelLock", "QueueState", "activity", "current_activity", "model_queues", "on_wait", "waiting_for"]
 
 _local = threading.local()
 
@@ -39,6 +44,24 @@ def activity(label: str) -> Iterator[None]:
         yield
     finally:
         stack.pop()
+
+
+@contextmanager
+def on_wait(callback: Callable[[QueueState | None, int], None]) -> Iterator[None]:
+    """While inside the block, a model call of this thread that has to queue calls ``callback(state, place)`` when
+    it starts waiting and about every :data:`WAIT_REPORT_SECONDS` while it waits, then ``callback(None, 0)`` when
+    its turn comes. The callback runs in this thread without the queue's lock held; an exception from it (a page
+    that is being left) takes the caller out of the queue and propagates."""
+    previous = getattr(_local, "on_wait", None)
+    _local.on_wait = callback
+    try:
+        yield
+    finally:
+        _local.on_wait = previous
+
+
+#: How often a waiting thread with an :func:`on_wait` callback reports its place.
+WAIT_REPORT_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -78,12 +101,36 @@ class ModelLock:
 
     def acquire(self) -> bool:
         me = (threading.get_ident(), threading.current_thread().name, current_activity())
+        report = getattr(_local, "on_wait", None)
+        waited = False
         with self._cond:
             self._queue.append(me)
-            while self._holder is not None or self._queue[0] is not me:
-                self._cond.wait()
+            try:
+                while self._holder is not None or self._queue[0] is not me:
+                    waited = True
+                    if report is None:
+                        self._cond.wait()
+                        continue
+                    state, place = self._state(), self._queue.index(me) + 1
+                    self._cond.release()  # the callback may read the queues (which takes this lock)
+                    try:
+                        report(state, place)
+                    finally:
+                        self._cond.acquire()
+                    if self._holder is not None or self._queue[0] is not me:
+                        self._cond.wait(timeout=WAIT_REPORT_SECONDS)
+            except BaseException:
+                self._queue.remove(me)
+                self._cond.notify_all()  # the next in line may be free to go now
+                raise
             self._queue.popleft()
             self._holder = me
+        if waited and report is not None:
+            try:
+                report(None, 0)
+            except BaseException:
+                self.release()
+                raise
         return True
 
     def release(self) -> None:
@@ -106,8 +153,11 @@ class ModelLock:
 
     def state(self) -> QueueState:
         with self._cond:
-            holder = self._holder
-            waiting = tuple((name, label) for _, name, label in self._queue)
+            return self._state()
+
+    def _state(self) -> QueueState:  # with self._cond held
+        holder = self._holder
+        waiting = tuple((name, label) for _, name, label in self._queue)
         return QueueState(self.model, holder[2] if holder else None, holder[1] if holder else None, waiting)
 
 

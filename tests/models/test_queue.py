@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from fairrag_core.models.queue import ModelLock, activity, current_activity, model_queues, waiting_for
+from fairrag_core.models import queue
+from fairrag_core.models.queue import ModelLock, activity, current_activity, model_queues, on_wait, waiting_for
 
 
 def _wait_until(condition, timeout=5.0):
@@ -79,3 +80,49 @@ def test_activity_nests_and_restores():
 def test_releasing_a_free_lock_is_an_error():
     with pytest.raises(RuntimeError, match="unlocked model lock of m"):
         ModelLock("m").release()
+
+
+def test_a_waiting_page_thread_reports_its_place_while_it_waits(monkeypatch):
+    """A page's own thread is blocked while it queues: the callback it registered is how it shows the wait."""
+    monkeypatch.setattr(queue, "WAIT_REPORT_SECONDS", 0.05)
+    lock = ModelLock("judge-model")
+    reports = []
+    with activity("Answers · marathon"):
+        lock.acquire()  # a Generate job holds the model
+
+    def page():
+        with activity("FAIR-QR run"), on_wait(lambda state, place: reports.append(
+                (state.holder, state.waiting, place) if state else None)), lock:
+            reports.append("called")
+
+    thread = threading.Thread(target=page, name="page")
+    thread.start()
+    _wait_until(lambda: len(reports) >= 3)  # the first report, then more while it waits
+    assert reports[0] == ("Answers · marathon", (("page", "FAIR-QR run"),), 1)
+    lock.release()
+    thread.join(5)
+    assert reports[-2:] == [None, "called"]  # its turn: the notice is cleared, then the call runs
+    assert all(r == reports[0] for r in reports[:-2])
+
+
+def test_a_report_that_raises_takes_the_caller_out_of_the_queue():
+    lock = ModelLock("judge-model")
+    lock.acquire()
+    errors = []
+
+    def leaving_page():
+        def report(state, place):
+            raise KeyboardInterrupt("the user left the page")
+        try:
+            with on_wait(report), lock:
+                pass
+        except KeyboardInterrupt as err:
+            errors.append(err)
+
+    thread = threading.Thread(target=leaving_page, name="leaving")
+    thread.start()
+    thread.join(5)
+    assert errors and lock.state().waiting == ()  # not left behind in the queue
+    lock.release()
+    assert lock.acquire() and lock.locked()  # the lock still works
+    lock.release()

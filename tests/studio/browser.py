@@ -36,6 +36,7 @@ __all__ = [
     "chromium_available",
     "free_port",
     "full_page_screenshot",
+    "choose",
     "launch_chromium",
     "metric_value",
     "metric_number",
@@ -280,6 +281,20 @@ class RunWatcher:
         before = self.finished
         action()
         return self.wait(before, timeout=timeout)
+
+
+def choose(page, runs: RunWatcher, select_key: str, option: str, *, attempts: int = 5) -> None:
+    """Pick ``option`` in the selectbox whose widget key is ``select_key``. A click that lands while the page reruns
+    does not open the list: open it again (up to ``attempts`` times) before picking."""
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _ in range(attempts):
+        page.locator(f".st-key-{select_key}").click()
+        try:
+            wanted.wait_for(state="visible", timeout=5_000)
+            break
+        except Exception:  # playwright's TimeoutError: the list did not open
+            continue
+    runs.act(lambda: wanted.click(), timeout=120)
 
 
 def assert_no_exception(page, where: str = "") -> None:

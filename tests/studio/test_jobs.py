@@ -210,6 +210,7 @@ def test_a_sweep_keeps_running_on_another_page_and_its_result_shows(gated_models
     job = the_job(OWNER_A)
     assert job.kind == "sweep" and job.active and job.total == 3 * 1000 and job.page == CURVES  # 1000 units a run
     assert any("runs in the background" in i.value for i in at.info)
+    assert at.sidebar.button(key=f"jobs_panel_cancel_{job.job_id}")  # listed in the sidebar from the click on
     at.switch_page(PLAYGROUND).run()  # the user leaves the page; the job does not stop
     assert not at.exception and at.title[0].value == "Playground"
     assert any(m.value.endswith("Sweep · running-shoes · 1 query × 3 systems**") for m in at.sidebar.markdown)
@@ -342,6 +343,8 @@ def test_generate_runs_as_a_job_that_outlives_the_playground(gated_models):
     job = the_job(OWNER_A)
     assert job.kind == "generate" and job.active and job.title.endswith("· α = 0")
     assert at.button(key="stop_generation") and at.get("progress")  # the page follows its job
+    # and the sidebar lists it at once, with Cancel (it was drawn before the click: the page reruns the app once)
+    assert at.sidebar.button(key=f"jobs_panel_cancel_{job.job_id}")
     at.switch_page(CURVES).run()  # leave while the first answer is still being made
     assert not at.exception and jobs.runner().get(OWNER_A, job.job_id).active
     gated_models.gate.set()
