@@ -48,6 +48,11 @@ _INSTRUCTION_WORDS = frozenset("reply short only few words one sentence no expla
 # a numbered list with nothing after the numbers ("1. 1. 2. 3."): empty, unlike "300 to 500" or "40% by 2040"
 _NUMBERING = re.compile(r"^\s*(?:\d+[.)]\s*)+$")
 _NUMBER_WORDS = frozenset({"percent", "per", "cent"})
+#: Numbers written as words: a headline echo that brings one the question lacks ("Nine countries sign …" for "How
+#: many countries signed …?") answers the question.
+_COUNTING_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
+    thousand million billion dozen""".split())
 _FUNCTION_WORDS = frozenset(
     """a an the is are was were be been being of in on at to for from by with and or but as that this these those
     it its what which who whom whose how why when where do does did can could should would will shall may might
@@ -146,6 +151,9 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     >>> [f.value for f in answer_flags("First Marathon? Here's Your Shoe, No Jargon", question="best shoes for a first "
     ...                                "marathon", titles=["First Marathon? Here's Your Shoe, No Jargon"])]
     ['echo']
+    >>> answer_flags("Nine countries signed the Coral Sea Trade Pact.", question="How many countries signed the "
+    ...              "Coral Sea Trade Pact?", titles=["Nine countries sign Coral Sea Trade Pact"])
+    ()
     """
     words = _words(answer)
     content = [w for w in words if w not in _FUNCTION_WORDS and not w.isdigit()]
@@ -164,7 +172,12 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     said = set(content) - asked
     instructions = len(said & _INSTRUCTION_WORDS) >= 3 and 2 * len(said & _INSTRUCTION_WORDS) >= len(said)
     asks = answer.rstrip().endswith("?")
-    title_echo = any(title and repeats_title(answer, title, question, sources=sources) for title in titles)
+    # the question restated with only a number added answers it, even when a headline says the same ("Nine
+    # countries signed the Coral Sea Trade Pact." for "How many countries signed …?")
+    beyond = {w for w in words if w not in _FUNCTION_WORDS} - asked
+    counts = bool(beyond) and all(w.isdigit() or w in _COUNTING_WORDS or w in _NUMBER_WORDS for w in beyond)
+    title_echo = not counts and any(title and repeats_title(answer, title, question, sources=sources)
+                                    for title in titles)
     if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks or title_echo:
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
