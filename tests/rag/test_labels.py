@@ -52,7 +52,7 @@ def test_has_utility_labels_only_for_the_generator_that_made_them(tmp_path):
 
     assert has_utility_labels("running-shoes", "smollm2-135m")
     assert has_utility_labels("running-shoes", "qwen2.5-0.5b")  # the Fast preset's generator (make labels)
-    assert not has_utility_labels("news", "qwen2.5-0.5b")  # not made yet for the other collections
+    assert all(has_utility_labels(name, "qwen2.5-0.5b") for name in ("news", "people", "multi-faceted"))
     assert not has_utility_labels("running-shoes", "qwen2.5-1.5b")
     assert not has_utility_labels("no-such-collection", "smollm2-135m")
     assert not has_utility_labels(tmp_path, "smollm2-135m")
@@ -71,3 +71,20 @@ def test_the_shipped_fast_labels_use_short_answer_match_and_ask_a_fairness_quest
     useful = {q: sum(v.values()) for q, v in labels.items()}
     assert useful["rs-q01"] > 1  # the tour's query has several useful documents: a fairness question
     assert sum(n > 1 for n in useful.values()) >= 10
+
+
+@pytest.mark.parametrize(("name", "metric", "fairness_questions"), [
+    ("news", "short_answer", 28), ("people", "short_answer", 6), ("multi-faceted", "rougeL", 60)])
+def test_every_collection_ships_fast_labels_made_with_the_metric_that_fits_it(name, metric, fairness_questions):
+    """`make labels` (Algorithm 1 with the Fast preset's generator): short-answer match where the collection has short
+    answers, ROUGE-L where it has only descriptive ones (multi-faceted). The counts are what the generator makes of
+    each collection: on *people* it mostly repeats the prompt's instruction, so few queries ask a fairness question."""
+    from fairrag_core import load_collection
+    from fairrag_core.rag.labels import load_utility_labels, utility_qrels_path
+
+    header = utility_qrels_path(name, "qwen2.5-0.5b").read_text(encoding="utf-8").splitlines()[0]
+    assert f"generator qwen2.5-0.5b, metric {metric} (--metric auto" in header
+    collection = load_collection(name)
+    labels = load_utility_labels(collection, "qwen2.5-0.5b")
+    assert set(labels) == {q.query_id for q in collection.queries}
+    assert sum(sum(v.values()) > 1 for v in labels.values()) >= fairness_questions
