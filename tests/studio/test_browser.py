@@ -29,7 +29,8 @@ SCREENSHOTS = ui.ROOT / "docs" / "screenshots"
 ALPHA = "α — fairness knob (0 = uniform over candidates, large = deterministic)"
 EE_D = "EE-D (lower = fairer)"
 # One of the collection's labelled queries (EE-R and EU are shown) whose deterministic top-3 answer is clearly
-# supported by its documents (the Qwen judge: P(entailment) ≈ 0.99 each), so step c sees a ✓ chip; a borderline
+# supported by its documents (the Qwen judge: P(supported as the answer) 0.60 against the rule's 0.3), so step c sees
+# a ✓ chip; a borderline
 # answer would make the test depend on the judge's coin flips.
 NEW_QUERY = "best shoes for plantar fasciitis"
 CHIP = re.compile(r"^[✓✗] \[\d+\] ")
@@ -160,8 +161,9 @@ def test_newcomer_path(app, page, tmp_path):
         entailing.click()  # the chip's popover: the document and the judge's verdict
         popover = page.locator("[data-testid='stPopoverBody']")
         # the rule in words: the judge's probability and the lexical support that made it a citation
-        expect(popover).to_contain_text(re.compile(r"Cited: P\(entailment\) = [\d.]+; \d+% of the answer's own "
-                                                   r"words occur in this document\. A citation needs"))
+        expect(popover).to_contain_text(re.compile(
+            r"Cited: P\(the document supports it as the answer to the question\) = [\d.]+; \d+% of the answer's own "
+            r"words occur in this document\. A citation needs"))
         page.keyboard.press("Escape")
         expect(popover).to_be_hidden()
         page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring in the shot
