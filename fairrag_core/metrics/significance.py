@@ -183,4 +183,3 @@ def wilson_interval(successes: int, trials: int, *, level: float = 0.95) -> tupl
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
     return p, float(max(0.0, min(centre - half, p))), float(min(1.0, max(centre + half, p)))
-

@@ -106,7 +106,7 @@ class ModelLock:
         with self._cond:
             self._queue.append(me)
             try:
-                while self._holder is not None or self._queue[0] is not me:
+                while self._waits(me):
                     waited = True
                     if report is None:
                         self._cond.wait()
@@ -117,7 +117,7 @@ class ModelLock:
                         report(state, place)
                     finally:
                         self._cond.acquire()
-                    if self._holder is not None or self._queue[0] is not me:
+                    if self._waits(me):
                         self._cond.wait(timeout=WAIT_REPORT_SECONDS)
             except BaseException:
                 self._queue.remove(me)
@@ -132,6 +132,9 @@ class ModelLock:
                 self.release()
                 raise
         return True
+
+    def _waits(self, me: tuple[int, str, str]) -> bool:  # with self._cond held
+        return self._holder is not None or self._queue[0] is not me
 
     def release(self) -> None:
         with self._cond:

@@ -174,7 +174,7 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     asks = answer.rstrip().endswith("?")
     # the question restated with only a number added answers it, even when a headline says the same ("Nine
     # countries signed the Coral Sea Trade Pact." for "How many countries signed …?")
-    beyond = {w for w in words if w not in _FUNCTION_WORDS} - asked
+    beyond = said | new_numbers  # every word the answer adds to the question
     counts = bool(beyond) and all(w.isdigit() or w in _COUNTING_WORDS or w in _NUMBER_WORDS for w in beyond)
     title_echo = not counts and any(title and repeats_title(answer, title, question, sources=sources)
                                     for title in titles)
