@@ -246,7 +246,7 @@ def ranking_and_answers() -> None:
         runs[run_key] = partial["rag"]
     if (st.button("Generate answers", type="primary", key="generate") and run_key not in runs
             and (job is None or not job.active)):
-        job = start_answers_job(
+        start_answers_job(
             run_key, f"Answers · {markdown_text(ranking.query_text[:40])} · "
                      f"{'deterministic' if math.isinf(alpha_used) else f'α = {alpha_used:g}'}",
             collection=collection, retriever=resources.retriever_for(settings),

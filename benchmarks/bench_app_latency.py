@@ -243,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"first render {time.perf_counter() - t0:.2f} s (server run {first.seconds:.2f} s)")
             page.get_by_role("slider", name=ALPHA).wait_for()
             if args.collection != "running-shoes":
-                page.locator(".st-key-collection_choice").click()
-                runs.act(lambda: page.get_by_role("option", name=args.collection, exact=True).click(), timeout=120)
+                ui.choose(page, runs, "collection_choice", args.collection)
                 page.get_by_role("slider", name=ALPHA).wait_for()
             page.evaluate(_INSTRUMENT_JS)
             query = page.get_by_role("textbox", name="Query").input_value()

@@ -89,6 +89,11 @@ def waiting_text(job: Job) -> str | None:
     return queue_text(*found) if found is not None else None
 
 
+def _queue_caption(text: str) -> str:
+    """A queue line (:func:`queue_text`) as the orange caption a page shows: "Waiting for …"."""
+    return f":orange[{text[0].upper()}{text[1:]}]"
+
+
 @contextmanager
 def show_queue(placeholder) -> Iterator[None]:
     """While this page's own model calls wait for a model another page or job holds, say so in ``placeholder`` (an
@@ -98,8 +103,7 @@ def show_queue(placeholder) -> Iterator[None]:
         if state is None:
             placeholder.empty()
         else:
-            text = queue_text(state, place)
-            placeholder.caption(f":orange[{text[0].upper()}{text[1:]}]")
+            placeholder.caption(_queue_caption(queue_text(state, place)))
 
     with on_wait(report):
         yield
@@ -201,7 +205,7 @@ def follow_job(job: Job, *, what: str = "The job") -> None:
             st.progress(now.fraction, text=eta_text(now))
             waiting = waiting_text(now)
             if waiting:
-                st.caption(f":orange[{waiting[0].upper()}{waiting[1:]}]")
+                st.caption(_queue_caption(waiting))
             if st.button("Cancel", key=f"page_cancel_{job.job_id}", disabled=now.cancel):
                 jobs.runner().cancel(owner, job.job_id)
                 st.rerun()

@@ -141,8 +141,8 @@ def rag_job(request: SweepRequest, *, run: bool, kind: str, title: str, label: s
     if run and (job is None or job.status in (JobStatus.FAILED, JobStatus.CANCELLED)):
         earlier = dict(live.partial.get("results", {})) if live is not None else {}
         work = _sweep_work(sweep, browser_runs(), label=label, save_as=save_as)
-        job = runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks) * _UNITS,
-                            partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
+        runner.submit(owner, kind, title, work, key=key, page=page, total=len(sweep.tasks) * _UNITS,
+                      partial={"results": earlier, "controls": controls_snapshot(st.session_state)})
         st.rerun()  # the sidebar's Jobs panel, drawn before the job existed, lists and follows it from the next run
     if job is None:
         return sweep, None, None

@@ -219,8 +219,7 @@ def test_newcomer_path(app, page, tmp_path):
 
     # f. FAIR-QR on the people collection: the iteration timeline, Δ, the final ranking and the baselines.
     with step("f. FAIR-QR", app, page):
-        page.locator(".st-key-collection_choice").click()
-        runs.act(lambda: page.get_by_role("option", name="people", exact=True).click())
+        ui.choose(page, runs, "collection_choice", "people")
         runs.act(lambda: page.get_by_role("link", name="FAIR-QR").click())
         expect(page.get_by_role("heading", name="FAIR-QR", level=1)).to_be_visible()
         page.locator(".st-key-fqr_refiner").click()
@@ -236,8 +235,7 @@ def test_newcomer_path(app, page, tmp_path):
     # f2. Multi-faceted (RichRAG): the collection's aspects, the pool, four ranked lists with NCOM, the heatmap.
     #     BM25 pool and ROUGE coverage only (no model): about 5 s.
     with step("f2. multi-faceted (RichRAG)", app, page):
-        page.locator(".st-key-collection_choice").click()
-        runs.act(lambda: page.get_by_role("option", name="multi-faceted", exact=True).click())
+        ui.choose(page, runs, "collection_choice", "multi-faceted")
         runs.act(lambda: page.get_by_role("link", name="Multi-faceted (RichRAG)").click())
         expect(page.get_by_role("heading", name="Multi-faceted (RichRAG)", level=1)).to_be_visible()
         expect(page.get_by_role("textbox", name="Aspects (one per line; edit freely)")).to_contain_text(
@@ -258,8 +256,7 @@ def test_newcomer_path(app, page, tmp_path):
         good.write_text('{"doc_id": "d1", "text": "a red trail shoe", "provider": "A"}\n'
                         '{"doc_id": "d2", "text": "a blue road shoe", "provider": "B"}\n'
                         '{"doc_id": "d3", "text": "a green racing shoe", "provider": "C"}\n')
-        page.locator(".st-key-collection_choice").click()
-        runs.act(lambda: page.get_by_role("option", name="Upload your own…").click())
+        ui.choose(page, runs, "collection_choice", "Upload your own…")
         uploader = page.locator(".st-key-upload_corpus input[type='file']")
         runs.act(lambda: uploader.set_input_files(str(bad)))
         runs.act(lambda: page.get_by_role("button", name="Load this collection").click())
