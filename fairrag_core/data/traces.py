@@ -208,6 +208,11 @@ class _Where:
     def bad(self, at: str, problem: str) -> DataFormatError:
         return DataFormatError(f"{at}: {problem}; {_FIX}", path=self.path, line=self.line)
 
+    def too_many(self, what: str) -> DataFormatError:
+        return DataFormatError(f"more than {what}, more than one load holds in memory; split the export (e.g. by day) "
+                               "and audit the parts, or raise the limit with FAIRRAG_MAX_LOG_LINES", path=self.path,
+                               line=self.line)
+
 
 def _list(obj: Mapping, key: str, at: str, where: _Where) -> list:
     value = obj.get(key)
@@ -235,7 +240,8 @@ def _int(value: object, at: str, where: _Where) -> int:
     raise where.bad(at, f"expected a whole number (a 64-bit integer, as a string or a number), got {value!r:.40}")
 
 
-def _double(value: object, at: str, where: _Where) -> float:
+def _number(value: object) -> float | None:
+    """A number, or a string that reads as one (``"NaN"``, ``"Infinity"``, ``"1e-3"``); None otherwise."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str) and len(value) < 40:
@@ -243,7 +249,14 @@ def _double(value: object, at: str, where: _Where) -> float:
             return float(value)
         except ValueError:
             pass
-    raise where.bad(at, f"expected a number (or \"NaN\", \"Infinity\"), got {value!r:.40}")
+    return None
+
+
+def _double(value: object, at: str, where: _Where) -> float:
+    number = _number(value)
+    if number is None:
+        raise where.bad(at, f"expected a number (or \"NaN\", \"Infinity\"), got {value!r:.40}")
+    return number
 
 
 def _any_value(value: object, at: str, where: _Where, depth: int = 0) -> object:
@@ -311,9 +324,7 @@ class _Wanted:
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
                       _RETRIEVAL_DOCS, _RERANKED_DOCS, *m.values()}
-        self.doc_parts = {trace_map.name("document_id", "document.id"),
-                          trace_map.name("document_score", "document.score"),
-                          trace_map.name("document_metadata", "document.metadata")}
+        self.doc_parts = set(_document_keys(trace_map, "document."))
 
     def __call__(self, key: str) -> bool:
         if key in self.names:
@@ -325,6 +336,23 @@ class _Wanted:
         if prefix in (_RETRIEVAL_DOCS, _RERANKED_DOCS):
             return part in self.doc_parts
         return part in ("message.content", "message.role", "content", "role")
+
+
+def _document_keys(trace_map: TraceMap, prefix: str) -> tuple[str, ...]:
+    """The names of a retrieved document's id, score and metadata (``document.id`` in ``retrieval.documents.{i}.*``,
+    ``id`` in a JSON document), unless ``trace_map`` renames them."""
+    return tuple(trace_map.name(f"document_{part}", prefix + part) for part in ("id", "score", "metadata"))
+
+
+def _indexed(attributes: Mapping, prefixes: tuple[str, ...]) -> list[dict[str, object]]:
+    """The flat attributes ``{prefix}.{i}.{part}`` (a prefix of ``prefixes``) as ``{part: value}``, in numeric order
+    of ``i`` (``10`` after ``9``)."""
+    found: dict[int, dict[str, object]] = {}
+    for key, value in attributes.items():
+        flat = _FLAT.fullmatch(key)
+        if flat is not None and flat.group(1) in prefixes:
+            found.setdefault(int(flat.group(2)), {})[flat.group(3)] = value
+    return [found[i] for i in sorted(found)]
 
 
 def _spans(export: dict, where: _Where, wanted: _Wanted) -> Iterator[_Span]:
@@ -454,11 +482,7 @@ def _exports(path: Path, digest) -> Iterator[tuple[int | None, dict]]:
 
 # -- assembling a trace into a served line -----------------------------------------------------------------------
 class _Skip(Exception):
-    """This trace makes no served line; the reason is counted."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """This trace makes no served line; the reason (its one argument) is counted."""
 
 
 _NO_RETRIEVAL = "no retrieval span"
@@ -508,19 +532,6 @@ def _doc_id(value: object) -> str | None:
     return text or None
 
 
-def _score(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value) if len(value) < 40 else None
-        except ValueError:
-            return None
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class _Documents:
     ids: tuple[str, ...]
@@ -531,14 +542,9 @@ class _Documents:
 
 def _flat_documents(attributes: Mapping, prefix: str, trace_map: TraceMap) -> list[tuple[object, object, object]]:
     """``(id, score, metadata)`` of ``{prefix}.{i}.*`` attributes, in numeric order of ``i``."""
-    parts = {trace_map.name("document_id", "document.id"): 0, trace_map.name("document_score", "document.score"): 1,
-             trace_map.name("document_metadata", "document.metadata"): 2}
-    found: dict[int, list] = {}
-    for key, value in attributes.items():
-        flat = _FLAT.fullmatch(key)
-        if flat is not None and flat.group(1) == prefix and flat.group(3) in parts:
-            found.setdefault(int(flat.group(2)), [None, None, None])[parts[flat.group(3)]] = value
-    return [tuple(found[i]) for i in sorted(found)]
+    keys = _document_keys(trace_map, "document.")
+    return [tuple(doc.get(k) for k in keys) for doc in _indexed(attributes, (prefix,))
+            if any(k in doc for k in keys)]
 
 
 def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, object, object]] | None:
@@ -547,9 +553,7 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
     value = _json_text(value)
     if not isinstance(value, list):
         return None
-    id_key = trace_map.name("document_id", "id")
-    score_key = trace_map.name("document_score", "score")
-    meta_key = trace_map.name("document_metadata", "metadata")
+    id_key, score_key, meta_key = _document_keys(trace_map, "")
     out = []
     for doc in value:
         if not isinstance(doc, dict):
@@ -562,30 +566,18 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
     return out
 
 
-def _ranking_list(value: object) -> list[tuple[object, object, object]] | None:
-    value = _json_text(value)
-    if not isinstance(value, list):
-        return None
-    return [(v, None, None) for v in value]
-
-
 def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, object]]:
     """The raw documents a retrieval (or reranker) span lists."""
     attrs, m = span.attributes, trace_map.attributes
     if "ranking" in m and m["ranking"] in attrs:
-        return _ranking_list(attrs[m["ranking"]]) or []
+        ranking = _json_text(attrs[m["ranking"]])
+        return [(v, None, None) for v in ranking] if isinstance(ranking, list) else []
     if "documents" in m and m["documents"] in attrs:
         return _json_documents(attrs[m["documents"]], trace_map) or []
-    if span.kind == "RERANKER":
-        return _flat_documents(attrs, _RERANKED_DOCS, trace_map) or _json_documents(attrs.get(_RERANKED_DOCS),
-                                                                                   trace_map) or []
-    flat = _flat_documents(attrs, _RETRIEVAL_DOCS, trace_map)
-    if flat:
-        return flat
-    for key in (_RETRIEVAL_DOCS, _GENAI_DOCS):
-        if key in attrs:
-            return _json_documents(attrs[key], trace_map) or []
-    return []
+    prefix, keys = ((_RERANKED_DOCS, (_RERANKED_DOCS,)) if span.kind == "RERANKER"
+                    else (_RETRIEVAL_DOCS, (_RETRIEVAL_DOCS, _GENAI_DOCS)))
+    return (_flat_documents(attrs, prefix, trace_map)
+            or _json_documents(attrs.get(next((k for k in keys if k in attrs), None)), trace_map) or [])
 
 
 def _is_retrieval(span: _Span, trace_map: TraceMap) -> bool:
@@ -619,7 +611,7 @@ def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -
             mapping, readable = _metadata(meta)
         unreadable += not readable
         ids.append(text)
-        scores.append(_score(score))
+        scores.append(_number(score))
         metas.append(mapping)
     if len(set(ids)) != len(ids):
         raise _Skip(_TWICE)
@@ -630,9 +622,10 @@ def _text(value: object) -> str | None:
     return value.strip() if isinstance(value, str) else None
 
 
-def _first(spans: list[_Span], name: str) -> object:
-    """The attribute ``name`` of the first span that has it (``spans`` are in lookup order)."""
-    return next((s.attributes[name] for s in spans if name in s.attributes), None)
+def _first(spans: list[_Span], *names: str) -> object:
+    """The attribute of the first span that has it (``spans`` are in lookup order), the first of ``names`` that one
+    has."""
+    return next((s.attributes[name] for name in names for s in spans if name in s.attributes), None)
 
 
 def _message_text(message: object) -> str | None:
@@ -650,13 +643,8 @@ def _message_text(message: object) -> str | None:
 
 def _answer_of(span: _Span) -> str | None:
     attrs = span.attributes
-    messages = {}
-    for key, value in attrs.items():
-        flat = _FLAT.fullmatch(key)
-        if flat is not None and flat.group(1) in (_LLM_MESSAGES, _GENAI_COMPLETION):
-            messages.setdefault(int(flat.group(2)), {})[flat.group(3).removeprefix("message.")] = value
-    for i in sorted(messages):  # llm.output_messages.{j}.message.content, gen_ai.completion.{j}.content
-        message = messages[i]
+    for parts in _indexed(attrs, (_LLM_MESSAGES, _GENAI_COMPLETION)):  # llm.output_messages.{j}.message.content,
+        message = {k.removeprefix("message."): v for k, v in parts.items()}  # gen_ai.completion.{j}.content
         if isinstance(message.get("content"), str) and message.get("role", "assistant") == "assistant":
             return message["content"]
     output = attrs.get(_OUTPUT)
@@ -762,11 +750,7 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
         raise _Skip(_NO_QUERY)
     raw_citations = _first(lookup, trace_map.name("citations", _CITATIONS))
     citations = None if raw_citations is None else _citations(raw_citations)
-    if "session" in m:
-        session = _first(lookup, m["session"])
-    else:
-        session = _first(lookup, _SESSION)
-        session = _first(lookup, _GENAI_CONVERSATION) if session is None else session
+    session = _first(lookup, m["session"]) if "session" in m else _first(lookup, _SESSION, _GENAI_CONVERSATION)
     session = (str(session) if isinstance(session, (str, int, float)) and not isinstance(session, bool)
                and str(session).strip() else None)
     roots = [s for s in by_start if s.root]
@@ -837,7 +821,7 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
             break
         where = _Where(path, lineno)
         if "resourceSpans" not in export:
-            if any(k in export for k in OTLP_KEYS):
+            if is_otlp_export(export):
                 other_signals += 1  # logs or metrics written to the same file
                 continue
             raise where.bad("the export", "an OTLP trace export is an object with \"resourceSpans\"; got the "
@@ -848,15 +832,11 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
             spans = traces.get(span.trace_id)
             if spans is None:
                 if len(traces) == most_traces:
-                    raise DataFormatError(f"more than {most_traces:,} traces, more than one load holds in memory; "
-                                          "split the export (e.g. by day) and audit the parts, or raise the limit "
-                                          "with FAIRRAG_MAX_LOG_LINES", path=path, line=lineno)
+                    raise where.too_many(f"{most_traces:,} traces")
                 spans = traces[span.trace_id] = []
             held += 1
             if held > most_spans:
-                raise DataFormatError(f"more than {most_spans:,} spans to assemble, more than one load holds in "
-                                      "memory; split the export (e.g. by day) and audit the parts, or raise the limit "
-                                      "with FAIRRAG_MAX_LOG_LINES", path=path, line=lineno)
+                raise where.too_many(f"{most_spans:,} spans to assemble")
             spans.append(span)
     if not traces:
         what = " (only logs or metrics)" if other_signals else ""
@@ -871,8 +851,8 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
         try:
             line, bad = _assemble(trace_id, spans, trace_map, shared)
         except _Skip as skip:
-            skipped[skip.reason] += 1
-            examples.setdefault(skip.reason, trace_id)
+            skipped[skip.args[0]] += 1
+            examples.setdefault(skip.args[0], trace_id)
             continue
         unreadable += bad
         lines.append(line)
@@ -1063,10 +1043,9 @@ def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None =
         documents.append(Document(doc_id, "", provider=provider or doc_id))
     notes = []
     if own:
-        said = f"no {provider_from} in the log" if provider_from is not None else "no row in the provider map"
-        if provider_from is not None and provider_map is not None:
-            said = f"no row in the provider map and no {provider_from} in the log"
-        notes.append(f"{own} of {len(documents)} documents have {said}; each is its own provider")
+        said = [*(["no row in the provider map"] if provider_map is not None else []),
+                *([f"no {provider_from} in the log"] if provider_from is not None else [])]
+        notes.append(f"{own} of {len(documents)} documents have {' and '.join(said)}; each is its own provider")
     if disagree:
         notes.append(f"{len(disagree)} document(s) have different {provider_from} on different lines (first: "
                      f"{sorted(disagree)[0]!r}); each keeps the first")
