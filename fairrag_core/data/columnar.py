@@ -21,8 +21,8 @@ accepted or what is said.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,14 +41,13 @@ from .blocks import (
 )
 from .files import Digest
 
-__all__ = ["TrecColumns", "QueryColumns", "trec_columns", "fair_columns"]
+__all__ = ["RunColumns", "QueryColumns", "trec_columns", "fair_columns"]
 
 _NAMES = ("qid", "sample", "doc", "rank", "score", "run")
 
 
-@dataclass(frozen=True)
-class QueryColumns:
-    """One query's rankings as :class:`~fairrag_core.data.served.QueryRankings` holds them."""
+class QueryColumns(NamedTuple):
+    """One query's rankings as :class:`~fairrag_core.data.served.QueryRankings` holds them (its fields, in order)."""
 
     query_id: str
     sample_ids: tuple[str, ...]
@@ -57,9 +56,8 @@ class QueryColumns:
     scores: np.ndarray | None
 
 
-@dataclass(frozen=True)
-class TrecColumns:
-    run_id: str
+class RunColumns(NamedTuple):
+    run_id: str  # "" for TREC Fair 2022, whose lines name no run
     queries: list[QueryColumns]
 
 
@@ -69,43 +67,45 @@ def _rank_values(values: list[str]) -> np.ndarray | None:
     return np.fromiter((int(v) for v in values), dtype=np.int32, count=len(values))
 
 
-def _read(source: Path | bytes, where: object, delimiter: str, digest: Digest | None):
-    """Codes per line (query, sample, document, rank), scores and the vocabularies; None: read it line by line."""
-    vocab = {name: Vocabulary() for name in ("qid", "sample", "doc", "run")}
+def _read(source: Path | bytes, where: object, digest: Digest | None, delimiter: str, names: tuple[str, ...],
+          header: bool = False):
+    """Per line, the codes of the text columns ``names`` (a rank: its value; a score: as read; the run id: not
+    kept), and the vocabularies; None: read it line by line. With ``header``, the first line is skipped."""
+    vocab = {name: Vocabulary() for name in names if name not in ("rank", "score")}
     size = len(source) if isinstance(source, bytes | bytearray) else size_of(source)
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
-        return _columns(blocks, vocab, delimiter, size)
+        return _columns(blocks, vocab, delimiter, names, size, header)
+    except Unchecked:
+        return None
     finally:
         blocks.close()
 
 
-def _columns(blocks: Iterator[memoryview], vocab: dict[str, Vocabulary], delimiter: str, size: int):
+def _columns(blocks: Iterator[memoryview], vocab: dict[str, Vocabulary], delimiter: str, names: tuple[str, ...],
+             size: int, header: bool):
     columns: dict[str, Column] | None = None
-    first, top_rank = True, 0
-    while True:
-        try:
-            block = next(blocks, None)
-        except Unchecked:
-            return None
-        if block is None:
-            break
-        table = parse_block(block, delimiter, _NAMES, ("score",))
+    top_rank = 0
+    for block in blocks:
+        table = parse_block(block, delimiter, names, ("score",))
         if table is None:
             return None
-        if first:  # room for the whole file at this block's bytes per line, +2 %
+        if columns is None:  # room for the whole file at this block's bytes per line, +2 %
             estimate = int(table.num_rows * max(size, len(block)) / len(block) * 1.02) + 1024
-            columns = {name: Column(np.int32, estimate) for name in ("qid", "sample", "doc", "rank")}
-            columns["score"] = Column(np.float64, estimate)
-            first = False
-        for name in ("qid", "sample", "doc", "run", "rank"):
-            chunks = table.column(name).chunks
-            if not chunks:
+            columns = {name: Column(np.float64 if name == "score" else np.int32, estimate)
+                       for name in names if name != "run"}
+            table = table.slice(1) if header else table
+        for name in names:
+            chunks = [chunk for chunk in table.column(name).chunks if len(chunk)]
+            if name == "score":
+                for chunk in chunks:
+                    columns["score"].reserve(len(chunk))[:] = numbers_of(chunk, np.float64)
+            if not chunks or name == "score":
                 continue
             values = chunks[0].dictionary.to_pylist()  # one dictionary for the block's chunks (unified)
             codes = _rank_values(values) if name == "rank" else vocab[name].encode(values)
             if codes is None:
-                return None
+                return None  # blanks inside or around a field, a rank that is not 1-9 digits 0-9
             if name != "run":
                 codes = codes.astype(np.int32)
                 for chunk in chunks:
@@ -113,12 +113,10 @@ def _columns(blocks: Iterator[memoryview], vocab: dict[str, Vocabulary], delimit
                     columns[name].reserve(len(chunk))[:] = codes[numbers_of(chunk.indices, np.int32)]
             if name == "rank":
                 top_rank = max(top_rank, int(codes.max()))
-        for chunk in table.column("score").chunks:
-            columns["score"].reserve(len(chunk))[:] = numbers_of(chunk, np.float64)
         del table
-        if columns["score"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
+        if "rank" in names and columns["qid"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
             return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line
-    if columns is None or len(vocab["run"].names) != 1:
+    if columns is None or not columns["qid"].size or ("run" in vocab and len(vocab["run"].names) != 1):
         return None
     return {name: column.values() for name, column in columns.items()}, vocab
 
@@ -169,33 +167,43 @@ def _local_codes(docs: np.ndarray, seen_max: int, in_file_order: bool) -> tuple[
     return distinct[order], local[inverse]
 
 
-def _query(qid: str, docs: np.ndarray, scores: np.ndarray | None, lengths: np.ndarray, sample_ids: tuple[str, ...],
-           doc_names: list[str], seen_max: int, in_file_order: bool, max_cells: int) -> QueryColumns | None:
-    n, depth = lengths.size, int(lengths.max())
-    if n * depth > max_cells:
-        return None
-    distinct, cells = _local_codes(docs, seen_max, in_file_order)
-    positions = padded_rows(cells, lengths, fill=-1, dtype=np.int64)
-    table = None if scores is None else padded_rows(scores, lengths, fill=np.nan, dtype=np.float64)
-    if rows_with_repeats(positions, distinct.size):
-        return None  # a document twice in one sample
-    names = [doc_names[i] for i in distinct.tolist()]
-    return QueryColumns(qid, sample_ids, tuple(names), positions, table)
+def _queries(vocab: dict[str, Vocabulary], sample_names: list[str], group_query: np.ndarray,
+             group_sample: np.ndarray, start: np.ndarray, lengths: np.ndarray, doc: np.ndarray,
+             score: np.ndarray | None, *, in_file_order: bool, max_cells: int) -> list[QueryColumns] | None:
+    """One :class:`QueryColumns` per run of equal ``group_query``: its samples start at ``start`` in ``doc`` (and
+    ``score``), ``lengths`` long, named by ``group_sample``. None when a query's table of samples × depth would pass
+    ``max_cells`` (left to the line-by-line parser's error) or a sample holds a document twice."""
+    query_start = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]])
+    queries, seen_max = [], -1
+    for a, b in zip(query_start.tolist(), np.r_[query_start[1:], start.size].tolist()):
+        lo = int(start[a])
+        hi = int(start[b]) if b < start.size else doc.size
+        docs, rows = doc[lo:hi], lengths[a:b]
+        if rows.size * int(rows.max()) > max_cells:
+            return None
+        distinct, cells = _local_codes(docs, seen_max, in_file_order)
+        positions = padded_rows(cells, rows, fill=-1, dtype=np.int64)
+        if rows_with_repeats(positions, distinct.size):
+            return None  # a document twice in one sample
+        table = None if score is None else padded_rows(score[lo:hi], rows, fill=np.nan, dtype=np.float64)
+        queries.append(QueryColumns(vocab["qid"].names[group_query[a]],
+                                    tuple(sample_names[i] for i in group_sample[a:b].tolist()),
+                                    tuple(vocab["doc"].names[i] for i in distinct.tolist()), positions, table))
+        seen_max = max(seen_max, int(docs.max()))
+    return queries
 
 
 def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
-                 digest: Digest | None = None, max_cells: int = MAX_WORK_CELLS) -> TrecColumns | None:
+                 digest: Digest | None = None, max_cells: int = MAX_WORK_CELLS) -> RunColumns | None:
     """A run in expeval's format read in blocks (see the module docstring), or None when the file needs the
     line-by-line parser (for its error message, or because it is laid out in a way this reader does not check).
     A query whose table of samples × depth would pass ``max_cells`` is left to that parser's error too."""
-    read = _read(source, where, delimiter, digest)
+    read = _read(source, where, digest, delimiter, _NAMES)
     if read is None:
         return None
     columns, vocab = read
     qid, sample, doc, rank, score = (columns[k] for k in ("qid", "sample", "doc", "rank", "score"))
     del columns
-    if qid.size == 0:
-        return None
     segments = _segments(qid, sample, rank, len(vocab["sample"].names))
     if segments is None:
         return None  # a rank repeated or skipped in a sample
@@ -204,64 +212,26 @@ def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
     if order is not None:
         qid, sample, doc, score = (a[order] for a in (qid, sample, doc, score))
         del order
-    n_lines = qid.size
-    lengths = np.diff(np.r_[start, n_lines])
+    lengths = np.diff(np.r_[start, qid.size])
     group_query, group_sample = qid[start], sample[start]
     del qid, sample
-    query_start = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]])
-    query_end = np.r_[query_start[1:], start.size]
-    queries, seen_max = [], -1
-    sample_names, doc_names = vocab["sample"].names, vocab["doc"].names
-    for a, b in zip(query_start.tolist(), query_end.tolist()):
-        lo = int(start[a])
-        hi = int(start[b]) if b < start.size else n_lines
-        docs = doc[lo:hi]
-        query = _query(vocab["qid"].names[group_query[a]], docs, score[lo:hi], lengths[a:b],
-                       tuple(sample_names[i] for i in group_sample[a:b].tolist()), doc_names, seen_max,
+    queries = _queries(vocab, vocab["sample"].names, group_query, group_sample, start, lengths, doc, score,
                        in_file_order=segments[0] is None, max_cells=max_cells)
-        if query is None:
-            return None
-        seen_max = max(seen_max, int(docs.max()))
-        queries.append(query)
-    return TrecColumns(vocab["run"].names[0], queries)
+    return None if queries is None else RunColumns(vocab["run"].names[0], queries)
 
 
 # -- TREC Fair 2022 ----------------------------------------------------------------------------------------------
 def fair_columns(source: Path | bytes, *, where: object, width: int, header: bool, digest: Digest | None = None,
-                 max_cells: int = MAX_WORK_CELLS) -> list[QueryColumns] | None:
+                 max_cells: int = MAX_WORK_CELLS) -> RunColumns | None:
     """A TREC Fair 2022 run (tab-separated ``id seq_no page_id``, or ``id page_id`` when ``width`` is 2; the first
     line a header when ``header``) read in blocks: the rank is the order of a sequence's lines, which must be
     consecutive. None sends it to the line-by-line parser (for its message, or anything this does not check)."""
-    names = ("qid", "seq", "doc") if width == 3 else ("qid", "doc")
-    vocab = {name: Vocabulary() for name in names}
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
-    blocks = read_ahead(text_blocks(source, where, digest))
-    try:
-        first = True
-        for block in blocks:
-            table = parse_block(block, "\t", names, ())
-            if table is None:
-                return None
-            if first and header:
-                table = table.slice(1)
-            first = False
-            for name in names:
-                chunks = [c for c in table.column(name).chunks if len(c)]
-                if not chunks:
-                    continue
-                codes = vocab[name].encode(chunks[0].dictionary.to_pylist())
-                if codes is None:
-                    return None  # blanks inside or around a field: the line parser strips and splits
-                codes = codes.astype(np.int32)
-                parts[name].append(np.concatenate([codes[numbers_of(c.indices, np.int32)] for c in chunks]))
-    except Unchecked:
+    read = _read(source, where, digest, "\t", ("qid", "seq", "doc") if width == 3 else ("qid", "doc"), header)
+    if read is None:
         return None
-    finally:
-        blocks.close()
-    if not parts["qid"]:
-        return None
-    qid, doc = np.concatenate(parts.pop("qid")), np.concatenate(parts.pop("doc"))
-    seq = np.concatenate(parts.pop("seq")) if width == 3 else np.zeros_like(qid)
+    columns, vocab = read
+    qid, doc = columns["qid"], columns["doc"]
+    seq = columns["seq"] if width == 3 else np.zeros_like(qid)
     n_seqs = max(len(vocab["seq"].names), 1) if width == 3 else 1
     key = qid.astype(np.int64) * n_seqs + seq
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
@@ -277,21 +247,6 @@ def fair_columns(source: Path | bytes, *, where: object, width: int, header: boo
         doc = doc[np.repeat(start[moved] - new_start, lengths[moved]) + np.arange(doc.size)]
         start, lengths = new_start, lengths[moved]
         group_query, group_seq = group_query[moved], group_seq[moved]
-    query_start = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]])
-    query_end = np.r_[query_start[1:], start.size]
-    seq_names = vocab["seq"].names if width == 3 else ["1"]
-    queries, seen_max = [], -1
-    for a, b in zip(query_start.tolist(), query_end.tolist()):
-        lo = int(start[a])
-        hi = int(start[b]) if b < start.size else doc.size
-        docs = doc[lo:hi]
-        ids = tuple(seq_names[i] for i in group_seq[a:b].tolist())
-        query = _query(vocab["qid"].names[group_query[a]], docs, None, lengths[a:b], ids, vocab["doc"].names,
-                       seen_max, in_file_order=in_file_order, max_cells=max_cells)
-        if query is None:
-            return None
-        seen_max = max(seen_max, int(docs.max()))
-        queries.append(query)
-    return queries
-
-
+    queries = _queries(vocab, vocab["seq"].names if width == 3 else ["1"], group_query, group_seq, start, lengths,
+                       doc, None, in_file_order=in_file_order, max_cells=max_cells)
+    return None if queries is None else RunColumns("", queries)

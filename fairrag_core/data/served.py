@@ -28,6 +28,7 @@ Judgments (qrels with group ids) are read by :mod:`fairrag_core.data.judgments`.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import itertools
 import os
@@ -210,10 +211,6 @@ def load_run(path: str | os.PathLike, *, format: RunFormat | str = RunFormat.AUT
     return parse_run(path, source=path, format=format, run_id=run_id or path.name.split(".")[0])
 
 
-def _sha256_of(run: ServedRankings, digest) -> ServedRankings:
-    return replace(run, sha256=digest.hexdigest())
-
-
 def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: RunFormat | str = RunFormat.AUTO,
               run_id: str | None = None) -> ServedRankings:
     """Parse a run from its text or bytes (the content of an upload; gzipped bytes are inflated) or from a file;
@@ -239,40 +236,31 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     records = itertools.chain((first,), lines)
     if fmt is RunFormat.AUTO:
         fmt = _detect(first, source)
+    fields = first[1].split("\t")
     if fmt is RunFormat.TREC:
         delimiter = one_delimiter(first[1], (6,))
-        if delimiter is not None:
-            lines.close()
-            digest = hashlib.sha256()
-            columns = trec_columns(as_source(text), where=source, delimiter=delimiter, digest=digest,
-                                   max_cells=MAX_WORK_CELLS)
-            if columns is not None:
-                queries = {q.query_id: QueryRankings(q.query_id, q.sample_ids, q.doc_ids, q.positions, q.scores)
-                           for q in columns.queries}
-                return ServedRankings(run_id=columns.run_id, format=RunFormat.TREC, queries=queries,
-                                      source=str(source), sha256=digest.hexdigest())
-            digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
-            records = record_lines(as_source(text), source, digest)
-        return _sha256_of(_parse_trec(records, source), digest)
-    if one_delimiter(first[1], (2, 3), ("\t",)) is not None:  # one tab between plain fields
-        fields = first[1].split("\t")
+        blocks = delimiter and functools.partial(trec_columns, delimiter=delimiter)
+    else:  # one tab between plain fields
+        blocks = one_delimiter(first[1], (2, 3), ("\t",)) and functools.partial(
+            fair_columns, width=len(fields), header=tuple(fields) in _FAIR_HEADERS)
+    if blocks:  # Arrow's block reader first; it hands anything it cannot vouch for to the lines below
         lines.close()
         digest = hashlib.sha256()
-        columns = fair_columns(as_source(text), where=source, width=len(fields), digest=digest,
-                               header=tuple(fields) in _FAIR_HEADERS, max_cells=MAX_WORK_CELLS)
-        if columns is not None:
-            queries = {q.query_id: QueryRankings(q.query_id, q.sample_ids, q.doc_ids, q.positions) for q in columns}
-            return ServedRankings(run_id=run_id or "run", format=RunFormat.TREC_FAIR_2022, queries=queries,
+        read = blocks(as_source(text), where=source, digest=digest, max_cells=MAX_WORK_CELLS)
+        if read is not None:
+            queries = {q.query_id: QueryRankings(*q) for q in read.queries}
+            return ServedRankings(run_id=read.run_id or run_id or "run", format=fmt, queries=queries,
                                   source=str(source), sha256=digest.hexdigest())
         digest = hashlib.sha256()  # read it again, line by line, for the error that names the line
         records = record_lines(as_source(text), source, digest)
-    return _sha256_of(_parse_fair(records, source, run_id or "run"), digest)
+    run = _parse_trec(records, source) if fmt is RunFormat.TREC else _parse_fair(records, source, run_id or "run")
+    return replace(run, sha256=digest.hexdigest())
 
 
 def _detect(first: tuple[int, str], source: object) -> RunFormat:
     lineno, raw = first
-    tabbed = [f.strip() for f in raw.strip().split("\t")]
-    if tuple(tabbed) in _FAIR_HEADERS or ("\t" in raw.strip() and len(tabbed) in (2, 3)):
+    tabbed = _tab_fields(raw)
+    if tabbed in _FAIR_HEADERS or ("\t" in raw.strip() and len(tabbed) in (2, 3)):
         return RunFormat.TREC_FAIR_2022
     n = len(raw.split())
     if n == 6:
@@ -287,9 +275,7 @@ def _detect(first: tuple[int, str], source: object) -> RunFormat:
 
 def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRankings:
     run_id, run_line = None, 0
-    ranks: dict[tuple[str, str], dict[int, str]] = {}  # (qid, sample) → rank → doc
-    scores: dict[tuple[str, str], dict[int, float]] = {}  # (qid, sample) → rank → score
-    where: dict[tuple[str, str], dict[int, int]] = {}  # (qid, sample) → rank → line
+    samples: dict[tuple[str, str], dict[int, tuple[str, float, int]]] = {}  # (qid, sample) → rank → (doc, score, line)
     docs: dict[tuple[str, str], dict[str, int]] = {}   # (qid, sample) → doc → line
     for lineno, raw in records:
         fields = raw.split()
@@ -317,49 +303,43 @@ def _parse_trec(records: Iterable[tuple[int, str]], source: object) -> ServedRan
             raise DataFormatError(f"run id {rid!r} differs from {run_id!r} (line {run_line}); put one run per file",
                                   path=source, line=lineno)
         key = (qid, sample)
-        at = ranks.setdefault(key, {})
+        at = samples.setdefault(key, {})
         if rank in at:
             raise DataFormatError(f"rank {rank} appears twice in sample {sample!r} of query {qid!r} (first on line "
-                                  f"{where[key][rank]}); break the tie: each rank holds one document",
+                                  f"{at[rank][2]}); break the tie: each rank holds one document",
                                   path=source, line=lineno)
         seen = docs.setdefault(key, {})
         if doc in seen:
             raise DataFormatError(f"document {doc!r} appears twice in sample {sample!r} of query {qid!r} (first on "
                                   f"line {seen[doc]}); a ranking shows each document once", path=source, line=lineno)
-        at[rank] = doc
-        scores.setdefault(key, {})[rank] = score
-        where.setdefault(key, {})[rank] = lineno
+        at[rank] = (doc, score, lineno)
         seen[doc] = lineno
-    by_query: dict[str, tuple[list[str], list[list[str]], list[list[float]]]] = {}
-    for (qid, sample), at in ranks.items():
+    rows = {}
+    for (qid, sample), at in samples.items():
         if max(at) != len(at):
             missing = next(r for r in range(1, len(at) + 1) if r not in at)
             raise DataFormatError(f"sample {sample!r} of query {qid!r} skips rank {missing} (it goes up to "
                                   f"{max(at)}); number the ranks 1, 2, 3, … without gaps",
-                                  path=source, line=where[(qid, sample)][max(at)])
-        ids, lists, scored = by_query.setdefault(qid, ([], [], []))
-        ids.append(sample)
-        lists.append([at[r] for r in range(1, len(at) + 1)])
-        scored.append([scores[(qid, sample)][r] for r in range(1, len(at) + 1)])
-    queries = {qid: _query_rankings(qid, ids, lists, scored) for qid, (ids, lists, scored) in by_query.items()}
-    return ServedRankings(run_id=str(run_id), format=RunFormat.TREC, queries=queries, source=str(source))
+                                  path=source, line=at[max(at)][2])
+        ranked = [at[r] for r in range(1, len(at) + 1)]
+        rows[qid, sample] = [doc for doc, _, _ in ranked], [score for _, score, _ in ranked]
+    return ServedRankings(str(run_id), RunFormat.TREC, _by_query(rows), str(source))
 
 
 def _parse_fair(records: Iterable[tuple[int, str]], source: object, run_id: str) -> ServedRankings:
     records = iter(records)
     first = next(records)
-    header = tuple(f.strip() for f in first[1].strip().split("\t"))
+    header = _tab_fields(first[1])
     width = len(header)
     if header not in _FAIR_HEADERS:
         records = itertools.chain((first,), records)
-    finished: dict[tuple[str, str], int] = {}
     current: tuple[str, str] | None = None
     lists: dict[tuple[str, str], list[str]] = {}
     started: dict[tuple[str, str], int] = {}
     seen: dict[str, int] = {}
     what = "'id seq_no page_id'" if width == 3 else "'id page_id'"
     for lineno, raw in records:
-        fields = [f.strip() for f in raw.strip().split("\t")]
+        fields = _tab_fields(raw)
         if len(fields) != width:
             if len(fields) == 1 and len(raw.split()) > 1:
                 raise DataFormatError(f"fields are not tab-separated; the TREC Fair 2022 format is {what} with a "
@@ -371,12 +351,10 @@ def _parse_fair(records: Iterable[tuple[int, str]], source: object, run_id: str)
         qid, doc = fields[0], fields[-1]
         key = (qid, fields[1] if width == 3 else "1")
         if key != current:
-            if key in finished or key in lists:
+            if key in lists:
                 raise DataFormatError(f"sequence {key[1]!r} of query {qid!r} resumes here after other lines (it "
                                       f"started on line {started[key]}); the lines of one sequence must be "
                                       "consecutive, since their order is the ranking", path=source, line=lineno)
-            if current is not None:
-                finished[current] = lineno
             current, seen = key, {}
             lists[key], started[key] = [], lineno
         if doc in seen:
@@ -386,10 +364,21 @@ def _parse_fair(records: Iterable[tuple[int, str]], source: object, run_id: str)
         lists[key].append(doc)
     if not lists:
         raise DataFormatError("only a header; add one line per ranked document", path=source)
-    by_query: dict[str, tuple[list[str], list[list[str]]]] = {}
-    for (qid, seq), docs in lists.items():
-        ids, rows = by_query.setdefault(qid, ([], []))
-        ids.append(seq)
-        rows.append(docs)
-    queries = {qid: _query_rankings(qid, ids, rows) for qid, (ids, rows) in by_query.items()}
-    return ServedRankings(run_id=run_id, format=RunFormat.TREC_FAIR_2022, queries=queries, source=str(source))
+    return ServedRankings(run_id, RunFormat.TREC_FAIR_2022, _by_query({k: (v, None) for k, v in lists.items()}),
+                          str(source))
+
+
+def _tab_fields(raw: str) -> tuple[str, ...]:
+    return tuple(f.strip() for f in raw.strip().split("\t"))
+
+
+def _by_query(rows: Mapping[tuple[str, str], tuple[list[str], list[float] | None]]) -> dict[str, QueryRankings]:
+    """The rankings per query from ``{(qid, sample): (docs in rank order, their scores or None)}``."""
+    by_query: dict[str, tuple[list[str], list[list[str]], list]] = {}
+    for (qid, sample), (docs, scores) in rows.items():
+        ids, lists, scored = by_query.setdefault(qid, ([], [], []))
+        ids.append(sample)
+        lists.append(docs)
+        scored.append(scores)
+    return {qid: _query_rankings(qid, ids, lists, None if scored[0] is None else scored)
+            for qid, (ids, lists, scored) in by_query.items()}
