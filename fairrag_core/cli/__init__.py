@@ -104,9 +104,12 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _json_error(message: str, error_type: str, exit_code: int, out) -> None:
-    print(json.dumps({"error": message, "error_type": error_type, "exit_code": exit_code}, ensure_ascii=False),
-          file=out)
+def _failed(message: str, error_type: str, exit_code: int, as_json: bool, out) -> int:
+    """The exit code, after the failure as one JSON object on ``out`` when ``--json`` was given."""
+    if as_json:
+        print(json.dumps({"error": message, "error_type": error_type, "exit_code": exit_code}, ensure_ascii=False),
+              file=out)
+    return exit_code
 
 
 def main(argv: Sequence[str] | None = None, out=None) -> int:
@@ -118,26 +121,17 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     except UsageError as err:
         err.parser.print_usage(sys.stderr)
         print(f"{err.parser.prog}: error: {err}", file=sys.stderr)
-        if as_json:
-            _json_error(f"{err.parser.prog}: {err}", "usage", 2, out)
-        return 2
+        return _failed(f"{err.parser.prog}: {err}", "usage", 2, as_json, out)
     try:
         return args.handler(args, out)
-    except FairRAGError as err:
-        print(f"error: {err}", file=sys.stderr)
-        if as_json:
-            _json_error(str(err), type(err).__name__, 2, out)
-        return 2
-    except MemoryError:  # an input larger than this machine's memory (e.g. FAIRRAG_MAX_FILE_MB raised past it)
-        message = OUT_OF_MEMORY
+    # MemoryError: an input larger than this machine's memory (e.g. FAIRRAG_MAX_FILE_MB raised past it)
+    except (FairRAGError, MemoryError) as err:
+        message = OUT_OF_MEMORY if isinstance(err, MemoryError) else str(err)
         print(f"error: {message}", file=sys.stderr)
-        if as_json:
-            _json_error(message, "MemoryError", 2, out)
-        return 2
+        return _failed(message, type(err).__name__, 2, as_json, out)
     except Exception as err:  # a bug: keep the traceback for the report, and still answer in JSON when asked
         if not as_json:
             raise
         traceback.print_exc(file=sys.stderr)
-        _json_error(f"internal error ({type(err).__name__}: {err}); please report it with the command line",
-                    "internal", 1, out)
-        return 1
+        return _failed(f"internal error ({type(err).__name__}: {err}); please report it with the command line",
+                       "internal", 1, as_json, out)

@@ -49,7 +49,7 @@ from ..options import (
     setting_entries,
 )
 from ..seeds import new_seed
-from .common import settings
+from .common import add_command, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -101,32 +101,30 @@ class CompareOptions(ServedOptions):
 
 def register(sub) -> None:
     """Add ``evaluate-run`` and ``compare-runs`` to the command parser ``sub``."""
-    p = sub.add_parser(
-        "evaluate-run", help="expected exposure of a served run (expeval's metrics and flags): EE-D, EE-R, difference",
-        description="Evaluate the rankings a system served (QRELS first, RUN second, as expeval). RUN: "
-                    "'qid sample docno rank score run_id' lines (expeval; a plain TREC run is one sample per query) "
-                    "or TREC Fair 2022 'id seq_no page_id' (tab-separated). QRELS: 'qid gid[|gid] docno rel' "
-                    "(rel -1 = unjudged), or a collection name/folder. Prints a report: per query and over queries, "
-                    "EE-D (bias-corrected) and EE-R with intervals, under the step user by default; --trec-eval "
-                    "prints expeval's per-query lines and the means as 'all' instead (add -u gerr for expeval's "
-                    "own numbers).",
-    )
+    p = add_command(sub, "evaluate-run", _cmd_evaluate, help="expected exposure of a served run (expeval's metrics "
+                                                             "and flags): EE-D, EE-R, difference",
+                    description="Evaluate the rankings a system served (QRELS first, RUN second, as expeval). RUN: "
+                                "'qid sample docno rank score run_id' lines (expeval; a plain TREC run is one sample "
+                                "per query) or TREC Fair 2022 'id seq_no page_id' (tab-separated). QRELS: 'qid "
+                                "gid[|gid] docno rel' (rel -1 = unjudged), or a collection name/folder. Prints a "
+                                "report: per query and over queries, EE-D (bias-corrected) and EE-R with intervals, "
+                                "under the step user by default; --trec-eval prints expeval's per-query lines and the "
+                                "means as 'all' instead (add -u gerr for expeval's own numbers).")
     for opt in (QRELS, RUN):
         add_option(p, opt)
     _add_options(p, EvaluateOptions)
-    p.set_defaults(handler=_cmd_evaluate)
 
-    p = sub.add_parser(
-        "compare-runs", help="compare served systems: RAG logs, runs and stored runs (--collection), or two runs "
-                             "with expeval's metrics (QRELS RUN_A RUN_B)",
-        description="Is B fairer than A, and at what cost? With --collection: every INPUT (a RAG log, a run file, "
-                    "or a stored run run:ID) is audited as audit-log audits it, and each is compared with the "
-                    "baseline over the queries they share — per-query differences of EE-D, EE-R and attribution "
-                    "with bootstrap intervals and paired sign-flip tests, per-provider share differences with "
-                    "permutation tests, Holm-adjusted — with findings; saved in the run store, --report writes the "
-                    "HTML report. Without --collection: QRELS RUN_A RUN_B, each metric's mean of A − B over the "
-                    "judged queries with expeval's metrics, the interval and the sign-flip p-value.",
-    )
+    p = add_command(sub, "compare-runs", _cmd_compare, help="compare served systems: RAG logs, runs and stored runs "
+                                                            "(--collection), or two runs with expeval's metrics "
+                                                            "(QRELS RUN_A RUN_B)",
+                    description="Is B fairer than A, and at what cost? With --collection: every INPUT (a RAG log, a "
+                                "run file, or a stored run run:ID) is audited as audit-log audits it, and each is "
+                                "compared with the baseline over the queries they share — per-query differences of "
+                                "EE-D, EE-R and attribution with bootstrap intervals and paired sign-flip tests, "
+                                "per-provider share differences with permutation tests, Holm-adjusted — with "
+                                "findings; saved in the run store, --report writes the HTML report. Without "
+                                "--collection: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged queries "
+                                "with expeval's metrics, the interval and the sign-flip p-value.")
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="with --collection: two or more RAG logs, run files or stored runs (run:ID); without: QRELS "
                         "RUN_A RUN_B")
@@ -137,7 +135,6 @@ def register(sub) -> None:
                    help="with --collection: also write the comparison's self-contained HTML report")
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--no-store", action="store_true", help="do not save the comparison in the run store")
-    p.set_defaults(handler=_cmd_compare)
 
 
 def _add_options(p, cls: type) -> None:

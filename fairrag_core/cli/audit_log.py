@@ -39,7 +39,7 @@ from ..options import (
     argv,
 )
 from .backend_options import add_backend, models_spec, on_backend
-from .common import METRIC_NAMES, add_settings, keep_run, print_undefined, settings
+from .common import add_command, add_settings, keep_run, print_undefined, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -55,20 +55,18 @@ JUDGE_NEEDS_TEXTS = ("the NLI judge reads the documents' texts, which only a col
 
 def register(sub) -> None:
     """Add ``audit-log`` to the command parser ``sub``."""
-    p = sub.add_parser(
-        "audit-log", help="audit a RAG log (JSONL, one served answer per line) or an OTLP trace export: exposure, "
-                          "attribution, ledger",
-        description="Audit what a deployed RAG system served. LOG is JSONL with query_id, ranking (doc ids in the "
-                    "order given to the generator) and optional query, answer, citations, session, timestamp. "
-                    "Lines with the same query_id are that query's served rankings. Attribution comes from the "
-                    "logged citations (cited by the system), the NLI judge (entailed per the judge; slow: one "
-                    "call per new document-answer pair) or both side by side. A served run file (expeval/TREC with "
-                    "samples, TREC Fair 2022) is read as a log of its samples, without answers. An OTLP JSON trace "
-                    "export (the OpenTelemetry collector's file exporter; OpenInference or GenAI attributes) is read "
-                    "as one "
-                    "served answer per trace (docs/traces.md); without a collection, --provider-from or "
-                    "--provider-map name the documents' providers.",
-    )
+    p = add_command(sub, "audit-log", _cmd_audit_log, help="audit a RAG log (JSONL, one served answer per line) or an "
+                                                           "OTLP trace export: exposure, attribution, ledger",
+                    description="Audit what a deployed RAG system served. LOG is JSONL with query_id, ranking (doc "
+                                "ids in the order given to the generator) and optional query, answer, citations, "
+                                "session, timestamp. Lines with the same query_id are that query's served rankings. "
+                                "Attribution comes from the logged citations (cited by the system), the NLI judge "
+                                "(entailed per the judge; slow: one call per new document-answer pair) or both side "
+                                "by side. A served run file (expeval/TREC with samples, TREC Fair 2022) is read as a "
+                                "log of its samples, without answers. An OTLP JSON trace export (the OpenTelemetry "
+                                "collector's file exporter; OpenInference or GenAI attributes) is read as one served "
+                                "answer per trace (docs/traces.md); without a collection, --provider-from or "
+                                "--provider-map name the documents' providers.")
     add_settings(p, LogAuditConfig, only=("log",))
     add_option(p, replace(COLLECTION, default_text=f"{COLLECTION.cli_default}; none with --provider-from or "
                                                    "--provider-map"), default=None)
@@ -87,7 +85,6 @@ def register(sub) -> None:
     add_option(p, WHAT_IF_SAMPLES)
     add_option(p, JSON)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
-    p.set_defaults(handler=_cmd_audit_log)
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -303,7 +300,7 @@ def _cmd_audit_log(args, out) -> int:
         interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
         print(f"  {row.label:<48} {row.estimate:.3f}  {interval}  over {row.queries} {row.over} · {row.direction}"
               + (f" ({row.note})" if row.note else ""), file=out)
-    print_undefined(undefined, out, names=METRIC_NAMES)
+    print_undefined(undefined, out)
     if any(m.startswith("eae_d_per_cited") for m in summary["metric"]):
         print(f"  ({HOW_TO_READ}.)", file=out)
     scope = "the queries with relevance labels" if labelled_only else "every query"

@@ -5,12 +5,13 @@ its retriever, and small text renderers."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import parse_list
+from ..checks import parse_list as id_list  # --queries q1,q2 → ("q1", "q2"); absent → ()
 from ..data import Collection as DataCollection
 from ..data import load_collection
 from ..errors import FairRAGError, StoreError
@@ -41,13 +42,22 @@ from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..settings import SamplingSettings
 
 __all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "optional_float",
-           "add_inputs", "add_settings", "settings", "add_common", "fitted_citation", "keep_run", "Kept",
-           "load_inputs", "id_list", "bar", "fmt", "fmt_ci", "print_undefined", "METRIC_NAMES"]
+           "add_command", "add_inputs", "add_settings", "settings", "add_common", "add_store", "keep_run", "Kept",
+           "load_inputs", "id_list", "bar", "fmt", "interval", "print_undefined", "METRIC_NAMES", "print_json",
+           "records", "stderr_progress"]
 
 
-def id_list(text: str | None) -> tuple[str, ...]:
-    """``--queries q1,q2`` → ``("q1", "q2")``; absent → ``()`` (every query)."""
-    return parse_list(text)
+def add_command(sub, name: str, handler: Callable, **kwargs: Any) -> argparse.ArgumentParser:
+    """A command's parser (``kwargs``: ``help``, ``description``) that runs ``handler(args, out)``."""
+    p = sub.add_parser(name, **kwargs)
+    p.set_defaults(handler=handler)
+    return p
+
+
+def add_store(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--store`` and ``--no-store`` (``what``: what the command would save, for the help)."""
+    parser.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    parser.add_argument("--no-store", action="store_true", help=f"do not save {what} in the run store")
 
 
 def add_inputs(parser: argparse.ArgumentParser, *, models: bool = False, attributor: bool = True) -> None:
@@ -70,23 +80,17 @@ def add_inputs(parser: argparse.ArgumentParser, *, models: bool = False, attribu
     add_option(parser, PROMPT_STYLE, default=PRESETS[DEFAULT_PRESET].style, choices=list(PROMPT_STYLES))
 
 
-def fitted_citation() -> dict[str, Any]:
-    """The command line's default citation rule: the default answer preset's fitted rule (docs/answers.md), as
-    settings fields (the dataclasses default to the paper's rule)."""
-    from ..rag.presets import DEFAULT_PRESET, PRESETS
-
-    return PRESETS[DEFAULT_PRESET].citation.citation_fields()
-
-
 def add_settings(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[str] = (),
                  only: Collection[str] | None = None, defaults: dict[str, Any] | None = None) -> None:
     """The options of the settings class ``cls`` (:func:`fairrag_core.options.add_options`); when it has the citation
-    rule, its defaults are the fitted rule and ``--paper-citations`` is offered."""
-    names = options_of(cls)
-    citation = any(o.group == "citation" for n, o in names.items()
+    rule, its defaults are the default answer preset's fitted rule (docs/answers.md; the dataclasses default to the
+    paper's rule) and ``--paper-citations`` is offered."""
+    from ..rag.presets import DEFAULT_PRESET, PRESETS
+
+    citation = any(o.group == "citation" for n, o in options_of(cls).items()
                    if n not in skip and (only is None or n in only))
-    add_options(parser, cls, skip=skip, only=only, defaults={**(fitted_citation() if citation else {}),
-                                                             **(defaults or {})})
+    fitted = PRESETS[DEFAULT_PRESET].citation.citation_fields() if citation else {}
+    add_options(parser, cls, skip=skip, only=only, defaults={**fitted, **(defaults or {})})
     if citation:
         parser.add_argument("--paper-citations", action="store_true",
                             help="the paper's rule: the whole answer, entailment the most likely class, no control, "
@@ -122,6 +126,13 @@ class Kept:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "stored": self.run_id is not None, "problems": list(self.problems)}
+
+    def print_text(self, out) -> None:
+        """The text output's lines: where the run was saved, and each problem."""
+        if self.run_id:
+            print(f"\nSaved as run {self.run_id} (python -m fairrag_core runs show {self.run_id})", file=out)
+        for problem in self.problems:
+            print(f"\nNot kept: {problem}", file=out)
 
 
 def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str, Callable[[], object]]] = ()) -> Kept:
@@ -162,15 +173,33 @@ def bar(value: float, scale: float, width: int = 24) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
-def fmt_ci(ci) -> str:
-    """``point (95% CI low–high; what they are)``: the estimate printed is always the one inside the interval
-    (the bias-corrected estimate for EE-D, the plug-in for EE-R; see ``ConfidenceInterval``)."""
-    return ci.describe()
-
-
 def fmt(value) -> str:
     """A metric to three decimals, or "—" when it has no value (None or NaN: undefined, or not measured)."""
     return "—" if value is None or value != value else f"{value:.3f}"
+
+
+def interval(low, high, digits: int) -> str:
+    """``[low, high]`` to ``digits`` decimals, or ``[—]`` when there is no interval (NaN)."""
+    return "[—]" if low is None or low != low else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def print_json(payload, out, **dumps: Any) -> int:
+    """Print ``payload`` as JSON (``dumps``: :func:`json.dumps`'s keywords) and return the exit code 0."""
+    print(json.dumps(payload, **dumps), file=out)
+    return 0
+
+
+def records(frame, **to_json: Any) -> list[dict]:
+    """A data frame's rows as JSON-ready dicts (pandas' own conversion: NaN → None, timestamps as numbers)."""
+    return json.loads(frame.to_json(orient="records", **to_json))
+
+
+def stderr_progress(what: str) -> Callable[[int, int], None]:
+    """A progress callback that prints ``what`` (with ``{done}`` and ``{total}``) on standard error, indented."""
+    def progress(done: int, total: int) -> None:
+        print(f"  {what.format(done=done, total=total)}", file=sys.stderr, flush=True)
+
+    return progress
 
 
 #: How the text output names each metric (and interval) that may be left without a value.
@@ -178,7 +207,7 @@ METRIC_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "no
                 "eae_d": "EAE-D", "ee_d_interval": "EE-D's interval", "ee_r_interval": "EE-R's interval"}
 
 
-def print_undefined(undefined: dict[str, str], out, *, names: dict[str, str] | None = None) -> None:
-    """One line per metric shown as "—": its name and why it has no value."""
+def print_undefined(undefined: dict[str, str], out) -> None:
+    """One line per metric shown as "—": its name (:data:`METRIC_NAMES`) and why it has no value."""
     for metric, reason in undefined.items():
-        print(f"  — {(names or {}).get(metric, metric)}: {reason}", file=out)
+        print(f"  — {METRIC_NAMES.get(metric, metric)}: {reason}", file=out)

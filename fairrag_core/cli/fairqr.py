@@ -11,19 +11,19 @@ from ..data import load_collection
 from ..data.export import write_table
 from ..retrieval import build_retriever
 from .backend_options import add_backend, on_backend
-from .common import count_arg, id_list, positive_arg
+from .common import add_command, count_arg, id_list, positive_arg
 
 __all__ = ["register"]
 
 
 def register(sub) -> None:
     """Add ``fair-qr`` and ``fair-qr-eval`` to the command parser ``sub``."""
-    p = sub.add_parser(
-        "fair-qr", help="FAIR-QR for one query: refine toward the most under-represented group, print every iteration",
-        description="Chen & Fang's FAIR-QR: retrieve the top K, compare the group distribution with the target "
-                    "(Δ = KL(target ‖ top K)), let a refiner append keywords about the most under-represented group, "
-                    "repeat until Δ stops decreasing, then re-rank the kept list by BM25 with the original query.",
-    )
+    p = add_command(sub, "fair-qr", _cmd_fair_qr, help="FAIR-QR for one query: refine toward the most "
+                                                       "under-represented group, print every iteration",
+                    description="Chen & Fang's FAIR-QR: retrieve the top K, compare the group distribution with the "
+                                "target (Δ = KL(target ‖ top K)), let a refiner append keywords about the most "
+                                "under-represented group, repeat until Δ stops decreasing, then re-rank the kept list "
+                                "by BM25 with the original query.")
     _add_options(p)
     p.add_argument("--query", required=True, help="the query (one of the collection's queries gives the "
                                                   "relevant-document target and nDCG)")
@@ -31,20 +31,18 @@ def register(sub) -> None:
                    help="fairness category; several comma-separated give intersectional groups (default gender)")
     p.add_argument("--target", choices=["relevant", "uniform"], default="relevant",
                    help="target distribution (default: the groups of the query's relevant documents)")
-    p.set_defaults(handler=_cmd_fair_qr)
 
-    p = sub.add_parser(
-        "fair-qr-eval", help="FAIR-QR vs BM25, dense, MMR and FA*IR over a query set: the paper's Table 1",
-        description="nDCG@20, AWRF@20 and nDCG×AWRF per category for every system, paired t-tests of FAIR-QR "
-                    "against each baseline, and the iteration-count statistics (max, mean, 75th percentile).",
-    )
+    p = add_command(sub, "fair-qr-eval", _cmd_fair_qr_eval, help="FAIR-QR vs BM25, dense, MMR and FA*IR over a query "
+                                                                 "set: the paper's Table 1",
+                    description="nDCG@20, AWRF@20 and nDCG×AWRF per category for every system, paired t-tests of "
+                                "FAIR-QR against each baseline, and the iteration-count statistics (max, mean, 75th "
+                                "percentile).")
     _add_options(p)
     p.add_argument("--categories", default="gender,region", help="comma-separated categories (default gender,region)")
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all with qrels)")
     p.add_argument("--dense", action="store_true", help="add the dense baseline (offline MiniLM; loads torch)")
     p.add_argument("--output", default=None, help="write the per-query results to this .csv file")
     add_backend(p, unit="(category, query)")
-    p.set_defaults(handler=_cmd_fair_qr_eval)
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,16 +14,20 @@ from ..rag.sweep import RagSweepConfig
 from ..settings import SamplingSettings
 from .backend_options import add_backend, inputs_spec, models_spec, on_backend
 from .common import (
-    METRIC_NAMES,
+    add_command,
     add_common,
     add_settings,
+    add_store,
     fmt,
     id_list,
     keep_run,
     load_inputs,
     positive_arg,
+    print_json,
     print_undefined,
+    records,
     settings,
+    stderr_progress,
 )
 from .ranking import QUERY, rank_payload
 
@@ -33,21 +36,19 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add ``rag``, ``label-utility`` and ``sweep`` to the command parser ``sub``."""
-    p = sub.add_parser(
-        "rag", help="one query end to end: sampled rankings → answers → NLI citations → EE-D, EE-R, EU, EAR, EAE-D",
-        description="Retrieve, sample N rankings at α, generate one answer per distinct top-k list, attribute it "
-                    "with the NLI model, and report all six metrics of the Fair RAG paper. Offline by default: "
-                    "SmolLM2-135M generates, Qwen2.5-1.5B judges entailment.",
-    )
+    p = add_command(sub, "rag", _cmd_rag, help="one query end to end: sampled rankings → answers → NLI citations → "
+                                               "EE-D, EE-R, EU, EAR, EAE-D",
+                    description="Retrieve, sample N rankings at α, generate one answer per distinct top-k list, "
+                                "attribute it with the NLI model, and report all six metrics of the Fair RAG paper. "
+                                "Offline by default: SmolLM2-135M generates, Qwen2.5-1.5B judges entailment.")
     add_common(p, RagConfig, models=True, skip=("oracle",))  # one query always answers the oracle's lists
     add_option(p, QUERY)
-    p.set_defaults(handler=_cmd_rag)
 
-    p = sub.add_parser(
-        "label-utility", help="Algorithm 1: label each candidate useful when it improves the generator's answer",
-        description="For every query: the closed-book answer gives u0; each candidate alone gives u; δ = u − u0 > 0 "
-                    "means useful. Writes utility.<generator>.qrels (+ .tsv with u0, u, δ, answers).",
-    )
+    p = add_command(sub, "label-utility", _cmd_label_utility, help="Algorithm 1: label each candidate useful when it "
+                                                                   "improves the generator's answer",
+                    description="For every query: the closed-book answer gives u0; each candidate alone gives u; δ = "
+                                "u − u0 > 0 means useful. Writes utility.<generator>.qrels (+ .tsv with u0, u, δ, "
+                                "answers).")
     add_common(p, SamplingSettings, models=True, attributor=False)
     add_settings(p, AnswerSettings, only=("metric", "prompt_order"))
     p.add_argument("--depth", type=positive_arg, default=20,
@@ -55,20 +56,17 @@ def register(sub) -> None:
     p.add_argument("--queries", default=None, help="comma-separated query ids (default: all)")
     p.add_argument("--out-dir", default=None, help="folder for the qrels (default: the collection's folder)")
     add_backend(p, unit="query")
-    p.set_defaults(handler=_cmd_label_utility)
 
-    p = sub.add_parser(
-        "sweep", help="collection × α grid × N × k through the whole RAG pipeline → Tables 1–2, figure data, run store",
-        description="Run the RAG pipeline for every query and α (plus the deterministic baseline), then print the "
-                    "paper's Table 1 (slope and AUC of EE-R vs EE-D) and Table 2 (EU difference from the "
-                    "deterministic baseline per EE-D interval, Welch t-test). Saves CSV/Parquet and the run store.",
-    )
+    p = add_command(sub, "sweep", _cmd_rag_sweep, help="collection × α grid × N × k through the whole RAG pipeline → "
+                                                       "Tables 1–2, figure data, run store",
+                    description="Run the RAG pipeline for every query and α (plus the deterministic baseline), then "
+                                "print the paper's Table 1 (slope and AUC of EE-R vs EE-D) and Table 2 (EU difference "
+                                "from the deterministic baseline per EE-D interval, Welch t-test). Saves CSV/Parquet "
+                                "and the run store.")
     add_common(p, RagSweepConfig, models=True)
     p.add_argument("--output", default=None, help="write the per-query table to this path (.csv and .parquet)")
-    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
-    p.add_argument("--no-store", action="store_true", help="do not save the run in the run store")
+    add_store(p, "the run")
     add_backend(p, unit="(query, α) with its own seeds")
-    p.set_defaults(handler=_cmd_rag_sweep)
 
 
 def _generator(args):
@@ -114,10 +112,9 @@ def _cmd_rag(args, out) -> int:
     generator = _generator(args)
     attributor = load_attributor(args.nli, device=args.device)
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
-    if args.json:
-        print(json.dumps(_rag_payload(run), indent=2, ensure_ascii=False), file=out)
-        return 0
     payload = _rag_payload(run)
+    if args.json:
+        return print_json(payload, out, indent=2, ensure_ascii=False)
     print(f"Query: {run.ranking.query_text}   gold answer: {payload['gold_answer'] or 'n/a'}", file=out)
     print(f"{collection.name}, {run.ranking.retriever}, k={config.k}, N={config.n_samples}, α={config.alpha:g}, "
           f"seed={run.ranking.seed}; generator {run.generator}, NLI {run.attributor}", file=out)
@@ -133,7 +130,7 @@ def _cmd_rag(args, out) -> int:
     print(f"\nEE-D {fmt(m['ee_d'])}  EE-R {fmt(m['ee_r'])}  EU ({run.metric.value}) {fmt(m['eu'])}  normalised EU "
           f"{fmt(m['eu_normalised'])}  EAR {fmt(m['ear'])}  EAE-D {fmt(m['eae_d'])}  "
           f"degenerate answers {m['degenerate_share']:.0%} of samples", file=out)
-    print_undefined(run.undefined, out, names=METRIC_NAMES)
+    print_undefined(run.undefined, out)
     print("Timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in run.timings.items()), file=out)
     return 0
 
@@ -152,9 +149,7 @@ def _cmd_label_utility(args, out) -> int:
     generator = _generator(args)
     ids = id_list(args.queries)
     config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=ids)
-
-    def progress(done, total):
-        print(f"  labelled {done}/{total} queries", file=sys.stderr, flush=True)
+    progress = stderr_progress("labelled {done}/{total} queries")
 
     def remote(backend):
         from ..backends.workloads import LabelSpec, cache_setting, label_utility_on
@@ -177,13 +172,11 @@ def _cmd_label_utility(args, out) -> int:
         "unlisted documents count as not useful", f"Regenerate with: {command}"])
     summary = summarise_labels(table)
     if args.json:
-        print(json.dumps({"path": str(path), "queries": json.loads(summary.to_json(orient="records"))}, indent=2),
-              file=out)
-    else:
-        print(summary.to_string(index=False), file=out)
-        flagged = summary.loc[~summary["fairness_question"], "query_id"].tolist()
-        print(f"\nWrote {path} ({len(table)} labels). Queries with ≤ 1 useful item (left out of fairness "
-              f"analyses): {', '.join(flagged) or 'none'}", file=out)
+        return print_json({"path": str(path), "queries": records(summary)}, out, indent=2)
+    print(summary.to_string(index=False), file=out)
+    flagged = summary.loc[~summary["fairness_question"], "query_id"].tolist()
+    print(f"\nWrote {path} ({len(table)} labels). Queries with ≤ 1 useful item (left out of fairness "
+          f"analyses): {', '.join(flagged) or 'none'}", file=out)
     return 0
 
 
@@ -204,9 +197,7 @@ def _cmd_rag_sweep(args, out) -> int:
                   f"labels (make utility labels with `label-utility --generator {generator.name}`).",
                   file=sys.stderr)
         config = replace(config, usefulness=labels)
-
-    def progress(done, total):
-        print(f"  {done}/{total} (query, α) runs", file=sys.stderr, flush=True)
+    progress = stderr_progress("{done}/{total} (query, α) runs")
 
     def remote(backend):
         from ..backends.workloads import RagSweepSpec, cache_setting, rag_sweep_on
@@ -228,11 +219,8 @@ def _cmd_rag_sweep(args, out) -> int:
     kept = keep_run(args, run, outputs=outputs)
     kept.report()
     if args.json:
-        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
-                          "rows": json.loads(table.to_json(orient="records")),
-                          "table1": json.loads(table1.to_json(orient="records")),
-                          "table2": json.loads(table2.to_json(orient="records"))}, indent=2), file=out)
-        return 0
+        return print_json({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
+                           "rows": records(table), "table1": records(table1), "table2": records(table2)}, out, indent=2)
     print(f"RAG sweep on {record.collection_name}: {record.generator} + {record.attributor}, k={config.k}, "
           f"N={config.n_samples}, labels={config.usefulness.value}, seed={record.seed}", file=out)
     print(f"{record.sampled_rankings} sampled rankings → {record.generator_calls} generator calls, "
@@ -244,9 +232,6 @@ def _cmd_rag_sweep(args, out) -> int:
     print(table1.round(3).to_string(index=False), file=out)
     print(f"\nTable 2 — EU minus deterministic EU ({table2.attrs['baseline_mean']:.3f}) per EE-D interval:", file=out)
     print(table2.round(3).to_string(index=False), file=out)
-    if kept.run_id:
-        print(f"\nSaved as run {kept.run_id} (python -m fairrag_core runs show {kept.run_id})", file=out)
-    for problem in kept.problems:
-        print(f"\nNot kept: {problem}", file=out)
+    kept.print_text(out)
     print(f"Reproduce with: {record.command()}", file=out)
     return 0

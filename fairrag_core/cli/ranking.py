@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import json
 import shlex
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,10 +21,7 @@ from ..ranking import (
 )
 from ..ranking.run import providers_among
 from .backend_options import add_backend, on_backend
-from .common import METRIC_NAMES, add_common, bar, fmt, fmt_ci, load_inputs, print_undefined, settings
-
-if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
-    pass
+from .common import add_command, add_common, bar, fmt, load_inputs, print_json, print_undefined, records, settings
 
 __all__ = ["register", "rank_payload", "rank_command", "QUERY"]
 
@@ -37,32 +32,23 @@ QUERY = Option(("--query",), "the question; if it is one of the collection's que
 
 def register(sub) -> None:
     """Add ``collections``, ``rank`` and ``exposure-sweep`` to the command parser ``sub``."""
-    p = sub.add_parser("collections", help="list the demo collections and their sizes")
+    p = add_command(sub, "collections", _cmd_collections, help="list the demo collections and their sizes")
     p.add_argument("--json", action="store_true")
 
-    p.set_defaults(handler=_cmd_collections)
-
-    p = sub.add_parser(
-        "rank", help="one query: deterministic vs sampled rankings, exposure per document and provider, EE-D/EE-R",
-        description="Rank one query with the deterministic retriever and with the stochastic retriever at α, "
-                    "and show who gets exposure. Lower α spreads exposure across more providers.",
-    )
+    p = add_command(sub, "rank", _cmd_rank, help="one query: deterministic vs sampled rankings, exposure per document "
+                                                 "and provider, EE-D/EE-R",
+                    description="Rank one query with the deterministic retriever and with the stochastic retriever at "
+                                "α, and show who gets exposure. Lower α spreads exposure across more providers.")
     add_common(p, RankingConfig)
     add_option(p, QUERY)
     p.add_argument("--show", type=count_arg, default=5, help="sampled rankings to print (default 5)")
 
-    p.set_defaults(handler=_cmd_rank)
-
-    p = sub.add_parser(
-        "exposure-sweep", help="collection × α grid → EE-D/EE-R per query and α",
-        description="Sample rankings at each α for every query with relevance labels and report EE-D and EE-R "
-                    "(the retrieval half of the paper's Figures 3 and 4).",
-    )
+    p = add_command(sub, "exposure-sweep", _cmd_sweep, help="collection × α grid → EE-D/EE-R per query and α",
+                    description="Sample rankings at each α for every query with relevance labels and report EE-D and "
+                                "EE-R (the retrieval half of the paper's Figures 3 and 4).")
     add_common(p, SweepConfig)
     p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
     add_backend(p, unit="α (all queries at once, from the α's own seeded stream)")
-
-    p.set_defaults(handler=_cmd_sweep)
 
 
 def rank_command(run: RankingRun) -> str:
@@ -80,7 +66,7 @@ def rank_payload(run: RankingRun) -> dict:
     docs = run.documents_table()
     providers = run.providers_table()
     ids = run.doc_ids
-    payload = {
+    return {
         "collection": run.collection.name,
         "query": run.query_text,
         "query_id": run.query.query_id if run.query else None,
@@ -105,11 +91,10 @@ def rank_payload(run: RankingRun) -> dict:
         "deterministic_ee_r": run.deterministic_summary.ee_r_plug_in,
         "providers_reached": int((providers["exposure"] > 0).sum()),
         "providers_total": int(providers.shape[0]),
-        "documents": json.loads(docs.to_json(orient="records")),
-        "providers": json.loads(providers.to_json(orient="records")),
+        "documents": records(docs),
+        "providers": records(providers),
         "command": rank_command(run),
     }
-    return payload
 
 
 def _print_rank(run: RankingRun, show: int, out) -> None:
@@ -151,7 +136,8 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     print(f"\nProviders reached: {reached} of {providers.shape[0]} (deterministic: {det_reached}); {among}", file=out)
     uniform = k / n
     summary = run.summary
-    ee_d = fmt_ci(summary.ee_d) if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
+    # the estimate printed is always the one inside the interval (bias-corrected for EE-D, the plug-in for EE-R)
+    ee_d = summary.ee_d.describe() if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
     print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {uniform:.3f}]", file=out)
     if summary.ee_d is not None:
         plug_in = (f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} "
@@ -161,12 +147,12 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
         print(plug_in, file=out)
     if run.labels is not None:
         if summary.ee_r is not None:
-            ee_r = fmt_ci(summary.ee_r)
+            ee_r = summary.ee_r.describe()
         else:
             ee_r = "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)"
         det = run.deterministic_summary.ee_r_plug_in
         print(f"EE-R (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
-    print_undefined(summary.undefined, out, names=METRIC_NAMES)
+    print_undefined(summary.undefined, out)
     print(f"Reproduce with: {rank_command(run)}", file=out)
 
 
@@ -178,9 +164,8 @@ def _cmd_collections(args, out) -> int:
                      "queries": len(c.queries), "judged_queries": len(c.qrels),
                      "categories": ",".join(c.categories())})
     if args.json:
-        print(json.dumps(rows, indent=2), file=out)
-    else:
-        print(_right_aligned(rows), file=out)
+        return print_json(rows, out, indent=2)
+    print(_right_aligned(rows), file=out)
     return 0
 
 
@@ -199,9 +184,8 @@ def _cmd_rank(args, out) -> int:
     config = settings(RankingConfig, args)
     run = run_ranking(collection, retriever, args.query, config)
     if args.json:
-        print(json.dumps(rank_payload(run), indent=2, ensure_ascii=False), file=out)
-    else:
-        _print_rank(run, args.show, out)
+        return print_json(rank_payload(run), out, indent=2, ensure_ascii=False)
+    _print_rank(run, args.show, out)
     return 0
 
 
@@ -220,11 +204,8 @@ def _cmd_sweep(args, out) -> int:
     if args.output:
         write_table(table, args.output)
     if args.json:
-        payload = {"config": record.to_dict(), "command": record.command(),
-                   "rows": json.loads(table.to_json(orient="records")),
-                   "summary": json.loads(summary.to_json(orient="records"))}
-        print(json.dumps(payload, indent=2), file=out)
-        return 0
+        return print_json({"config": record.to_dict(), "command": record.command(), "rows": records(table),
+                           "summary": records(summary)}, out, indent=2)
     print(f"Exposure sweep on {record.collection_name} ({record.retriever}, {record.extra['candidates_used']} "
           f"candidates, k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
     wide = table.pivot(index="query_id", columns="alpha", values=["ee_d", "ee_r"])

@@ -11,7 +11,7 @@ import sys
 from ..data import load_collection
 from ..retrieval import RetrieverKind, build_retriever
 from . import richrag_ranker
-from .common import positive_arg
+from .common import add_command, positive_arg
 
 __all__ = ["register"]
 
@@ -36,25 +36,24 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_aspects(sub) -> None:
-    p = sub.add_parser(
-        "aspects", help="RichRAG sub-aspect explorer: an LLM lists the query's aspects as [s1] … [sn]",
-        description="Ask a language model for the query's sub-aspects in the paper's format ([s1] … [sn]), parse "
-                    "the reply robustly, and fall back (with a note) to the collection's own aspects or to keyword "
-                    "aspects of the top documents when the reply is unusable.")
+    p = add_command(sub, "aspects", _cmd_aspects, help="RichRAG sub-aspect explorer: an LLM lists the query's aspects "
+                                                       "as [s1] … [sn]",
+                    description="Ask a language model for the query's sub-aspects in the paper's format ([s1] … "
+                                "[sn]), parse the reply robustly, and fall back (with a note) to the collection's own "
+                                "aspects or to keyword aspects of the top documents when the reply is unusable.")
     _add_source_options(p)
     p.add_argument("--explorer", default="qwen2.5-1.5b",
                    help="explorer LLM: qwen2.5-1.5b (default), smollm2-135m, an HF id or folder; 'none' skips the "
                         "model (collection aspects, else keywords)")
-    p.set_defaults(handler=_cmd_aspects)
 
 
 def _add_rich_rank(sub) -> None:
-    p = sub.add_parser(
-        "rich-rank", help="RichRAG pool for one query and its ranked lists (relevance, MMR, round robin, trained "
-                          "ranker, greedy oracle) with NCOM@k",
+    p = add_command(
+        sub, "rich-rank", _cmd_rich_rank, help="RichRAG pool for one query and its ranked lists (relevance, MMR, "
+                                               "round robin, trained ranker, greedy oracle) with NCOM@k",
         description="Retrieve the top N for every 'query + aspect', merge them into a pool of at most M documents, "
-                    "rank the pool with every list and score each with NCOM@k against the collection's "
-                    "sub-answers. Aspects: --aspects, else the collection's own, else the --explorer LLM.")
+                    "rank the pool with every list and score each with NCOM@k against the collection's sub-answers. "
+                    "Aspects: --aspects, else the collection's own, else the --explorer LLM.")
     _add_source_options(p)
     p.add_argument("--explorer", default="none",
                    help="LLM for queries the collection does not hold (default none: keyword aspects)")
@@ -67,7 +66,6 @@ def _add_rich_rank(sub) -> None:
     p.add_argument("-k", type=positive_arg, default=5, help="length of every ranked list (default 5)")
     p.add_argument("--ranker", default="dpo", choices=["dpo", "sft", "both", "none"],
                    help="trained ranker stage(s) to add when installed (default dpo)")
-    p.set_defaults(handler=_cmd_rich_rank)
 
 
 def _explorer(args, collection, retriever, *, model_name: str):

@@ -9,34 +9,35 @@ import json
 import sys
 
 from ..checks import parse_alphas
-from .common import alphas_arg, count_arg, positive_arg, seed_arg
+from .common import add_command, alphas_arg, count_arg, positive_arg, seed_arg
 
 __all__ = ["add_train_ranker", "add_rich_eval"]
 
 
 def add_train_ranker(sub) -> None:
-    p = sub.add_parser(
-        "train-ranker", help="train RichRAG's list-wise ranker (SFT on greedy silver lists, then DPO on US³ pairs)",
-        description="Train the generative list-wise ranker on the multi-faceted collection's fixed training split "
-                    "(the held-out queries are never seen), write safetensors weights, ranker.json (sha256, split, "
-                    "history) and the model card, then score NCOM on the held-out queries. Deterministic: the "
-                    "same seed gives the same weights on the same machine. About 5–15 minutes on a 2-core CPU.")
+    p = add_command(sub, "train-ranker", _cmd_train_ranker, help="train RichRAG's list-wise ranker (SFT on greedy "
+                                                                 "silver lists, then DPO on US³ pairs)",
+                    description="Train the generative list-wise ranker on the multi-faceted collection's fixed "
+                                "training split (the held-out queries are never seen), write safetensors weights, "
+                                "ranker.json (sha256, split, history) and the model card, then score NCOM on the "
+                                "held-out queries. Deterministic: the same seed gives the same weights on the same "
+                                "machine. About 5–15 minutes on a 2-core CPU.")
     p.add_argument("--seed", type=seed_arg, default=13, help="training seed (default 13, the shipped model's)")
     p.add_argument("--epochs", type=positive_arg, default=None, help="SFT epochs (default: the shipped config's)")
     p.add_argument("--output", default=None,
                    help="folder for the weights and card (default: assets/models/richrag-ranker, the shipped one)")
     p.add_argument("--device", default=None, help="auto (default: a GPU when present), cpu, cuda or mps")
     p.add_argument("--json", action="store_true", help="print the manifest and the evaluation as JSON")
-    p.set_defaults(handler=_cmd_train_ranker)
 
 
 def add_rich_eval(sub) -> None:
-    p = sub.add_parser(
-        "rich-eval", help="held-out evaluation of the trained ranker against relevance, MMR, round robin and the "
-                          "greedy oracle: NCOM@k (and Com-ROUGE of rich answers) with intervals",
-        description="Score every system on queries the ranker never trained on: the shipped ranker's held-out "
-                    "queries (default), or --folds K to retrain per fold and hold out every query once. Means with "
-                    "95% bootstrap intervals over queries and the paired difference to ranker-dpo.")
+    p = add_command(sub, "rich-eval", _cmd_rich_eval, help="held-out evaluation of the trained ranker against "
+                                                           "relevance, MMR, round robin and the greedy oracle: NCOM@k "
+                                                           "(and Com-ROUGE of rich answers) with intervals",
+                    description="Score every system on queries the ranker never trained on: the shipped ranker's "
+                                "held-out queries (default), or --folds K to retrain per fold and hold out every "
+                                "query once. Means with 95% bootstrap intervals over queries and the paired "
+                                "difference to ranker-dpo.")
     p.add_argument("--ranker-dir", default=None, help="trained ranker folder (default: the shipped one)")
     p.add_argument("-k", type=positive_arg, default=5, help="main cut-off (default 5; NCOM also at 3 and 10)")
     p.add_argument("--folds", type=count_arg, default=0,
@@ -58,7 +59,6 @@ def add_rich_eval(sub) -> None:
     p.add_argument("--seed", type=seed_arg, default=0, help="bootstrap / sampling seed (default 0)")
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(handler=_cmd_rich_eval)
 
 
 def _systems_arg(text: str) -> tuple[str, ...]:
