@@ -38,17 +38,16 @@ import hashlib
 import numbers
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 
 from ..checks import max_log_lines
-from ..errors import DataFormatError, InvalidParameterError
+from ..errors import DataFormatError
 from .collection import Collection
 from .loaders import json_lines
 from .served import ServedRankings
-from .traces import TraceMap, is_otlp_export, read_traces, starts_like_export
+from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, starts_like_export
 
 __all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_SUFFIXES", "LOG_FIELDS",
            "NOT_A_LOG"]
@@ -64,41 +63,6 @@ NOT_A_LOG = ("this is neither a RAG log nor a trace export; accepted: a RAG log 
              'with "query_id" and "ranking"), an OTLP JSON trace export ({"resourceSpans": [...]}, one per line or '
              "the whole file, as the OpenTelemetry collector's file exporter writes it; docs/traces.md), either one "
              "gzipped, or a served run file (TREC, expeval, TREC Fair 2022)")
-
-
-_NO_METADATA: Mapping[str, object] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown).
-
-    ``scores`` and ``doc_metadata``, when the source logged them (a trace export does; a JSONL log does not), are
-    aligned with ``ranking``: the retriever's score of each document (None where not logged) and its metadata.
-
-    Slotted, with an empty ``metadata`` shared by every entry that has none, so that a log of millions of lines fits
-    in memory (see :func:`~fairrag_core.checks.max_log_lines`).
-    """
-
-    line: int
-    query_id: str
-    ranking: tuple[str, ...]
-    query: str | None = None
-    answer: str | None = None
-    citations: tuple[str, ...] | None = None
-    session: str | None = None
-    timestamp: str | None = None
-    metadata: Mapping[str, object] = field(default_factory=dict)
-    scores: tuple[float | None, ...] | None = None
-    doc_metadata: tuple[Mapping[str, object], ...] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)) if self.metadata else _NO_METADATA)
-        for name in ("scores", "doc_metadata"):
-            value = getattr(self, name)
-            if value is not None and len(value) != len(self.ranking):
-                raise InvalidParameterError(f"{name} holds {len(value)} values for a ranking of {len(self.ranking)} "
-                                            "documents; give one per ranked document (None where not logged)")
 
 
 @dataclass(frozen=True)
@@ -376,11 +340,7 @@ def load_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
     logged scores and document metadata, ``file_lines`` the file's lines and ``notes`` the traces left out and why.
     Its doc ids are checked against ``collection`` when given."""
     export = read_traces(path, trace_map=trace_map)
-    entries = tuple(LogEntry(line=i, query_id=t.query_id, ranking=t.ranking, query=t.query, answer=t.answer,
-                             citations=t.citations, session=t.session, timestamp=t.timestamp,
-                             metadata={"trace_id": t.trace_id}, scores=t.scores, doc_metadata=t.doc_metadata)
-                    for i, t in enumerate(export.traces, start=1))
-    log = RagLog(str(Path(path)), entries, export.sha256, format="otlp", file_lines=export.file_lines,
+    log = RagLog(str(Path(path)), export.traces, export.sha256, format="otlp", file_lines=export.file_lines,
                  notes=export.notes)
     if collection is not None:
         log.check_against(collection)

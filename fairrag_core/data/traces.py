@@ -9,7 +9,7 @@ A deployed RAG system that is traced logs spans, not our JSONL log. :func:`read_
 OpenTelemetry collector's file exporter writes — one ``{"resourceSpans": [...]}`` object per line (JSON Lines,
 gzipped or not), or one such object pretty-printed over the whole file (an OTLP/HTTP JSON payload) — and assembles
 the spans of each trace (same ``traceId``, in any order, across lines) into **one served line**
-(:class:`ServedTrace`); :func:`~.rag_log.load_traces` makes them a :class:`~.rag_log.RagLog`, and
+(a :class:`LogEntry`); :func:`~.rag_log.load_traces` makes them a :class:`~.rag_log.RagLog`, and
 :func:`~.rag_log.load_rag_log` and :func:`~.rag_log.load_served` recognise such a file by its first object, so every
 audit of a RAG log audits a trace export too.
 
@@ -32,7 +32,7 @@ Where each field comes from (the first that a trace has; ``--trace-map KEY=ATTRI
     timestamp   the root span's startTimeUnixNano, as ISO 8601 UTC (``2026-03-02T09:16:00Z``)
 
 Documents are taken in numeric index order (``10`` after ``9``). Their logged **scores** and **metadata** are
-kept (:attr:`ServedTrace.scores`, :attr:`ServedTrace.doc_metadata`, then on the log's entries), aligned with the
+kept (:attr:`LogEntry.scores`, :attr:`LogEntry.doc_metadata`; the trace id in its ``metadata``), aligned with the
 ranking. Traces are ordered by the root span's start time (then trace id), so the same export always gives the same
 lines, whatever the order of its spans and lines.
 
@@ -68,7 +68,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -82,7 +82,7 @@ from .fields import lone_surrogate_field
 from .files import read_lines
 from .loaders import json_lines
 
-__all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "ServedTrace", "TraceExport", "read_traces",
+__all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
            "is_otlp_export", "starts_like_export",
            "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS"]
 
@@ -685,14 +685,18 @@ def _timestamp(nanos: int) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class ServedTrace:
-    """One trace as a served answer (the fields of a RAG log line; module docstring: where each comes from).
+class LogEntry:
+    """One served answer. ``citations`` is None when the line did not log them (``()``: logged, none shown).
 
-    ``scores`` and ``doc_metadata`` are aligned with ``ranking`` (None when no document has one); ``start`` is the
-    root span's start (nanoseconds since the epoch; 0 when not logged), by which traces are ordered.
+    ``scores`` and ``doc_metadata``, when the source logged them (a trace export does; a JSONL log does not), are
+    aligned with ``ranking``: the retriever's score of each document (None where not logged) and its metadata.
+
+    Slotted, with an empty ``metadata`` shared by every entry that has none, so that a log of millions of lines fits
+    in memory (see :func:`~fairrag_core.checks.max_log_lines`). Defined here, beside the trace reader that builds
+    one per trace (its ``metadata`` holds the ``trace_id``); :mod:`.rag_log` reads JSONL lines into it too.
     """
 
-    trace_id: str
+    line: int
     query_id: str
     ranking: tuple[str, ...]
     query: str | None = None
@@ -700,9 +704,17 @@ class ServedTrace:
     citations: tuple[str, ...] | None = None
     session: str | None = None
     timestamp: str | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)
     scores: tuple[float | None, ...] | None = None
     doc_metadata: tuple[Mapping[str, object], ...] | None = None
-    start: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)) if self.metadata else _EMPTY)
+        for name in ("scores", "doc_metadata"):
+            value = getattr(self, name)
+            if value is not None and len(value) != len(self.ranking):
+                raise InvalidParameterError(f"{name} holds {len(value)} values for a ranking of {len(self.ranking)} "
+                                            "documents; give one per ranked document (None where not logged)")
 
 
 @dataclass(frozen=True)
@@ -710,15 +722,16 @@ class TraceExport:
     """What :func:`read_traces` read: the usable traces in order, what was left out and why (``notes``), the
     file's lines and the sha256 of its bytes."""
 
-    traces: tuple[ServedTrace, ...]
+    traces: tuple[LogEntry, ...]
     notes: tuple[str, ...] = ()
     file_lines: int = 0
     sha256: str = ""
 
 
-def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict) -> tuple[ServedTrace, int]:
-    """One trace as a served line (its strings and id tuples the objects in ``shared``, one per distinct value)
-    with the count of its documents' unreadable metadata, or :class:`_Skip` with the reason."""
+def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict) -> tuple[int, LogEntry, int]:
+    """One trace as a served line (its strings and id tuples the objects in ``shared``, one per distinct value;
+    ``line`` 0 until the traces are ordered) with the root span's start (nanoseconds since the epoch; 0 when not
+    logged) and the count of its documents' unreadable metadata, or :class:`_Skip` with the reason."""
     by_start = sorted(spans, key=lambda s: (s.start, s.span_id))
     lookup = sorted(spans, key=lambda s: (not s.root, s.start, s.span_id))  # the root first
     rerankers = [s for s in by_start if _is_reranker(s)]
@@ -753,13 +766,12 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     session = _first(lookup, m["session"]) if "session" in m else _first(lookup, _SESSION, _GENAI_CONVERSATION)
     session = (str(session) if isinstance(session, (str, int, float)) and not isinstance(session, bool)
                and str(session).strip() else None)
-    roots = [s for s in by_start if s.root]
-    start = (roots or by_start)[0].start
-    return ServedTrace(
-        trace_id, _share(shared, query_id), _ids(shared, documents.ids), _share(shared, query),
-        _share(shared, answer), None if citations is None else _ids(shared, citations), _share(shared, session),
-        _timestamp(start), None if all(x is None for x in documents.scores) else documents.scores,
-        None if all(not m for m in documents.metadata) else documents.metadata, start,
+    start = next((s.start for s in by_start if s.root), by_start[0].start)
+    return start, LogEntry(
+        0, _share(shared, query_id), _ids(shared, documents.ids), _share(shared, query), _share(shared, answer),
+        None if citations is None else _ids(shared, citations), _share(shared, session), _timestamp(start),
+        {"trace_id": trace_id}, None if all(x is None for x in documents.scores) else documents.scores,
+        None if all(not m for m in documents.metadata) else documents.metadata,
     ), documents.unreadable_metadata
 
 
@@ -842,20 +854,20 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
         what = " (only logs or metrics)" if other_signals else ""
         raise DataFormatError(f"no spans found{what}; export traces (the collector's traces pipeline, or Phoenix's "
                               "spans), see docs/traces.md", path=path)
-    lines: list[ServedTrace] = []
+    lines: list[tuple[int, str, LogEntry]] = []
     skipped: Counter = Counter()
     examples: dict[str, str] = {}
     unreadable, shared = 0, {}
     for trace_id in list(traces):
         spans = traces.pop(trace_id)  # freed as it is assembled
         try:
-            line, bad = _assemble(trace_id, spans, trace_map, shared)
+            start, entry, bad = _assemble(trace_id, spans, trace_map, shared)
         except _Skip as skip:
             skipped[skip.args[0]] += 1
             examples.setdefault(skip.args[0], trace_id)
             continue
         unreadable += bad
-        lines.append(line)
+        lines.append((start, trace_id, entry))
     del traces, shared
     if not lines:
         reasons = "; ".join(f"{n} with {r}" for r, n in skipped.most_common())
@@ -870,8 +882,9 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
         notes.append(f"{unreadable} retrieved document(s) have metadata that is not a JSON object; it is left out")
     if other_signals:
         notes.append(f"{other_signals} export line(s) hold logs or metrics, not spans; they are left out")
-    lines.sort(key=lambda t: (t.start, t.trace_id))
-    return TraceExport(tuple(lines), tuple(notes), file_lines, sha256)
+    lines.sort(key=lambda t: t[:2])  # by the root span's start, then trace id; lines numbered in that order
+    return TraceExport(tuple(replace(entry, line=i) for i, (_, _, entry) in enumerate(lines, start=1)), tuple(notes),
+                       file_lines, sha256)
 
 
 # -- documents without a collection ------------------------------------------------------------------------------
