@@ -27,7 +27,7 @@ from .fields import ascii_int
 from .files import Digest
 from .served import as_source, record_lines
 
-__all__ = ["NO_GROUP", "Judgments", "load_judgments", "parse_judgments", "judgments_from_collection", "JudgmentColumns",
+__all__ = ["NO_GROUP", "Judgments", "load_judgments", "parse_judgments", "judgments_from_collection",
            "judgment_columns"]
 
 NO_GROUP = "-1"  # expeval's group id for a document without a group label
@@ -98,9 +98,9 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
     digest = hashlib.sha256()
     delimiter = _four_fields(as_source(text), source)
     if delimiter is not None:  # Arrow's block reader first; it hands anything it cannot vouch for to the lines below
-        read = judgment_columns(as_source(text), where=source, delimiter=delimiter, max_grade=MAX_GRADE, digest=digest)
+        read = judgment_columns(as_source(text), where=source, delimiter=delimiter, digest=digest)
         if read is not None:
-            return Judgments(read.relevance, read.groups, str(source), sha256=digest.hexdigest())
+            return Judgments(*read, str(source), sha256=digest.hexdigest())
         digest = hashlib.sha256()
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
@@ -115,27 +115,37 @@ def parse_judgments(text: str | bytes | Path, *, source: object = "<qrels>") -> 
             hint = ("; this looks like a run, pass the qrels first and the run second" if len(fields) == 6 else "")
             raise DataFormatError(f"expected 4 fields 'qid group docno rel' (or 3: 'qid docno rel'), found "
                                   f"{len(fields)}{hint}", path=source, line=lineno)
-        grade = int(rel) if rel.isdigit() and rel.isascii() and len(rel) < 7 else ascii_int(rel)  # the usual case first
-        if grade is None or not -1 <= grade <= MAX_GRADE:
+        grade = _grade(rel)
+        if grade is None:
             raise DataFormatError(f"relevance {rel[:24]!r} is not a whole number from -1 to {MAX_GRADE:,} in the "
                                   "digits 0-9; use a grade ≥ 0 (TREC grades are small, e.g. 0-4), or -1 for unjudged",
                                   path=source, line=lineno)
-        if "," in gid_text:
-            raise DataFormatError(f"group field {gid_text!r} uses ','; separate group ids with '|' (expeval's code "
-                                  "splits on '|')", path=source, line=lineno)
-        gids = tuple(gid_text.split("|"))
-        if any(not g for g in gids):
-            raise DataFormatError(f"group field {gid_text!r} has an empty group id; write ids like 1|2",
-                                  path=source, line=lineno)
+        gids = _group_ids(gid_text)
+        if gids is None:
+            fix = ("uses ','; separate group ids with '|' (expeval's code splits on '|')" if "," in gid_text
+                   else "has an empty group id; write ids like 1|2")
+            raise DataFormatError(f"group field {gid_text!r} {fix}", path=source, line=lineno)
         if (qid, doc) in lines:
             raise DataFormatError(f"duplicate judgment for ({qid}, {doc}) (first on line {lines[qid, doc]}); keep "
                                   "one line per pair", path=source, line=lineno)
         lines[qid, doc] = lineno
         relevance.setdefault(qid, {})[doc] = grade
-        groups.setdefault(qid, {})[doc] = tuple(dict.fromkeys(gids))
+        groups.setdefault(qid, {})[doc] = gids
     if not relevance:
         raise DataFormatError("no judgments found; the file is empty", path=source)
     return Judgments(relevance, groups, str(source), sha256=digest.hexdigest())
+
+
+def _grade(text: str) -> int | None:
+    """A grade from -1 to :data:`~fairrag_core.checks.MAX_GRADE` in the digits 0-9; None otherwise."""
+    grade = int(text) if text.isdigit() and text.isascii() and len(text) < 7 else ascii_int(text)  # the usual case
+    return grade if grade is not None and -1 <= grade <= MAX_GRADE else None
+
+
+def _group_ids(text: str) -> tuple[str, ...] | None:
+    """The distinct group ids of a group field (``1|2``); None when it uses ``,`` or holds an empty id."""
+    ids = tuple(text.split("|"))
+    return None if "," in text or not all(ids) else tuple(dict.fromkeys(ids))
 
 
 def _four_fields(source: Path | bytes, where: object) -> str | None:
@@ -166,21 +176,14 @@ def judgments_from_collection(collection: Collection, *, groups_by: str = "provi
 
 
 # -- the block reader (large qrels) -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class JudgmentColumns:
-    """Judgments as :class:`~fairrag_core.data.judgments.Judgments` holds them, in file order."""
-
-    relevance: dict[str, dict[str, int]]
-    groups: dict[str, dict[str, tuple[str, ...]]]
-
-
-def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " ", max_grade: int,
-                     digest: Digest | None = None) -> JudgmentColumns | None:
-    """Qrels of four fields (``qid group docno rel``) read in blocks; None sends them to the line-by-line parser
-    (3-field lines, mixed widths, an odd grade or group field, a pair judged twice, anything this does not check)."""
+def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " ", digest: Digest | None = None
+                     ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, tuple[str, ...]]]] | None:
+    """Qrels of four fields (``qid group docno rel``) read in blocks into ``(relevance, groups)`` as
+    :class:`Judgments` holds them, in file order; None sends them to the line-by-line parser (3-field lines, mixed
+    widths, an odd grade or group field, a pair judged twice, anything this does not check)."""
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
-        return _judgments(blocks, delimiter, max_grade)
+        return _judgments(blocks, delimiter)
     except Unchecked:
         return None
     finally:
@@ -197,46 +200,37 @@ def _strings(column) -> list[str]:
     return out
 
 
-def _judgments(blocks: Iterator[memoryview], delimiter: str, max_grade: int) -> JudgmentColumns | None:
+def _judgments(blocks: Iterator[memoryview], delimiter: str):
     relevance: dict[str, dict[str, int]] = {}
     groups: dict[str, dict[str, tuple[str, ...]]] = {}
     pairs = 0
-    grades: dict[str, int | None] = {}
-    group_ids: dict[str, tuple[str, ...] | None] = {}
+    parsed = {"rel": ({}, _grade), "group": ({}, _group_ids)}  # field → (value → what it says or None, parser)
+    names = ("qid", "group", "doc", "rel")
     for block in blocks:
-        table = parse_block(block, delimiter, ("qid", "group", "doc", "rel"), ())
+        table = parse_block(block, delimiter, names, ())
         if table is None:
             return None
-        columns = {name: table.column(name) for name in ("qid", "group", "doc", "rel")}
-        for name in ("qid", "group", "doc", "rel"):
-            values = columns[name].chunks[0].dictionary.to_pylist() if columns[name].chunks else []
+        for name in names:
+            chunks = table.column(name).chunks
+            values = chunks[0].dictionary.to_pylist() if chunks else []
             if name != "rel" and (SPACE.search("".join(values)) or not all(values)):
                 return None
-            if name == "rel":
+            if name in parsed:
+                known, parse = parsed[name]
                 for v in values:
-                    if v not in grades:
-                        digits = v[1:] if v[:1] == "-" else v
-                        ok = digits.isdigit() and digits.isascii() and len(digits) <= 18
-                        grades[v] = int(v) if ok and -1 <= int(v) <= max_grade else None
-                if any(grades[v] is None for v in values):
+                    if v not in known:
+                        known[v] = parse(v)
+                if any(known[v] is None for v in values):
                     return None
-            if name == "group":
-                for v in values:
-                    if v not in group_ids:
-                        ids = tuple(v.split("|"))
-                        group_ids[v] = None if "," in v or not all(ids) else tuple(dict.fromkeys(ids))
-                if any(group_ids[v] is None for v in values):
-                    return None
-        qids, gids, docs, rels = (_strings(columns[name]) for name in ("qid", "group", "doc", "rel"))
+        qids, gids, docs, rels = (_strings(table.column(name)) for name in names)
+        grades, group_ids = parsed["rel"][0], parsed["group"][0]
         for qid, gid, doc, rel in zip(qids, gids, docs, rels):
-            judged = relevance.get(qid)
-            if judged is None:
-                judged, relevance[qid], groups[qid] = {}, {}, {}
-                judged = relevance[qid]
-            judged[doc] = grades[rel]
+            if qid not in relevance:
+                relevance[qid], groups[qid] = {}, {}
+            relevance[qid][doc] = grades[rel]
             groups[qid][doc] = group_ids[gid]
         pairs += len(qids)
-        del table, columns
+        del table
     if not pairs or sum(len(j) for j in relevance.values()) != pairs:
         return None  # empty, or a (query, document) pair judged twice: the line parser says where
-    return JudgmentColumns(relevance, groups)
+    return relevance, groups
