@@ -47,7 +47,7 @@ from ..errors import DataFormatError
 from .collection import Collection
 from .loaders import json_lines
 from .served import ServedRankings
-from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, starts_like_export
+from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
 
 __all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_SUFFIXES", "LOG_FIELDS",
            "NOT_A_LOG"]
@@ -57,6 +57,10 @@ LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.
 
 #: The fields a log line may have (anything else goes inside ``metadata``).
 LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
+
+#: The fields every line needs, with what the message about one missing or empty says.
+_NEEDED = {"query_id": "every line needs the id of the query it answered",
+           "ranking": "list the doc ids the generator was given, best first"}
 
 #: What a file that is neither a RAG log nor a trace export is told.
 NOT_A_LOG = ("this is neither a RAG log nor a trace export; accepted: a RAG log (JSONL, one served answer per line "
@@ -193,47 +197,30 @@ def _ids(obj: Mapping, key: str, path: Path, line: int, *, allow_empty: bool, sh
         raise DataFormatError(f'field "{key}" must be a list of doc ids, e.g. ["d1", "d2"], '
                               f"got {type(value).__name__}", path=path, line=line)
     if not value and not allow_empty:
-        raise DataFormatError(f'field "{key}" is empty; list the doc ids the generator was given, best first',
-                              path=path, line=line)
-    if all(type(v) is str for v in value):  # the usual case, checked in bulk
-        ids = tuple([v.strip() for v in value])
-        if all(ids) and len(set(ids)) == len(ids):
-            found = shared.get(ids)
-            return found if found is not None else shared.setdefault(ids, tuple([shared.setdefault(d, d)
-                                                                                 for d in ids]))
-    ids = tuple(_id(v, f'a doc id in "{key}"', path, line, fix="use the doc ids of the collection")
-                for v in value)
-    seen: set[str] = set()
-    for doc_id in ids:
-        if doc_id in seen:
-            raise DataFormatError(f'field "{key}" lists {doc_id!r} twice; each doc id may appear once',
-                                  path=path, line=line)
-        seen.add(doc_id)
-    return shared.setdefault(ids, tuple([shared.setdefault(d, d) for d in ids]))
+        raise DataFormatError(f'field "{key}" is empty; {_NEEDED[key]}', path=path, line=line)
+    ids = tuple([v.strip() for v in value]) if all(type(v) is str for v in value) else None  # the usual case
+    if ids is None or not all(ids):  # a blank or mistyped id: named
+        ids = tuple(_id(v, f'a doc id in "{key}"', path, line, fix="use the doc ids of the collection")
+                    for v in value)
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        twice = next(d for d in ids if d in seen or seen.add(d))
+        raise DataFormatError(f'field "{key}" lists {twice!r} twice; each doc id may appear once', path=path,
+                              line=line)
+    return share_ids(shared, ids)
 
 
-def _text(obj: Mapping, key: str, path: Path, line: int) -> str | None:
+def _text(obj: Mapping, key: str, path: Path, line: int, *, number: bool = False) -> str | None:
+    """``obj[key]`` (None when absent or null): a string, stripped, or with ``number`` also a number, as text."""
     value = obj.get(key)
+    if isinstance(value, str):
+        return value if number else value.strip()
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise DataFormatError(f'field "{key}" must be a string (or null), got {type(value).__name__}',
-                              path=path, line=line)
-    return value.strip()
-
-
-def _scalar(obj: Mapping, key: str, path: Path, line: int) -> str | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
-        raise DataFormatError(f'field "{key}" must be a string or a number, got {type(value).__name__}',
-                              path=path, line=line)
+    if not number or isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise DataFormatError(f'field "{key}" must be {"a string or a number" if number else "a string (or null)"}, '
+                              f"got {type(value).__name__}", path=path, line=line)
     return str(value)
-
-
-def _share(shared: dict, value: str | None) -> str | None:
-    return value if value is None else shared.setdefault(value, value)
 
 
 def log_entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
@@ -244,12 +231,9 @@ def log_entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
     if unknown:
         raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {list(LOG_FIELDS)} (put other fields "
                               'inside "metadata": {...})', path=path, line=line)
-    if "query_id" not in obj:
-        raise DataFormatError('missing field "query_id"; every line needs the id of the query it answered',
-                              path=path, line=line)
-    if "ranking" not in obj:
-        raise DataFormatError('missing field "ranking"; list the doc ids the generator was given, best first',
-                              path=path, line=line)
+    for key, fix in _NEEDED.items():
+        if key not in obj:
+            raise DataFormatError(f'missing field "{key}"; {fix}', path=path, line=line)
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise DataFormatError('field "metadata" must be a JSON object', path=path, line=line)
@@ -257,14 +241,13 @@ def log_entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
                  else _ids(obj, "citations", path, line, allow_empty=True, shared=shared))
     return LogEntry(
         line=line,
-        query_id=_share(shared, _id(obj["query_id"], '"query_id"', path, line,
-                                    fix="every line needs the id of the query it answered")),
+        query_id=share(shared, _id(obj["query_id"], '"query_id"', path, line, fix=_NEEDED["query_id"])),
         ranking=_ids(obj, "ranking", path, line, allow_empty=False, shared=shared),
-        query=_share(shared, _text(obj, "query", path, line) or None),
-        answer=_share(shared, _text(obj, "answer", path, line)),
+        query=share(shared, _text(obj, "query", path, line) or None),
+        answer=share(shared, _text(obj, "answer", path, line)),
         citations=citations,
-        session=_share(shared, _scalar(obj, "session", path, line)),
-        timestamp=_scalar(obj, "timestamp", path, line),
+        session=share(shared, _text(obj, "session", path, line, number=True)),
+        timestamp=_text(obj, "timestamp", path, line, number=True),
         metadata=metadata,
     )
 

@@ -768,18 +768,20 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
                and str(session).strip() else None)
     start = next((s.start for s in by_start if s.root), by_start[0].start)
     return start, LogEntry(
-        0, _share(shared, query_id), _ids(shared, documents.ids), _share(shared, query), _share(shared, answer),
-        None if citations is None else _ids(shared, citations), _share(shared, session), _timestamp(start),
+        0, share(shared, query_id), share_ids(shared, documents.ids), share(shared, query), share(shared, answer),
+        None if citations is None else share_ids(shared, citations), share(shared, session), _timestamp(start),
         {"trace_id": trace_id}, None if all(x is None for x in documents.scores) else documents.scores,
         None if all(not m for m in documents.metadata) else documents.metadata,
     ), documents.unreadable_metadata
 
 
-def _share(shared: dict, value):
+def share(shared: dict, value):
+    """``value`` as the one object in ``shared`` equal to it (None stays None): a log repeats its texts (this and
+    :func:`share_ids` serve the JSONL reader, :mod:`.rag_log`, too)."""
     return value if value is None else shared.setdefault(value, value)
 
 
-def _ids(shared: dict, ids: tuple[str, ...]) -> tuple[str, ...]:
+def share_ids(shared: dict, ids: tuple[str, ...]) -> tuple[str, ...]:
     """``ids`` as the one tuple shared with every earlier equal ranking, of shared strings: a log repeats them."""
     found = shared.get(ids)
     return found if found is not None else shared.setdefault(ids, tuple(shared.setdefault(d, d) for d in ids))
