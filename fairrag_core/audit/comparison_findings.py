@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 
 from ..data import Collection
 from ..record import SweepRun
@@ -16,16 +17,18 @@ from .compare import Comparison, ComparisonConfig, System, compare_systems, syst
 from .findings import Direction, Finding, FindingKind, Severity, sort_findings
 from .share_findings import ledger_findings
 from .share_gaps import alpha_of
+from .wording import num, p_text
 
 __all__ = ["comparison_findings", "sweep_findings", "with_findings"]
 
+# a comparison's sentences write every p-value with three decimals, and a change that rounds to 0 with its sign
+_p_text = partial(p_text, exact_one=False, digits=3)
+_signed = partial(num, signed=True, zero_sign=True)
 
-def _p_text(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
-
-def _signed(x: float, digits: int = 3) -> str:
-    return f"{x:+.{digits}f}".replace("-", "−")
+def _change(x: float, low: float, high: float, digits: int = 3) -> str:
+    """``−0.120 [−0.200, −0.050]``: a change with its interval."""
+    return f"{_signed(x, digits)} [{_signed(low, digits)}, {_signed(high, digits)}]"
 
 
 def comparison_findings(result: SweepRun) -> list[Finding]:
@@ -40,85 +43,74 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
     for system in dict.fromkeys(metrics["system"]) if not metrics.empty else ():
         rows = metrics[metrics["system"] == system].set_index("metric")
         base = rows["baseline"].iloc[0]
-        family = f"{system} vs {base}: metrics"
+        common = {"level": config.level, "alpha": alpha, "correction": f"Holm over {len(rows)} metrics",
+                  "family": f"{system} vs {base}: metrics"}
         for metric, row in rows.iterrows():
             significant = row["p_holm"] <= alpha
             lower = row["difference"] < 0
             better = lower if metric in ("ee_d", "eae_d", "eae_d_per_cited") else not lower
             relative = row["difference"] / abs(row["mean_baseline"]) if row["mean_baseline"] else math.nan
-            if metric == "ee_d":
-                kind = (FindingKind.FAIRER if lower else FindingKind.LESS_FAIR) if significant else \
-                    FindingKind.NO_DIFFERENCE
-            else:
-                kind = (FindingKind.GAIN if better else FindingKind.COST) if significant else FindingKind.NO_DIFFERENCE
+            good, bad = ((FindingKind.FAIRER, FindingKind.LESS_FAIR) if metric == "ee_d"
+                         else (FindingKind.GAIN, FindingKind.COST))
             verb = ("falls" if lower else "rises") if significant else "does not change beyond noise"
-            text = (f"{row['label']} {verb}: {_signed(row['difference'])} [{_signed(row['low'])}, "
-                    f"{_signed(row['high'])}] ({row['mean_system']:.3f} in {system} vs {row['mean_baseline']:.3f} "
-                    f"in {base}), {_p_text(row['p_holm'])} (Holm over {len(rows)} metrics), {row['n_queries']} "
-                    "queries.")
+            text = (f"{row['label']} {verb}: {_change(row['difference'], row['low'], row['high'])} "
+                    f"({row['mean_system']:.3f} in {system} vs {row['mean_baseline']:.3f} in {base}), "
+                    f"{_p_text(row['p_holm'])} ({common['correction']}), {row['n_queries']} queries.")
             severity = (Severity.SERIOUS if abs(relative) >= 0.5 else Severity.NOTABLE) if significant else \
                 Severity.INFO
-            out.append(Finding(kind, f"{system} vs {base}", metric, text, severity=severity,
+            out.append(Finding((good if better else bad) if significant else FindingKind.NO_DIFFERENCE,
+                               f"{system} vs {base}", metric, text, severity=severity,
                                direction=(Direction.BELOW if lower else Direction.ABOVE) if significant else
                                Direction.NONE, estimate=row["difference"], low=row["low"], high=row["high"],
-                               level=config.level, relative=relative, p_value=row["p_value"],
-                               p_adjusted=row["p_holm"], test=row["test"], correction=f"Holm over {len(rows)} metrics",
-                               alpha=alpha, n_queries=int(row["n_queries"]), family=family, detail=True))
+                               relative=relative, p_value=row["p_value"], p_adjusted=row["p_holm"], test=row["test"],
+                               n_queries=int(row["n_queries"]), detail=True, **common))
         if "ee_d" in rows.index:
             ee_d = rows.loc["ee_d"]
+            change = f"EE-D {_change(ee_d['difference'], ee_d['low'], ee_d['high'])}"
             costs = [f"{r['label']} {'falls' if r['difference'] < 0 else 'rises'} {abs(r['difference']):.3f} "
                      f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
                      f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"
                      for m, r in rows.iterrows() if m in ("ee_r", "eu") and r["p_holm"] <= alpha]
             if ee_d["p_holm"] <= alpha:
                 verdict = "fairer" if ee_d["difference"] < 0 else "less fair"
-                text = (f"{system} is {verdict} than {base}: EE-D {_signed(ee_d['difference'])} "
-                        f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}"
+                text = (f"{system} is {verdict} than {base}: {change}, {_p_text(ee_d['p_holm'])}"
                         + (f"; {'; '.join(costs)}" if costs else "; relevance does not change beyond noise") + ".")
-                kind = FindingKind.FAIRER if ee_d["difference"] < 0 else FindingKind.LESS_FAIR
+                kind = FindingKind.HEADLINE
             elif 2.0 ** (1 - int(ee_d["n_queries"])) > alpha:  # the smallest p a sign-flip test can give
                 text = (f"Too little evidence to tell whether {system} is fairer than {base}: on "
-                        f"{int(ee_d['n_queries'])} queries no paired test can reach p ≤ {alpha:g} (EE-D "
-                        f"{_signed(ee_d['difference'])} [{_signed(ee_d['low'])}, {_signed(ee_d['high'])}]); "
+                        f"{int(ee_d['n_queries'])} queries no paired test can reach p ≤ {alpha:g} ({change}); "
                         "compare the systems on more queries.")
                 kind = FindingKind.INSUFFICIENT_EVIDENCE
             else:
-                text = (f"{system} is not fairer than {base} beyond noise: EE-D {_signed(ee_d['difference'])} "
-                        f"[{_signed(ee_d['low'])}, {_signed(ee_d['high'])}], {_p_text(ee_d['p_holm'])}.")
+                text = f"{system} is not fairer than {base} beyond noise: {change}, {_p_text(ee_d['p_holm'])}."
                 kind = FindingKind.NO_DIFFERENCE
-            out.append(Finding(kind if kind in (FindingKind.NO_DIFFERENCE, FindingKind.INSUFFICIENT_EVIDENCE) else
-                               FindingKind.HEADLINE,
-                               f"{system} vs {base}", "ee_d", text,
+            out.append(Finding(kind, f"{system} vs {base}", "ee_d", text,
                                severity=Severity.SERIOUS if ee_d["p_holm"] <= alpha else Severity.INFO,
-                               estimate=ee_d["difference"], low=ee_d["low"], high=ee_d["high"], level=config.level,
+                               estimate=ee_d["difference"], low=ee_d["low"], high=ee_d["high"],
                                p_value=ee_d["p_value"], p_adjusted=ee_d["p_holm"], test=ee_d["test"],
-                               correction=f"Holm over {len(rows)} metrics", alpha=alpha,
-                               n_queries=int(ee_d["n_queries"]), family=family))
+                               n_queries=int(ee_d["n_queries"]), **common))
+    noun = config.by  # "provider", or the category: "segment"
     for (system, kind), part in shares.groupby(["system", "kind"], sort=False) if not shares.empty else ():
         base = part["baseline"].iloc[0]
         moved = part[part["p_holm"] <= alpha]
-        family = f"{system} vs {base}: {kind} shares"
-        noun = config.by if config.by != "provider" else "provider"
+        metric, correction = f"{kind} share ({system} − {base})", f"Holm over {len(part)} {noun}s"
+        common = {"level": config.level, "alpha": alpha, "family": f"{system} vs {base}: {kind} shares"}
         for row in moved.itertuples():
             lower = row.difference < 0
-            out.append(Finding(FindingKind.LESS_EXPOSED if lower else FindingKind.MORE_EXPOSED, row.group,
-                               f"{kind} share ({system} − {base})",
-                               f"In {system}, {row.group}'s {kind} share is {abs(row.difference) * 100:.1f} points "
-                               f"{'lower' if lower else 'higher'} than in {base}: {row.share_system:.1%} vs "
-                               f"{row.share_baseline:.1%} (Δ {_signed(row.difference * 100, 1)} "
-                               f"[{_signed(row.low * 100, 1)}, {_signed(row.high * 100, 1)}] points, "
-                               f"{_p_text(row.p_holm)}, Holm over {len(part)} {noun}s).",
-                               severity=Severity.NOTABLE, direction=Direction.BELOW if lower else Direction.ABOVE,
-                               estimate=row.difference, low=row.low, high=row.high, level=config.level,
-                               p_value=row.p_value, p_adjusted=row.p_holm,
-                               test="paired permutation test (systems swapped within queries)",
-                               correction=f"Holm over {len(part)} {noun}s", alpha=alpha,
-                               n_queries=int(row.n_queries), family=family))
+            text = (f"In {system}, {row.group}'s {kind} share is {abs(row.difference) * 100:.1f} points "
+                    f"{'lower' if lower else 'higher'} than in {base}: {row.share_system:.1%} vs "
+                    f"{row.share_baseline:.1%} (Δ {_change(row.difference * 100, row.low * 100, row.high * 100, 1)} "
+                    f"points, {_p_text(row.p_holm)}, {correction}).")
+            out.append(Finding(FindingKind.LESS_EXPOSED if lower else FindingKind.MORE_EXPOSED, row.group, metric,
+                               text, severity=Severity.NOTABLE, direction=Direction.BELOW if lower else Direction.ABOVE,
+                               estimate=row.difference, low=row.low, high=row.high, p_value=row.p_value,
+                               p_adjusted=row.p_holm, test="paired permutation test (systems swapped within queries)",
+                               correction=correction, n_queries=int(row.n_queries), **common))
         if moved.empty:
-            out.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", f"{kind} share ({system} − {base})",
+            out.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", metric,
                                f"No {noun}'s {kind} share differs between {system} and {base} beyond noise "
-                               f"({len(part)} {noun}s, Holm-adjusted).", level=config.level, alpha=alpha,
-                               n_queries=int(part["n_queries"].iloc[0]), family=family))
+                               f"({len(part)} {noun}s, Holm-adjusted).", n_queries=int(part["n_queries"].iloc[0]),
+                               **common))
     return sort_findings(out)
 
 

@@ -16,7 +16,6 @@ under-exposed by half is flagged in 82.5 % [80.0, 84.7] of them, one with 6 in 7
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -40,73 +39,20 @@ from .share_gaps import (
     gap_family,
     test_streams,
 )
+from .wording import group_noun, p_text, percent, points, share_text
 
 __all__ = ["ShareTable", "share_table", "share_findings", "ledger_findings"]
 
 
-
 # -- formatting ----------------------------------------------------------------------------------------------
 
-def _minus(text: str) -> str:
-    return text.replace("-", "−")
-
-
-def _pct(x: float) -> str:
-    """A share in percent with one decimal; exactly 0 prints as ``0``."""
-    if not math.isfinite(x):
-        return "—"
-    return "0" if x == 0 else _minus(f"{100 * x:.1f}")
-
-
 def _share_text(ci: ConfidenceInterval | None, point: float) -> str:
-    if ci is None:
-        return f"{_pct(point)} %"
-    return f"{_pct(ci.estimate)} % [{_pct(ci.low)}, {_pct(ci.high)}]"
-
-
-def _points(est: float, low: float, high: float) -> str:
-    sign = "+" if est > 0 else ""
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{sign}{_pct(est)} points"
-    return f"{sign}{_pct(est)} points [{_pct(low)}, {_pct(high)}]"
-
-
-def _digits(*values: float) -> int:
-    finite = [abs(v) for v in values if math.isfinite(v)]
-    return 2 if finite and max(finite) >= 0.0995 else 3  # 0.0995 prints as 0.10
-
-
-def _num(x: float, digits: int, *, signed: bool = False) -> str:
-    if not math.isfinite(x):
-        return "—"
-    text = f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
-    return _minus(text)
-
-
-def _p_text(p: float) -> str:
-    """``p = 0.004``, ``p = 0.21``, ``p < 0.001``."""
-    if not math.isfinite(p):
-        return "p = —"
-    if p < 0.001:
-        return "p < 0.001"
-    if p >= 0.995:
-        return "p = 1"
-    return f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
-
-
-def _alpha_text(alpha: float) -> str:
-    return f"{100 * alpha:g} %"
+    return share_text(point) if ci is None else share_text(ci.estimate, ci.low, ci.high)
 
 
 def _n_text(n_queries: int, n_lines: int | None) -> str:
     q = f"{n_queries} quer{'y' if n_queries == 1 else 'ies'}"
     return q if n_lines is None else f"{q}, {n_lines} line{'' if n_lines == 1 else 's'}"
-
-
-def _group_noun(by: str, plural: bool = False) -> str:
-    if by == "provider":
-        return "providers" if plural else "provider"
-    return f"{by} groups" if plural else f"{by} group"
 
 
 def _names(items: Sequence[str], limit: int = 5) -> str:
@@ -235,11 +181,10 @@ def share_table(documents: pd.DataFrame, collection: Collection, *, by: str = "p
 
 # -- the share test ------------------------------------------------------------------------------------------
 
-
-
 @dataclass(frozen=True)
 class _Family:
-    """The words of one family of share tests."""
+    """The words of one family of share tests (each group against its fair share, over the queries in which it
+    has a fair share or was shown)."""
 
     metric: str                 # "retrieval share − fair share"
     under: FindingKind
@@ -248,20 +193,17 @@ class _Family:
     over_text: str
     of_what: str                # "of retrieval exposure"
     share: str                  # "retrieval share"
-    reference: str              # "fair share"
     title: str                  # "Retrieval exposure"
-    stake: str                  # "where it has a fair share"
     tails: str                  # RETRIEVAL_TAILS or ATTRIBUTED_TAILS
 
 
 def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: float, n_queries: int,
                     n_lines: int | None, serious: float) -> list[Finding]:
     alpha = alpha_of(level)
-    tested = [r for r in results if r.testable]
-    m = len(tested)
-    noun, nouns = _group_noun(by), _group_noun(by, plural=True)
+    m = sum(r.testable for r in results)
+    noun, tested = group_noun(by), f"{m} {group_noun(by, plural=m != 1)}"
     n_text = _n_text(n_queries, n_lines)
-    correction = f"Holm over {m} {nouns if m != 1 else noun}"
+    correction = f"Holm over {tested}"
     common = {"metric": fam.metric, "level": level, "alpha": alpha, "n_queries": n_queries, "n_lines": n_lines,
               "family": f"{fam.metric}, by {by}", "test": BOOTSTRAP_T[fam.tails]}
     out, flagged, insufficient = [], [], []
@@ -269,7 +211,6 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
         if r.reason == NOT_AT_STAKE:
             continue
         numbers = r.numbers()
-        est, low, high, relative = numbers["estimate"], numbers["low"], numbers["high"], numbers["relative"]
         share = _share_text(r.value, r.point_value)
         fair = _share_text(r.reference, r.point_reference)
         if not r.testable:
@@ -277,59 +218,54 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
                            if r.n_informative < r.n_at_stake - 0.05 else "")
             insufficient.append(f"{r.group} (n = {r.n_at_stake}{informative})")
             text = (f"{r.group}: insufficient evidence (n = {r.n_at_stake} quer{'y' if r.n_at_stake == 1 else 'ies'} "
-                    f"{fam.stake}) to tell its {fam.share} of {share} from its {fam.reference} of {fair}: "
-                    f"{r.reason}")
+                    f"in which it has a fair share or was shown) to tell its {fam.share} of {share} from its fair "
+                    f"share of {fair}: {r.reason}")
             out.append(Finding(FindingKind.INSUFFICIENT_EVIDENCE, r.group, text=text, detail=True,
                                **numbers, **{**common, "test": ""}))
             continue
-        significant = r.p_adjusted <= alpha
-        stats_text = (f"gap {_points(est, low, high)}; {_p_text(r.p_adjusted)}, Holm-adjusted over {m} "
-                      f"{nouns if m != 1 else noun}")
-        if significant:
+        stats_text = (f"gap {points(numbers['estimate'], numbers['low'], numbers['high'], zero_sign=True)}; "
+                      f"{p_text(r.p_adjusted)}, Holm-adjusted over {tested}")
+        if r.p_adjusted <= alpha:
             below = r.point_value < r.point_reference
             kind, verb = (fam.under, fam.under_text) if below else (fam.over, fam.over_text)
             flagged.append(f"{r.group} ({kind.value})")
-            text = (f"{r.group} {verb}: {share} {fam.of_what} vs a {fam.reference} of {fair} ({stats_text}; "
-                    f"{n_text})")
-            out.append(Finding(kind, r.group, text=text, severity=severity_of(True, relative, serious=serious),
+            text = f"{r.group} {verb}: {share} {fam.of_what} vs a fair share of {fair} ({stats_text}; {n_text})"
+            out.append(Finding(kind, r.group, text=text,
+                               severity=severity_of(True, numbers["relative"], serious=serious),
                                direction=Direction.BELOW if below else Direction.ABOVE, p_value=r.p_value,
                                p_adjusted=r.p_adjusted, correction=correction, **numbers, **common))
         else:
-            text = f"{r.group}: {fam.share} {share} vs a {fam.reference} of {fair}, within noise ({stats_text})"
+            text = f"{r.group}: {fam.share} {share} vs a fair share of {fair}, within noise ({stats_text})"
             out.append(Finding(FindingKind.WITHIN_NOISE, r.group, text=text, p_value=r.p_value,
                                p_adjusted=r.p_adjusted, correction=correction, detail=True, **numbers, **common))
     too_little = (f"; too little evidence to tell for {len(insufficient)} "
-                  f"{nouns if len(insufficient) != 1 else noun}: {_names(insufficient)}" if insufficient else "")
+                  f"{group_noun(by, plural=len(insufficient) != 1)}: {_names(insufficient)}" if insufficient else "")
     every = f"every {noun}"
     if m == 0:
-        text = (f"Too little evidence to test any {noun}'s {fam.share} against its {fam.reference} "
-                f"({n_text}){too_little}")
+        text = f"Too little evidence to test any {noun}'s {fam.share} against its fair share ({n_text}){too_little}"
         out.append(Finding(FindingKind.INSUFFICIENT_EVIDENCE, every, text=text, **{**common, "test": ""}))
     elif not flagged:
-        text = (f"No {noun}'s {fam.share} differs from its {fam.reference} beyond noise ({m} "
-                f"{nouns if m != 1 else noun} tested, Holm-adjusted at {_alpha_text(alpha)}; {n_text}){too_little}")
+        text = (f"No {noun}'s {fam.share} differs from its fair share beyond noise ({tested} tested, Holm-adjusted "
+                f"at {percent(alpha)}; {n_text}){too_little}")
         out.append(Finding(FindingKind.NO_DIFFERENCE, every, text=text, correction=correction, **common))
     else:
-        severities = [f.severity for f in out if f.kind in (fam.under, fam.over)]
-        worst = min(severities, key=lambda s: s.rank)
+        worst = min((f.severity for f in out if f.kind in (fam.under, fam.over)), key=lambda s: s.rank)
         verb = "differs from its" if len(flagged) == 1 else "differ from their"
-        text = (f"{fam.title}: {len(flagged)} of {m} {nouns if m != 1 else noun} tested {verb} "
-                f"{fam.reference} beyond noise — {_names(flagged, limit=8)} (Holm-adjusted at "
-                f"{_alpha_text(alpha)}; {n_text}){too_little}")
+        text = (f"{fam.title}: {len(flagged)} of {tested} tested {verb} fair share beyond noise — "
+                f"{_names(flagged, limit=8)} (Holm-adjusted at {percent(alpha)}; {n_text}){too_little}")
         out.append(Finding(FindingKind.HEADLINE, every, text=text, severity=worst, correction=correction, **common))
     return out
 
 
 _RETRIEVAL = _Family("retrieval share − fair share", FindingKind.UNDER_EXPOSED, FindingKind.OVER_EXPOSED,
                      "is under-exposed in retrieval", "is over-exposed in retrieval", "of retrieval exposure",
-                     "retrieval share", "fair share", "Retrieval exposure", "in which it has a fair share or was shown",
-                     RETRIEVAL_TAILS)
+                     "retrieval share", "Retrieval exposure", RETRIEVAL_TAILS)
 
 
 def _attributed_family(label: str) -> _Family:
     return _Family("attributed share − fair share", FindingKind.UNDER_CITED, FindingKind.OVER_CITED,
-                   "is under-cited", "is over-cited", f"of {label}", f"share of {label}", "fair share",
-                   label[:1].upper() + label[1:], "in which it has a fair share or was shown", ATTRIBUTED_TAILS)
+                   "is under-cited", "is over-cited", f"of {label}", f"share of {label}",
+                   label[:1].upper() + label[1:], ATTRIBUTED_TAILS)
 
 
 def share_findings(table: ShareTable, *, attributed_label: str = "citations", level: float = 0.95,
@@ -361,7 +297,7 @@ def share_findings(table: ShareTable, *, attributed_label: str = "citations", le
     if n_q < 2 or table.target.sum() <= 0:
         why = ("no audited query has a fair target (relevance labels)" if table.target.sum() <= 0
                else "one query: no test over queries (audit two or more queries)")
-        return [Finding(FindingKind.INSUFFICIENT_EVIDENCE, f"every {_group_noun(table.by)}",
+        return [Finding(FindingKind.INSUFFICIENT_EVIDENCE, f"every {group_noun(table.by)}",
                         "retrieval share − fair share", f"Insufficient evidence to test any share: {why}",
                         level=level, alpha=alpha_of(level), n_queries=n_q, n_lines=table.n_lines)]
     boot_seed, test_rng = test_streams(seed)

@@ -59,12 +59,14 @@ from ..metrics.exposure import target_exposure
 from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
+from . import wording
 from .compare import share_differences
 from .findings import Direction, Finding, FindingKind, severity_of
 from .query_bootstrap import mean_interval
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
 from .recommend import AlphaRecommendation, recommend_alpha
 from .share_gaps import alpha_of
+from .wording import group_noun, interval, num, pct, percent, points, share_text
 
 __all__ = ["WhatIf", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES", "NO_QUALITY_METRIC",
            "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED", "value_text", "p_text"]
@@ -101,10 +103,6 @@ def _alpha_key(alpha: float) -> int:
 
 def _alpha_label(alpha: float) -> str:
     return "α = ∞ (deterministic)" if math.isinf(alpha) else f"α = {alpha:g}"
-
-
-def _tol(tolerance: float) -> str:
-    return f"{100 * tolerance:g} %"
 
 
 def _alpha_json(alpha: float) -> float | str | None:
@@ -509,19 +507,19 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
     over = (f"over the {n} judged queries with a fairness question (m > 1)" if table["fairness_question"].any()
             else f"over the {n} judged queries")
     if rec.alpha is None:
-        return rec, (f"No α of the grid keeps mean EE-R within {_tol(tolerance)} of the system as served "
+        return rec, (f"No α of the grid keeps mean EE-R within {percent(tolerance)} of the system as served "
                      f"({rec.baseline_utility:.3f}, {over}): keep serving as now, or widen the tolerance.")
     # the recommender compares with a deterministic baseline, which any α beats on EE-D; a served system may
     # already spread exposure, so an α is only worth recommending when it is fairer than what was served
     served_ee_d = float(kept.loc[kept["system"] == "deterministic", "ee_d"].mean())
     if rec.ee_d >= served_ee_d - 1e-12:
         reason = (f"No α of the grid is fairer than the system as served while keeping its mean EE-R within "
-                  f"{_tol(tolerance)} ({rec.baseline_utility:.3f}, {over}): the fairest that keeps EE-R, α = "
+                  f"{percent(tolerance)} ({rec.baseline_utility:.3f}, {over}): the fairest that keeps EE-R, α = "
                   f"{rec.alpha:g}, has mean EE-D {rec.ee_d:.3f} against {served_ee_d:.3f} as served; keep serving as "
                   "now, or widen the tolerance.")
         return replace(rec, alpha=None, ee_d=served_ee_d, utility=rec.baseline_utility, reason=reason), reason
     return rec, (f"α = {rec.alpha:g}: the lowest mean EE-D ({rec.ee_d:.3f}, against {served_ee_d:.3f} as served) "
-                 f"among the α values whose mean EE-R ({rec.utility:.3f}) stays within {_tol(tolerance)} of the "
+                 f"among the α values whose mean EE-R ({rec.utility:.3f}) stays within {percent(tolerance)} of the "
                  f"system as served ({rec.baseline_utility:.3f}), {over}.")
 
 
@@ -625,59 +623,18 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
 
 # -- findings and text -------------------------------------------------------------------------------------------
 
-def _unsigned_zero(text: str) -> str:
-    """``-0.000`` → ``0.000``: a value that rounds to zero has no sign."""
-    return text.lstrip("+-") if float(text) == 0 else text
-
-
-def _pct(x: float) -> str:
-    return "—" if not math.isfinite(x) else ("0" if x == 0 else _unsigned_zero(f"{100 * x:.1f}").replace("-", "−"))
-
-
-def _share_text(point: float, low: float, high: float) -> str:
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return f"{_pct(point)} %"
-    return f"{_pct(point)} % [{_pct(low)}, {_pct(high)}]"
-
-
-def _signed(x: float, digits: int = 3) -> str:
-    if not math.isfinite(x):
-        return "—"
-    text = f"{x:+.{digits}f}"
-    return ("±" + text[1:] if float(text) == 0 else text).replace("-", "−")
-
-
-def _interval(low: float, high: float, digits: int = 3, *, signed: bool = True) -> str:
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    if signed:
-        return f" [{_signed(low, digits)}, {_signed(high, digits)}]"
-    return f" [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def _p_text(p: float) -> str:
-    if not math.isfinite(p):
-        return "untested"
-    return "p < 0.001" if p < 0.001 else (f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}")
-
-
 def value_text(value: float | None, low: float | None = None, high: float | None = None, *,
                signed: bool = False) -> str:
     """A value with its interval as the what-if's text and findings write it ("—" when there is no value): the
     app's table and the report use it, so a number reads the same there as in the CLI. ``None`` (JSON's null) is a
     missing value."""
-    def number(x: float | None) -> float:
-        return math.nan if x is None else float(x)
-
-    value, low, high = number(value), number(low), number(high)
-    if not math.isfinite(value):
-        return "—"
-    return (_signed(value) if signed else _num(value)) + _interval(low, high, signed=signed)
+    value, low, high = (math.nan if x is None else float(x) for x in (value, low, high))
+    return num(value, signed=signed) + interval(low, high, signed=signed) if math.isfinite(value) else "—"
 
 
 def p_text(p: float | None) -> str:
     """A p-value as the what-if's findings write it ("untested" when there is none)."""
-    return _p_text(math.nan if p is None else float(p))
+    return wording.p_text(math.nan if p is None else float(p), untested="untested", exact_one=False)
 
 
 def _ci(estimate: float, low: float, high: float, level: float) -> ConfidenceInterval | None:
@@ -689,21 +646,14 @@ def _ci(estimate: float, low: float, high: float, level: float) -> ConfidenceInt
 def _ee_r_clause(row: pd.Series) -> str:
     """``, at an EE-R cost of 0.040 [0.020, 0.060] (0.695 → 0.655)`` (a gain when it rises; "within noise" when its
     interval holds 0); empty without EE-R."""
-    change = row["ee_r_change"]
+    change, low, high = row["ee_r_change"], row["ee_r_change_low"], row["ee_r_change_high"]
     if not math.isfinite(change):
         return ""
-    low, high = row["ee_r_change_low"], row["ee_r_change_high"]
-    bounded = math.isfinite(low) and math.isfinite(high)
-    if change < 0:
-        words = f"an EE-R cost of {-change:.3f}" + (f" [{_num(-high)}, {_num(-low)}]" if bounded else "")
-    else:
-        words = f"an EE-R gain of {change:.3f}" + (f" [{_num(low)}, {_num(high)}]" if bounded else "")
-    within = ", within noise" if bounded and low <= 0 <= high else ""
-    return f", {'at' if change < 0 else 'with'} {words} ({row['ee_r'] - change:.3f} → {row['ee_r']:.3f}{within})"
-
-
-def _num(x: float, digits: int = 3) -> str:
-    return _unsigned_zero(f"{x:.{digits}f}").replace("-", "−")
+    cost = change < 0
+    size, bounds = (-change, interval(-high, -low)) if cost else (change, interval(low, high))
+    within = ", within noise" if low <= 0 <= high else ""
+    return (f", {'at' if cost else 'with'} an EE-R {'cost' if cost else 'gain'} of {size:.3f}{bounds} "
+            f"({row['ee_r'] - change:.3f} → {row['ee_r']:.3f}{within})")
 
 
 def _focus(result: WhatIf) -> tuple[float | None, str]:
@@ -712,7 +662,7 @@ def _focus(result: WhatIf) -> tuple[float | None, str]:
     chosen = result.recommended_alpha
     if chosen is not None:
         return chosen, (f": the recommender's pick, the fairest α whose mean EE-R stays within "
-                        f"{_tol(result.tolerance)} of the system as served")
+                        f"{percent(result.tolerance)} of the system as served")
     curve = result.curve
     served = curve.loc[curve["system"] == AS_SERVED, "ee_d"].iloc[0]
     finite = curve[(curve["system"] == "sampled") & np.isfinite(curve["alpha"].astype(float))]
@@ -723,7 +673,7 @@ def _focus(result: WhatIf) -> tuple[float | None, str]:
         return fairest, (": the fairest α of the grid, not a recommendation (without relevance labels the "
                          "recommender has no quality metric)")
     return fairest, (f": the fairest α of the grid, not a recommendation (no α is both fairer than the system as "
-                     f"served and within {_tol(result.tolerance)} of its EE-R)")
+                     f"served and within {percent(result.tolerance)} of its EE-R)")
 
 
 def what_if_findings(result: WhatIf) -> list[Finding]:
@@ -740,37 +690,37 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
     alpha_test = alpha_of(level)
     served = curve[curve["system"] == AS_SERVED].iloc[0]
     sampled = curve[curve["system"] == "sampled"]
-    n_queries = int(served["queries"])
-    n_lines = int(result.observed["lines"].sum())
+    common = {"level": level, "alpha": alpha_test, "n_queries": int(served["queries"]),
+              "n_lines": int(result.observed["lines"].sum())}
     chosen, why = _focus(result)
     if chosen is None:
-        points = "; ".join(f"{row.label}: {row.ee_d:.3f}" for row in sampled.itertuples())
-        text = (f"{result.recommendation_text} The disparity curve: EE-D {served['ee_d']:.3f} as served; {points} "
-                f"({n_queries} replayed queries, N = {result.n_samples}).")
-        return [Finding(FindingKind.HEADLINE, "what if it sampled", "ee_d", text, level=level, alpha=alpha_test,
-                        n_queries=n_queries, n_lines=n_lines, family="what-if")]
+        points_text = "; ".join(f"{row.label}: {row.ee_d:.3f}" for row in sampled.itertuples())
+        text = (f"{result.recommendation_text} The disparity curve: EE-D {served['ee_d']:.3f} as served; "
+                f"{points_text} ({common['n_queries']} replayed queries, N = {result.n_samples}).")
+        return [Finding(FindingKind.HEADLINE, "what if it sampled", "ee_d", text, family="what-if", **common)]
     row = sampled[sampled["alpha"] == chosen].iloc[0]
     change, low, high, p = row["ee_d_change"], row["ee_d_change_low"], row["ee_d_change_high"], row["ee_d_p"]
     significant = math.isfinite(p) and p <= alpha_test
     ee_r = _ee_r_clause(row)
     text = (f"Sampling at α = {chosen:g} would {'lower' if change < 0 else 'raise'} EE-D from {served['ee_d']:.3f}"
-            f"{_interval(served['ee_d_low'], served['ee_d_high'], signed=False)} as served to {row['ee_d']:.3f}"
-            f"{_interval(row['ee_d_low'], row['ee_d_high'], signed=False)} ({_signed(change)}"
-            f"{_interval(low, high)}, {_p_text(p)}){ee_r}{why}.")
+            f"{interval(served['ee_d_low'], served['ee_d_high'])} as served to {row['ee_d']:.3f}"
+            f"{interval(row['ee_d_low'], row['ee_d_high'])} ({num(change, signed=True)}"
+            f"{interval(low, high, signed=True)}, {p_text(p)}){ee_r}{why}.")
     relative = change / served["ee_d"] if served["ee_d"] else math.nan
     found = [Finding(FindingKind.HEADLINE, f"α = {chosen:g} vs {AS_SERVED}", "ee_d", text,
                      severity=severity_of(significant, relative),
                      direction=(Direction.BELOW if change < 0 else Direction.ABOVE) if significant else Direction.NONE,
-                     estimate=change, low=low, high=high, level=level,
+                     estimate=change, low=low, high=high,
                      value=_ci(row["ee_d"], row["ee_d_low"], row["ee_d_high"], level),
                      reference=_ci(served["ee_d"], served["ee_d_low"], served["ee_d_high"], level),
-                     relative=relative, p_value=p, test="paired sign-flip test over queries",
-                     alpha=alpha_test, n_queries=n_queries, n_lines=n_lines, family="what-if")]
+                     relative=relative, p_value=p, test="paired sign-flip test over queries", family="what-if",
+                     **common)]
     shares = result.shares
+    metric = f"retrieval share (α = {chosen:g} − {AS_SERVED})"
     for by, part in shares[shares["alpha"] == chosen].groupby("by", sort=False):
-        noun = "provider" if by == "provider" else f"{by} group"
-        moved = part[part["p_holm"].notna() & (part["p_holm"] <= alpha_test)]
-        moved = moved.reindex(moved["change"].abs().sort_values(ascending=False).index)
+        noun = group_noun(by)
+        by_size = part.reindex(part["change"].abs().sort_values(ascending=False).index)
+        moved = by_size[by_size["p_holm"].notna() & (by_size["p_holm"] <= alpha_test)]
         correction = f"Holm over {len(part)} {noun}s"
         family = f"what-if α = {chosen:g}: {by} shares"
         for share in moved.head(_MAX_FINDINGS.get(by, 2)).itertuples():
@@ -778,31 +728,26 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
             relative = share.change / share.observed_share if share.observed_share > 0 else math.nan
             name = share.group if by == "provider" else f"{share.group} ({by})"
             text = (f"Sampling at α = {chosen:g} would {'raise' if up else 'lower'} {name}'s retrieval share from "
-                    f"{_share_text(share.observed_share, share.observed_low, share.observed_high)} to "
-                    f"{_share_text(share.share, share.share_low, share.share_high)} ({'+' if up else ''}"
-                    f"{_pct(share.change)} points [{_pct(share.change_low)}, {_pct(share.change_high)}], "
-                    f"{_p_text(share.p_holm)}, {correction}){ee_r}.")
+                    f"{share_text(share.observed_share, share.observed_low, share.observed_high)} to "
+                    f"{share_text(share.share, share.share_low, share.share_high)} "
+                    f"({points(share.change, share.change_low, share.change_high)}, {p_text(share.p_holm)}, "
+                    f"{correction}){ee_r}.")
             found.append(Finding(FindingKind.MORE_EXPOSED if up else FindingKind.LESS_EXPOSED, str(share.group),
-                                 f"retrieval share (α = {chosen:g} − {AS_SERVED})", text,
-                                 severity=severity_of(True, relative),
+                                 metric, text, severity=severity_of(True, relative),
                                  direction=Direction.ABOVE if up else Direction.BELOW, estimate=share.change,
-                                 low=share.change_low, high=share.change_high, level=level,
+                                 low=share.change_low, high=share.change_high,
                                  value=_ci(share.share, share.share_low, share.share_high, level),
                                  reference=_ci(share.observed_share, share.observed_low, share.observed_high, level),
                                  relative=relative, p_value=share.p_value, p_adjusted=share.p_holm,
                                  test="paired permutation test (systems swapped within queries)",
-                                 correction=correction, alpha=alpha_test, n_queries=n_queries, n_lines=n_lines,
-                                 family=family))
+                                 correction=correction, family=family, **common))
         if moved.empty:
-            largest = part.reindex(part["change"].abs().sort_values(ascending=False).index).iloc[0]
-            sign = "+" if largest["change"] > 0 else ""
-            bounds = (f" [{_pct(largest['change_low'])}, {_pct(largest['change_high'])}]"
-                      if math.isfinite(largest["change_low"]) else "")
+            largest = by_size.iloc[0]
             text = (f"At α = {chosen:g} no {noun}'s retrieval share would change beyond noise ({correction}); the "
-                    f"largest change: {largest['group']} {sign}{_pct(largest['change'])} points{bounds}.")
-            found.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", f"retrieval share (α = {chosen:g} − "
-                                 f"{AS_SERVED})", text, level=level, alpha=alpha_test, correction=correction,
-                                 n_queries=n_queries, n_lines=n_lines, family=family, detail=by != "provider"))
+                    f"largest change: {largest['group']} "
+                    f"{points(largest['change'], largest['change_low'], largest['change_high'])}.")
+            found.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", metric, text, correction=correction,
+                                 family=family, detail=by != "provider", **common))
     return found
 
 
@@ -813,7 +758,7 @@ def _top_changes(shares: pd.DataFrame, alpha: float, level: float, limit: int = 
         return "none"
     part = part.reindex(part["change"].abs().sort_values(ascending=False).index).head(limit)
     alpha_test = alpha_of(level)
-    return ", ".join(f"{r.group} {'+' if r.change > 0 else ''}{_pct(r.change)}"
+    return ", ".join(f"{r.group} {'+' if r.change > 0 else ''}{pct(r.change)}"
                      f"{'*' if math.isfinite(r.p_holm) and r.p_holm <= alpha_test else ''}" for r in part.itertuples())
 
 
@@ -827,25 +772,19 @@ def what_if_text(result: WhatIf) -> list[str]:
     lines.append(f"  {'system':<24} {'EE-D':>6} {'interval':<16} {'EE-R':>6} {'interval':<16} largest provider "
                  "share changes (points vs as served; * beyond noise, Holm)")
     for row in result.curve.itertuples():
-        ee_d_int = _interval(row.ee_d_low, row.ee_d_high, signed=False).strip() or "—"
-        ee_r = "—" if not math.isfinite(row.ee_r) else f"{row.ee_r:.3f}"
-        ee_r_int = _interval(row.ee_r_low, row.ee_r_high, signed=False).strip()
+        ee_d_int = interval(row.ee_d_low, row.ee_d_high).strip() or "—"
+        ee_r_int = interval(row.ee_r_low, row.ee_r_high).strip()
         changes = "" if row.system == AS_SERVED else _top_changes(result.shares, row.alpha, result.level)
-        mark = " (recommended)" if result.recommended_alpha is not None and row.system != AS_SERVED and \
-            row.alpha == result.recommended_alpha else ""
-        lines.append(f"  {row.label + mark:<24} {row.ee_d:>6.3f} {ee_d_int:<16} {ee_r:>6} {ee_r_int:<16} {changes}"
-                     .rstrip())
+        mark = " (recommended)" if row.alpha == result.recommended_alpha else ""  # as served: α is NaN
+        lines.append(f"  {row.label + mark:<24} {row.ee_d:>6.3f} {ee_d_int:<16} {num(row.ee_r):>6} {ee_r_int:<16} "
+                     f"{changes}".rstrip())
     lines.append(f"  (EE-D per query bias-corrected over its N rankings, as everywhere; shares over "
                  f"{result.shares_over})")
-    for metric, reason in result.undefined.items():
-        lines.append(f"  — {'EE-R' if metric == 'ee_r' else metric}: {reason}")
-    lines.append(f"Recommender: {result.recommendation_text}")
-    lines.append("What-if findings:")
+    lines += [f"  — {'EE-R' if metric == 'ee_r' else metric}: {reason}" for metric, reason in result.undefined.items()]
+    lines += [f"Recommender: {result.recommendation_text}", "What-if findings:"]
     lines += [f"  - [{f.severity.value}] {f.text}" for f in result.findings]
-    for note in result.notes:
-        lines.append(f"note: {note}")
-    for qid, reason in list(result.skipped.items())[:5]:
-        lines.append(f"skipped: {qid}: {reason}")
+    lines += [f"note: {note}" for note in result.notes]
+    lines += [f"skipped: {qid}: {reason}" for qid, reason in list(result.skipped.items())[:5]]
     lines.append(f"Estimated: {result.estimated}. Not estimated: {result.not_estimated}.")
     if math.isfinite(result.wall_seconds):
         lines.append(f"Replayed in {result.wall_seconds:.2f} s.")
