@@ -28,9 +28,10 @@ collection folder
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..checks import MAX_GRADE
@@ -115,6 +116,32 @@ def _check_unique(seen: dict[str, int], key: str, what: str, path: Path, line: i
     seen[key] = line
 
 
+def _document(rec: Mapping, path: Path, line: int, seen: dict[str, int],
+              groups: Callable[[], dict[str, str]]) -> Document:
+    """A corpus record (a JSON object, or a CSV row by column name) as a :class:`Document`, checked as both formats
+    check it, in this order: its doc_id and text, its ``groups`` (read when both are there), a doc_id not seen
+    before, then the optional title and provider."""
+    doc_id = _required_str(rec, "doc_id", path, line, fix="every document needs a unique doc_id")
+    text = _required_str(rec, "text", path, line, fix="every document needs its text")
+    labels = groups()
+    _check_unique(seen, doc_id, "doc_id", path, line)
+    return Document(doc_id, text, _optional_str(rec, "title", path, line), _optional_str(rec, "provider", path, line),
+                    labels)
+
+
+def _json_groups(obj: Mapping, path: Path, line: int) -> dict[str, str]:
+    groups = obj.get("groups") or {}
+    if not isinstance(groups, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in groups.items()
+    ):
+        raise DataFormatError(
+            'field "groups" must map category names to non-empty label strings, e.g. {"region": "Africa"}',
+            path=path,
+            line=line,
+        )
+    return {k.strip(): v.strip() for k, v in groups.items()}
+
+
 def _corpus_from_jsonl(path: Path) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
@@ -127,27 +154,7 @@ def _corpus_from_jsonl(path: Path) -> list[Document]:
                 path=path,
                 line=line,
             )
-        doc_id = _required_str(obj, "doc_id", path, line, fix="every document needs a unique doc_id")
-        text = _required_str(obj, "text", path, line, fix="every document needs its text")
-        groups = obj.get("groups") or {}
-        if not isinstance(groups, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in groups.items()
-        ):
-            raise DataFormatError(
-                'field "groups" must map category names to non-empty label strings, e.g. {"region": "Africa"}',
-                path=path,
-                line=line,
-            )
-        _check_unique(seen, doc_id, "doc_id", path, line)
-        docs.append(
-            Document(
-                doc_id=doc_id,
-                text=text,
-                title=_optional_str(obj, "title", path, line),
-                provider=_optional_str(obj, "provider", path, line),
-                groups={k.strip(): v.strip() for k, v in groups.items()},
-            )
-        )
+        docs.append(_document(obj, path, line, seen, functools.partial(_json_groups, obj, path, line)))
     return docs
 
 
@@ -229,23 +236,9 @@ def _corpus_from_csv(path: Path) -> list[Document]:
                 line=line,
             )
         rec = dict(zip(header, row))
-        doc_id = _required_str(rec, "doc_id", path, line, fix="every document needs a unique doc_id")
-        body = _required_str(rec, "text", path, line, fix="every document needs its text")
-        _check_unique(seen, doc_id, "doc_id", path, line)
-        groups = {
-            col[len(_GROUP_PREFIX):]: rec[col].strip()
-            for col in header
-            if col.startswith(_GROUP_PREFIX) and rec[col].strip()
-        }
-        docs.append(
-            Document(
-                doc_id=doc_id,
-                text=body,
-                title=rec.get("title", "").strip(),
-                provider=rec.get("provider", "").strip(),
-                groups=groups,
-            )
-        )
+        groups = {col[len(_GROUP_PREFIX):]: rec[col].strip()
+                  for col in header if col.startswith(_GROUP_PREFIX) and rec[col].strip()}
+        docs.append(_document(rec, path, line, seen, lambda: groups))  # noqa: B023 (called now)
     return docs
 
 
