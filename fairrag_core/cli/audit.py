@@ -9,7 +9,6 @@ Diaz et al., CIKM 2020 (expected exposure); Kim & Diaz 2025 (the step model).
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 import sys
@@ -49,7 +48,7 @@ from ..options import (
     setting_entries,
 )
 from ..seeds import new_seed
-from .common import add_command, settings
+from .common import add_command, add_store, interval, print_json, records, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -133,8 +132,7 @@ def register(sub) -> None:
     add_options(p, ComparisonConfig, only=("baseline", "by", "attribution", "min_rel"))
     p.add_argument("--report", default=None, metavar="FILE.html",
                    help="with --collection: also write the comparison's self-contained HTML report")
-    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
-    p.add_argument("--no-store", action="store_true", help="do not save the comparison in the run store")
+    add_store(p, "the comparison")
 
 
 def _add_options(p, cls: type) -> None:
@@ -150,13 +148,6 @@ def _read(cls: type, args) -> tuple[ExposureSettings, ServedOptions]:
     if options.seed is None:
         options = settings(cls, args, seed=new_seed())
     return model, options
-
-
-def _model(settings: ExposureSettings) -> dict:
-    """The user model as keyword arguments of :func:`~fairrag_core.audit.served.evaluate_run` and its siblings."""
-    return {"user_model": settings.user_model.value, "patience": settings.patience, "utility": settings.utility,
-            "k": settings.k, "binarize": settings.binarize, "complete": settings.complete,
-            "normalize": settings.normalize, "groups": settings.groups, "bounds": settings.bounds.value}
 
 
 def _describe(settings: ExposureSettings) -> str:
@@ -244,7 +235,8 @@ def _cmd_evaluate(args, out) -> int:
             print(f"note: {note}", file=sys.stderr)
         return 0
     table = rows_table(rows, model)  # the rows above, as a table: not evaluated twice
-    intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **_model(model))
+    # the user model's to_dict() is the keyword arguments of bootstrap_run and compare_runs
+    intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **model.to_dict())
     # one number per concept: each query's estimate (disparity and difference bias-corrected, inside their interval)
     # is what the means average and what every output shows; expeval's stand-in for equal bounds becomes null / "—"
     reported = _estimates(table, intervals)
@@ -255,15 +247,14 @@ def _cmd_evaluate(args, out) -> int:
         payload = {"run": {"run_id": run.run_id, "format": run.format.value, "source": run.source,
                            "queries": len(run), "lines": run.n_lines},
                    "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
-                   "queries": json.loads(reported.reset_index().to_json(orient="records")),
-                   "mean": None if summary is None else json.loads(summary.reset_index().to_json(orient="records")),
+                   "queries": records(reported.reset_index()),
+                   "mean": None if summary is None else records(summary.reset_index()),
                    "skipped_queries": skipped, "notes": notes, "command": command}
         if intervals is not None:
-            payload["intervals"] = json.loads(intervals.reset_index().to_json(orient="records"))
+            payload["intervals"] = records(intervals.reset_index())
         if awrf is not None:
-            payload["awrf"] = json.loads(awrf.reset_index().to_json(orient="records"))
-        print(json.dumps(payload, indent=2), file=out)
-        return 0
+            payload["awrf"] = records(awrf.reset_index())
+        return print_json(payload, out, indent=2)
     _print_report(run, judgments, model, table, summary, intervals, awrf, notes, opts, command, out)
     return 0
 
@@ -283,7 +274,6 @@ def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
 
 
 def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, opts, command, out) -> None:
-    import pandas as pd
     samples = sorted({int(n) for n in table["n_samples"] if n})
     print(f"Run {run.run_id} ({run.format.value}, {len(run)} queries, {run.n_lines} ranked lines; samples per query: "
           f"{', '.join(map(str, samples[:3])) + (' …' if len(samples) > 3 else '') or 'none'}) judged by "
@@ -293,10 +283,9 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
         print(f"Mean over queries of the estimates below (disparity and difference bias-corrected; {opts.level:.0%} "
               f"percentile bootstrap interval over {summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
-            value = "       —" if pd.isna(row.estimate) else f"{row.estimate:8.4f}"
-            interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"
-            print(f"  {metric:<11} {value}  {interval}   {DIRECTION[metric]} (over {row.n_queries} queries)",
-                  file=out)
+            value = "       —" if row.estimate != row.estimate else f"{row.estimate:8.4f}"
+            print(f"  {metric:<11} {value}  {interval(row.low, row.high, 4)}   {DIRECTION[metric]} (over "
+                  f"{row.n_queries} queries)", file=out)
     print(f"\nPer query ({opts.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
           "estimate with a basic interval, the plug-in beside it; relevance: plug-in with a percentile interval):",
           file=out)
@@ -307,11 +296,8 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
             if metric in str(table.loc[qid, "undefined"]).split(","):
                 cells.append(f"{metric} —")
                 continue
-            interval = "[—]" if pd.isna(row.low) else f"[{row.low:.4f}, {row.high:.4f}]"
-            text = f"{row.estimate:.4f} {interval}"
-            if metric != "relevance" and not pd.isna(row.low):
-                text += f" (plug-in {row.plug_in:.4f})"
-            cells.append(f"{metric} {text}")
+            plug_in = f" (plug-in {row.plug_in:.4f})" if metric != "relevance" and row.low == row.low else ""
+            cells.append(f"{metric} {row.estimate:.4f} {interval(row.low, row.high, 4)}{plug_in}")
         print(f"  {qid:<8} " + "   ".join(cells) + f"   N={int(table.loc[qid, 'n_samples'])}", file=out)
     if awrf is not None:
         print("\nTREC Fair 2022 measures (mean over each query's samples):", file=out)
@@ -334,14 +320,12 @@ def _cmd_compare(args, out) -> int:
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
     run_a, run_b = as_run(args.run_a, run_format=opts.format), as_run(args.run_b, run_format=opts.format)
     result = compare_runs(run_a, run_b, judgments, n_boot=opts.n_boot, n_permutations=opts.n_permutations,
-                          level=opts.level, seed=opts.seed, **_model(model))
+                          level=opts.level, seed=opts.seed, **model.to_dict())
     command = _command("compare-runs", [(QRELS, args.qrels), (RUN_A, args.run_a), (RUN_B, args.run_b)], model, opts)
     if args.json:
-        payload = {"run_a": run_a.run_id, "run_b": run_b.run_id, "qrels": judgments.source,
-                   "settings": model.to_dict(), "seed": opts.seed,
-                   "metrics": json.loads(result.reset_index().to_json(orient="records")), "command": command}
-        print(json.dumps(payload, indent=2), file=out)
-        return 0
+        return print_json({"run_a": run_a.run_id, "run_b": run_b.run_id, "qrels": judgments.source,
+                           "settings": model.to_dict(), "seed": opts.seed, "metrics": records(result.reset_index()),
+                           "command": command}, out, indent=2)
     n = int(result["n_queries"].iloc[0])
     print(f"Run A {run_a.run_id} vs run B {run_b.run_id} on {n} judged queries ({judgments.source})", file=out)
     print(f"User model {_describe(model)}\n", file=out)

@@ -17,7 +17,6 @@ import math
 import shlex
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
@@ -39,10 +38,7 @@ from ..options import (
     argv,
 )
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_command, add_settings, keep_run, print_undefined, settings
-
-if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
-    import pandas as pd
+from .common import add_command, add_settings, add_store, keep_run, print_undefined, records, settings, stderr_progress
 
 __all__ = ["register"]
 
@@ -79,16 +75,11 @@ def register(sub) -> None:
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
     add_settings(p, LogAuditConfig, skip=("log",))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
-    p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
-    p.add_argument("--no-store", action="store_true", help="do not save the audit in the run store")
+    add_store(p, "the audit")
     add_option(p, WHAT_IF_ALPHAS)
     add_option(p, WHAT_IF_SAMPLES)
     add_option(p, JSON)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return json.loads(frame.to_json(orient="records", default_handler=str))
 
 
 def _progress_printer():
@@ -100,13 +91,6 @@ def _progress_printer():
         if tenth > shown["tenth"] or done == total:
             shown["tenth"] = tenth
             print(f"  judged {done}/{total} document-answer pairs", file=sys.stderr, flush=True)
-
-    return progress
-
-
-def _chunk_printer(what: str = "judged {done}/{total} chunks of document-answer pairs on Ray"):
-    def progress(done: int, total: int) -> None:
-        print(f"  {what.format(done=done, total=total)}", file=sys.stderr, flush=True)
 
     return progress
 
@@ -214,28 +198,12 @@ def _shards(args, path: str, collection, k: int | None):
     from ..backends.workloads import read_log_on
 
     source = collection.source or collection.name
-
-    def local():
-        return read_log_on(LocalBackend(), path, collection, source, k=k)
-
-    shards = _chunk_printer("read and aggregated {done}/{total} shards of the log on Ray")
-    return on_backend(args, local, lambda backend: read_log_on(backend, path, collection, source, k=k,
-                                                               progress=shards))
-
-
-def _what_if(args, log, collection, run):
-    """The what-if replay (``--what-if-alphas``) against this audit, or None (a log or a run keeps its scores)."""
-    if not args.what_if_alphas:
-        return None
-    from ..audit.what_if import what_if_sampling
-
-    return what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
-                            audit=run)
+    shards = stderr_progress("read and aggregated {done}/{total} shards of the log on Ray")
+    return on_backend(args, lambda: read_log_on(LocalBackend(), path, collection, source, k=k),
+                      lambda backend: read_log_on(backend, path, collection, source, k=k, progress=shards))
 
 
 def _cmd_audit_log(args, out) -> int:
-    import pandas as pd
-
     from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
     from ..audit.rag_log import audit_rag_log
 
@@ -254,18 +222,23 @@ def _cmd_audit_log(args, out) -> int:
     def remote(backend):
         from ..backends.workloads import JudgeSpec, audit_rag_log_on, cache_setting
 
+        chunks = stderr_progress("judged {done}/{total} chunks of document-answer pairs on Ray")
         return audit_rag_log_on(backend, log, collection, config, JudgeSpec(models_spec(args), cache_setting()),
-                                attributor.name, progress=_chunk_printer(), collection_source=collection.source)
+                                attributor.name, progress=chunks, collection_source=collection.source)
 
     # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
     run = local() if attributor is None else on_backend(args, local, remote)
-    if loaded_notes:  # what the loader left out, and what was assumed about the documents
-        run = replace(run, record=replace(run.record, extra={**run.record.extra,
-                                                             "notes": [*loaded_notes, *run.record.extra["notes"]]}))
-    what_if = _what_if(args, log, collection, run)
+    what_if = None
+    if args.what_if_alphas:  # the what-if replay against this audit (a log or a run keeps its scores)
+        from ..audit.what_if import what_if_sampling
+
+        what_if = what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
+                                   audit=run)
+    # what the loader left out, and what was assumed about the documents
+    extra = {**run.record.extra, "notes": [*loaded_notes, *run.record.extra["notes"]]}
     if what_if is not None:  # kept with the run: its tables, recommendation and findings (not the per-query rows)
-        run = replace(run, record=replace(run.record, extra={**run.record.extra,
-                                                             "what_if": what_if.to_dict(details=False)}))
+        extra["what_if"] = what_if.to_dict(details=False)
+    run = replace(run, record=replace(run.record, extra=extra))
     record = run.record
     command = _command(record, args, trace_map, without_collection=bool(undefined))
     summary = log_summary(run)
@@ -276,11 +249,10 @@ def _cmd_audit_log(args, out) -> int:
     outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
     kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
     kept.report()
-    run_id = kept.run_id
     if args.json:
         print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": command, "undefined": undefined,
-                          "estimate": summary.attrs["note"], "summary": _records(summary),
-                          "queries": _records(run.table), "ledgers": {by: _records(t) for by, t in ledgers.items()},
+                          "estimate": summary.attrs["note"], "summary": records(summary),
+                          "queries": records(run.table), "ledgers": {by: records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
                           "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings],
                           **({"what_if": what_if.to_dict()} if what_if is not None else {})},
@@ -297,7 +269,7 @@ def _cmd_audit_log(args, out) -> int:
         print(f"  - [{finding.severity.value}] {finding.text}", file=out)
     print(f"\nHeadline ({summary.attrs['note']}):", file=out)
     for row in summary.itertuples():
-        interval = "[—]" if pd.isna(row.low) else f"[{row.low:.3f}, {row.high:.3f}]"
+        interval = "[—]" if row.low != row.low else f"[{row.low:.3f}, {row.high:.3f}]"
         print(f"  {row.label:<48} {row.estimate:.3f}  {interval}  over {row.queries} {row.over} · {row.direction}"
               + (f" ({row.note})" if row.note else ""), file=out)
     print_undefined(undefined, out)
@@ -325,10 +297,7 @@ def _cmd_audit_log(args, out) -> int:
         from ..audit.what_if import what_if_text
 
         print("", *what_if_text(what_if), sep="\n", file=out)
-    if run_id:
-        print(f"\nSaved as run {run_id} (python -m fairrag_core runs show {run_id})", file=out)
-    for problem in kept.problems:
-        print(f"\nNot kept: {problem}", file=out)
+    kept.print_text(out)
     wall = record.wall_seconds
     print(f"Audited in {wall:.2f} s." if wall is not None and math.isfinite(wall) else "", file=out)
     print(f"Reproduce with: {command}", file=out)

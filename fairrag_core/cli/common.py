@@ -189,9 +189,10 @@ def print_json(payload, out, **dumps: Any) -> int:
     return 0
 
 
-def records(frame, **to_json: Any) -> list[dict]:
-    """A data frame's rows as JSON-ready dicts (pandas' own conversion: NaN → None, timestamps as numbers)."""
-    return json.loads(frame.to_json(orient="records", **to_json))
+def records(frame) -> list[dict]:
+    """A data frame's rows as JSON-ready dicts (pandas' own conversion: NaN → None, timestamps as numbers; a value
+    pandas cannot write, as its text)."""
+    return json.loads(frame.to_json(orient="records", default_handler=str))
 
 
 def stderr_progress(what: str) -> Callable[[int, int], None]:

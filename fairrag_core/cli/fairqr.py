@@ -11,7 +11,7 @@ from ..data import load_collection
 from ..data.export import write_table
 from ..retrieval import build_retriever
 from .backend_options import add_backend, on_backend
-from .common import add_command, count_arg, id_list, positive_arg
+from .common import add_command, count_arg, id_list, positive_arg, print_json, records
 
 __all__ = ["register"]
 
@@ -79,9 +79,8 @@ def _cmd_fair_qr(args, out) -> int:
     scores = compare_systems(collection, bm25, result, FairQREvalConfig(cutoff=min(20, args.top_k), top_k=args.top_k))
     if args.json:
         payload = json.loads(result.to_json())
-        payload["systems"] = json.loads(scores.to_json(orient="records"))
-        print(json.dumps(payload, ensure_ascii=False), file=out)
-        return 0
+        payload["systems"] = records(scores)
+        return print_json(payload, out, ensure_ascii=False)
     print(f"FAIR-QR on {collection.name!r}, category {' × '.join(categories)}, refiner {result.refiner}", file=out)
     print("target: " + ", ".join(f"{g} {v:.0%}" for g, v in result.target.items()), file=out)
     for it in result.iterations:
@@ -138,12 +137,10 @@ def _cmd_fair_qr_eval(args, out) -> int:
     if args.output:
         write_table(results, args.output)
     if args.json:
-        print(json.dumps({"config": results.attrs, "table1": json.loads(means.to_json(orient="split")),
-                          "tests": json.loads(tests.to_json(orient="records")),
-                          "iterations": json.loads(iterations.to_json(orient="records")),
-                          "versus_bm25": json.loads(win_tie_loss(results).to_json(orient="records")),
-                          "traces": [json.loads(t.to_json()) for t in traces]}, ensure_ascii=False), file=out)
-        return 0
+        return print_json({"config": results.attrs, "table1": json.loads(means.to_json(orient="split")),
+                           "tests": records(tests), "iterations": records(iterations),
+                           "versus_bm25": records(win_tie_loss(results)),
+                           "traces": [json.loads(t.to_json()) for t in traces]}, out, ensure_ascii=False)
     print(f"Table 1 layout — {collection.name}, {results['query_id'].nunique()} queries, refiner "
           f"{results.attrs['refiner']}, K = {config.top_k}, @{config.cutoff}", file=out)
     symbols = {"BM25": "*", "Dense": "◇", "MMR": "‡", "FA*IR": "†", "FAIR-QR [no re-rank]": "§"}  # as in the paper

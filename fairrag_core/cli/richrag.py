@@ -5,13 +5,12 @@ ranked lists with NCOM). Each command is added by a small ``_add_<command>`` fun
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..data import load_collection
 from ..retrieval import RetrieverKind, build_retriever
 from . import richrag_ranker
-from .common import add_command, positive_arg
+from .common import add_command, positive_arg, print_json
 
 __all__ = ["register"]
 
@@ -97,10 +96,8 @@ def _cmd_aspects(args, out=sys.stdout) -> int:
     collection = load_collection(args.collection)
     found = _find_aspects(args, collection, BM25Retriever(collection.texts), prefer_collection=False)
     if args.json:
-        json.dump({"query": found.query, "aspects": list(found.aspects), "source": found.source.value,
-                   "note": found.note, "model": found.model, "raw": found.raw}, out, indent=1)
-        out.write("\n")
-        return 0
+        return print_json({"query": found.query, "aspects": list(found.aspects), "source": found.source.value,
+                           "note": found.note, "model": found.model, "raw": found.raw}, out, indent=1)
     print(f"query: {found.query}", file=out)
     print(f"aspects ({found.source.value}{', ' + found.model if found.model else ''}):", file=out)
     for i, aspect in enumerate(found.aspects, 1):
@@ -123,9 +120,7 @@ def _cmd_rich_rank(args, out=sys.stdout) -> int:
     result = rich_rank(collection, retriever, found, k=args.k, ranker_stages=stages,
                        settings=PoolSettings(per_aspect=args.per_aspect, capacity=args.capacity))
     if args.json:
-        json.dump(result.to_dict(), out, indent=1)
-        out.write("\n")
-        return 0
+        return print_json(result.to_dict(), out, indent=1)
     print(f"query: {result.query}" + (f"  ({result.query_id})" if result.query_id else ""), file=out)
     print(f"aspects ({found.source.value}): " + "; ".join(f"[s{i}] {a}" for i, a in enumerate(found.aspects, 1)),
           file=out)

@@ -5,11 +5,10 @@ Registered by :func:`fairrag_core.cli.richrag.register`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..checks import parse_alphas
-from .common import add_command, alphas_arg, count_arg, positive_arg, seed_arg
+from .common import add_command, alphas_arg, count_arg, positive_arg, print_json, records, seed_arg
 
 __all__ = ["add_train_ranker", "add_rich_eval"]
 
@@ -85,9 +84,8 @@ def _cmd_train_ranker(args, out=sys.stdout) -> int:
     manifest, evaluation = train_and_save(load_collection("multi-faceted"), config, args.output, device=args.device,
                                           log=_log(args))
     if args.json:
-        json.dump({"manifest": manifest, "evaluation": evaluation.to_dict() if evaluation else None}, out, indent=1)
-        out.write("\n")
-        return 0
+        return print_json({"manifest": manifest, "evaluation": evaluation.to_dict() if evaluation else None}, out,
+                          indent=1)
     w = manifest["weights"]
     print(f"trained in {manifest['seconds'].get('total', 0):.0f} s ({manifest['seconds']}) on {manifest['device']}",
           file=out)
@@ -145,12 +143,9 @@ def _cmd_rich_eval(args, out=sys.stdout) -> int:
     if args.fairness:
         providers, curve = fairness_tables(collection, args.ranker_dir, alphas=args.alphas, k=args.k, seed=args.seed,
                                            device=args.device)
-        payload["providers"] = json.loads(providers.to_json(orient="records"))
-        payload["fairness_curve"] = json.loads(curve.to_json(orient="records"))
+        payload["providers"], payload["fairness_curve"] = records(providers), records(curve)
     if args.json:
-        json.dump(payload, out, indent=1)
-        out.write("\n")
-        return 0
+        return print_json(payload, out, indent=1)
     _print_table(evaluation, out)
     if args.fairness:
         print("\nproviders in the top k (means over the held-out queries; HHI = Σ share², 1/k = all distinct)",

@@ -50,10 +50,7 @@ def _cmd_runs(args, out) -> int:
                 means = table.assign(alpha=table["alpha"].fillna(float("inf"))).groupby("alpha")[present].mean()
                 columns[run_id] = means
             merged = pd.concat(columns, axis=1)
-            if args.json:
-                print(merged.to_json(orient="split"), file=out)
-            else:
-                print(merged.round(3).to_string(), file=out)
+            print(merged.to_json(orient="split") if args.json else merged.round(3).to_string(), file=out)
             return 0
         run = store.load(args.run_ids[0])
         if args.json:

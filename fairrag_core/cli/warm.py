@@ -10,7 +10,6 @@ cached; a second ``warm`` with the same settings computes nothing.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -23,7 +22,7 @@ from ..rag.pipeline import RagConfig
 from ..rag.prepared import PreparedClass, mark_prepared_class
 from ..rag.presets import PRESETS
 from ..ranking.sweep import SweepConfig
-from .common import add_common, add_settings, load_inputs, settings
+from .common import add_command, add_common, add_settings, load_inputs, print_json, settings
 
 __all__ = ["register"]
 
@@ -34,13 +33,13 @@ PLAYGROUND = {"n_samples": 20, "k": 5, "candidates": 20, "seed": 42}
 
 def register(sub) -> None:
     """Add ``warm`` to the command parser ``sub``."""
-    p = sub.add_parser(
-        "warm", help="precompute a collection's answers and NLI judgements into the disk cache (prepare a class)",
+    p = add_command(
+        sub, "warm", _cmd_warm,
+        help="precompute a collection's answers and NLI judgements into the disk cache (prepare a class)",
         description="Answer every example query (or --queries) at each α with the Playground's settings and judge "
                     "every citation, storing answers and judgements in the disk cache that the app and the CLI "
                     "read (" + CACHE_ENV + " or ~/.cache/fairrag/cache.sqlite). Defaults are the Playground's: "
-                    "k=5, N=20, K=20, seed 42, α=2 and deterministic. Cached work is skipped and reported.",
-    )
+                    "k=5, N=20, K=20, seed 42, α=2 and deterministic. Cached work is skipped and reported.")
     # RagConfig's options but α (a grid here) and the oracle (off unless asked: the Playground shows no oracle)
     add_common(p, RagConfig, models=True, skip=("alpha", "oracle"), defaults=PLAYGROUND)
     add_settings(p, SweepConfig, only=("alphas", "query_ids"), defaults={"alphas": PLAYGROUND_ALPHAS})
@@ -53,7 +52,6 @@ def register(sub) -> None:
     p.add_argument("--mark-class", action="store_true",
                    help="record this as the prepared class beside the cache file: the app then defaults to this "
                         "preset and says its answers came from the cache (what `make class` does)")
-    p.set_defaults(handler=_cmd_warm)
 
 
 def _cache(path: str | None) -> DiskCache:
@@ -131,8 +129,7 @@ def _cmd_warm(args, out) -> int:
                "cache_entries": stats.entries, "cache_bytes": stats.bytes, "preset": args.preset,
                "prepared_class": str(marked) if marked else None}
     if args.json:
-        print(json.dumps(payload, indent=2), file=out)
-        return 0
+        return print_json(payload, out, indent=2)
     print(f"Warmed {collection.name} for {len(queries)} queries × α {', '.join(map(_alpha_text, args.alphas))} "
           f"(k={args.k}, N={args.n_samples}, K={args.candidates}, seed {args.seed}) with {generator.name} + "
           f"{attributor.name} in {payload['seconds']:.0f} s", file=out)
