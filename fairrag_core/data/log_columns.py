@@ -31,7 +31,7 @@ from ..errors import DataFormatError
 from .blocks import Unchecked, numbers_of, padded_rows, read_ahead, rows_with_repeats, text_blocks
 from .collection import Collection
 from .loaders import json_lines
-from .rag_log import LOG_FIELDS, NOT_A_LOG, log_entry
+from .rag_log import LOG_FIELDS, NOT_A_LOG, RagLog, log_entry
 
 __all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES", "COLUMN_READER_TAKES"]
 
@@ -71,9 +71,11 @@ class LogColumns:
     def __len__(self) -> int:
         return int(self.query_of_line.size)
 
-    @property
-    def name(self) -> str:
-        return os.path.basename(self.source) or self.source
+    # named and identified as a RagLog is; this reader takes only files without blank lines, so the file's lines
+    # are the log's lines (file_lines None: identity counts len(self))
+    name = RagLog.name
+    identity = RagLog.identity
+    file_lines = None
 
     @property
     def ranking_lengths(self) -> tuple[int, int]:
@@ -87,27 +89,13 @@ class LogColumns:
     def has_citations(self) -> bool:
         return bool(self.with_citations.any())
 
-    def identity(self) -> dict[str, object]:
-        """As :meth:`~fairrag_core.data.rag_log.RagLog.identity` (this reader takes only files without blank
-        lines, so the file's lines are the log's lines)."""
-        return {"role": self.kind, "name": self.name, "path": self.source, "sha256": self.sha256, "kind": self.kind,
-                "format": self.format, "lines": len(self), "rankings": len(self)}
 
-
-class _Growing:
-    def __init__(self, dtype) -> None:
-        self.parts: list[np.ndarray] = []
-        self.dtype = dtype
-
-    def add(self, values: np.ndarray) -> None:
-        self.parts.append(np.asarray(values, dtype=self.dtype))
-
-    def values(self) -> np.ndarray:
-        """The parts as one array; the parts are let go (the copy and the parts never stand side by side for
-        long: the peak is one column twice, not every column)."""
-        out = np.concatenate(self.parts) if self.parts else np.empty(0, dtype=self.dtype)
-        self.parts.clear()
-        return out
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array; the parts are let go (the copy and the parts never stand side by side for long: the
+    peak is one column twice, not every column)."""
+    out = np.concatenate(parts)
+    parts.clear()
+    return out
 
 
 def _parse(block: memoryview):
@@ -125,17 +113,27 @@ def _parse(block: memoryview):
         return None
 
 
-def _doc_codes(values, index: dict[str, int]) -> np.ndarray | None:
-    """Collection indices of a flattened list column's values; None for a doc id the collection lacks or one with
+def _distinct(values) -> tuple[list[str], np.ndarray] | None:
+    """The distinct values of a string column and each row's index among them; None for an empty value or one with
     blanks around it (the line reader strips them: it must see the file)."""
     encoded = values.dictionary_encode()
     names = encoded.dictionary.to_pylist()
     if any(not n or n != n.strip() for n in names):
         return None
+    return names, numbers_of(encoded.indices, np.int32)
+
+
+def _doc_codes(values, index: dict[str, int]) -> np.ndarray | None:
+    """Collection indices of a flattened list column's values; None for a doc id the collection lacks or one that
+    :func:`_distinct` refuses."""
+    distinct = _distinct(values)
+    if distinct is None:
+        return None
+    names, rows = distinct
     codes = np.fromiter((index.get(n, -1) for n in names), dtype=np.int32, count=len(names))
     if codes.size and codes.min() < 0:
         return None  # the line reader names the id and its line
-    return codes[numbers_of(encoded.indices, np.int32)]
+    return codes[rows]
 
 
 def _non_blank(array) -> np.ndarray:
@@ -154,15 +152,12 @@ def _read(blocks: Iterator[memoryview], collection: Collection):
 
     index = {d: i for i, d in enumerate(collection.doc_ids)}
     query_codes: dict[str, int] = {}
-    names: list[str] = []
-    texts: dict[str, str] = {}
-    query_of_line, flat, lengths = _Growing(np.int32), _Growing(np.int32), _Growing(np.int32)
-    answers, cited = _Growing(bool), _Growing(bool)
-    first = True
+    texts: dict[int, str] = {}  # by query code
+    columns: dict[str, list[np.ndarray]] = {name: [] for name in ("query_of_line", "flat", "lengths", "answered",
+                                                                   "with_citations")}
     for block, n_lines in blocks:
-        if first and bytes(block[:3]) == b"\xef\xbb\xbf":
+        if not columns["flat"] and bytes(block[:3]) == b"\xef\xbb\xbf":  # the first block, with a byte-order mark
             return None
-        first = False
         if _SURROGATE_ESCAPE.search(block):
             return None
         table = _parse(block)
@@ -186,31 +181,31 @@ def _read(blocks: Iterator[memoryview], collection: Collection):
             cited_lengths = numbers_of(pc.fill_null(citations.value_lengths(), 0), np.int32)
             if rows_with_repeats(padded_rows(cited_codes, cited_lengths, fill=-1, dtype=np.int32)):
                 return None  # a doc id cited twice on one line
-        encoded = qids.dictionary_encode()
-        id_names = encoded.dictionary.to_pylist()
-        if any(not n or n != n.strip() for n in id_names):
+        distinct = _distinct(qids)
+        if distinct is None:
             return None
-        for n in id_names:
-            if n not in query_codes:
-                query_codes[n] = len(names)
-                names.append(n)
-        line_codes = np.fromiter((query_codes[n] for n in id_names), dtype=np.int32,
-                                 count=len(id_names))[numbers_of(encoded.indices, np.int32)]
+        names, rows = distinct
+        for n in names:
+            query_codes.setdefault(n, len(query_codes))
+        line_codes = np.fromiter((query_codes[n] for n in names), dtype=np.int32, count=len(names))[rows]
         query = table.column("query").combine_chunks()
         with_text = np.flatnonzero(_non_blank(query))
         if with_text.size:  # each query's first text (what the audit shows beside its id)
             _, first_at = np.unique(line_codes[with_text], return_index=True)
             picked = with_text[first_at]
             for code, text in zip(line_codes[picked].tolist(), query.take(picked).to_pylist()):
-                texts.setdefault(names[code], text.strip())
-        flat.add(codes)
-        lengths.add(counts)
-        query_of_line.add(line_codes)
-        answers.add(_non_blank(table.column("answer").combine_chunks()))
-        cited.add(~np.asarray(citations.is_null().to_numpy(zero_copy_only=False), dtype=bool))
+                texts.setdefault(code, text.strip())
+        columns["flat"].append(codes)
+        columns["lengths"].append(counts)
+        columns["query_of_line"].append(line_codes)
+        columns["answered"].append(_non_blank(table.column("answer").combine_chunks()))
+        columns["with_citations"].append(~np.asarray(citations.is_null().to_numpy(zero_copy_only=False), dtype=bool))
         del table
-    return (query_codes, texts, query_of_line.values(), flat.values(), lengths.values(), answers.values(),
-            cited.values())
+    if not sum(map(len, columns["query_of_line"])):
+        return None  # no lines
+    query_ids = tuple(query_codes)
+    return query_ids, {query_ids[code]: text for code, text in texts.items()}, {
+        name: _joined(parts) for name, parts in columns.items()}
 
 
 def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColumns | None:
@@ -228,14 +223,11 @@ def read_log_columns(path: str | os.PathLike, collection: Collection) -> LogColu
         blocks.close()
     if read is None:
         return None
-    query_codes, texts, query_of_line, flat, lengths, answers, cited = read
-    if query_of_line.size == 0:
-        return None
-    slots = padded_rows(flat, lengths, fill=-1, dtype=np.int32)
+    query_ids, texts, columns = read
+    slots = padded_rows(columns.pop("flat"), columns["lengths"], fill=-1, dtype=np.int32)
     if rows_with_repeats(slots):
         return None  # a doc id twice in one ranking
-    return LogColumns(str(path), digest.hexdigest(), tuple(query_codes), query_of_line, slots, lengths, texts,
-                      answers, cited)
+    return LogColumns(str(path), digest.hexdigest(), query_ids, slots=slots, query_texts=texts, **columns)
 
 
 def first_problem(path: str | os.PathLike, collection: Collection | None = None) -> int:
