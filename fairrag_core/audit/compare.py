@@ -176,6 +176,13 @@ def _shares(matrix: np.ndarray) -> np.ndarray:
         return np.where(totals > 0, matrix / totals, np.nan)
 
 
+def _percentile_bounds(point: np.ndarray, draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval at ``level`` of ``draws`` (resamples × groups), widened to hold ``point``."""
+    tail = (1.0 - level) / 2.0
+    low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+    return np.fmin(low, point), np.fmax(high, point)
+
+
 def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndarray, level: float
                 ) -> pd.DataFrame:
     """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
@@ -183,16 +190,13 @@ def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndar
     import pandas as pd
 
     point = _shares(a.sum(axis=0)) - _shares(b.sum(axis=0))
-    boot = _shares(counts @ a) - _shares(counts @ b)
-    tail = (1.0 - level) / 2.0
-    low, high = np.nanquantile(boot, [tail, 1.0 - tail], axis=0)
+    low, high = _percentile_bounds(point, _shares(counts @ a) - _shares(counts @ b), level)
     stay = 1.0 - swaps
     flipped = _shares(stay @ a + swaps @ b) - _shares(stay @ b + swaps @ a)
     hits = (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
     exact = swaps.shape[0] == 2 ** swaps.shape[1]
     p = hits / swaps.shape[0] if exact else (1 + hits) / (1 + swaps.shape[0])
-    return pd.DataFrame({"difference": point, "low": np.fmin(low, point), "high": np.fmax(high, point),
-                         "p_value": p})
+    return pd.DataFrame({"difference": point, "low": low, "high": high, "p_value": p})
 
 
 def share_differences(a: np.ndarray, b: np.ndarray, *, n_boot: int = 1000, n_permutations: int = 10000,

@@ -60,7 +60,7 @@ from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, pai
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
 from . import wording
-from .compare import share_differences
+from .compare import _group_matrix, _percentile_bounds, _shares, share_differences
 from .findings import Direction, Finding, FindingKind, severity_of
 from .query_bootstrap import mean_interval
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
@@ -184,17 +184,14 @@ class WhatIf:
     def to_dict(self, *, details: bool = True) -> dict[str, object]:
         """JSON-ready (NaN → None, α = ∞ → ``"inf"``): settings, ``curve``, ``shares``, the recommendation, the
         findings, the notes and what is (not) estimated; with ``details`` also ``per_query``."""
+        def value(key: str, x: object) -> object:
+            x = x.item() if isinstance(x, np.generic) else x
+            if key == "alpha":
+                return _alpha_json(x)
+            return None if isinstance(x, float) and not math.isfinite(x) else x
+
         def records(frame: pd.DataFrame) -> list[dict[str, object]]:
-            rows = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
-            for row in rows:
-                if "alpha" in row:
-                    row["alpha"] = _alpha_json(row["alpha"])
-                for key, value in row.items():
-                    if isinstance(value, np.generic):
-                        row[key] = value.item()
-                    if isinstance(row[key], float) and not math.isfinite(row[key]):
-                        row[key] = None
-            return rows
+            return [{k: value(k, x) for k, x in row.items()} for row in frame.to_dict(orient="records")]
 
         out: dict[str, object] = {
             "alphas": [_alpha_json(a) for a in self.alphas], "k": self.k, "n_samples": self.n_samples,
@@ -230,37 +227,32 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
     by_query: dict[str, list[LogEntry]] = {}
     for entry in log.entries:
         by_query.setdefault(entry.query_id, []).append(entry)
-    if not any(e.scores is not None and any(s is not None and math.isfinite(s) for s in e.scores)
-               for e in log.entries):
+
+    def scored(score: float | None) -> bool:
+        return score is not None and math.isfinite(score)
+
+    if not any(e.scores is not None and any(map(scored, e.scores)) for e in log.entries):
         raise InvalidParameterError(NO_SCORES)
     replayed, skipped = [], {}
     averaged = differing = 0
     for qid, entries in by_query.items():
-        sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
-        seen: dict[str, set[float]] = {}
-        order: dict[str, None] = {}
+        logged: dict[str, list[float]] = {}  # served order: each document's logged scores
         unscored_lines = 0
         for entry in entries:
             scores = entry.scores or (None,) * len(entry.ranking)
-            unscored_lines += all(s is None or not math.isfinite(s) for s in scores)
+            unscored_lines += not any(map(scored, scores))
             for doc, score in zip(entry.ranking, scores):
-                order.setdefault(doc)
-                if score is None or not math.isfinite(score):
-                    continue
-                sums[doc] = sums.get(doc, 0.0) + float(score)
-                counts[doc] = counts.get(doc, 0) + 1
-                seen.setdefault(doc, set()).add(float(score))
-        missing = [d for d in order if d not in counts]
+                logged.setdefault(doc, []).extend([float(score)] if scored(score) else [])
+        missing = [d for d, values in logged.items() if not values]
         if missing:
-            skipped[qid] = (f"{len(missing)} of its {len(order)} served documents have no logged score (first: "
+            skipped[qid] = (f"{len(missing)} of its {len(logged)} served documents have no logged score (first: "
                             f"{missing[0]!r}; {unscored_lines} of its {len(entries)} lines carry no score)")
             continue
-        averaged += sum(len(v) > 1 for v in seen.values())
+        averaged += sum(len(set(values)) > 1 for values in logged.values())
         differing += len({e.ranking for e in entries}) > 1
-        docs = list(order)
-        replayed.append(_Candidates(qid, np.array([index[d] for d in docs], dtype=np.int64),
-                                    np.array([sums[d] / counts[d] for d in docs]), len(entries)))
+        replayed.append(_Candidates(qid, np.array([index[d] for d in logged], dtype=np.int64),
+                                    np.array([sum(values) / len(values) for values in logged.values()]),
+                                    len(entries)))
     if not replayed:
         first, why = next(iter(skipped.items()))
         raise InvalidParameterError(f"no query can be replayed: every one has served documents without a logged "
@@ -397,93 +389,65 @@ def _change(a: np.ndarray, b: np.ndarray, *, n_boot: int, n_permutations: int, l
 
 def _curve(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[float, ...], *, n_boot: int,
            n_permutations: int, level: float, seed: int) -> pd.DataFrame:
-    obs_d, obs_r = observed["ee_d"].to_numpy(float), observed["ee_r"].to_numpy(float)
-    judged = int(np.isfinite(obs_r).sum())
+    judged = int(np.isfinite(observed["ee_r"].to_numpy(float)).sum())
     rows = []
     for system, alpha in [(AS_SERVED, math.nan), *[("sampled", a) for a in alphas]]:
-        if system == AS_SERVED:
-            ee_d, ee_r, plug_in = obs_d, obs_r, observed["ee_d_plug_in"].to_numpy(float)
-        else:
-            part = per_query[per_query["alpha"] == alpha]
-            ee_d, ee_r, plug_in = (part["ee_d"].to_numpy(float), part["ee_r"].to_numpy(float),
-                                   part["ee_d_plug_in"].to_numpy(float))
+        frame = observed if system == AS_SERVED else per_query[per_query["alpha"] == alpha]
         row = {"system": system, "alpha": alpha, "label": AS_SERVED if system == AS_SERVED else _alpha_label(alpha),
-               "queries": len(ee_d), "judged_queries": judged, "ee_d_plug_in": float(np.mean(plug_in)),
-               "eligible": None}
-        row["ee_d"], row["ee_d_low"], row["ee_d_high"] = _mean(ee_d, n_boot=n_boot, level=level, seed=seed)
-        row["ee_r"], row["ee_r_low"], row["ee_r_high"] = _mean(ee_r, n_boot=n_boot, level=level, seed=seed)
-        for metric, values, base, stream in (("ee_d", ee_d, obs_d, 0), ("ee_r", ee_r, obs_r, 1)):
-            if system == AS_SERVED:
-                row.update({f"{metric}_change": math.nan, f"{metric}_change_low": math.nan,
-                            f"{metric}_change_high": math.nan, f"{metric}_p": math.nan})
-                continue
-            test_seed = derive_seed(seed, _TESTS, _alpha_key(alpha), stream)
-            (row[f"{metric}_change"], row[f"{metric}_change_low"], row[f"{metric}_change_high"],
-             row[f"{metric}_p"]) = _change(values, base, n_boot=n_boot, n_permutations=n_permutations, level=level,
-                                           seed=test_seed)
+               "queries": len(frame), "judged_queries": judged,
+               "ee_d_plug_in": float(np.mean(frame["ee_d_plug_in"].to_numpy(float))), "eligible": None}
+        for stream, metric in enumerate(("ee_d", "ee_r")):
+            values, base = frame[metric].to_numpy(float), observed[metric].to_numpy(float)
+            row.update(zip((metric, f"{metric}_low", f"{metric}_high"),
+                           _mean(values, n_boot=n_boot, level=level, seed=seed)))
+            change = (math.nan,) * 4 if system == AS_SERVED else _change(
+                values, base, n_boot=n_boot, n_permutations=n_permutations, level=level,
+                seed=derive_seed(seed, _TESTS, _alpha_key(alpha), stream))
+            row.update(zip((f"{metric}_change", f"{metric}_change_low", f"{metric}_change_high", f"{metric}_p"),
+                           change))
         rows.append(row)
     return pd.DataFrame(rows, columns=_CURVE_COLUMNS)
 
 
-def _group_matrix(frame: pd.DataFrame, queries: pd.Index, groups: pd.Index, group_of: dict[str, str]) -> np.ndarray:
-    frame = frame[frame["query_id"].isin(queries)]
-    matrix = np.zeros((queries.size, groups.size))
-    np.add.at(matrix, (queries.get_indexer(frame["query_id"]), groups.get_indexer(frame["doc_id"].map(group_of))),
-              frame["exposure"].to_numpy(dtype=np.float64))
-    return matrix
+def _share_bounds(matrix: np.ndarray, counts: np.ndarray | None, level: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shares (ratio of sums over queries) and their percentile bounds (NaN without resamples), as the ledger
+    computes them (:func:`~fairrag_core.audit.query_bootstrap.ledger_intervals`)."""
+    point = _shares(matrix.sum(axis=0))
+    if counts is None:
+        return point, np.full(point.size, np.nan), np.full(point.size, np.nan)
+    return (point, *_percentile_bounds(point, _shares(counts @ matrix), level))
 
 
-def _share_bounds(matrix: np.ndarray, counts: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Shares (ratio of sums over queries) and their percentile bounds, as the ledger computes them
-    (:func:`~fairrag_core.audit.query_bootstrap.ledger_intervals`)."""
-    totals = matrix.sum(axis=0)
-    point = totals / totals.sum()
-    boot = counts @ matrix
-    with np.errstate(invalid="ignore", divide="ignore"):
-        draws = boot / boot.sum(axis=1, keepdims=True)
-    tail = (1.0 - level) / 2.0
-    low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
-    return point, np.fmin(low, point), np.fmax(high, point)
-
-
-def _shares(documents: pd.DataFrame, observed_docs: pd.DataFrame, collection: Collection, scope: pd.Index,
-            alphas: tuple[float, ...], groupings: Sequence[str], *, n_boot: int, n_permutations: int, level: float,
-            seed: int) -> pd.DataFrame:
+def _shares_table(documents: pd.DataFrame, observed_docs: pd.DataFrame, collection: Collection, scope: pd.Index,
+                  alphas: tuple[float, ...], groupings: Sequence[str], *, n_boot: int, n_permutations: int,
+                  level: float, seed: int) -> pd.DataFrame:
     parts = []
     for by in groupings:
         group_of = dict(zip(collection.doc_ids, collection.owners(by)))
         shown = pd.concat([documents.loc[documents["exposure"] > 0, "doc_id"],
                            observed_docs.loc[observed_docs["exposure"] > 0, "doc_id"]])
         groups = pd.Index(sorted(set(shown.map(group_of))))
-        observed = _group_matrix(observed_docs, scope, groups, group_of)
+        observed = _group_matrix(observed_docs, "exposure", scope, groups, group_of)
         if scope.size < 1 or observed.sum() <= 0:
             continue
         counts = resample_counts(scope.size, n_boot, seed) if scope.size >= 2 else None
-        if counts is not None:
-            obs_point, obs_low, obs_high = _share_bounds(observed, counts, level)
-        else:
-            obs_point = observed.sum(axis=0) / observed.sum()
-            obs_low = obs_high = np.full(groups.size, np.nan)
+        obs_point, obs_low, obs_high = _share_bounds(observed, counts, level)
         for alpha in alphas:
-            matrix = _group_matrix(documents[documents["alpha"] == alpha], scope, groups, group_of)
-            part = pd.DataFrame({"by": by, "alpha": alpha, "group": groups, "observed_share": obs_point,
-                                 "observed_low": obs_low, "observed_high": obs_high})
-            if counts is not None:
-                point, low, high = _share_bounds(matrix, counts, level)
-                test = share_differences(matrix, observed, n_boot=n_boot, n_permutations=n_permutations, level=level,
-                                         seed=seed)
-                part = part.assign(share=point, share_low=low, share_high=high,
-                                   change=test["difference"].to_numpy(), change_low=test["low"].to_numpy(),
-                                   change_high=test["high"].to_numpy(), p_value=test["p_value"].to_numpy(),
-                                   p_holm=test["p_holm"].to_numpy())
-            else:
-                point = matrix.sum(axis=0) / matrix.sum()
-                part = part.assign(share=point, share_low=np.nan, share_high=np.nan, change=point - obs_point,
-                                   change_low=np.nan, change_high=np.nan, p_value=np.nan, p_holm=np.nan)
-            parts.append(part)
+            matrix = _group_matrix(documents[documents["alpha"] == alpha], "exposure", scope, groups, group_of)
+            point, low, high = _share_bounds(matrix, counts, level)
+            test = (share_differences(matrix, observed, n_boot=n_boot, n_permutations=n_permutations, level=level,
+                                      seed=seed) if counts is not None else
+                    pd.DataFrame({"difference": point - obs_point, "low": np.nan, "high": np.nan, "p_value": np.nan,
+                                  "p_holm": np.nan}))
+            part = pd.DataFrame({"by": by, "alpha": alpha, "group": groups, "share": point, "share_low": low,
+                                 "share_high": high, "observed_share": obs_point, "observed_low": obs_low,
+                                 "observed_high": obs_high})
+            parts.append(part.join(test.rename(columns={"difference": "change", "low": "change_low",
+                                                        "high": "change_high"})))
     columns = ["by", "alpha", "group", "share", "share_low", "share_high", "observed_share", "observed_low",
                "observed_high", "change", "change_low", "change_high", "p_value", "p_holm"]
-    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
 def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[float, ...], tolerance: float
@@ -495,10 +459,10 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
         return None, ("The grid holds no finite α to recommend (α = ∞ is the deterministic ranking); add some, e.g. "
                       "0,1,2,4,8.")
     question = observed.set_index("query_id")["fairness_question"]
-    sampled = per_query[per_query["alpha"].isin(finite)].assign(system="stochastic")
-    served = observed.assign(system="deterministic", alpha=math.inf)
-    table = pd.concat([served[["query_id", "system", "alpha", "ee_d", "ee_r"]],
-                       sampled[["query_id", "system", "alpha", "ee_d", "ee_r"]]], ignore_index=True)
+    columns = ["query_id", "system", "alpha", "ee_d", "ee_r"]
+    table = pd.concat([observed.assign(system="deterministic", alpha=math.inf)[columns],
+                       per_query[per_query["alpha"].isin(finite)].assign(system="stochastic")[columns]],
+                      ignore_index=True)
     table["fairness_question"] = table["query_id"].map(question).fillna(False).astype(bool)
     rec = recommend_alpha(table, tolerance=tolerance, metric="ee_r", metric_label="EE-R")
     kept = table[table["fairness_question"]] if table["fairness_question"].any() else table
@@ -591,7 +555,7 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
     labelled = observed.loc[observed["labelled"].astype(bool) & (observed["m"].fillna(0) > 0), "query_id"]
     labelled_only = 0 < len(labelled) < len(observed)  # the ledger's default scope (default_ledger_scope)
     scope = pd.Index(labelled) if labelled_only else replayed
-    shares = _shares(documents, audit.documents, collection, scope, grid,
+    shares = _shares_table(documents, audit.documents, collection, scope, grid,
                      list(groupings) if groupings is not None else ["provider", *collection.categories()],
                      n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
     recommendation, text = _recommend(per_query, observed, grid, tolerance)
