@@ -70,6 +70,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -412,13 +413,9 @@ _EXPORT_START = re.compile(r'\{\s*"resource(?:Spans|Logs|Metrics)"')
 def starts_like_export(path: str | os.PathLike) -> bool:
     """Whether a file starts like a pretty-printed OTLP JSON export (``{`` then ``"resourceSpans"``, blanks
     between); its first three non-blank lines are read, and a file that cannot be read is not one."""
-    texts: list[str] = []
     lines = read_lines(Path(path))
     try:
-        for _, text in lines:
-            texts.append(text)
-            if len(texts) == 3:
-                break
+        texts = [text for _, text in islice(lines, 3)]
     except DataFormatError:
         return False
     finally:
@@ -532,14 +529,6 @@ def _doc_id(value: object) -> str | None:
     return text or None
 
 
-@dataclass(frozen=True, slots=True)
-class _Documents:
-    ids: tuple[str, ...]
-    scores: tuple[float | None, ...]
-    metadata: tuple[Mapping[str, object], ...]
-    unreadable_metadata: int
-
-
 def _flat_documents(attributes: Mapping, prefix: str, trace_map: TraceMap) -> list[tuple[object, object, object]]:
     """``(id, score, metadata)`` of ``{prefix}.{i}.*`` attributes, in numeric order of ``i``."""
     keys = _document_keys(trace_map, "document.")
@@ -582,19 +571,19 @@ def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, o
 
 def _is_retrieval(span: _Span, trace_map: TraceMap) -> bool:
     attrs, m = span.attributes, trace_map.attributes
-    if any(k in m and m[k] in attrs for k in ("ranking", "documents")):
-        return True
-    if span.kind == "RETRIEVER" or span.operation == "retrieval" or _GENAI_DOCS in attrs:
-        return True
-    return any(k.startswith(_RETRIEVAL_DOCS + ".") for k in attrs)
+    return (any(k in m and m[k] in attrs for k in ("ranking", "documents")) or span.kind == "RETRIEVER"
+            or span.operation == "retrieval" or _GENAI_DOCS in attrs
+            or any(k.startswith(_RETRIEVAL_DOCS + ".") for k in attrs))
 
 
 def _is_reranker(span: _Span) -> bool:
     return span.kind == "RERANKER" and any(k.startswith(_RERANKED_DOCS) for k in span.attributes)
 
 
-def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -> _Documents:
-    """The documents of the chosen span, checked; a metadata string read before gives the same mapping (the same
+def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -> tuple[tuple, tuple | None,
+                                                                                        tuple | None, int]:
+    """The documents of the chosen span, checked: their ids (shared), scores and metadata (None when no document
+    has one), and how many have unreadable metadata. A metadata string read before gives the same mapping (the same
     document is logged with the same metadata on every line that shows it)."""
     if not raw:
         raise _Skip(_NO_DOCUMENTS)
@@ -615,7 +604,8 @@ def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -
         metas.append(mapping)
     if len(set(ids)) != len(ids):
         raise _Skip(_TWICE)
-    return _Documents(tuple(ids), tuple(scores), tuple(metas), unreadable)
+    return (share_ids(shared, tuple(ids)), None if all(x is None for x in scores) else tuple(scores),
+            tuple(metas) if any(metas) else None, unreadable)
 
 
 def _text(value: object) -> str | None:
@@ -742,7 +732,7 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     if len(candidates) > 1 and trace_map.multiple is MultipleRetrievals.SKIP:
         raise _Skip(_SEVERAL)
     chosen = candidates[-1] if trace_map.multiple is MultipleRetrievals.LAST else candidates[0]
-    documents = _checked_documents(_documents(chosen, trace_map), shared)
+    ranking, scores, doc_metadata, unreadable = _checked_documents(_documents(chosen, trace_map), shared)
     m = trace_map.attributes
     if "query" in m:
         query = _text(_first(lookup, m["query"]))
@@ -768,11 +758,10 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
                and str(session).strip() else None)
     start = next((s.start for s in by_start if s.root), by_start[0].start)
     return start, LogEntry(
-        0, share(shared, query_id), share_ids(shared, documents.ids), share(shared, query), share(shared, answer),
+        0, share(shared, query_id), ranking, share(shared, query), share(shared, answer),
         None if citations is None else share_ids(shared, citations), share(shared, session), _timestamp(start),
-        {"trace_id": trace_id}, None if all(x is None for x in documents.scores) else documents.scores,
-        None if all(not m for m in documents.metadata) else documents.metadata,
-    ), documents.unreadable_metadata
+        {"trace_id": trace_id}, scores, doc_metadata,
+    ), unreadable
 
 
 def share(shared: dict, value):
@@ -785,12 +774,6 @@ def share_ids(shared: dict, ids: tuple[str, ...]) -> tuple[str, ...]:
     """``ids`` as the one tuple shared with every earlier equal ranking, of shared strings: a log repeats them."""
     found = shared.get(ids)
     return found if found is not None else shared.setdefault(ids, tuple(shared.setdefault(d, d) for d in ids))
-
-
-def _skip_note(skipped: Counter, examples: dict[str, str], total: int) -> str:
-    parts = ", ".join(f"{n} with {reason} (first: trace {examples[reason][:16]})"
-                      for reason, n in skipped.most_common())
-    return f"{sum(skipped.values())} of {total} traces left out: {parts}"
 
 
 def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -> TraceExport:
@@ -879,7 +862,9 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
                               path=path)
     notes = []
     if skipped:
-        notes.append(_skip_note(skipped, examples, len(lines) + sum(skipped.values())))
+        parts = ", ".join(f"{n} with {reason} (first: trace {examples[reason][:16]})"
+                          for reason, n in skipped.most_common())
+        notes.append(f"{sum(skipped.values())} of {len(lines) + sum(skipped.values())} traces left out: {parts}")
     if unreadable:
         notes.append(f"{unreadable} retrieved document(s) have metadata that is not a JSON object; it is left out")
     if other_signals:
@@ -1038,9 +1023,8 @@ def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None =
     for entry in log.entries:
         metas = entry.doc_metadata or ()
         for i, doc_id in enumerate(entry.ranking):
-            provider = None
-            if provider_from is not None:
-                provider = provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY)
+            provider = (None if provider_from is None
+                        else provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY))
             if doc_id not in found or found[doc_id] is None:
                 found[doc_id] = provider
             elif provider is not None and provider != found[doc_id]:
@@ -1048,14 +1032,9 @@ def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None =
         for doc_id in entry.citations or ():
             found.setdefault(doc_id, None)
     mapped = provider_map or {}
-    documents, own = [], 0
-    for doc_id, provider in found.items():
-        row = mapped.get(doc_id)
-        if row is not None:
-            documents.append(Document(doc_id, "", provider=row[0], groups=dict(row[1])))
-            continue
-        own += provider is None
-        documents.append(Document(doc_id, "", provider=provider or doc_id))
+    documents = [Document(doc_id, "", provider=mapped[doc_id][0], groups=mapped[doc_id][1]) if doc_id in mapped
+                 else Document(doc_id, "", provider=provider or doc_id) for doc_id, provider in found.items()]
+    own = sum(provider is None and doc_id not in mapped for doc_id, provider in found.items())
     notes = []
     if own:
         said = [*(["no row in the provider map"] if provider_map is not None else []),
