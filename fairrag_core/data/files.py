@@ -114,28 +114,23 @@ def read_lines(source: os.PathLike | bytes, *, where: object = None, digest: Dig
     """
     if not isinstance(source, bytes | bytearray | memoryview | os.PathLike):
         raise TypeError(f"read_lines reads a path (os.PathLike) or bytes, got {type(source).__name__}")
-    budget = _file_budget()
-    where, raw = _raw_chunks(source, where, budget, digest)
-    return _lines(_inflate(raw, where, budget), where, max_line_bytes(), comments)
+    where = _where(source, where)
+    return _lines(read_chunks(source, where=where, digest=digest), where, max_line_bytes(), comments)
 
 
 def read_chunks(source: os.PathLike | bytes, *, where: object = None, digest: Digest | None = None) -> Iterator[bytes]:
     """The bytes of a data file or an upload in chunks, gzip inflated, under the same checks and budget as
     :func:`read_lines` (regular files only, ``$FAIRRAG_MAX_FILE_MB``), for readers that parse whole blocks at once
     (:mod:`fairrag_core.data.columnar`). ``digest`` receives the raw (not inflated) bytes."""
-    budget = _file_budget()
-    where, raw = _raw_chunks(source, where, budget, digest)
-    return _inflate(raw, where, budget)
+    budget, where = _file_budget(), _where(source, where)
+    return _inflate(_raw_chunks(source, where, budget, digest), where, budget)
 
 
-def _raw_chunks(source: os.PathLike | bytes, where: object, budget: _Budget, digest: Digest | None
-                ) -> tuple[object, Iterator[bytes]]:
-    """What to call the source in errors (``where``, else ``<data>`` or the path) and its raw bytes in chunks."""
-    if isinstance(source, bytes | bytearray | memoryview):
-        where = "<data>" if where is None else where
-        return where, _bytes_chunks(bytes(source), where, budget, digest)
-    where = Path(source) if where is None else where
-    return where, _file_chunks(Path(source), where, budget, digest)
+def _where(source: os.PathLike | bytes, where: object) -> object:
+    """What to call the source in errors: ``where``, else ``<data>`` (bytes) or the path."""
+    if where is not None:
+        return where
+    return "<data>" if isinstance(source, bytes | bytearray | memoryview) else Path(source)
 
 
 def file_sha256(path: os.PathLike) -> str:
@@ -159,7 +154,7 @@ def check_upload(name: str, data: bytes) -> None:
     """Refuse an uploaded file above ``$FAIRRAG_MAX_UPLOAD_MB`` (default 50 MB) before it is written or parsed; a
     gzipped upload is inflated as a stream (nothing kept) and refused once its content passes the same limit."""
     budget = _upload_budget()
-    for _ in _inflate(_bytes_chunks(data, name, budget, None), name, budget):
+    for _ in _inflate(_raw_chunks(data, name, budget, None), name, budget):
         pass
 
 
@@ -216,7 +211,14 @@ def _file_chunks(path: Path, where: object, budget: _Budget, digest: Digest | No
         os.close(fd)
 
 
-def _bytes_chunks(data: bytes, where: object, budget: _Budget, digest: Digest | None) -> Iterator[bytes]:
+def _raw_chunks(source: os.PathLike | bytes, where: object, budget: _Budget, digest: Digest | None
+                ) -> Iterator[bytes]:
+    """The raw bytes of a file (:func:`_file_chunks`) or of bytes in memory, in chunks of at most
+    :data:`CHUNK_BYTES`."""
+    if not isinstance(source, bytes | bytearray | memoryview):
+        yield from _file_chunks(Path(source), where, budget, digest)
+        return
+    data = bytes(source)
     if len(data) > budget.limit:
         raise budget.refuse(where, len(data))
     if digest is not None:
@@ -277,12 +279,15 @@ def _too_long(limit: int, where: object, line: int) -> DataFormatError:
                            "with FAIRRAG_MAX_LINE_MB", path=where, line=line)
 
 
-def _bad_utf8(line: bytes, err: UnicodeDecodeError, offset: int, where: object, lineno: int) -> DataFormatError:
-    return DataFormatError(f"not valid UTF-8 (byte 0x{line[err.start]:02x} at offset {offset + err.start}); re-save "
-                           "the file as UTF-8", path=where, line=lineno)
+def _decode(line: bytes, start: int, where: object, lineno: int) -> str:
+    """The text of a record line (its bytes start at stream offset ``start``), without a ``\r`` at its end."""
+    try:
+        return line.removesuffix(b"\r").decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"not valid UTF-8 (byte 0x{line[err.start]:02x} at offset {start + err.start}); "
+                              "re-save the file as UTF-8", path=where, line=lineno) from None
 
 
-_BLANK = b" \t\r\x0b\x0c"  # ASCII whitespace within a line (what bytes.isspace() and JSON call blank)
 _RECORD = re.compile(rb"(?m)^[ \t\r\x0b\x0c]*[^ \t\r\n\x0b\x0c][^\n]*")   # a line that is not blank
 _RECORD_NOT_COMMENT = re.compile(rb"(?m)^[ \t\r\x0b\x0c]*[^ \t\r\n\x0b\x0c#][^\n]*")
 _SKIPPED = re.compile(rb"(?m)^[ \t\r\x0b\x0c]*$")                    # a blank line
@@ -293,79 +298,55 @@ def _lines(chunks: Iterable[bytes], where: object, limit: int, comments: bool = 
            ) -> Iterator[tuple[int, str]]:
     """The lines of a stream of chunks that are neither blank nor (with ``comments``) comments, numbered, decoded.
 
-    A chunk whose complete lines are all records (one regular-expression search finds none blank or a comment) is
-    decoded and split at once. Otherwise the records are found by a regular expression, so blank and comment lines
-    between them cost no Python step (a file of millions of them is read at the speed of ``re``); a chunk of
-    whitespace only is not even searched. The patterns are linear: anchored at line starts, each fails on a line
-    after one pass over its leading whitespace.
+    The complete lines of a chunk (with the start of its first line, carried over from the chunks before) are
+    decoded and split at once when one regular-expression search finds none of them blank or a comment. Otherwise
+    the records are found by a regular expression, so blank and comment lines between them cost no Python step (a
+    file of millions of them is read at the speed of ``re``); a chunk of whitespace only is not even searched. The
+    patterns are linear: anchored at line starts, each fails on a line after one pass over its leading whitespace.
     """
     record, skipped = (_RECORD_NOT_COMMENT, _SKIPPED_OR_COMMENT) if comments else (_RECORD, _SKIPPED)
     lineno = 0          # lines finished so far
-    offset = 0          # byte offset in the stream of the chunk being read
+    offset = 0          # byte offset in the stream of the first line not finished
     parts: list[bytes] = []
     pending = 0         # bytes in parts: the start of a line that goes on in the next chunk
-
-    def finish(line: bytes, number: int, start: int) -> str | None:
-        """The text of line ``number`` (its bytes start at stream offset ``start``), or None when it is blank or
-        a comment."""
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if number == 1 and line.startswith(_BOM):
-            line, start = line[3:], start + 3
-        if not line or line.isspace() or (comments and line.lstrip(_BLANK).startswith(b"#")):
-            return None
-        try:
-            return line.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise _bad_utf8(line, err, start, where, number) from None
-
-    for chunk in chunks:
+    for chunk in itertools.chain(chunks, (b"\n",)):  # a line feed to end a last line that has none
         first = chunk.find(b"\n")
         if first < 0:  # the line goes on
             parts.append(chunk)
             pending += len(chunk)
             if pending > limit:
                 raise _too_long(limit, where, lineno + 1)
-            offset += len(chunk)
             continue
         if pending + first > limit:
             raise _too_long(limit, where, lineno + 1)
-        line = b"".join(parts) + chunk[:first] if parts else chunk[:first]
-        lineno += 1
-        text = finish(line, lineno, offset - pending)
-        if text is not None:
-            yield lineno, text
+        if parts:
+            chunk = b"".join([*parts, chunk])
+        if lineno == 0 and chunk.startswith(_BOM):  # a byte-order mark, only at the very start
+            chunk, offset = chunk[3:], 3
         last = chunk.rfind(b"\n")
-        whole = None  # the lines between the first and the last line feed, when all of them are records
-        if last > first and last - first <= limit and not skipped.search(chunk, first + 1, last):
+        whole = None  # the lines up to the last line feed, when all of them are records
+        if last <= limit and not skipped.search(chunk, 0, last):
             with contextlib.suppress(UnicodeDecodeError):  # a bad byte is found again below, with its line
-                whole = chunk[first + 1:last].decode("utf-8").split("\n")
+                whole = chunk[:last].decode("utf-8").split("\n")
         if whole is not None:  # the usual case: one decode and one split for the chunk
             if b"\r" in chunk:
-                whole = [text[:-1] if text.endswith("\r") else text for text in whole]
+                whole = [text.removesuffix("\r") for text in whole]
             yield from zip(range(lineno + 1, lineno + 1 + len(whole)), whole)
             lineno += len(whole)
-        elif last > first and not chunk.isspace():
-            at = first + 1  # the start of the first line not yet counted
-            for match in record.finditer(chunk, first + 1, last):
+        elif not chunk.isspace():
+            at = 0  # the start of the first line not yet counted
+            for match in record.finditer(chunk, 0, last):
                 begin, end = match.span()
-                if end - begin > limit:
-                    raise _too_long(limit, where, lineno + chunk.count(b"\n", at, begin) + 1)
                 lineno += chunk.count(b"\n", at, begin) + 1
-                text = finish(match.group(), lineno, offset + begin)
-                if text is not None:
-                    yield lineno, text
+                if end - begin > limit:
+                    raise _too_long(limit, where, lineno)
+                yield lineno, _decode(match.group(), offset + begin, where, lineno)
                 at = end + 1
             lineno += chunk.count(b"\n", at, last + 1)
         else:
-            lineno += chunk.count(b"\n", first + 1)
+            lineno += chunk.count(b"\n")
+        offset += last + 1
         tail = chunk[last + 1:]
         parts, pending = ([tail], len(tail)) if tail else ([], 0)
         if pending > limit:
             raise _too_long(limit, where, lineno + 1)
-        offset += len(chunk)
-    if parts:
-        lineno += 1
-        text = finish(b"".join(parts), lineno, offset - pending)
-        if text is not None:
-            yield lineno, text
