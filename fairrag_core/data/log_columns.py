@@ -31,7 +31,7 @@ from ..errors import DataFormatError
 from .blocks import Unchecked, numbers_of, padded_rows, read_ahead, rows_with_repeats, text_blocks
 from .collection import Collection
 from .loaders import json_lines
-from .rag_log import LOG_FIELDS, NOT_A_LOG, RagLog, log_entry
+from .rag_log import RagLog, log_entry
 
 __all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES", "COLUMN_READER_TAKES"]
 
@@ -240,10 +240,7 @@ def first_problem(path: str | os.PathLike, collection: Collection | None = None)
     known = set(collection.doc_ids) if collection is not None else None
     count = 0
     for count, (line, obj) in enumerate(json_lines(path), start=1):
-        if count == 1 and not any(key in obj for key in LOG_FIELDS):
-            raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})",
-                                  path=path, line=line)
-        entry = log_entry(obj, path, line, shared)
+        entry = log_entry(obj, path, line, shared, first=count == 1)
         if known is not None:
             for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ())):
                 missing = next((d for d in ids if d not in known), None)

@@ -223,10 +223,13 @@ def _text(obj: Mapping, key: str, path: Path, line: int, *, number: bool = False
     return str(value)
 
 
-def log_entry(obj: dict, path: Path, line: int, shared: dict) -> LogEntry:
+def log_entry(obj: dict, path: Path, line: int, shared: dict, *, first: bool = False) -> LogEntry:
     """One log line as a :class:`LogEntry`. Its ids, rankings and texts are the objects in ``shared`` (one per
     distinct value for the whole log): a log repeats its queries, rankings and answers, and a repeat then costs a
-    pointer, not a copy."""
+    pointer, not a copy. The ``first`` object of a file, with none of the log's fields, says the file is no log."""
+    if first and not any(key in obj for key in LOG_FIELDS):
+        raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})", path=path,
+                              line=line)
     unknown = set(obj).difference(LOG_FIELDS)
     if unknown:
         raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {list(LOG_FIELDS)} (put other fields "
@@ -291,18 +294,14 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     entries: list[LogEntry] = []
     try:
         for line, obj in json_lines(path, digest=digest):
-            if not entries:  # the first object says what the file is
-                if is_otlp_export(obj):
-                    return load_traces(path, trace_map=trace_map, collection=collection)
-                if not any(key in obj for key in LOG_FIELDS):
-                    raise DataFormatError(f"{NOT_A_LOG} (its first object has the field(s) {sorted(obj)[:5]})",
-                                          path=path, line=line)
+            if not entries and is_otlp_export(obj):  # the first object says what the file is
+                return load_traces(path, trace_map=trace_map, collection=collection)
             if len(entries) == most:
                 raise DataFormatError(f"more than {most:,} log lines, more than one load holds in memory; for "
                                       "exposure only, audit-log --attribution none reads a log of any size "
                                       "column-wise; otherwise split the log (e.g. by day) and audit the parts, or "
                                       "raise the limit with FAIRRAG_MAX_LOG_LINES", path=path, line=line)
-            entries.append(log_entry(obj, path, line, shared))
+            entries.append(log_entry(obj, path, line, shared, first=not entries))
     except DataFormatError as err:
         if entries or err.line is None or not starts_like_export(path):
             raise
