@@ -302,15 +302,10 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
             if a.sum() <= 0 or b.sum() <= 0:
                 continue
             test = _share_test(a, b, counts, swaps, level)
-            test.insert(0, "group", groups)
-            test.insert(0, "kind", kind)
-            test.insert(0, "baseline", base_label)
-            test.insert(0, "system", system.label)
-            test["share_system"] = a.sum(axis=0) / a.sum()
-            test["share_baseline"] = b.sum(axis=0) / b.sum()
-            test["p_holm"] = holm_adjust(test["p_value"].to_numpy())
-            test["n_queries"] = len(shared)
-            share_rows.append(test)
+            share_rows.append(pd.DataFrame({"system": system.label, "baseline": base_label, "kind": kind,
+                                            "group": groups}).assign(
+                **test, share_system=a.sum(axis=0) / a.sum(), share_baseline=b.sum(axis=0) / b.sum(),
+                p_holm=holm_adjust(test["p_value"].to_numpy()), n_queries=len(shared)))
     metrics = pd.DataFrame(metric_rows)
     shares = pd.concat(share_rows, ignore_index=True) if share_rows else pd.DataFrame()
     resolved = replace(config, systems=tuple(labels), baseline=base_label, level=level, seed=seed)

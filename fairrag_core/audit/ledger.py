@@ -77,9 +77,8 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
         attributed_exposure=("attributed_exposure", lambda s: s.sum(min_count=1)),
         target_exposure=("target_exposure", lambda s: s.sum(min_count=1)),
     ).reset_index()
-    ledger["retrieval_share"] = _share(ledger["retrieval_exposure"])
-    ledger["attributed_share"] = _share(ledger["attributed_exposure"])
-    ledger["target_share"] = _share(ledger["target_exposure"])
+    for name in ("retrieval", "attributed", "target"):
+        ledger[f"{name}_share"] = _share(ledger[f"{name}_exposure"])
     ledger["share_gap"] = ledger["retrieval_share"] - ledger["target_share"]
     ledger["attributed_gap"] = ledger["attributed_share"] - ledger["target_share"]
     ledger = ledger.sort_values(["retrieval_exposure", "group"], ascending=[False, True], kind="stable")

@@ -15,6 +15,7 @@ import pandas as pd
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.expeval import UserModel
+from ..metrics.intervals import ConfidenceInterval
 from ..record import SweepRun
 from .findings import Finding, sort_findings
 from .ledger import exposure_ledger
@@ -23,6 +24,13 @@ from .rag_log import SOURCE_LABELS
 from .share_findings import ledger_findings
 
 __all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings"]
+
+
+def _estimate(ci: ConfidenceInterval | None, value: float) -> dict[str, float | str]:
+    """The estimate with its interval, or (one query) the value alone with the note saying why."""
+    if ci is None:
+        return {"estimate": value, "low": np.nan, "high": np.nan, "note": ONE_QUERY}
+    return {"estimate": ci.estimate, "low": ci.low, "high": ci.high, "note": ""}
 
 
 def log_summary(run: SweepRun) -> pd.DataFrame:
@@ -61,29 +69,18 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
         if column not in table or not table[column].notna().any():
             continue
         values = table[column].to_numpy(dtype=float)
-        ci = mean_interval(values, **boot)
-        row = {"metric": column, "label": label, "queries": int(table[column].notna().sum()), "over": over,
-               "direction": direction}
-        if ci is None:  # one query: its value, no interval
-            row.update(estimate=float(np.nanmean(values)), low=np.nan, high=np.nan, note=ONE_QUERY)
-        else:
-            row.update(estimate=ci.estimate, low=ci.low, high=ci.high, note="")
-        rows.append(row)
+        rows.append({"metric": column, "label": label, "queries": int(table[column].notna().sum()), "over": over,
+                     "direction": direction, **_estimate(mean_interval(values, **boot), float(np.nanmean(values)))})
     if "agreed_slots" in table:
         for name, label, den in (("cited_entailed", "citations the judge supports", "cited_slots"),
                                  ("entailed_cited", "entailing documents the system cited", "entailed_slots")):
             total = float(table[den].sum())
             if total <= 0:
                 continue
-            ci = ratio_interval(table["agreed_slots"], table[den], **boot)
-            row = {"metric": name, "label": label, "queries": int((table[den] > 0).sum()), "over": "pooled slots",
-                   "direction": "agreement of the two sources"}
-            if ci is None:
-                row.update(estimate=float(table["agreed_slots"].sum()) / total, low=np.nan, high=np.nan,
-                           note=ONE_QUERY)
-            else:
-                row.update(estimate=ci.estimate, low=ci.low, high=ci.high, note="")
-            rows.append(row)
+            rows.append({"metric": name, "label": label, "queries": int((table[den] > 0).sum()),
+                         "over": "pooled slots", "direction": "agreement of the two sources",
+                         **_estimate(ratio_interval(table["agreed_slots"], table[den], **boot),
+                                     float(table["agreed_slots"].sum()) / total)})
     out = pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "queries", "over", "direction",
                                       "note"])
     out.attrs["note"] = ESTIMATE_NOTE.format(level=config.level)

@@ -62,6 +62,7 @@ from ..seeds import check_seed, derive_seed, new_seed
 from . import wording
 from .compare import _group_matrix, _percentile_bounds, _shares, share_differences
 from .findings import Direction, Finding, FindingKind, severity_of
+from .log_report import _labelled_queries
 from .query_bootstrap import mean_interval
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
 from .recommend import AlphaRecommendation, recommend_alpha
@@ -552,12 +553,12 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
     observed = table.loc[replayed].reset_index()[["query_id", "lines", "labelled", "m", "fairness_question", "ee_d",
                                                    "ee_d_plug_in", "ee_r"]]
     curve = _curve(per_query, observed, grid, n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
-    labelled = observed.loc[observed["labelled"].astype(bool) & (observed["m"].fillna(0) > 0), "query_id"]
+    labelled = _labelled_queries(observed)
     labelled_only = 0 < len(labelled) < len(observed)  # the ledger's default scope (default_ledger_scope)
     scope = pd.Index(labelled) if labelled_only else replayed
     shares = _shares_table(documents, audit.documents, collection, scope, grid,
-                     list(groupings) if groupings is not None else ["provider", *collection.categories()],
-                     n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
+                           list(groupings) if groupings is not None else ["provider", *collection.categories()],
+                           n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
     recommendation, text = _recommend(per_query, observed, grid, tolerance)
     if recommendation is not None:
         eligible = dict(zip(recommendation.per_alpha["alpha"].astype(float), recommendation.per_alpha["eligible"]))
@@ -581,8 +582,7 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
                     shares_over="queries with relevance labels" if labelled_only else "every replayed query",
                     recommendation=recommendation, recommendation_text=text, skipped=skipped, notes=tuple(notes),
                     undefined=undefined)
-    result = replace(result, findings=tuple(what_if_findings(result)))
-    return replace(result, wall_seconds=time.perf_counter() - started)
+    return replace(result, findings=tuple(what_if_findings(result)), wall_seconds=time.perf_counter() - started)
 
 
 # -- findings and text -------------------------------------------------------------------------------------------
