@@ -456,25 +456,23 @@ def _whole_document(path: Path) -> tuple[dict, int, str] | None:
     return obj, last, digest.hexdigest()
 
 
-def _exports(path: Path, digest) -> Iterator[tuple[int | None, dict]]:
-    """The export objects of the file with their line (None for a pretty-printed file, read whole), and finally
-    ``(-1, {"lines": n, "sha256": ...})``."""
-    first, last = True, 0
+def _exports(path: Path, read: dict) -> Iterator[tuple[int | None, dict]]:
+    """The export objects of the file with their line (None for a pretty-printed file, read whole); once they are
+    all read, ``read`` holds the file's ``lines`` and ``sha256``."""
+    digest, last = hashlib.sha256(), 0
     try:
-        for lineno, obj in json_lines(path, where=path, digest=digest):
-            first, last = False, lineno
-            yield lineno, obj
+        for last, obj in json_lines(path, where=path, digest=digest):
+            yield last, obj
     except DataFormatError as err:
-        if not first or err.line is None:
+        if last or err.line is None:  # only a first line that is no JSON object may start a pretty-printed export
             raise
         whole = _whole_document(path)
         if whole is None:
             raise
-        obj, lines, sha = whole
+        obj, read["lines"], read["sha256"] = whole
         yield None, obj
-        yield -1, {"lines": lines, "sha256": sha}
         return
-    yield -1, {"lines": last, "sha256": digest.hexdigest()}
+    read.update(lines=last, sha256=digest.hexdigest())
 
 
 # -- assembling a trace into a served line -----------------------------------------------------------------------
@@ -811,11 +809,8 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
     most_traces = max_log_lines()
     most_spans = _SPANS_PER_LINE * most_traces
     traces: dict[str, list[_Span]] = {}
-    held, other_signals, file_lines, sha256 = 0, 0, 0, ""
-    for lineno, export in _exports(path, hashlib.sha256()):
-        if lineno == -1:
-            file_lines, sha256 = export["lines"], export["sha256"]
-            break
+    held, other_signals, read = 0, 0, {}
+    for lineno, export in _exports(path, read):
         where = _Where(path, lineno)
         if "resourceSpans" not in export:
             if is_otlp_export(export):
@@ -871,7 +866,7 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
         notes.append(f"{other_signals} export line(s) hold logs or metrics, not spans; they are left out")
     lines.sort(key=lambda t: t[:2])  # by the root span's start, then trace id; lines numbered in that order
     return TraceExport(tuple(replace(entry, line=i) for i, (_, _, entry) in enumerate(lines, start=1)), tuple(notes),
-                       file_lines, sha256)
+                       read["lines"], read["sha256"])
 
 
 # -- documents without a collection ------------------------------------------------------------------------------
