@@ -143,12 +143,6 @@ class Finding:
         """The p-value the verdict uses: Holm-adjusted when the finding is one of a family, else the raw one."""
         return _clean(self.p_adjusted) if math.isfinite(self.p_adjusted) else _clean(self.p_value)
 
-    @property
-    def significant(self) -> bool:
-        """Whether the test rejects at ``alpha`` (after Holm)."""
-        p = self.p
-        return p is not None and p <= self.alpha
-
     def to_dict(self) -> dict[str, object]:
         """JSON-ready: ``text``, ``p`` (None when untested) and every field (NaN → None, enums → their value).
 

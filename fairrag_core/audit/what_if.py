@@ -119,7 +119,6 @@ class _Candidates:
     query_id: str
     docs: np.ndarray
     scores: np.ndarray
-    lines: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,8 +251,7 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
         averaged += sum(len(set(values)) > 1 for values in logged.values())
         differing += len({e.ranking for e in entries}) > 1
         replayed.append(_Candidates(qid, np.array([index[d] for d in logged], dtype=np.int64),
-                                    np.array([sum(values) / len(values) for values in logged.values()]),
-                                    len(entries)))
+                                    np.array([sum(values) / len(values) for values in logged.values()])))
     if not replayed:
         first, why = next(iter(skipped.items()))
         raise InvalidParameterError(f"no query can be replayed: every one has served documents without a logged "
@@ -326,8 +324,7 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
     for i, q in enumerate(queries):
         sizes.setdefault(q.docs.size, []).append(i)
     doc_ids = np.array(collection.doc_ids, dtype=object)
-    rows = []
-    docs: dict[str, list[np.ndarray]] = {"query": [], "alpha": [], "doc": [], "score": [], "exposure": []}
+    rows, docs = [], []
     for alpha in alphas:
         sample_rng = np.random.default_rng(derive_seed(seed, _SAMPLES, _alpha_key(alpha)))
         counts = resample_counts(n_samples, n_boot, derive_seed(seed, _PER_QUERY, _alpha_key(alpha)))
@@ -351,22 +348,17 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
                     ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level, bounds=(0.0, 1.0))
                     rows.append((queries[i].query_id, alpha, n, k_q, ee_d.estimate, ee_d.low, ee_d.high,
                                  ee_d.plug_in, float(exposures[j] @ w) if w is not None else math.nan, m))
-                docs["query"].append(np.repeat([queries[i].query_id for i in part], n))
-                docs["alpha"].append(np.full(len(part) * n, alpha))
-                docs["doc"].append(doc_ids[np.stack([queries[i].docs for i in part])].ravel())
-                docs["score"].append(scores.ravel())
-                docs["exposure"].append(exposures.ravel())
+                ids = doc_ids[np.stack([queries[i].docs for i in part])].ravel()
+                docs.append(pd.DataFrame({"query_id": np.repeat([queries[i].query_id for i in part], n),
+                                          "alpha": alpha, "doc_id": ids, "score": scores.ravel(),
+                                          "exposure": exposures.ravel()}))
     order = {q.query_id: i for i, q in enumerate(queries)}
     per_query = pd.DataFrame(rows, columns=["query_id", "alpha", "candidates", "k", "ee_d", "ee_d_low", "ee_d_high",
                                             "ee_d_plug_in", "ee_r", "m"])
-    documents = pd.DataFrame({"query_id": np.concatenate(docs["query"]), "alpha": np.concatenate(docs["alpha"]),
-                              "doc_id": np.concatenate(docs["doc"]), "score": np.concatenate(docs["score"]),
-                              "exposure": np.concatenate(docs["exposure"])})
-    out = []
-    for frame in (per_query, documents):  # α ascending, queries in the log's order, candidates in served order
-        frame = frame.assign(_q=frame["query_id"].map(order)).sort_values(["alpha", "_q"], kind="stable")
-        out.append(frame.drop(columns="_q").reset_index(drop=True))
-    return out[0], out[1]
+    per_query, documents = (  # α ascending, queries in the log's order, candidates in served order
+        frame.assign(_q=frame["query_id"].map(order)).sort_values(["alpha", "_q"], kind="stable").drop(columns="_q")
+        .reset_index(drop=True) for frame in (per_query, pd.concat(docs, ignore_index=True)))
+    return per_query, documents
 
 
 def _mean(values: np.ndarray, *, n_boot: int, level: float, seed: int) -> tuple[float, float, float]:
@@ -633,11 +625,9 @@ def _focus(result: WhatIf) -> tuple[float | None, str]:
     if finite.empty or finite["ee_d"].min() >= served:
         return None, ""
     fairest = float(finite.loc[finite["ee_d"].idxmin(), "alpha"])
-    if result.recommendation is None:
-        return fairest, (": the fairest α of the grid, not a recommendation (without relevance labels the "
-                         "recommender has no quality metric)")
-    return fairest, (f": the fairest α of the grid, not a recommendation (no α is both fairer than the system as "
-                     f"served and within {percent(result.tolerance)} of its EE-R)")
+    why = ("without relevance labels the recommender has no quality metric" if result.recommendation is None else
+           f"no α is both fairer than the system as served and within {percent(result.tolerance)} of its EE-R")
+    return fairest, f": the fairest α of the grid, not a recommendation ({why})"
 
 
 def what_if_findings(result: WhatIf) -> list[Finding]:
