@@ -219,18 +219,13 @@ def _cmd_evaluate(args, out) -> int:
     awrf = evaluate_run_awrf(run, judgments, cutoff=opts.awrf) if opts.awrf else None
     notes = _notes(rows, skipped, model)
     if opts.trec_eval and not args.json:  # no pandas on this path: it is the one large runs take
+        measures = [] if awrf is None else list(awrf.columns[:4])  # the TREC Fair 2022 ones after expeval's
         for row in rows:
             qid = row["query_id"]
-            for metric in METRICS:
-                print(f"{metric}\t{qid}\t{row[metric]:f}", file=out)
-            if awrf is not None and qid in awrf.index:
-                for name in awrf.columns[:4]:
-                    print(f"{name}\t{qid}\t{awrf.loc[qid, name]:f}", file=out)
-        for metric, value in _means(rows).items():
-            print(f"{metric}\tall\t{value:f}", file=out)
-        if awrf is not None:
-            for name in awrf.columns[:4]:
-                print(f"{name}\tall\t{awrf[name].mean():f}", file=out)
+            lines = [(m, row[m]) for m in METRICS] + [(n, awrf.loc[qid, n]) for n in measures if qid in awrf.index]
+            print(*(f"{name}\t{qid}\t{value:f}" for name, value in lines), sep="\n", file=out)
+        means = [*_means(rows).items(), *((n, awrf[n].mean()) for n in measures)]
+        print(*(f"{name}\tall\t{value:f}" for name, value in means), sep="\n", file=out)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         return 0

@@ -15,15 +15,7 @@ from ..checks import parse_list as id_list  # --queries q1,q2 → ("q1", "q2"); 
 from ..data import Collection as DataCollection
 from ..data import load_collection
 from ..errors import FairRAGError, StoreError
-from ..option_types import (
-    alpha_arg,
-    alphas_arg,
-    count_arg,
-    optional_float,
-    positive_arg,
-    seed_arg,
-    whole_arg,
-)
+from ..option_types import alphas_arg, count_arg, positive_arg, seed_arg
 from ..options import (
     COLLECTION,
     DEVICE,
@@ -41,10 +33,9 @@ from ..options import (
 from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..settings import SamplingSettings
 
-__all__ = ["alpha_arg", "alphas_arg", "positive_arg", "seed_arg", "whole_arg", "count_arg", "optional_float",
-           "add_command", "add_inputs", "add_settings", "settings", "add_common", "add_store", "keep_run", "Kept",
-           "load_inputs", "id_list", "bar", "fmt", "interval", "print_undefined", "METRIC_NAMES", "print_json",
-           "records", "stderr_progress"]
+__all__ = ["alphas_arg", "positive_arg", "seed_arg", "count_arg", "add_command", "add_settings", "settings",
+           "add_common", "add_store", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt", "interval",
+           "print_undefined", "METRIC_NAMES", "print_json", "records", "stderr_progress"]
 
 
 def add_command(sub, name: str, handler: Callable, **kwargs: Any) -> argparse.ArgumentParser:
@@ -58,26 +49,6 @@ def add_store(parser: argparse.ArgumentParser, what: str) -> None:
     """``--store`` and ``--no-store`` (``what``: what the command would save, for the help)."""
     parser.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     parser.add_argument("--no-store", action="store_true", help=f"do not save {what} in the run store")
-
-
-def add_inputs(parser: argparse.ArgumentParser, *, models: bool = False, attributor: bool = True) -> None:
-    """The run's inputs: ``--collection``, ``--retriever``, ``--model``, ``--device`` and, with ``models``, the
-    generator, its prompt style and (with ``attributor``) the NLI attributor, with their defaults from the model
-    catalog and the default answer preset."""
-    add_option(parser, COLLECTION)
-    add_option(parser, RETRIEVER, choices=[k.value for k in RetrieverKind])
-    add_option(parser, MODEL)
-    add_option(parser, DEVICE)
-    if not models:
-        return
-    from ..models.catalog import DEFAULTS
-    from ..rag.generation import PROMPT_STYLES
-    from ..rag.presets import DEFAULT_PRESET, PRESETS
-
-    add_option(parser, GENERATOR, default=DEFAULTS["generator"])
-    if attributor:
-        add_option(parser, NLI, default=DEFAULTS["attributor"])
-    add_option(parser, PROMPT_STYLE, default=PRESETS[DEFAULT_PRESET].style, choices=list(PROMPT_STYLES))
 
 
 def add_settings(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[str] = (),
@@ -105,8 +76,22 @@ def settings(cls: type, args: argparse.Namespace, **overrides: Any) -> Any:
 
 def add_common(parser: argparse.ArgumentParser, cls: type = SamplingSettings, *, models: bool = False,
                attributor: bool = True, **options: Any) -> None:
-    """Inputs (:func:`add_inputs`), the settings options of ``cls`` (:func:`add_settings`) and ``--json``."""
-    add_inputs(parser, models=models, attributor=attributor)
+    """The run's inputs (``--collection``, ``--retriever``, ``--model``, ``--device`` and, with ``models``, the
+    generator, its prompt style and, with ``attributor``, the NLI attributor, their defaults from the model catalog
+    and the default answer preset), the settings options of ``cls`` (:func:`add_settings`) and ``--json``."""
+    add_option(parser, COLLECTION)
+    add_option(parser, RETRIEVER, choices=[k.value for k in RetrieverKind])
+    add_option(parser, MODEL)
+    add_option(parser, DEVICE)
+    if models:
+        from ..models.catalog import DEFAULTS
+        from ..rag.generation import PROMPT_STYLES
+        from ..rag.presets import DEFAULT_PRESET, PRESETS
+
+        add_option(parser, GENERATOR, default=DEFAULTS["generator"])
+        if attributor:
+            add_option(parser, NLI, default=DEFAULTS["attributor"])
+        add_option(parser, PROMPT_STYLE, default=PRESETS[DEFAULT_PRESET].style, choices=list(PROMPT_STYLES))
     add_settings(parser, cls, **options)
     add_option(parser, JSON)
 

@@ -8,9 +8,9 @@ import argparse
 import sys
 
 from ..data import load_collection
-from ..retrieval import RetrieverKind, build_retriever
+from ..retrieval import RetrieverKind
 from . import richrag_ranker
-from .common import add_command, positive_arg, print_json
+from .common import add_command, load_inputs, positive_arg, print_json
 
 __all__ = ["register"]
 
@@ -67,26 +67,20 @@ def _add_rich_rank(sub) -> None:
                    help="trained ranker stage(s) to add when installed (default dpo)")
 
 
-def _explorer(args, collection, retriever, *, model_name: str):
-    from ..richrag.aspects import AspectExplorer
-
-    model = None
-    if model_name != "none":
-        from ..models.catalog import load_language_model
-
-        model = load_language_model(model_name)
-    return AspectExplorer(model, collection=collection, retriever=retriever, max_aspects=args.max_aspects)
-
-
 def _find_aspects(args, collection, retriever, *, prefer_collection: bool):
-    from ..richrag.aspects import AspectSet, AspectSource
+    from ..richrag.aspects import AspectExplorer, AspectSet, AspectSource
 
     if args.aspects is None and prefer_collection:
         known = collection.find_query(args.query)
         if known is not None and known.aspects:
             return AspectSet(args.query.strip(), tuple(a.aspect for a in known.aspects), AspectSource.COLLECTION,
                              note=f"the collection's aspects of {known.query_id}")
-    explorer = _explorer(args, collection, retriever, model_name=args.explorer if args.aspects is None else "none")
+    model = None
+    if args.aspects is None and args.explorer != "none":  # aspects given are used as they are: no model is asked
+        from ..models.catalog import load_language_model
+
+        model = load_language_model(args.explorer)
+    explorer = AspectExplorer(model, collection=collection, retriever=retriever, max_aspects=args.max_aspects)
     return explorer.explore(args.query, given=args.aspects)
 
 
@@ -113,8 +107,7 @@ def _cmd_rich_rank(args, out=sys.stdout) -> int:
     from ..richrag.flow import rich_rank
     from ..richrag.pool import PoolSettings
 
-    collection = load_collection(args.collection)
-    retriever = build_retriever(args.retriever, collection.texts, model=args.model, device=args.device)
+    collection, retriever = load_inputs(args)
     found = _find_aspects(args, collection, retriever, prefer_collection=True)
     stages = {"dpo": ("dpo",), "sft": ("sft",), "both": ("sft", "dpo"), "none": ()}[args.ranker]
     result = rich_rank(collection, retriever, found, k=args.k, ranker_stages=stages,
