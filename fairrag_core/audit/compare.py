@@ -91,9 +91,8 @@ class System:
         rows = self._rows(self.run.table)
         out = pd.DataFrame(index=pd.Index(rows["query_id"].astype(str), name="query_id"))
         for metric in METRICS:
-            column = metric
-            if metric in _ATTRIBUTION and self.source and f"{metric}_{self.source}" in rows:
-                column = f"{metric}_{self.source}"
+            named = f"{metric}_{self.source}"  # a log audit's attribution metrics carry their source's name
+            column = named if metric in _ATTRIBUTION and self.source and named in rows else metric
             if column in rows:
                 out[metric] = pd.to_numeric(rows[column], errors="coerce").to_numpy()
         return out
@@ -269,12 +268,11 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
             raise InvalidParameterError(f"{system.label} and {base_label} share no query; compare audits of the same "
                                         "query set")
         rng = np.random.default_rng(derive_seed(seed, s_index))
+        same_source = system.source == baseline.source  # else logged citations vs the judge's verdicts: not compared
         rows = []
         for metric in METRICS:
-            if metric not in values or metric not in base_q:
+            if metric not in values or metric not in base_q or (metric in _ATTRIBUTION and not same_source):
                 continue
-            if metric in _ATTRIBUTION and system.source != baseline.source:
-                continue  # logged citations and the judge's verdicts are different measurements
             pair = pd.DataFrame({"a": values.loc[shared, metric], "b": base_q.loc[shared, metric]}).dropna()
             if len(pair) < 2:
                 continue
@@ -294,8 +292,7 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
         counts = resample_counts(len(shared), config.n_boot, rng)
         swaps = _swap_matrix(len(shared), config.n_permutations, rng)
         for kind, column in (("retrieval", "exposure"), ("attributed", "attributed_exposure")):
-            if column not in sys_docs or column not in base_docs or (kind == "attributed"
-                                                                     and system.source != baseline.source):
+            if column not in sys_docs or column not in base_docs or (kind == "attributed" and not same_source):
                 continue
             a = _group_matrix(sys_docs, column, shared, groups, group_of)
             b = _group_matrix(base_docs, column, shared, groups, group_of)

@@ -458,11 +458,10 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
                       ignore_index=True)
     table["fairness_question"] = table["query_id"].map(question).fillna(False).astype(bool)
     rec = recommend_alpha(table, tolerance=tolerance, metric="ee_r", metric_label="EE-R")
-    kept = table[table["fairness_question"]] if table["fairness_question"].any() else table
-    kept = kept.dropna(subset=["ee_r"])
-    n = int(kept["query_id"].nunique())
-    over = (f"over the {n} judged queries with a fairness question (m > 1)" if table["fairness_question"].any()
-            else f"over the {n} judged queries")
+    asked = table["fairness_question"].any()
+    kept = (table[table["fairness_question"]] if asked else table).dropna(subset=["ee_r"])
+    over = (f"over the {kept['query_id'].nunique()} judged queries"
+            + (" with a fairness question (m > 1)" if asked else ""))
     if rec.alpha is None:
         return rec, (f"No α of the grid keeps mean EE-R within {percent(tolerance)} of the system as served "
                      f"({rec.baseline_utility:.3f}, {over}): keep serving as now, or widen the tolerance.")

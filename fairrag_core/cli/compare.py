@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -48,11 +49,8 @@ def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path
             k=config.k, attribution=AttributionSource(config.attribution), min_rel=config.min_rel,
             n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i)))
         systems.append(System(served.name, audit))
-    labels = [s.label for s in systems]
-    for i, system in enumerate(systems):  # two files of the same name: number them
-        if labels.count(system.label) > 1:
-            systems[i] = System(f"{system.label} ({i + 1})", system.run, system.alpha)
-    return systems
+    labels = [s.label for s in systems]  # two files of the same name: number them
+    return [replace(s, label=f"{s.label} ({i + 1})") if labels.count(s.label) > 1 else s for i, s in enumerate(systems)]
 
 
 def run_comparison(args, out) -> int:
