@@ -244,9 +244,8 @@ def _cmd_evaluate(args, out) -> int:
                    "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
                    "queries": records(reported.reset_index()),
                    "mean": None if summary is None else records(summary.reset_index()),
-                   "skipped_queries": skipped, "notes": notes, "command": command}
-        if intervals is not None:
-            payload["intervals"] = records(intervals.reset_index())
+                   "skipped_queries": skipped, "notes": notes, "command": command,
+                   "intervals": records(intervals.reset_index())}
         if awrf is not None:
             payload["awrf"] = records(awrf.reset_index())
         return print_json(payload, out, indent=2)

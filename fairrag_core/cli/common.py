@@ -147,10 +147,11 @@ def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str
 
 
 def load_inputs(args) -> tuple[DataCollection, Retriever]:
-    """The collection and first-stage retriever named by the common options."""
+    """The collection and first-stage retriever named by the common options (BM25 for a command without
+    ``--retriever``)."""
     collection = load_collection(args.collection)
-    retriever = build_retriever(args.retriever, collection.texts, model=args.model, device=args.device)
-    return collection, retriever
+    return collection, build_retriever(getattr(args, "retriever", "bm25"), collection.texts,
+                                       model=getattr(args, "model", None), device=getattr(args, "device", None))
 
 
 def bar(value: float, scale: float, width: int = 24) -> str:

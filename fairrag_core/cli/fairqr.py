@@ -7,11 +7,10 @@ import argparse
 import json
 import sys
 
-from ..data import load_collection
 from ..data.export import write_table
 from ..retrieval import build_retriever
 from .backend_options import add_backend, on_backend
-from .common import add_command, count_arg, id_list, positive_arg, print_json, records
+from .common import add_command, count_arg, id_list, load_inputs, positive_arg, print_json, records
 
 __all__ = ["register"]
 
@@ -67,10 +66,8 @@ def _refiner_factory(args, collection, bm25):
 def _cmd_fair_qr(args, out) -> int:
     from ..fairqr import FairQRConfig, FairQREvalConfig, compare_systems, fair_qr
     from ..metrics.group_targets import TargetKind
-    from ..retrieval import BM25Retriever
 
-    collection = load_collection(args.collection)
-    bm25 = BM25Retriever(collection.texts)
+    collection, bm25 = load_inputs(args)
     categories = id_list(args.category)
     refiner = _refiner_factory(args, collection, bm25)(categories)
     result = fair_qr(collection, bm25, refiner, args.query,
@@ -78,9 +75,7 @@ def _cmd_fair_qr(args, out) -> int:
                                   target=TargetKind(args.target), background_weight=0.5 if args.background else 0.0))
     scores = compare_systems(collection, bm25, result, FairQREvalConfig(cutoff=min(20, args.top_k), top_k=args.top_k))
     if args.json:
-        payload = json.loads(result.to_json())
-        payload["systems"] = records(scores)
-        return print_json(payload, out, ensure_ascii=False)
+        return print_json({**json.loads(result.to_json()), "systems": records(scores)}, out, ensure_ascii=False)
     print(f"FAIR-QR on {collection.name!r}, category {' × '.join(categories)}, refiner {result.refiner}", file=out)
     print("target: " + ", ".join(f"{g} {v:.0%}" for g, v in result.target.items()), file=out)
     for it in result.iterations:
@@ -107,10 +102,8 @@ def _cmd_fair_qr_eval(args, out) -> int:
         table1,
         win_tie_loss,
     )
-    from ..retrieval import BM25Retriever
 
-    collection = load_collection(args.collection)
-    bm25 = BM25Retriever(collection.texts)
+    collection, bm25 = load_inputs(args)
     dense = build_retriever("dense", collection.texts) if args.dense and args.backend == "local" else None
     config = FairQREvalConfig(categories=id_list(args.categories),
                               top_k=args.top_k, max_iterations=args.max_iterations,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..data import load_collection
 from ..retrieval import RetrieverKind
 from . import richrag_ranker
 from .common import add_command, load_inputs, positive_arg, print_json
@@ -85,10 +84,8 @@ def _find_aspects(args, collection, retriever, *, prefer_collection: bool):
 
 
 def _cmd_aspects(args, out=sys.stdout) -> int:
-    from ..retrieval import BM25Retriever
-
-    collection = load_collection(args.collection)
-    found = _find_aspects(args, collection, BM25Retriever(collection.texts), prefer_collection=False)
+    collection, bm25 = load_inputs(args)
+    found = _find_aspects(args, collection, bm25, prefer_collection=False)
     if args.json:
         return print_json({"query": found.query, "aspects": list(found.aspects), "source": found.source.value,
                            "note": found.note, "model": found.model, "raw": found.raw}, out, indent=1)

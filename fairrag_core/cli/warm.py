@@ -93,7 +93,6 @@ def _cmd_warm(args, out) -> int:
         print(f"note: {generator.name} has no identity for the disk cache; its answers are not kept",
               file=sys.stderr)
     tasks = [(q, a) for q in queries for a in args.alphas]
-    totals = {"answers": 0, "answers_cached": 0, "judgements": 0, "judgements_cached": 0}
     rows = []
     start = time.perf_counter()
     for i, (query, alpha) in enumerate(tasks, 1):
@@ -108,11 +107,10 @@ def _cmd_warm(args, out) -> int:
                "judgements": pairs, "judgements_cached": pairs - (attributor.model_pairs - judged),
                "seconds": round(time.perf_counter() - began, 2)}
         rows.append(row)
-        for key in totals:
-            totals[key] += row[key]
         print(f"[{i}/{len(tasks)}] {query.query_id} α={_alpha_text(alpha)}: {row['answers']} answers "
               f"({row['answers_cached']} cached), {row['judgements']} judgements ({row['judgements_cached']} cached), "
               f"{row['seconds']:.1f} s", file=sys.stderr, flush=True)
+    totals = {k: sum(r[k] for r in rows) for k in ("answers", "answers_cached", "judgements", "judgements_cached")}
     stats = cache.stats()
     marked = None
     if args.mark_class:
