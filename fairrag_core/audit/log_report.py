@@ -25,6 +25,12 @@ from .share_findings import ledger_findings
 
 __all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings"]
 
+#: The attribution headlines of a log audit, per source: column prefix, label, what the value means.
+_ATTRIBUTION_SPECS = (("ear", "EAR", "share of shown documents the answers rest on"),
+                      ("eae_d", "EAE-D", "lower = fairer; scales with how much is cited"),
+                      ("eae_d_per_cited", "EAE-D/cited",
+                       "comparable with EE-D: above it, citations are more concentrated than retrieval"))
+
 
 def _estimate(ci: ConfidenceInterval | None, value: float) -> dict[str, float | str]:
     """The estimate with its interval, or (one query) the value alone with the note saying why."""
@@ -51,19 +57,11 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     if model is not UserModel.STEP:
         name = f"{model.value}, patience {config.patience:g}" + (f", utility {config.utility:g}"
                                                                   if model is UserModel.GERR else "")
-        specs += [("expeval_disparity", f"disparity ({name}; expeval-normalised)", "queries with relevance labels",
-                   "lower = fairer"),
-                  ("expeval_relevance", f"relevance ({name}; expeval-normalised)", "queries with relevance labels",
-                   "higher = better"),
-                  ("expeval_difference", f"difference ({name}; expeval-normalised)",
-                   "queries with relevance labels", "lower = closer to the fair target")]
-    for source, label in SOURCE_LABELS.items():
-        specs += [(f"ear_{source}", f"EAR ({label})", f"queries with {source} lines", "share of shown documents "
-                   "the answers rest on"),
-                  (f"eae_d_{source}", f"EAE-D ({label})", f"queries with {source} lines",
-                   "lower = fairer; scales with how much is cited"),
-                  (f"eae_d_per_cited_{source}", f"EAE-D/cited ({label})", f"queries with {source} lines",
-                   "comparable with EE-D: above it, citations are more concentrated than retrieval")]
+        specs += [(f"expeval_{what}", f"{what} ({name}; expeval-normalised)", "queries with relevance labels",
+                   direction) for what, direction in (("disparity", "lower = fairer"), ("relevance", "higher = better"),
+                                                      ("difference", "lower = closer to the fair target"))]
+    specs += [(f"{metric}_{source}", f"{title} ({label})", f"queries with {source} lines", direction)
+              for source, label in SOURCE_LABELS.items() for metric, title, direction in _ATTRIBUTION_SPECS]
     rows = []
     for column, label, over, direction in specs:
         if column not in table or not table[column].notna().any():

@@ -64,15 +64,14 @@ def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: b
     eligible = per_alpha[per_alpha["eligible"]].sort_values(["ee_d", "alpha"], ascending=[True, False])
     how = f"{tolerance:.0%} of" if relative else f"{tolerance:g} of"
     name = metric_label or metric
+    common = {"baseline_utility": base, "threshold": threshold, "per_alpha": per_alpha}
     if eligible.empty:
-        det_ee_d = float(baseline["ee_d"].mean())
         return AlphaRecommendation(
-            alpha=None, ee_d=det_ee_d, utility=base, baseline_utility=base, threshold=threshold, per_alpha=per_alpha,
+            alpha=None, ee_d=float(baseline["ee_d"].mean()), utility=base, **common,
             reason=f"no α keeps mean {name} within {how} the deterministic baseline ({base:.3f}); "
                    "widen the tolerance or keep the deterministic ranker.")
     best = eligible.iloc[0]
     return AlphaRecommendation(
-        alpha=float(best["alpha"]), ee_d=float(best["ee_d"]), utility=float(best["utility"]), baseline_utility=base,
-        threshold=threshold, per_alpha=per_alpha,
+        alpha=float(best["alpha"]), ee_d=float(best["ee_d"]), utility=float(best["utility"]), **common,
         reason=f"α = {best['alpha']:g} has the lowest mean EE-D ({best['ee_d']:.3f}) among the α values whose mean "
                f"{name} ({best['utility']:.3f}) stays within {how} the deterministic baseline ({base:.3f})")
