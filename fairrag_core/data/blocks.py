@@ -12,10 +12,9 @@ each line. A block the readers cannot vouch for in bulk (a byte-order mark, a ca
 from __future__ import annotations
 
 import os
-import queue
 import re
-import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -145,43 +144,15 @@ class Column:
 
 def read_ahead(blocks: Iterator[memoryview]) -> Iterator[memoryview]:
     """The blocks, read (and hashed) by a thread one block ahead of the parser, so reading overlaps parsing. Closing
-    this generator early (the parser gave up) stops the thread and closes the file."""
-    out: queue.Queue = queue.Queue(maxsize=1)
-    stop, done = threading.Event(), object()
-
-    def hand_over(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for block in blocks:
-                if not hand_over(block):
-                    return
-            hand_over(done)
-        except BaseException as err:  # handed to the parser's side, which raises it
-            hand_over(err)
-        finally:
-            blocks.close()
-
-    thread = threading.Thread(target=produce, name="fairrag-run-reader", daemon=True)
-    thread.start()
+    this generator early (the parser gave up) waits for the block being read, then closes the file."""
     try:
-        while True:
-            item = out.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+        with ThreadPoolExecutor(1, thread_name_prefix="fairrag-run-reader") as reader:
+            ahead = reader.submit(next, blocks, None)
+            while (block := ahead.result()) is not None:  # an error while reading is raised here, in the parser
+                ahead = reader.submit(next, blocks, None)
+                yield block
     finally:
-        stop.set()
-        thread.join()
+        blocks.close()
 
 
 def size_of(path: Path) -> int:
