@@ -102,16 +102,8 @@ class DiskCache(SqliteFile):
     """
 
     schema = (_SCHEMA,)
-
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0) -> None:
-        super().__init__(path, timeout=timeout)
-
     what = "the answer cache"
     elsewhere = f"point ${CACHE_ENV} to a writable file, or set {CACHE_ENV}=off to run without it"
-
-    def _open_message(self, err: Exception) -> str:
-        return (f"cannot open the answer cache {self.path} ({err}); point ${CACHE_ENV} to a writable file, or set "
-                f"{CACHE_ENV}=off to run without it")
 
     def _busy_message(self) -> str:
         return (f"the answer cache {self.path} stayed locked by another process's write for more than "

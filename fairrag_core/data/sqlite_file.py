@@ -27,9 +27,9 @@ class SqliteFile:
     """Base of a store kept in one SQLite file: short-lived connections, WAL, queued writers, clear errors.
 
     Subclasses give ``schema`` (``CREATE … IF NOT EXISTS`` statements, run once per object), ``what`` (the file's
-    name for a reader) and ``elsewhere`` (how to point it at another file), and the three messages:
-    :meth:`_open_message`, :meth:`_busy_message` and :meth:`_broken_message`. A read-only file or folder and a full
-    disk get their own errors (:class:`~fairrag_core.errors.StoreReadOnlyError`,
+    name for a reader) and ``elsewhere`` (how to point it at another file), and two messages: :meth:`_busy_message`
+    and :meth:`_broken_message` (:meth:`_open_message` is made of ``what`` and ``elsewhere``). A read-only file or
+    folder and a full disk get their own errors (:class:`~fairrag_core.errors.StoreReadOnlyError`,
     :class:`~fairrag_core.errors.StoreFullError`), never the "delete it" advice meant for a damaged file.
     """
 
@@ -37,7 +37,7 @@ class SqliteFile:
     what = "the file"
     elsewhere = "point it to another file"
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float) -> None:
+    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0) -> None:
         self.path = Path(path)
         self.timeout = float(timeout)
         self._ready = False
@@ -47,7 +47,7 @@ class SqliteFile:
 
     # -- messages (what the file is and how to get past it) ------------------------------------------------------
     def _open_message(self, err: Exception) -> str:
-        raise NotImplementedError
+        return f"cannot open {self.what} {self.path} ({err}); {self.elsewhere}"
 
     def _busy_message(self) -> str:
         raise NotImplementedError
