@@ -102,10 +102,6 @@ def _alpha_key(alpha: float) -> int:
     return int(np.float64(alpha).view(np.uint64))
 
 
-def _alpha_label(alpha: float) -> str:
-    return "α = ∞ (deterministic)" if math.isinf(alpha) else f"α = {alpha:g}"
-
-
 def _alpha_json(alpha: float) -> float | str | None:
     if alpha is None or (isinstance(alpha, float) and math.isnan(alpha)):
         return None
@@ -386,7 +382,8 @@ def _curve(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[float,
     rows = []
     for system, alpha in [(AS_SERVED, math.nan), *[("sampled", a) for a in alphas]]:
         frame = observed if system == AS_SERVED else per_query[per_query["alpha"] == alpha]
-        row = {"system": system, "alpha": alpha, "label": AS_SERVED if system == AS_SERVED else _alpha_label(alpha),
+        label = "α = ∞ (deterministic)" if math.isinf(alpha) else f"α = {alpha:g}"
+        row = {"system": system, "alpha": alpha, "label": AS_SERVED if system == AS_SERVED else label,
                "queries": len(frame), "judged_queries": judged,
                "ee_d_plug_in": float(np.mean(frame["ee_d_plug_in"].to_numpy(float))), "eligible": None}
         for stream, metric in enumerate(("ee_d", "ee_r")):

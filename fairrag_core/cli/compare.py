@@ -118,11 +118,9 @@ def _print(result: Comparison, out) -> None:
         name = f" · {item['name']}" if item.get("name") and item["name"] != item["label"] else ""
         sha = f" · sha256 {item['sha256'][:12]}…" if item.get("sha256") else ""
         print(f"  {item['label']}{name}{sha}", file=out)
-    headline = [f for f in result.findings if not f.detail]  # the details are the tables below
+    headline = [f"  - {f.text}" for f in result.findings if not f.detail]  # the details are the tables below
     if headline:
-        print("\nFindings:", file=out)
-        for finding in headline:
-            print(f"  - {finding.text}", file=out)
+        print("\nFindings:", *headline, sep="\n", file=out)
     level = record.config.level
     print(f"\nPer-query metrics, system − {base} (mean difference, {level:.0%} bootstrap interval over queries; p: "
           "paired sign-flip test, Holm-adjusted across the metrics):", file=out)
