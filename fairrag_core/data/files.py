@@ -159,14 +159,10 @@ def check_upload(name: str, data: bytes) -> None:
 
 
 # -- raw bytes ------------------------------------------------------------------------------------------------
-def _not_regular(mode: int) -> str | None:
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
-
-
-def _refuse_kind(kind: str, where: object) -> DataFormatError:
-    return DataFormatError(f"is {kind}, not a regular file; {_DATA_FILE_FIX}", path=where)
+def _check_regular(mode: int, where: object) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+        raise DataFormatError(f"is {kind}, not a regular file; {_DATA_FILE_FIX}", path=where)
 
 
 def _unreadable(err: OSError, where: object) -> DataFormatError:
@@ -180,9 +176,7 @@ def _file_chunks(path: Path, where: object, budget: _Budget, digest: Digest | No
         info = os.stat(path)  # follows symlinks: a link to /dev/zero is a character device
     except (OSError, ValueError) as err:  # ValueError: a NUL in the path
         raise _unreadable(err if isinstance(err, OSError) else FileNotFoundError(), where) from None
-    kind = _not_regular(info.st_mode)
-    if kind:
-        raise _refuse_kind(kind, where)
+    _check_regular(info.st_mode, where)
     if info.st_size > budget.limit:
         raise budget.refuse(where, info.st_size)
     try:
@@ -190,9 +184,7 @@ def _file_chunks(path: Path, where: object, budget: _Budget, digest: Digest | No
     except OSError as err:
         raise _unreadable(err, where) from None
     try:
-        kind = _not_regular(os.fstat(fd).st_mode)  # the path may have been swapped since the stat
-        if kind:
-            raise _refuse_kind(kind, where)
+        _check_regular(os.fstat(fd).st_mode, where)  # the path may have been swapped since the stat
         total = 0
         while True:
             try:

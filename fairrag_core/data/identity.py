@@ -113,13 +113,8 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 def _parts(folder: Path) -> dict[str, Path]:
-    found = {}
-    for part, names in COLLECTION_PARTS:
-        for name in names:
-            if (folder / name).is_file():
-                found[part] = folder / name
-                break
-    return found
+    found = ((part, [folder / n for n in names if (folder / n).is_file()]) for part, names in COLLECTION_PARTS)
+    return {part: paths[0] for part, paths in found if paths}
 
 
 def collection_sha256(folder: str | os.PathLike) -> str:
