@@ -41,7 +41,7 @@ import numpy as np
 
 from ..checks import MAX_WORK_CELLS
 from ..errors import DataFormatError, InvalidParameterError
-from .blocks import one_delimiter
+from .blocks import one_delimiter, padded_rows
 from .columnar import fair_columns, trec_columns
 from .fields import ascii_int
 from .files import Digest, read_lines
@@ -160,20 +160,17 @@ class ServedRankings:
 
 def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]],
                     scores: list[list[float]] | None = None) -> QueryRankings:
-    vocab: dict[str, int] = {}
     depth = max(len(r) for r in lists)
     if len(lists) * depth > MAX_WORK_CELLS:
         raise DataFormatError(f"query {qid!r} has {len(lists):,} samples and one of them is {depth:,} documents deep: "
                               f"a table of {len(lists) * depth:,} cells is more than this machine can hold "
                               f"({MAX_WORK_CELLS:,}); cut the rankings to the depth you evaluate (e.g. the top 100)")
-    positions = np.full((len(lists), depth), -1, dtype=np.int64)
-    for s, row in enumerate(lists):
-        positions[s, : len(row)] = [vocab.setdefault(d, len(vocab)) for d in row]
-    table = None
-    if scores is not None:
-        table = np.full(positions.shape, np.nan)
-        for s, row in enumerate(scores):
-            table[s, : len(row)] = row
+    vocab: dict[str, int] = {}
+    lengths = np.array([len(row) for row in lists])
+    codes = np.array([vocab.setdefault(d, len(vocab)) for row in lists for d in row], dtype=np.int64)
+    positions = padded_rows(codes, lengths, fill=-1, dtype=np.int64)
+    table = None if scores is None else padded_rows(np.array([x for row in scores for x in row], dtype=np.float64),
+                                                    lengths, fill=np.nan, dtype=np.float64)
     return QueryRankings(qid, tuple(sample_ids), tuple(vocab), positions, table)
 
 
