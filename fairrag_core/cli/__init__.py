@@ -99,11 +99,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _command_of(argv: Sequence[str]) -> str | None:
-    """The command word of a command line (the first argument that is not an option)."""
-    return next((a for a in argv if not a.startswith("-")), None)
-
-
 def _failed(message: str, error_type: str, exit_code: int, as_json: bool, out) -> int:
     """The exit code, after the failure as one JSON object on ``out`` when ``--json`` was given."""
     if as_json:
@@ -117,7 +112,8 @@ def main(argv: Sequence[str] | None = None, out=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     try:
-        args = build_parser(_command_of(argv)).parse_args(argv)
+        command = next((a for a in argv if not a.startswith("-")), None)  # the first argument that is no option
+        args = build_parser(command).parse_args(argv)
     except UsageError as err:
         err.parser.print_usage(sys.stderr)
         print(f"{err.parser.prog}: error: {err}", file=sys.stderr)

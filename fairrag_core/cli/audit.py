@@ -48,7 +48,7 @@ from ..options import (
     setting_entries,
 )
 from ..seeds import new_seed
-from .common import add_command, add_store, interval, print_json, records, settings
+from .common import add_command, add_store, print_json, records, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -278,8 +278,9 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
               f"percentile bootstrap interval over {summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
             value = "       —" if row.estimate != row.estimate else f"{row.estimate:8.4f}"
-            print(f"  {metric:<11} {value}  {interval(row.low, row.high, 4)}   {DIRECTION[metric]} (over "
-                  f"{row.n_queries} queries)", file=out)
+            interval = "[—]" if row.low != row.low else f"[{row.low:.4f}, {row.high:.4f}]"
+            print(f"  {metric:<11} {value}  {interval}   {DIRECTION[metric]} (over {row.n_queries} queries)",
+                  file=out)
     print(f"\nPer query ({opts.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
           "estimate with a basic interval, the plug-in beside it; relevance: plug-in with a percentile interval):",
           file=out)
@@ -291,7 +292,8 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
                 cells.append(f"{metric} —")
                 continue
             plug_in = f" (plug-in {row.plug_in:.4f})" if metric != "relevance" and row.low == row.low else ""
-            cells.append(f"{metric} {row.estimate:.4f} {interval(row.low, row.high, 4)}{plug_in}")
+            interval = "[—]" if row.low != row.low else f"[{row.low:.4f}, {row.high:.4f}]"
+            cells.append(f"{metric} {row.estimate:.4f} {interval}{plug_in}")
         print(f"  {qid:<8} " + "   ".join(cells) + f"   N={int(table.loc[qid, 'n_samples'])}", file=out)
     if awrf is not None:
         print("\nTREC Fair 2022 measures (mean over each query's samples):", file=out)

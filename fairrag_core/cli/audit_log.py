@@ -66,19 +66,16 @@ def register(sub) -> None:
     add_settings(p, LogAuditConfig, only=("log",))
     add_option(p, replace(COLLECTION, default_text=f"{COLLECTION.cli_default}; none with --provider-from or "
                                                    "--provider-map"), default=None)
-    add_option(p, PROVIDER_FROM)
-    add_option(p, PROVIDER_MAP)
-    add_option(p, TRACE_MAP)
-    add_option(p, MULTI_RETRIEVAL)
+    for opt in (PROVIDER_FROM, PROVIDER_MAP, TRACE_MAP, MULTI_RETRIEVAL):
+        add_option(p, opt)
     add_option(p, replace(NLI, help="NLI attributor for judge/both", default_text="the offline qwen-judge"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
     add_settings(p, LogAuditConfig, skip=("log",))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     add_store(p, "the audit")
-    add_option(p, WHAT_IF_ALPHAS)
-    add_option(p, WHAT_IF_SAMPLES)
-    add_option(p, JSON)
+    for opt in (WHAT_IF_ALPHAS, WHAT_IF_SAMPLES, JSON):
+        add_option(p, opt)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
 
 

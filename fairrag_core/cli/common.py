@@ -34,7 +34,7 @@ from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..settings import SamplingSettings
 
 __all__ = ["alphas_arg", "positive_arg", "seed_arg", "count_arg", "add_command", "add_settings", "settings",
-           "add_common", "add_store", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt", "interval",
+           "add_common", "add_store", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt",
            "print_undefined", "METRIC_NAMES", "print_json", "records", "stderr_progress"]
 
 
@@ -162,11 +162,6 @@ def bar(value: float, scale: float, width: int = 24) -> str:
 def fmt(value) -> str:
     """A metric to three decimals, or "—" when it has no value (None or NaN: undefined, or not measured)."""
     return "—" if value is None or value != value else f"{value:.3f}"
-
-
-def interval(low, high, digits: int) -> str:
-    """``[low, high]`` to ``digits`` decimals, or ``[—]`` when there is no interval (NaN)."""
-    return "[—]" if low is None or low != low else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def print_json(payload, out, **dumps: Any) -> int:

@@ -57,19 +57,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
-def _refiner_factory(args, collection, bm25):
-    from ..fairqr import build_refiner
-
-    return lambda categories: build_refiner(args.refiner, collection, categories, bm25)
-
-
 def _cmd_fair_qr(args, out) -> int:
-    from ..fairqr import FairQRConfig, FairQREvalConfig, compare_systems, fair_qr
+    from ..fairqr import FairQRConfig, FairQREvalConfig, build_refiner, compare_systems, fair_qr
     from ..metrics.group_targets import TargetKind
 
     collection, bm25 = load_inputs(args)
     categories = id_list(args.category)
-    refiner = _refiner_factory(args, collection, bm25)(categories)
+    refiner = build_refiner(args.refiner, collection, categories, bm25)
     result = fair_qr(collection, bm25, refiner, args.query,
                      FairQRConfig(categories=categories, top_k=args.top_k, max_iterations=args.max_iterations,
                                   target=TargetKind(args.target), background_weight=0.5 if args.background else 0.0))
@@ -93,6 +87,7 @@ def _cmd_fair_qr(args, out) -> int:
 
 
 def _cmd_fair_qr_eval(args, out) -> int:
+    from ..fairqr import build_refiner
     from ..fairqr.evaluate import (
         FAIRQR,
         FairQREvalConfig,
@@ -122,8 +117,8 @@ def _cmd_fair_qr_eval(args, out) -> int:
         return fair_qr_eval_on(backend, spec, progress=shown)
 
     results, traces = on_backend(
-        args, lambda: evaluate_fair_qr(collection, bm25, _refiner_factory(args, collection, bm25), config,
-                                       dense=dense, progress=shown), remote)
+        args, lambda: evaluate_fair_qr(collection, bm25, lambda c: build_refiner(args.refiner, collection, c, bm25),
+                                       config, dense=dense, progress=shown), remote)
     if not args.json:
         print(file=sys.stderr)
     means, tests, iterations = table1(results), paired_tests(results), iteration_statistics(traces)

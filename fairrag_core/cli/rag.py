@@ -147,8 +147,7 @@ def _cmd_label_utility(args, out) -> int:
 
     collection, retriever = load_inputs(args)
     generator = _generator(args)
-    ids = id_list(args.queries)
-    config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=ids)
+    config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=id_list(args.queries))
     progress = stderr_progress("labelled {done}/{total} queries")
 
     def remote(backend):
@@ -210,12 +209,9 @@ def _cmd_rag_sweep(args, out) -> int:
     table, record = run.table, run.record
     table1 = disparity_quality_table(table)
     table2 = utility_by_disparity_table(table)
-    outputs = []
-    if args.output:
-        base = Path(args.output).with_suffix("")
-        outputs = [(str(base.with_suffix(".csv")), lambda: write_table(table, base.with_suffix(".csv"))),
-                   (str(base.with_suffix(".parquet")), lambda: table.to_parquet(base.with_suffix(".parquet"),
-                                                                                index=False))]
+    base = Path(args.output).with_suffix("") if args.output else None
+    paths = [base.with_suffix(".csv"), base.with_suffix(".parquet")] if base else []  # write_table: by suffix
+    outputs = [(str(path), lambda path=path: write_table(table, path)) for path in paths]
     kept = keep_run(args, run, outputs=outputs)
     kept.report()
     if args.json:

@@ -99,22 +99,20 @@ def _cmd_train_ranker(args, out=sys.stdout) -> int:
 def _print_table(evaluation, out) -> None:
     from ..richrag.model_card import format_p
 
+    def diff(r) -> str:  # the paired difference to ranker-dpo, when the row has one (not NaN)
+        return (f"   Δ {r.ranker_minus:+.3f} ({r.diff_low:+.3f} … {r.diff_high:+.3f}), p {format_p(r.p_value)}"
+                if hasattr(r, "ranker_minus") and r.ranker_minus == r.ranker_minus else "")
+
     print(f"\nNCOM@k on {evaluation.split} (mean, 95% bootstrap CI over queries; Δ = ranker-dpo − system, paired)",
           file=out)
     for r in evaluation.table.itertuples():
-        diff = ""
-        if hasattr(r, "ranker_minus") and r.ranker_minus == r.ranker_minus:  # not NaN
-            diff = f"   Δ {r.ranker_minus:+.3f} ({r.diff_low:+.3f} … {r.diff_high:+.3f}), p {format_p(r.p_value)}"
-        print(f"  k={r.k:<3} {r.system:<12} {r.ncom:.3f} ({r.low:.3f}–{r.high:.3f}){diff}", file=out)
+        print(f"  k={r.k:<3} {r.system:<12} {r.ncom:.3f} ({r.low:.3f}–{r.high:.3f}){diff(r)}", file=out)
     if evaluation.answer_table is not None:
         print(f"\nCom-ROUGE of rich answers from the top {evaluation.config.k} ({evaluation.config.generator})",
               file=out)
         for r in evaluation.answer_table.itertuples():
-            value = getattr(r, r.metric)
-            diff = ""
-            if hasattr(r, "ranker_minus") and r.ranker_minus == r.ranker_minus:
-                diff = f"   Δ {r.ranker_minus:+.3f} ({r.diff_low:+.3f} … {r.diff_high:+.3f}), p {format_p(r.p_value)}"
-            print(f"  {r.metric:<4} {r.system:<12} {value:.3f} ({r.low:.3f}–{r.high:.3f}){diff}", file=out)
+            print(f"  {r.metric:<4} {r.system:<12} {getattr(r, r.metric):.3f} ({r.low:.3f}–{r.high:.3f}){diff(r)}",
+                  file=out)
     for note in evaluation.notes:
         print(f"note: {note}", file=out)
 
