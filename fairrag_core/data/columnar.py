@@ -20,7 +20,6 @@ accepted or what is said.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,49 +72,45 @@ def _read(source: Path | bytes, where: object, digest: Digest | None, delimiter:
     kept), and the vocabularies; None: read it line by line. With ``header``, the first line is skipped."""
     vocab = {name: Vocabulary() for name in names if name not in ("rank", "score")}
     size = len(source) if isinstance(source, bytes | bytearray) else size_of(source)
+    columns: dict[str, Column] | None = None
+    top_rank = 0
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
-        return _columns(blocks, vocab, delimiter, names, size, header)
+        for block in blocks:
+            table = parse_block(block, delimiter, names, ("score",))
+            if table is None:
+                return None
+            if columns is None:  # room for the whole file at this block's bytes per line, +2 %
+                estimate = int(table.num_rows * max(size, len(block)) / len(block) * 1.02) + 1024
+                columns = {name: Column(np.float64 if name == "score" else np.int32, estimate)
+                           for name in names if name != "run"}
+                table = table.slice(1) if header else table
+            for name in names:
+                chunks = [chunk for chunk in table.column(name).chunks if len(chunk)]
+                if name == "score":
+                    for chunk in chunks:
+                        columns["score"].reserve(len(chunk))[:] = numbers_of(chunk, np.float64)
+                if not chunks or name == "score":
+                    continue
+                values = chunks[0].dictionary.to_pylist()  # one dictionary for the block's chunks (unified)
+                codes = _rank_values(values) if name == "rank" else vocab[name].encode(values)
+                if codes is None:
+                    return None  # blanks inside or around a field, a rank that is not 1-9 digits 0-9
+                if name != "run":
+                    codes = codes.astype(np.int32)
+                    for chunk in chunks:
+                        # (a fancy index, then a copy: np.take(out=...) is 7 times slower here)
+                        columns[name].reserve(len(chunk))[:] = codes[numbers_of(chunk.indices, np.int32)]
+                if name == "rank":
+                    top_rank = max(top_rank, int(codes.max()))
+            del table
+            slots = len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank if "rank" in names else None
+            if slots is not None and columns["qid"].size > slots:
+                return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line
     except Unchecked:
         return None
     finally:
         blocks.close()
-
-
-def _columns(blocks: Iterator[memoryview], vocab: dict[str, Vocabulary], delimiter: str, names: tuple[str, ...],
-             size: int, header: bool):
-    columns: dict[str, Column] | None = None
-    top_rank = 0
-    for block in blocks:
-        table = parse_block(block, delimiter, names, ("score",))
-        if table is None:
-            return None
-        if columns is None:  # room for the whole file at this block's bytes per line, +2 %
-            estimate = int(table.num_rows * max(size, len(block)) / len(block) * 1.02) + 1024
-            columns = {name: Column(np.float64 if name == "score" else np.int32, estimate)
-                       for name in names if name != "run"}
-            table = table.slice(1) if header else table
-        for name in names:
-            chunks = [chunk for chunk in table.column(name).chunks if len(chunk)]
-            if name == "score":
-                for chunk in chunks:
-                    columns["score"].reserve(len(chunk))[:] = numbers_of(chunk, np.float64)
-            if not chunks or name == "score":
-                continue
-            values = chunks[0].dictionary.to_pylist()  # one dictionary for the block's chunks (unified)
-            codes = _rank_values(values) if name == "rank" else vocab[name].encode(values)
-            if codes is None:
-                return None  # blanks inside or around a field, a rank that is not 1-9 digits 0-9
-            if name != "run":
-                codes = codes.astype(np.int32)
-                for chunk in chunks:
-                    # (a fancy index, then a copy: np.take(out=...) is 7 times slower here)
-                    columns[name].reserve(len(chunk))[:] = codes[numbers_of(chunk.indices, np.int32)]
-            if name == "rank":
-                top_rank = max(top_rank, int(codes.max()))
-        del table
-        if "rank" in names and columns["qid"].size > len(vocab["qid"].names) * len(vocab["sample"].names) * top_rank:
-            return None  # more lines than (query, sample, rank) slots: some rank repeats; say where, line by line
     if columns is None or not columns["qid"].size or ("run" in vocab and len(vocab["run"].names) != 1):
         return None
     return {name: column.values() for name, column in columns.items()}, vocab

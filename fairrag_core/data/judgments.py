@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,13 +181,45 @@ def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " 
     """Qrels of four fields (``qid group docno rel``) read in blocks into ``(relevance, groups)`` as
     :class:`Judgments` holds them, in file order; None sends them to the line-by-line parser (3-field lines, mixed
     widths, an odd grade or group field, a pair judged twice, anything this does not check)."""
+    relevance: dict[str, dict[str, int]] = {}
+    groups: dict[str, dict[str, tuple[str, ...]]] = {}
+    pairs = 0
+    parsed = {"rel": ({}, _grade), "group": ({}, _group_ids)}  # field → (value → what it says or None, parser)
+    names = ("qid", "group", "doc", "rel")
     blocks = read_ahead(text_blocks(source, where, digest))
     try:
-        return _judgments(blocks, delimiter)
+        for block in blocks:
+            table = parse_block(block, delimiter, names, ())
+            if table is None:
+                return None
+            for name in names:
+                chunks = table.column(name).chunks
+                values = chunks[0].dictionary.to_pylist() if chunks else []
+                if name != "rel" and (SPACE.search("".join(values)) or not all(values)):
+                    return None
+                if name in parsed:
+                    known, parse = parsed[name]
+                    for v in values:
+                        if v not in known:
+                            known[v] = parse(v)
+                    if any(known[v] is None for v in values):
+                        return None
+            qids, gids, docs, rels = (_strings(table.column(name)) for name in names)
+            grades, group_ids = parsed["rel"][0], parsed["group"][0]
+            for qid, gid, doc, rel in zip(qids, gids, docs, rels):
+                if qid not in relevance:
+                    relevance[qid], groups[qid] = {}, {}
+                relevance[qid][doc] = grades[rel]
+                groups[qid][doc] = group_ids[gid]
+            pairs += len(qids)
+            del table
     except Unchecked:
         return None
     finally:
         blocks.close()
+    if not pairs or sum(len(j) for j in relevance.values()) != pairs:
+        return None  # empty, or a (query, document) pair judged twice: the line parser says where
+    return relevance, groups
 
 
 def _strings(column) -> list[str]:
@@ -198,39 +230,3 @@ def _strings(column) -> list[str]:
         values = np.array(chunk.dictionary.to_pylist(), dtype=object)
         out.extend(values[numbers_of(chunk.indices, np.int32)].tolist())
     return out
-
-
-def _judgments(blocks: Iterator[memoryview], delimiter: str):
-    relevance: dict[str, dict[str, int]] = {}
-    groups: dict[str, dict[str, tuple[str, ...]]] = {}
-    pairs = 0
-    parsed = {"rel": ({}, _grade), "group": ({}, _group_ids)}  # field → (value → what it says or None, parser)
-    names = ("qid", "group", "doc", "rel")
-    for block in blocks:
-        table = parse_block(block, delimiter, names, ())
-        if table is None:
-            return None
-        for name in names:
-            chunks = table.column(name).chunks
-            values = chunks[0].dictionary.to_pylist() if chunks else []
-            if name != "rel" and (SPACE.search("".join(values)) or not all(values)):
-                return None
-            if name in parsed:
-                known, parse = parsed[name]
-                for v in values:
-                    if v not in known:
-                        known[v] = parse(v)
-                if any(known[v] is None for v in values):
-                    return None
-        qids, gids, docs, rels = (_strings(table.column(name)) for name in names)
-        grades, group_ids = parsed["rel"][0], parsed["group"][0]
-        for qid, gid, doc, rel in zip(qids, gids, docs, rels):
-            if qid not in relevance:
-                relevance[qid], groups[qid] = {}, {}
-            relevance[qid][doc] = grades[rel]
-            groups[qid][doc] = group_ids[gid]
-        pairs += len(qids)
-        del table
-    if not pairs or sum(len(j) for j in relevance.values()) != pairs:
-        return None  # empty, or a (query, document) pair judged twice: the line parser says where
-    return relevance, groups
