@@ -42,12 +42,6 @@ from .common import add_command, add_settings, add_store, keep_run, print_undefi
 
 __all__ = ["register"]
 
-#: Why --collection and --provider-from/--provider-map do not go together.
-PROVIDERS_OR_COLLECTION = ("--provider-from and --provider-map name the providers of a log audited without a "
-                           "collection; drop them to use the providers of --collection, or drop --collection")
-#: Why the judge needs a collection.
-JUDGE_NEEDS_TEXTS = ("the NLI judge reads the documents' texts, which only a collection gives; audit with "
-                     "--collection, or attribute from the logged citations (--attribution logged)")
 
 def register(sub) -> None:
     """Add ``audit-log`` to the command parser ``sub``."""
@@ -131,9 +125,12 @@ def _served(args, config):
     trace_map = TraceMap.parse(args.trace_map or (), multiple=args.multi_retrieval)
     from_log = args.provider_from is not None or args.provider_map is not None
     if from_log and args.collection is not None:
-        raise InvalidParameterError(PROVIDERS_OR_COLLECTION)
+        raise InvalidParameterError("--provider-from and --provider-map name the providers of a log audited without "
+                                    "a collection; drop them to use the providers of --collection, or drop "
+                                    "--collection")
     if from_log and config.attribution.value in ("judge", "both"):
-        raise InvalidParameterError(JUDGE_NEEDS_TEXTS)
+        raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; audit "
+                                    "with --collection, or attribute from the logged citations (--attribution logged)")
     provider_from = ProviderSource.parse(args.provider_from) if args.provider_from is not None else None
     provider_map = load_provider_map(args.provider_map) if args.provider_map is not None else None
     collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)

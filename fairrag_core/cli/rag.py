@@ -82,12 +82,12 @@ def _rag_payload(run) -> dict:
     cand = run.ranking.candidate_indices
     payload = rank_payload(run.ranking)
     payload.pop("documents")
-    payload.update(
-        generator=run.generator, attributor=run.attributor, metric=run.metric.value,
-        gold_answer=run.ranking.query.answer if run.ranking.query else None,
-        short_answers=list(run.ranking.query.short_answers) if run.ranking.query else [],
-        metrics=run.metrics(), u_max=run.u_max, oracle_eu=run.oracle_eu, timings=run.timings,
-        answers=[
+    return payload | {
+        "generator": run.generator, "attributor": run.attributor, "metric": run.metric.value,
+        "gold_answer": run.ranking.query.answer if run.ranking.query else None,
+        "short_answers": list(run.ranking.query.short_answers) if run.ranking.query else [],
+        "metrics": run.metrics(), "u_max": run.u_max, "oracle_eu": run.oracle_eu, "timings": run.timings,
+        "answers": [
             {"samples": g.count, "ranking": [ids[p] for p in g.positions], "answer": g.answer, "utility": g.utility,
              "attribution_rate": g.attribution_rate, "finish_reason": g.finish_reason,
              "flags": [f.value for f in g.flags],
@@ -97,10 +97,9 @@ def _rag_payload(run) -> dict:
              "not_entailing": [ids[p] for p, e in zip(g.positions, g.entails) if not e]}
             for g in run.answers
         ],
-        attributed_exposure={ids[i]: float(v) for i, v in enumerate(run.attributed_exposure) if v > 0},
-        undefined=run.undefined,
-    )
-    return payload
+        "attributed_exposure": {ids[i]: float(v) for i, v in enumerate(run.attributed_exposure) if v > 0},
+        "undefined": run.undefined,
+    }
 
 
 def _cmd_rag(args, out) -> int:
