@@ -40,6 +40,7 @@ from ..options import MIN_REL, SEED, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
+from .query_bootstrap import percentile_bounds, pooled_shares
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -159,8 +160,9 @@ class Comparison(SweepRun):
     findings: tuple = field(default=())
 
 
-def _group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, groups: pd.Index,
-                  group_of: dict[str, str]) -> np.ndarray:
+def group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, groups: pd.Index,
+                 group_of: dict[str, str]) -> np.ndarray:
+    """``(queries, groups)`` sums of ``column`` over each group's documents (``group_of``: doc id → group)."""
     frame = documents[documents["query_id"].isin(queries)]
     matrix = np.zeros((queries.size, groups.size))
     q = queries.get_indexer(frame["query_id"])
@@ -169,29 +171,16 @@ def _group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, group
     return matrix
 
 
-def _shares(matrix: np.ndarray) -> np.ndarray:
-    totals = matrix.sum(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals > 0, matrix / totals, np.nan)
-
-
-def _percentile_bounds(point: np.ndarray, draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The percentile interval at ``level`` of ``draws`` (resamples × groups), widened to hold ``point``."""
-    tail = (1.0 - level) / 2.0
-    low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
-    return np.fmin(low, point), np.fmax(high, point)
-
-
 def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndarray, level: float
                 ) -> pd.DataFrame:
     """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
     interval over queries (the same resampled queries for both) and the paired permutation p-value."""
     import pandas as pd
 
-    point = _shares(a.sum(axis=0)) - _shares(b.sum(axis=0))
-    low, high = _percentile_bounds(point, _shares(counts @ a) - _shares(counts @ b), level)
+    point = pooled_shares(a.sum(axis=0)) - pooled_shares(b.sum(axis=0))
+    low, high = percentile_bounds(point, pooled_shares(counts @ a) - pooled_shares(counts @ b), level)
     stay = 1.0 - swaps
-    flipped = _shares(stay @ a + swaps @ b) - _shares(stay @ b + swaps @ a)
+    flipped = pooled_shares(stay @ a + swaps @ b) - pooled_shares(stay @ b + swaps @ a)
     hits = (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
     exact = swaps.shape[0] == 2 ** swaps.shape[1]
     p = hits / swaps.shape[0] if exact else (1 + hits) / (1 + swaps.shape[0])
@@ -294,8 +283,8 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
         for kind, column in (("retrieval", "exposure"), ("attributed", "attributed_exposure")):
             if column not in sys_docs or column not in base_docs or (kind == "attributed" and not same_source):
                 continue
-            a = _group_matrix(sys_docs, column, shared, groups, group_of)
-            b = _group_matrix(base_docs, column, shared, groups, group_of)
+            a = group_matrix(sys_docs, column, shared, groups, group_of)
+            b = group_matrix(base_docs, column, shared, groups, group_of)
             if a.sum() <= 0 or b.sum() <= 0:
                 continue
             test = _share_test(a, b, counts, swaps, level)

@@ -123,10 +123,6 @@ class JobTable(SqliteFile):
     what = "the job table"
     elsewhere = f"set ${JOBS_ENV} (or $FAIRRAG_RUNS) to a writable place"
 
-    def _open_message(self, err: Exception) -> str:
-        return (f"cannot open the job table {self.path} ({err}); set ${JOBS_ENV} (or $FAIRRAG_RUNS) to a writable "
-                "place")
-
     def _busy_message(self) -> str:
         return (f"the job table {self.path} stayed locked by another writer for more than {self.timeout:g} s; try "
                 f"again, or set ${JOBS_ENV} to another file")

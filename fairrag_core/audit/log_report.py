@@ -85,14 +85,15 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     return out
 
 
-def _labelled_queries(table: pd.DataFrame) -> pd.Series:
+def labelled_queries(table: pd.DataFrame) -> pd.Series:
+    """The audited queries with relevance labels and at least one useful document (those with a fair target)."""
     return table.loc[table["labelled"].astype(bool) & (table["m"].fillna(0) > 0), "query_id"]
 
 
 def default_ledger_scope(run: SweepRun) -> bool:
     """Whether the ledger should keep only the queries with relevance labels: yes when some but not all have
     them (then the retrieval share and the fair target cover the same queries and the gap means something)."""
-    labelled = len(_labelled_queries(run.table))
+    labelled = len(labelled_queries(run.table))
     return 0 < labelled < len(run.table)
 
 
@@ -110,7 +111,7 @@ def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", s
         raise InvalidParameterError(f"attribution source {source!r} was not measured in this audit; "
                                     f"measured: {measured or 'none'}")
     source = source or (measured[0] if measured else None)
-    labelled = _labelled_queries(run.table)
+    labelled = labelled_queries(run.table)
     every_query_labelled = len(labelled) == len(run.table)
     rows = documents[documents["query_id"].isin(set(labelled))] if labelled_only else documents
     rows = rows.drop(columns=[c for c in ("attributed_exposure",) if c in rows])

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..checks import check_open_unit, check_positive_int
 from ..data import Collection
@@ -26,7 +26,11 @@ from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
 from ..seeds import SeedLike
 
-__all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals"]
+if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
+    import pandas as pd
+
+__all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals", "pooled_shares",
+           "percentile_bounds"]
 
 #: What every interval of this module is, in words a reader can check.
 ESTIMATE_NOTE = ("mean over the audited queries (EE-D per query bias-corrected, as everywhere); {level:.0%} percentile "
@@ -35,9 +39,22 @@ ESTIMATE_NOTE = ("mean over the audited queries (EE-D per query bias-corrected, 
 ONE_QUERY = "one query: no interval over queries (audit two or more queries)"
 
 
-def _weights(n_units: int, n_boot: int, seed: SeedLike) -> np.ndarray:
-    """``(n_boot, n_units)`` resampling counts over queries (:func:`.metrics.bootstrap.resample_counts`)."""
-    return resample_counts(n_units, n_boot, seed)
+def pooled_shares(totals: np.ndarray) -> np.ndarray:
+    """Each group's share of its row's total (last axis), NaN where a row sums to 0: ``s_g = Σ_q x_qg / Σ_q X_q``
+    when ``totals`` holds the groups' sums over queries (one row, or one row per resample)."""
+    row_sums = totals.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(row_sums > 0, totals / row_sums, np.nan)
+
+
+def percentile_bounds(point: np.ndarray, draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval at ``level`` of ``draws`` (resamples × groups), widened to hold ``point``; NaN for a
+    group without a finite resample (never seen)."""
+    tail = (1.0 - level) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
+    return np.fmin(low, point), np.fmax(high, point)
 
 
 def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:
@@ -68,7 +85,7 @@ def mean_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 1000, l
     arr = arr[np.isfinite(arr)]
     if arr.size < 2:
         return None
-    weights = _weights(arr.size, n_boot, seed)
+    weights = resample_counts(arr.size, n_boot, seed)
     return _interval(float(arr.mean()), weights @ arr / arr.size, level)
 
 
@@ -88,7 +105,7 @@ def ratio_interval(numerators: Sequence[float] | np.ndarray, denominators: Seque
         raise InvalidParameterError("numerators and denominators need one value per query each")
     if den.sum() <= 0 or int((den > 0).sum()) < 2:
         return None
-    weights = _weights(num.size, n_boot, seed)
+    weights = resample_counts(num.size, n_boot, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = (weights @ num) / (weights @ den)
     return _interval(float(num.sum() / den.sum()), draws, level)
@@ -102,9 +119,11 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     ``query_id`` column. Returns one row per group with ``retrieval_share_low/high``,
     ``attributed_share_low/high``, ``target_share_low/high``, ``share_gap_low/high`` (retrieval − target) and
     ``attributed_gap_low/high`` (attributed − target) (NaN where the column
-    is absent, and every bound when the documents come from a single query: :data:`ONE_QUERY`), each containing
-    the ledger's plug-in share.
+    is absent, for a share that is exactly 0 in every query — never shown, or never cited —, and every bound when
+    the documents come from a single query: :data:`ONE_QUERY`), each containing the ledger's plug-in share.
     """
+    import pandas as pd
+
     n_boot, level = _check(n_boot, level)
     if "query_id" not in documents or "doc_id" not in documents:
         raise InvalidParameterError("the documents table needs the columns query_id and doc_id")
@@ -115,8 +134,7 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     group_codes, group_names = pd.factorize(groups, sort=True)
     query_codes, _ = pd.factorize(documents["query_id"])
     n_q, n_g = int(query_codes.max()) + 1, len(group_names)
-    weights = _weights(n_q, n_boot, seed)
-    tail = (1.0 - level) / 2.0
+    weights = resample_counts(n_q, n_boot, seed)
     out = pd.DataFrame({"group": list(group_names)})
     if n_q < 2:
         for name in ("retrieval_share", "attributed_share", "target_share", "share_gap", "attributed_gap"):
@@ -130,19 +148,6 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
         np.add.at(matrix, (query_codes, group_codes), documents[column].fillna(0.0).to_numpy(dtype=np.float64))
         return matrix
 
-    def shares(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        totals = matrix.sum(axis=0)
-        point = totals / totals.sum() if totals.sum() > 0 else np.full(n_g, np.nan)
-        boot = weights @ matrix
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return point, boot / boot.sum(axis=1, keepdims=True)
-
-    def bounds(point: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        with warnings.catch_warnings():  # a group with no finite resample (never seen) stays NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
-        return np.fmin(low, point), np.fmax(high, point)
-
     resampled = {}
     for name, column in (("retrieval_share", "exposure"), ("attributed_share", "attributed_exposure"),
                          ("target_share", "target_exposure")):
@@ -150,13 +155,15 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
         if matrix is None or matrix.sum() <= 0:
             out[f"{name}_low"] = out[f"{name}_high"] = np.nan
             continue
-        point, draws = shares(matrix)
+        point, draws = pooled_shares(matrix.sum(axis=0)), pooled_shares(weights @ matrix)
         resampled[name] = (point, draws)
-        out[f"{name}_low"], out[f"{name}_high"] = bounds(point, draws)
+        low, high = percentile_bounds(point, draws, level)
+        never = matrix.sum(axis=0) == 0  # exactly 0 in every query: no interval (resamples can only give 0 back)
+        out[f"{name}_low"], out[f"{name}_high"] = np.where(never, np.nan, low), np.where(never, np.nan, high)
     for gap, share in (("share_gap", "retrieval_share"), ("attributed_gap", "attributed_share")):
         if share in resampled and "target_share" in resampled:
             (p_s, d_s), (p_t, d_t) = resampled[share], resampled["target_share"]
-            out[f"{gap}_low"], out[f"{gap}_high"] = bounds(p_s - p_t, d_s - d_t)
+            out[f"{gap}_low"], out[f"{gap}_high"] = percentile_bounds(p_s - p_t, d_s - d_t, level)
         else:
             out[f"{gap}_low"] = out[f"{gap}_high"] = np.nan
     return out

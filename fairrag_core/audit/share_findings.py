@@ -47,7 +47,9 @@ __all__ = ["ShareTable", "share_table", "share_findings", "ledger_findings"]
 # -- formatting ----------------------------------------------------------------------------------------------
 
 def _share_text(ci: ConfidenceInterval | None, point: float) -> str:
-    return share_text(point) if ci is None else share_text(ci.estimate, ci.low, ci.high)
+    if ci is None:
+        return "0 % (not once)" if point == 0 else share_text(point)
+    return share_text(ci.estimate, ci.low, ci.high)
 
 
 def _n_text(n_queries: int, n_lines: int | None) -> str:

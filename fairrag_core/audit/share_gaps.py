@@ -43,6 +43,7 @@ from ..checks import MAX_RESAMPLES, check_at_most
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
 from ..metrics.significance import bootstrap_t_pvalues, holm_adjust, presence_bound
 from ..seeds import SeedLike, check_seed, derive_seed
+from .query_bootstrap import pooled_shares
 
 __all__ = ["NOT_AT_STAKE", "GroupGap", "gap_family", "test_streams", "alpha_of", "RETRIEVAL_TAILS",
            "ATTRIBUTED_TAILS", "BOOTSTRAP_T"]
@@ -107,17 +108,6 @@ def test_streams(seed: SeedLike) -> tuple[SeedLike, np.random.Generator]:
     return seed, np.random.default_rng(derive_seed(check_seed(seed), 20, 3))
 
 
-def _shares(matrix: np.ndarray) -> np.ndarray:
-    total = matrix.sum()
-    return matrix.sum(axis=0) / total if total > 0 else np.full(matrix.shape[1], np.nan)
-
-
-def _boot_shares(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    sums = counts @ matrix
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums / sums.sum(axis=1, keepdims=True)
-
-
 def _interval(point: float, draws: np.ndarray, level: float) -> ConfidenceInterval | None:
     if not math.isfinite(point):
         return None
@@ -155,8 +145,8 @@ def gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: n
     n_g = x.shape[1]
     at_stake = (y.sum(axis=0) > 0) | (x.sum(axis=0) > 0)
     m_all = int(at_stake.sum())
-    sx, sy = _shares(x), _shares(y)
-    bx, by_ = _boot_shares(x, counts), _boot_shares(y, counts)
+    sx, sy = pooled_shares(x.sum(axis=0)), pooled_shares(y.sum(axis=0))
+    bx, by_ = pooled_shares(counts @ x), pooled_shares(counts @ y)
     observed, absent = _contributions(x, y)
     p_all = bootstrap_t_pvalues(np.hstack([observed, absent]), n_resamples=_test_size(n_test, m_all, alpha),
                                 tails=tails, seed=test_rng)
@@ -189,7 +179,10 @@ def gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: n
     p_adj[testable] = holm_adjust(p_obs[testable])
     results = []
     for g, name in enumerate(groups):
-        value, reference = _interval(sx[g], bx[:, g], level), _interval(sy[g], by_[:, g], level)
+        # never shown (or cited) in any audited query: the share is exactly 0, and resampling queries that all lack
+        # it can only give 0 back, a [0, 0] that claims a certainty the audit does not have; no interval then
+        value = _interval(sx[g], bx[:, g], level) if x[:, g].any() else None
+        reference = _interval(sy[g], by_[:, g], level)
         gap = _interval(sx[g] - sy[g], bx[:, g] - by_[:, g], level)
         results.append(GroupGap(name, value, reference, gap, float(sx[g]), float(sy[g]),
                                     float(p_obs[g]) if testable[g] else math.nan, float(p_adj[g]), bool(testable[g]),

@@ -60,10 +60,10 @@ from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, pai
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
 from . import wording
-from .compare import _group_matrix, _percentile_bounds, _shares, share_differences
+from .compare import group_matrix, share_differences
 from .findings import Direction, Finding, FindingKind, severity_of
-from .log_report import _labelled_queries
-from .query_bootstrap import mean_interval
+from .log_report import labelled_queries
+from .query_bootstrap import mean_interval, percentile_bounds, pooled_shares
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
 from .recommend import AlphaRecommendation, recommend_alpha
 from .share_gaps import alpha_of
@@ -403,10 +403,10 @@ def _share_bounds(matrix: np.ndarray, counts: np.ndarray | None, level: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shares (ratio of sums over queries) and their percentile bounds (NaN without resamples), as the ledger
     computes them (:func:`~fairrag_core.audit.query_bootstrap.ledger_intervals`)."""
-    point = _shares(matrix.sum(axis=0))
+    point = pooled_shares(matrix.sum(axis=0))
     if counts is None:
         return point, np.full(point.size, np.nan), np.full(point.size, np.nan)
-    return (point, *_percentile_bounds(point, _shares(counts @ matrix), level))
+    return (point, *percentile_bounds(point, pooled_shares(counts @ matrix), level))
 
 
 def _shares_table(documents: pd.DataFrame, observed_docs: pd.DataFrame, collection: Collection, scope: pd.Index,
@@ -418,13 +418,13 @@ def _shares_table(documents: pd.DataFrame, observed_docs: pd.DataFrame, collecti
         shown = pd.concat([documents.loc[documents["exposure"] > 0, "doc_id"],
                            observed_docs.loc[observed_docs["exposure"] > 0, "doc_id"]])
         groups = pd.Index(sorted(set(shown.map(group_of))))
-        observed = _group_matrix(observed_docs, "exposure", scope, groups, group_of)
+        observed = group_matrix(observed_docs, "exposure", scope, groups, group_of)
         if scope.size < 1 or observed.sum() <= 0:
             continue
         counts = resample_counts(scope.size, n_boot, seed) if scope.size >= 2 else None
         obs_point, obs_low, obs_high = _share_bounds(observed, counts, level)
         for alpha in alphas:
-            matrix = _group_matrix(documents[documents["alpha"] == alpha], "exposure", scope, groups, group_of)
+            matrix = group_matrix(documents[documents["alpha"] == alpha], "exposure", scope, groups, group_of)
             point, low, high = _share_bounds(matrix, counts, level)
             test = (share_differences(matrix, observed, n_boot=n_boot, n_permutations=n_permutations, level=level,
                                       seed=seed) if counts is not None else
@@ -541,7 +541,7 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
     observed = table.loc[replayed].reset_index()[["query_id", "lines", "labelled", "m", "fairness_question", "ee_d",
                                                    "ee_d_plug_in", "ee_r"]]
     curve = _curve(per_query, observed, grid, n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
-    labelled = _labelled_queries(observed)
+    labelled = labelled_queries(observed)
     labelled_only = 0 < len(labelled) < len(observed)  # the ledger's default scope (default_ledger_scope)
     scope = pd.Index(labelled) if labelled_only else replayed
     shares = _shares_table(documents, audit.documents, collection, scope, grid,

@@ -123,9 +123,11 @@ def test_ledgers_by_hand(tiny, log_path):
     assert region["retrieval_share"].to_dict() == pytest.approx({"north": 0.5, "south": 0.5})
     for ledger in (every, region):
         for name in ("retrieval_share", "attributed_share", "target_share", "share_gap"):
-            kept = ledger[ledger[name].notna()]
+            kept = ledger[ledger[name].notna() & (ledger[name] != 0)]
             assert (kept[f"{name}_low"] <= kept[name] + 1e-12).all()
             assert (kept[name] <= kept[f"{name}_high"] + 1e-12).all()
+    # D is never cited: its share is exactly 0 in every query, and has no interval rather than [0, 0]
+    assert every.loc["D", ["attributed_share_low", "attributed_share_high"]].isna().all()
     # the labelled ledger holds one query: resampling it would give it back, so it has no interval
     assert labelled.filter(like="_low").isna().all().all() and labelled.filter(like="_high").isna().all().all()
     with pytest.raises(InvalidParameterError, match="source 'entailed' was not measured in this audit"):

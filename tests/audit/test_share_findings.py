@@ -71,6 +71,25 @@ def test_citations_by_hand_use_both_tails():
     assert FindingKind.OVER_CITED in cited and FindingKind.HEADLINE in cited
 
 
+def test_a_provider_never_cited_has_no_interval_not_zero_to_zero(shoes):
+    # Alpha is shown at its fair share but never cited: its share is exactly 0 in every query. Resampling queries
+    # can only give 0 back, and "[0, 0]" would claim a certainty the audit does not have: no interval, "not once".
+    table = _table([[2.5, 2.5]] * 8, [[2.5, 2.5]] * 8, attributed=[[0.0, 1.0]] * 8)
+    under = next(f for f in share_findings(table, seed=0) if f.kind is FindingKind.UNDER_CITED)
+    assert under.value is None and under.reference.estimate == pytest.approx(0.5)
+    assert under.text.startswith("Alpha is under-cited: 0 % (not once) of citations vs a fair share of 50.0 % "
+                                 "[50.0, 50.0] (gap −50.0 points [−50.0, −50.0]")
+    # the ledger says the same: no interval for a share that is 0 in every query; the gap keeps its interval
+    provider = shoes.providers[0]
+    first = next(d for d, p in zip(shoes.doc_ids, shoes.providers) if p == provider)
+    other = next(d for d, p in zip(shoes.doc_ids, shoes.providers) if p != provider)
+    docs = pd.DataFrame([{"query_id": f"q{q}", "doc_id": d, "exposure": 1.0, "target_exposure": 1.0,
+                          "attributed_exposure": 0.0 if d == first else 0.5} for q in range(6) for d in (first, other)])
+    bounds = ledger_intervals(docs, shoes, seed=0).set_index("group")
+    assert bounds.loc[provider, ["attributed_share_low", "attributed_share_high"]].isna().all()
+    assert bounds.loc[provider, ["retrieval_share_low", "attributed_gap_low"]].notna().all()
+
+
 def test_share_findings_numbers_match_the_ledger_and_its_intervals(shoes):
     rng = np.random.default_rng(4)
     ids = np.array(shoes.doc_ids)
