@@ -122,11 +122,6 @@ def _records(table: pd.DataFrame) -> list[str]:
     return [json.dumps(row, default=_cell) for row in table.to_dict(orient="records")]
 
 
-def _is_lock_conflict(err: Exception) -> bool:
-    text = str(err)
-    return "Could not set lock" in text or "Conflicting lock" in text
-
-
 def _holder(err: Exception) -> str:
     """Who holds the file, from DuckDB's message (``PID 123, /usr/bin/python``), or ``another process``."""
     found = _HOLDER.search(str(err))
@@ -231,7 +226,7 @@ class RunStore:
             try:
                 return duckdb.connect(str(self.path))
             except duckdb.Error as err:
-                if not _is_lock_conflict(err):
+                if "Could not set lock" not in str(err) and "Conflicting lock" not in str(err):
                     raise _store_error(self.path, str(err), doing="open") from None
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -253,44 +248,39 @@ class RunStore:
         """One short-lived connection inside one transaction (committed on success, rolled back otherwise).
 
         It holds this process's lock for the file (another thread's operation waits for it, up to ``timeout``)."""
+        import duckdb
+
         lock = _process_lock(self.path)
         if not lock.acquire(timeout=self.timeout):
             raise StoreBusyError(f"the run store {self.path} has been in use by another thread of this process for "
                                  f"more than {self.timeout:g} s; wait for that operation to finish, or save to another "
                                  "store with --store PATH or $FAIRRAG_RUNS")
         try:
-            with self._transaction(write=write) as con:
-                yield con
+            con = self._open()
+            try:
+                if not self._schema_ready:
+                    for statement in _SCHEMA:
+                        con.execute(statement)
+                    if not con.execute("SELECT 1 FROM information_schema.columns WHERE table_name = 'runs' AND "
+                                       "column_name = 'owner'").fetchone():  # a store made before runs had owners
+                        con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS owner VARCHAR")
+                    self._schema_ready = True
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    yield con
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")
+            except duckdb.Error as err:
+                text = str(err)
+                if any(w in text for w in _READ_ONLY_WORDS + _FULL_WORDS):
+                    raise _store_error(self.path, text, doing="write to" if write else "read") from None
+                raise StoreError(f"the run store {self.path} failed to {'write' if write else 'read'}: {err}") from None
+            finally:
+                con.close()
         finally:
             lock.release()
-
-    @contextlib.contextmanager
-    def _transaction(self, *, write: bool) -> Iterator:
-        import duckdb
-
-        con = self._open()
-        try:
-            if not self._schema_ready:
-                for statement in _SCHEMA:
-                    con.execute(statement)
-                if not con.execute("SELECT 1 FROM information_schema.columns WHERE table_name = 'runs' AND "
-                                   "column_name = 'owner'").fetchone():  # a store made before runs had owners
-                    con.execute("ALTER TABLE runs ADD COLUMN IF NOT EXISTS owner VARCHAR")
-                self._schema_ready = True
-            con.execute("BEGIN TRANSACTION")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        except duckdb.Error as err:
-            text = str(err)
-            if any(w in text for w in _READ_ONLY_WORDS + _FULL_WORDS):
-                raise _store_error(self.path, text, doing="write to" if write else "read") from None
-            raise StoreError(f"the run store {self.path} failed to {'write' if write else 'read'}: {err}") from None
-        finally:
-            con.close()
 
     # -- operations -------------------------------------------------------------------------------------------
     def save(self, run: SweepRun, *, label: str = "", owner: str | None = None) -> str:
@@ -349,12 +339,11 @@ class RunStore:
         With ``owner``, a run saved under another owner (or by the CLI) is refused as if it did not exist."""
         with self._connection() as con:  # one transaction: the record and its rows come from one snapshot
             record = self._record(con, run_id, owner)
-            rows = con.execute("SELECT data FROM run_rows WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()
-            details = con.execute("SELECT data FROM run_details WHERE run_id = ? ORDER BY row_index",
-                                  [run_id]).fetchall()
-        table = upgrade_table(record.kind, pd.DataFrame([json.loads(r[0]) for r in rows]))
-        return SweepRun(record=record, table=table, documents=pd.DataFrame([json.loads(r[0]) for r in details]),
-                        run_id=run_id)
+            rows, details = ([json.loads(r[0]) for r in con.execute(
+                f"SELECT data FROM {table} WHERE run_id = ? ORDER BY row_index", [run_id]).fetchall()]
+                for table in ("run_rows", "run_details"))
+        return SweepRun(record=record, table=upgrade_table(record.kind, pd.DataFrame(rows)),
+                        documents=pd.DataFrame(details), run_id=run_id)
 
     def load_record(self, run_id: str, *, owner: str | None = None) -> RunRecord:
         with self._connection() as con:
@@ -363,11 +352,8 @@ class RunStore:
     def owner_of(self, run_id: str) -> str | None:
         """Who saved ``run_id`` (None for a run saved by the CLI or before runs had owners)."""
         with self._connection() as con:
-            found = con.execute("SELECT owner FROM runs WHERE run_id = ?", [run_id]).fetchone()
-        if found is None:
-            raise InvalidParameterError(f"no run {run_id!r} in {self.path}; "
-                                        "list runs with `python -m fairrag_core runs`")
-        return found[0]
+            self._record(con, run_id)  # refuses an unknown run
+            return con.execute("SELECT owner FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
 
     def _record(self, con, run_id: str, owner: str | None = None) -> RunRecord:
         found = con.execute("SELECT config, kind, owner FROM runs WHERE run_id = ?", [run_id]).fetchone()
@@ -385,6 +371,5 @@ class RunStore:
         with self._connection(write=True) as con:
             if owner is not None:
                 self._record(con, run_id, owner)
-            con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-            con.execute("DELETE FROM run_rows WHERE run_id = ?", [run_id])
-            con.execute("DELETE FROM run_details WHERE run_id = ?", [run_id])
+            for table in ("runs", "run_rows", "run_details"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
