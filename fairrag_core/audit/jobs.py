@@ -103,9 +103,7 @@ def default_jobs_path() -> Path:
 
 def _row(values: tuple) -> Job:
     data = dict(zip(_COLUMNS, values))
-    data["status"] = JobStatus(data["status"])
-    data["cancel"] = bool(data["cancel"])
-    return Job(**data)
+    return Job(**{**data, "status": JobStatus(data["status"]), "cancel": bool(data["cancel"])})
 
 
 class JobTable(SqliteFile):
@@ -207,9 +205,7 @@ class JobTable(SqliteFile):
 
     def list(self, owner: str, *, key: str | None = None, limit: int = 50) -> list[Job]:
         """``owner``'s jobs, newest first (only those for request ``key`` when given)."""
-        where, args = "owner = ?", [owner]
-        if key is not None:
-            where, args = where + " AND key = ?", [*args, key]
+        where, args = ("owner = ? AND key = ?", (owner, key)) if key is not None else ("owner = ?", (owner,))
         rows = self._sql(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE {where} ORDER BY created DESC, rowid DESC "
                          "LIMIT ?", (*args, int(limit)))
         return [_row(r) for r in rows]
