@@ -77,8 +77,9 @@ _TERMS = (
          f"{KIM_DIAZ}, Eq. 16; {DIAZ_2020}", aliases=("EE-D (plug-in)", "expected exposure disparity"),
          long="expected exposure disparity"),
     Term("EE-D (bias-corrected)", "EE-D of the ranking policy, corrected for the upward bias of a plug-in from few "
-         "rankings (2θ̂ − median of the bootstrap θ*), with the basic bootstrap interval over the rankings",
-         "lower = fairer", f"{KIM_DIAZ}, Eq. 16; bias correction by the bootstrap (Efron & Tibshirani 1993, §10)",
+         "rankings: its unbiased estimate over the N rankings (no resampling, so the same number for every seed), "
+         "with the basic bootstrap interval over the rankings", "lower = fairer",
+         f"{KIM_DIAZ}, Eq. 16; U-statistic over pairs of rankings; basic interval (Efron & Tibshirani 1993, §13)",
          aliases=("EE-D, bias-corrected", "EE-D, bias-corrected [95% over lines]")),
     Term("EE-D (unbiased)", "unbiased estimate of the policy's EE-D from its N rankings (the product of two "
          "different rankings' exposures, never a ranking with itself); needs N ≥ 2", "lower = fairer",

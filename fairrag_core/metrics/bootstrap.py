@@ -9,6 +9,7 @@ top-k indicator of each sampled ranking over the documents), the resampled means
 
 * :func:`resample_counts` — the ``(B, n)`` counts, the only place randomness enters;
 * :func:`resampled_means` — ``W @ M / n``: e.g. the exposure vector ε of every resample;
+* :func:`unbiased_squared_norm` — ‖ε‖² without the upward bias of the plug-in (no resampling);
 * :func:`exposure_intervals` — EE-D (‖ε‖²/k, quadratic: bias-corrected estimate with the basic interval) and EE-R
   (⟨ε, w⟩, linear: plug-in with the percentile interval) from a unit × item matrix, as Kim & Diaz (2025) define them.
 
@@ -25,8 +26,8 @@ from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, check_positi
 from ..seeds import SeedLike, as_generator
 from .intervals import ConfidenceInterval, bias_corrected_interval, percentile_interval
 
-__all__ = ["resample_counts", "resampled_means", "exposure_intervals", "line_intervals", "distinct_rows",
-           "COLLAPSE_LINES_FROM"]
+__all__ = ["resample_counts", "resampled_means", "unbiased_squared_norm", "exposure_intervals", "line_intervals",
+           "distinct_rows", "COLLAPSE_LINES_FROM"]
 
 
 def resample_counts(n_units: int, n_boot: int, seed: SeedLike = None) -> np.ndarray:
@@ -53,6 +54,26 @@ def resampled_means(matrix: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return counts @ matrix / matrix.shape[0]
 
 
+def unbiased_squared_norm(matrix, multiplicity: np.ndarray | None = None) -> float | None:
+    """``‖ε‖²`` of the mean row ε, estimated without bias from the units (rows) of ``matrix`` (dense or sparse; with
+    ``multiplicity``, row r stands for that many units): the U-statistic over pairs of different units,
+    ``Σ_{i≠j} ⟨x_i, x_j⟩ / (N(N − 1)) = (‖Σ_i x_i‖² − Σ_i ‖x_i‖²) / (N(N − 1))``. The plug-in ``‖ε̂‖²`` is biased upward
+    by ``Σ_d Var(ε̂_d)``; this needs no resampling, so it is the same number for every seed. None for N < 2. Being
+    unbiased, it may fall below the metric's least value: callers clip.
+
+    >>> unbiased_squared_norm(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]))  # pairs: one of 6 overlaps
+    0.3333333333333333
+    """
+    weights = np.ones(matrix.shape[0]) if multiplicity is None else np.asarray(multiplicity, dtype=np.float64)
+    n = float(weights.sum())
+    if n < 2:
+        return None
+    total = np.asarray(matrix.T @ weights, dtype=np.float64).ravel()
+    squares = matrix.multiply(matrix).sum(axis=1) if hasattr(matrix, "multiply") else np.einsum("ij,ij->i", matrix,
+                                                                                                  matrix)
+    return float(total @ total - weights @ np.asarray(squares, dtype=np.float64).ravel()) / (n * (n - 1))
+
+
 def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.ndarray | None = None,
                        n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None,
                        multiplicity: np.ndarray | None = None
@@ -70,9 +91,12 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
             a Multinomial(n, m/n) draw over the rows: the same bootstrap distribution at the cost of the distinct
             rows, not of the units (a query served 50,000 times with 60 distinct rankings resamples 60 rows).
 
-    EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution,
-    hence the bias-corrected estimate ``2θ̂ − median θ*`` with the basic interval, clipped to [0, 1]. EE-R is
-    linear in ε: the plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
+    EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution.
+    The estimate shown is the exactly unbiased U-statistic over the N units, ``Σ_d Σ_{i≠j} e_id e_jd / (N(N − 1)k)
+    = Σ_d (N² ε̂_d² − Σ_i e_id²) / (N(N − 1)k)`` (for 0/1 exposure ``Σ_d c_d(c_d − 1) / (N(N − 1)k)`` with c_d the
+    units that showed d: :func:`~fairrag_core.metrics.exposure.unbiased_ee_disparity`), which needs no resampling —
+    the same number for every seed — with the basic interval, both clipped to [0, 1]. EE-R is linear in ε: the
+    plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
 
     >>> ee_d, ee_r = exposure_intervals(np.eye(4), 1, relevance_weights=np.full(4, 0.25), n_boot=200, seed=0)
     >>> round(ee_d.plug_in, 3), ee_d.low <= ee_d.estimate <= ee_d.high, round(ee_r.estimate, 3)
@@ -92,8 +116,9 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
         counts = as_generator(seed).multinomial(int(n_units), multiplicity / n_units, size=n_boot)
         draws = counts.astype(np.float64) @ incidence / n_units
         eps = multiplicity @ incidence / n_units
+    unbiased = unbiased_squared_norm(incidence, multiplicity)
     ee_d = bias_corrected_interval(float(eps @ eps / k), np.einsum("bi,bi->b", draws, draws) / k, level=level,
-                                   bounds=(0.0, 1.0))
+                                   bounds=(0.0, 1.0), unbiased=None if unbiased is None else unbiased / k)
     ee_r = None
     if relevance_weights is not None:
         weights = np.asarray(relevance_weights, dtype=np.float64)
@@ -133,8 +158,8 @@ def line_intervals(lines: np.ndarray, n_items: int, k: int, rng: np.random.Gener
     :data:`COLLAPSE_LINES_FROM` lines on they are collapsed here. Either way the rows are sorted sets in key order
     (:func:`distinct_rows`), so the draws do not depend on the order of the lines.
 
-    EE-D is quadratic in ε, so its plug-in is biased upward: the bias-corrected estimate ``2θ̂ − median θ*`` with
-    the basic interval (which contains it). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
+    EE-D is quadratic in ε, so its plug-in is biased upward: the unbiased estimate with the basic interval (which
+    contains it; :func:`exposure_intervals`). EE-R = ⟨ε, ε*⟩/‖ε*‖² is linear in ε: the plug-in with a percentile
     interval; ``relevance_weights`` are ε*/‖ε*‖² of the served documents.
     """
     if multiplicity is not None:

@@ -228,9 +228,10 @@ def bootstrap_exposure_ci(
 
     * EE-D is quadratic in ε, so its plug-in ``‖ε̂‖²/k`` is biased upward by ``Σ_d ε_d(1 − ε_d)/(N·k)``
       (see :func:`unbiased_ee_disparity`) and the bootstrap distribution is shifted by the same amount: a
-      percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate
-      ``2θ̂ − median(θ*)`` with the *basic* interval ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value,
-      both clipped to [0, 1] (``method="bias-corrected"``); ``plug_in`` keeps the plug-in the paper reports.
+      percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate — the
+      unbiased :func:`unbiased_ee_disparity`, the same number for every seed — with the *basic* interval
+      ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value, both clipped to [0, 1]
+      (``method="bias-corrected"``); ``plug_in`` keeps the plug-in the paper reports.
     * EE-R is linear in ε and unbiased: the plug-in with its percentile interval (``method="percentile"``).
 
     Vectorised: only items that appear in some ranking carry exposure, so the work is
@@ -291,7 +292,7 @@ def summarise_exposure(
 
 def ee_d_estimate(rankings: np.ndarray, n_items: int, *, n_boot: int = 1000, seed: SeedLike = None) -> float:
     """The one EE-D number the package shows for a policy sampled N times: the bias-corrected estimate of
-    :func:`bootstrap_exposure_ci` (``2θ̂ − median θ*``, inside its basic interval); with a single ranking, its
+    :func:`bootstrap_exposure_ci` (the unbiased estimate, inside its basic interval); with a single ranking, its
     plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d`` column, as the pages, the
     CLI and the reports show it.
 

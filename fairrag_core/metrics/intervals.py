@@ -11,9 +11,13 @@ Hinkley, *Bootstrap Methods and their Application*, 1997, §5.2–5.3), chosen b
   ‖ε − ε*‖²), whose plug-in is biased upward by the Monte-Carlo noise of a finite number N of sampled rankings:
   the bootstrap distribution is shifted by the same bias, so a percentile interval can miss θ̂ altogether
   (FairRAG's ``rank`` printed "EE-D 0.043 (CI 0.009–0.034)"). The basic (pivotal) interval
-  ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` targets the policy's exact value; the estimate printed with it is
-  ``θ̃ = 2θ̂ − median(θ*)``, the point the interval shrinks to as L → 0, which is inside by construction
-  (q_lo ≤ median ≤ q_hi). Optional bounds clip the estimate and the interval alike, which keeps θ̃ inside.
+  ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` targets the policy's exact value. The estimate printed with it is, where the
+  statistic has one, its exactly unbiased estimate from the N units (EE-D: the U-statistic
+  ``Σ_d (N² ε̂_d² − Σ_i e_id²) / (N(N − 1)k)``, :func:`~fairrag_core.metrics.bootstrap.exposure_intervals`), which
+  needs no resampling and so is the same number for every seed; otherwise ``θ̃ = 2θ̂ − median(θ*)``, the point the
+  interval shrinks to as L → 0. The interval is widened to reach the estimate should it fall outside (it sits
+  near the interval's middle: the basic interval is centred on θ̂ minus the bootstrap's estimate of the same bias).
+  Optional bounds clip the estimate and the interval alike.
 
 :func:`paired_comparison` compares two systems on the same queries: the mean per-query difference with a
 percentile bootstrap interval over queries, and the two-sided p-value of a paired randomization (sign-flip)
@@ -121,18 +125,25 @@ def percentile_interval(estimate: float, draws: np.ndarray, *, level: float = 0.
 
 
 def bias_corrected_interval(estimate: float, draws: np.ndarray, *, level: float = 0.95,
-                            bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
-    """Bias-corrected estimate ``2θ̂ − median(θ*)`` with the basic interval ``[2θ̂ − q_hi, 2θ̂ − q_lo]``.
+                            bounds: tuple[float, float] | None = None,
+                            unbiased: float | None = None) -> ConfidenceInterval:
+    """Bias-corrected estimate with the basic interval ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the plug-in ``estimate`` θ̂.
 
-    ``bounds=(lo, hi)`` clips the corrected estimate and the interval to the metric's range (e.g. [0, 1]).
+    The estimate is ``unbiased`` when given (the statistic's exactly unbiased estimate, e.g. EE-D's U-statistic:
+    no resampling, so one number whatever the seed), else ``2θ̂ − median(θ*)``; the interval is widened to reach
+    it. ``bounds=(lo, hi)`` clips the estimate and the interval to the metric's range (e.g. [0, 1]).
 
     >>> ci = bias_corrected_interval(0.30, [0.30, 0.32, 0.34, 0.36, 0.38], level=0.5)
     >>> round(ci.estimate, 3), round(ci.low, 3), round(ci.high, 3), ci.plug_in
     (0.26, 0.24, 0.28, 0.3)
+    >>> ci = bias_corrected_interval(0.30, [0.30, 0.32, 0.34, 0.36, 0.38], level=0.5, unbiased=0.265)
+    >>> round(ci.estimate, 3), round(ci.low, 3), round(ci.high, 3)
+    (0.265, 0.24, 0.28)
     """
     arr, q_low, q_high = _draws(draws, level)
     theta = float(estimate)
-    values = np.array([2 * theta - float(np.median(arr)), 2 * theta - q_high, 2 * theta - q_low])
+    corrected = 2 * theta - float(np.median(arr)) if unbiased is None else float(unbiased)
+    values = np.array([corrected, min(2 * theta - q_high, corrected), max(2 * theta - q_low, corrected)])
     if bounds is not None:
         values = np.clip(values, *bounds)
     corrected, low, high = (float(v) for v in values)
