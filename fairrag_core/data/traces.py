@@ -187,9 +187,6 @@ class TraceMap:
         """The map as ``KEY=ATTRIBUTE`` words, in :data:`TRACE_FIELDS` order."""
         return tuple(f"{k}={self.attributes[k]}" for k in TRACE_FIELDS if k in self.attributes)
 
-    def name(self, key: str, default: str) -> str:
-        return self.attributes.get(key, default)
-
 
 def is_otlp_export(obj: object) -> bool:
     """Whether a parsed JSON object is an OTLP JSON export (it has ``resourceSpans``, ``resourceLogs`` or
@@ -287,19 +284,26 @@ def _any_value(value: object, at: str, where: _Where, depth: int = 0) -> object:
         values = _list(_object(inner, here, where), "values", here, where)
         return [_any_value(v, f"{here}.values[{i}]", where, depth + 1) for i, v in enumerate(values)]
     if kind == "kvlistValue":
-        pairs = _list(_object(inner, here, where), "values", here, where)
-        return {_key(p, f"{here}.values[{i}]", where): _any_value(p.get("value", {}), f"{here}.values[{i}].value",
-                                                                  where, depth + 1)
-                for i, p in enumerate(pairs)}
+        return dict(_pairs(_object(inner, here, where), "values", here, where, depth=depth + 1))
     raise where.bad(at, f"unknown attribute value type {kind!r:.40}; use stringValue, intValue, doubleValue, "
                         "boolValue, arrayValue, kvlistValue or bytesValue")
 
 
-def _key(pair: object, at: str, where: _Where) -> str:
-    key = _object(pair, at, where).get("key")
-    if not isinstance(key, str):
-        raise where.bad(f"{at}.key", f"expected the attribute's name as a string, got {type(key).__name__}")
-    return key
+def _pairs(obj: Mapping, name: str, at: str, where: _Where, keep=None, depth: int = 0) -> Iterator[tuple[str, object]]:
+    """``obj[name]``'s ``{"key", "value"}`` pairs (a span's or an event's attributes, a ``kvlistValue``) as
+    ``(key, value)``; a pair whose key ``keep`` refuses is skipped unread."""
+    for i, pair in enumerate(_list(obj, name, at, where)):
+        key = pair.get("key") if isinstance(pair, dict) else None
+        if not isinstance(key, str):
+            key = _object(pair, f"{at}.{name}[{i}]", where).get("key")
+            raise where.bad(f"{at}.{name}[{i}].key", f"expected the attribute's name as a string, got "
+                                                     f"{type(key).__name__}")
+        if keep is not None and not keep(key):
+            continue
+        value = pair.get("value", {})
+        text = value.get("stringValue") if type(value) is dict and len(value) == 1 and depth <= _MAX_DEPTH else None
+        # the usual case (a string) without building the path
+        yield key, text if type(text) is str else _any_value(value, f"{at}.{name}[{i}].value", where, depth)
 
 
 @dataclass(slots=True)
@@ -325,24 +329,22 @@ class _Wanted:
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
                       _RETRIEVAL_DOCS, _RERANKED_DOCS, *m.values()}
-        self.doc_parts = set(_document_keys(trace_map, "document."))
+        documents, messages = _document_keys(trace_map, "document."), ("message.content", "message.role", "content",
+                                                                        "role")
+        self.parts = {_RETRIEVAL_DOCS: documents, _RERANKED_DOCS: documents, _LLM_MESSAGES: messages,
+                      _GENAI_COMPLETION: messages}  # of the flat attributes {prefix}.{i}.{part}
 
     def __call__(self, key: str) -> bool:
         if key in self.names:
             return True
         flat = _FLAT.fullmatch(key)
-        if flat is None:
-            return False
-        prefix, part = flat.group(1), flat.group(3)
-        if prefix in (_RETRIEVAL_DOCS, _RERANKED_DOCS):
-            return part in self.doc_parts
-        return part in ("message.content", "message.role", "content", "role")
+        return flat is not None and flat.group(3) in self.parts[flat.group(1)]
 
 
 def _document_keys(trace_map: TraceMap, prefix: str) -> tuple[str, ...]:
     """The names of a retrieved document's id, score and metadata (``document.id`` in ``retrieval.documents.{i}.*``,
     ``id`` in a JSON document), unless ``trace_map`` renames them."""
-    return tuple(trace_map.name(f"document_{part}", prefix + part) for part in ("id", "score", "metadata"))
+    return tuple(trace_map.attributes.get(f"document_{part}", prefix + part) for part in ("id", "score", "metadata"))
 
 
 def _indexed(attributes: Mapping, prefixes: tuple[str, ...]) -> list[dict[str, object]]:
@@ -382,25 +384,13 @@ def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
     start = _int(span.get("startTimeUnixNano", 0), f"{at}.startTimeUnixNano", where)
     attributes: dict = {}
     shared = wanted.shared
-    for a, pair in enumerate(_list(span, "attributes", at, where)):
-        key = pair.get("key") if isinstance(pair, dict) else None
-        if not isinstance(key, str):
-            _key(pair, f"{at}.attributes[{a}]", where)  # raises, naming the place
-        if not wanted(key):
-            continue
-        value = pair.get("value", {})
-        text = value.get("stringValue") if type(value) is dict and len(value) == 1 else None
-        if type(text) is not str:  # the usual case (a string) without building the path
-            text = _any_value(value, f"{at}.attributes[{a}].value", where)
-        attributes[shared.setdefault(key, key)] = shared.setdefault(text, text) if type(text) is str else text
+    for key, value in _pairs(span, "attributes", at, where, wanted):
+        attributes[shared.setdefault(key, key)] = shared.setdefault(value, value) if type(value) is str else value
     for e, event in enumerate(_list(span, "events", at, where)):  # the gen_ai.content.completion event (semconv ≤ 1.27)
         here = f"{at}.events[{e}]"
-        if _object(event, here, where).get("name") != _GENAI_COMPLETION_EVENT:
-            continue
-        for a, pair in enumerate(_list(event, "attributes", here, where)):
-            if _key(pair, f"{here}.attributes[{a}]", where) == _GENAI_COMPLETION:
-                attributes.setdefault(_GENAI_COMPLETION, _any_value(pair.get("value", {}),
-                                                                    f"{here}.attributes[{a}].value", where))
+        if _object(event, here, where).get("name") == _GENAI_COMPLETION_EVENT:
+            for key, value in _pairs(event, "attributes", here, where, _GENAI_COMPLETION.__eq__):
+                attributes.setdefault(key, value)
     kind, operation = attributes.get(_KIND), attributes.get(_OPERATION)
     return _Span(trace_id.strip().lower(), span_id, not parent.strip(), start,
                  kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else "",
@@ -527,11 +517,14 @@ def _doc_id(value: object) -> str | None:
     return text or None
 
 
-def _flat_documents(attributes: Mapping, prefix: str, trace_map: TraceMap) -> list[tuple[object, object, object]]:
-    """``(id, score, metadata)`` of ``{prefix}.{i}.*`` attributes, in numeric order of ``i``."""
-    keys = _document_keys(trace_map, "document.")
-    return [tuple(doc.get(k) for k in keys) for doc in _indexed(attributes, (prefix,))
-            if any(k in doc for k in keys)]
+def _ids(values: Iterable[object], missing: str, twice: str) -> tuple[str, ...]:
+    """Doc ids, each once; :class:`_Skip` with ``missing`` for a value that is no id, ``twice`` for one repeated."""
+    ids = tuple(map(_doc_id, values))
+    if None in ids:
+        raise _Skip(missing)
+    if len(set(ids)) != len(ids):
+        raise _Skip(twice)
+    return ids  # type: ignore[return-value]
 
 
 def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, object, object]] | None:
@@ -545,8 +538,7 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
     for doc in value:
         if not isinstance(doc, dict):
             return None
-        doc = {k.removeprefix("document."): v for k, v in doc.items()} if any(
-            isinstance(k, str) and k.startswith("document.") for k in doc) else doc
+        doc = {k.removeprefix("document."): v for k, v in doc.items()}
         extra = {k: v for k, v in doc.items() if k not in (id_key, score_key, meta_key, "content", "text")}
         meta, _ = _metadata(doc.get(meta_key))
         out.append((doc.get(id_key), doc.get(score_key), {**extra, **meta} if extra else doc.get(meta_key)))
@@ -556,20 +548,20 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
 def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, object]]:
     """The raw documents a retrieval (or reranker) span lists."""
     attrs, m = span.attributes, trace_map.attributes
-    if "ranking" in m and m["ranking"] in attrs:
+    if m.get("ranking") in attrs:
         ranking = _json_text(attrs[m["ranking"]])
         return [(v, None, None) for v in ranking] if isinstance(ranking, list) else []
-    if "documents" in m and m["documents"] in attrs:
+    if m.get("documents") in attrs:
         return _json_documents(attrs[m["documents"]], trace_map) or []
-    prefix, keys = ((_RERANKED_DOCS, (_RERANKED_DOCS,)) if span.kind == "RERANKER"
-                    else (_RETRIEVAL_DOCS, (_RETRIEVAL_DOCS, _GENAI_DOCS)))
-    return (_flat_documents(attrs, prefix, trace_map)
+    keys = (_RERANKED_DOCS,) if span.kind == "RERANKER" else (_RETRIEVAL_DOCS, _GENAI_DOCS)
+    parts = _document_keys(trace_map, "document.")  # flat {keys[0]}.{i}.{part} first, in numeric order of i
+    return ([tuple(doc.get(k) for k in parts) for doc in _indexed(attrs, keys[:1]) if any(k in doc for k in parts)]
             or _json_documents(attrs.get(next((k for k in keys if k in attrs), None)), trace_map) or [])
 
 
 def _is_retrieval(span: _Span, trace_map: TraceMap) -> bool:
     attrs, m = span.attributes, trace_map.attributes
-    return (any(k in m and m[k] in attrs for k in ("ranking", "documents")) or span.kind == "RETRIEVER"
+    return (any(m.get(k) in attrs for k in ("ranking", "documents")) or span.kind == "RETRIEVER"
             or span.operation == "retrieval" or _GENAI_DOCS in attrs
             or any(k.startswith(_RETRIEVAL_DOCS + ".") for k in attrs))
 
@@ -585,25 +577,12 @@ def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -
     document is logged with the same metadata on every line that shows it)."""
     if not raw:
         raise _Skip(_NO_DOCUMENTS)
-    ids, scores, metas, unreadable = [], [], [], 0
-    for doc_id, score, meta in raw:
-        text = _doc_id(doc_id)
-        if text is None:
-            raise _Skip(_NO_ID)
-        if isinstance(meta, str):
-            found = shared.get(("metadata", meta))
-            mapping, readable = found if found is not None else shared.setdefault(("metadata", meta),
-                                                                                  _metadata(meta))
-        else:
-            mapping, readable = _metadata(meta)
-        unreadable += not readable
-        ids.append(text)
-        scores.append(_number(score))
-        metas.append(mapping)
-    if len(set(ids)) != len(ids):
-        raise _Skip(_TWICE)
-    return (share_ids(shared, tuple(ids)), None if all(x is None for x in scores) else tuple(scores),
-            tuple(metas) if any(metas) else None, unreadable)
+    ids = _ids((doc_id for doc_id, _, _ in raw), _NO_ID, _TWICE)
+    read = [shared.get(("metadata", meta)) or shared.setdefault(("metadata", meta), _metadata(meta))
+            if isinstance(meta, str) else _metadata(meta) for _, _, meta in raw]
+    scores, metas = tuple(_number(score) for _, score, _ in raw), tuple(mapping for mapping, _ in read)
+    return (share_ids(shared, ids), None if all(x is None for x in scores) else scores,
+            metas if any(metas) else None, sum(not readable for _, readable in read))
 
 
 def _text(value: object) -> str | None:
@@ -654,10 +633,7 @@ def _citations(value: object) -> tuple[str, ...]:
     value = _json_text(value)
     if not isinstance(value, list):
         raise _Skip(_BAD_CITATIONS)
-    ids = tuple(_doc_id(v) for v in value)
-    if any(i is None for i in ids) or len(set(ids)) != len(ids):
-        raise _Skip(_BAD_CITATIONS)
-    return ids  # type: ignore[return-value]
+    return _ids(value, _BAD_CITATIONS, _BAD_CITATIONS)
 
 
 def _timestamp(nanos: int) -> str | None:
@@ -746,10 +722,10 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     else:
         generators = [s for s in by_start if s.kind == "LLM" or s.operation in _INFERENCE_OPERATIONS]
         answer = next((a.strip() for a in map(_answer_of, reversed(generators)) if a is not None), None)
-    query_id = _doc_id(_first(lookup, trace_map.name("query_id", _QUERY_ID))) or query
+    query_id = _doc_id(_first(lookup, m.get("query_id", _QUERY_ID))) or query
     if not query_id:
         raise _Skip(_NO_QUERY)
-    raw_citations = _first(lookup, trace_map.name("citations", _CITATIONS))
+    raw_citations = _first(lookup, m.get("citations", _CITATIONS))
     citations = None if raw_citations is None else _citations(raw_citations)
     session = _first(lookup, m["session"]) if "session" in m else _first(lookup, _SESSION, _GENAI_CONVERSATION)
     session = (str(session) if isinstance(session, (str, int, float)) and not isinstance(session, bool)
