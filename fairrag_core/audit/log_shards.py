@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.log_columns import LogColumns
+from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..errors import DataFormatError
 from ..metrics.bootstrap import COLLAPSE_LINES_FROM, distinct_rows
 
@@ -69,37 +69,24 @@ class ShardAggregate:
     sha256: str
     n_lines: int
     queries: tuple[QueryAggregate, ...]
-    shortest: int
-    longest: int
-    answered: bool
-    cited: bool
-
-
-def _pad(rows: np.ndarray, width: int) -> np.ndarray:
-    if rows.shape[1] >= width:
-        return rows
-    return np.concatenate([rows, np.full((rows.shape[0], width - rows.shape[1]), -1, dtype=rows.dtype)], axis=1)
+    ranking_lengths: tuple[int, int]
 
 
 def aggregate_shard(columns: LogColumns, n_docs: int, k: int | None = None) -> ShardAggregate:
     """Aggregate one shard per query (module docstring). ``n_docs``: the collection's size; ``k``: the audit's k
     when it was given (rankings are cut to it before their sets are taken), None for the longest ranking."""
     slots = columns.slots[:, :k] if k is not None else columns.slots
-    order = np.argsort(columns.query_of_line, kind="stable")
-    bounds = np.searchsorted(columns.query_of_line[order], np.arange(len(columns.query_ids) + 1))
     queries = []
-    for q, qid in enumerate(columns.query_ids):
-        block = slots[order[bounds[q]:bounds[q + 1]]]
+    for qid, lines in zip(columns.query_ids, columns.query_lines()):
+        block = slots[lines]
         rows, counts = distinct_rows(np.sort(block, axis=1), n_docs)
         queries.append(QueryAggregate(qid, int(block.shape[0]), columns.query_texts.get(qid), rows, counts,
                                       block.copy() if block.shape[0] < COLLAPSE_LINES_FROM else None))
-    shortest, longest = columns.ranking_lengths
-    return ShardAggregate(columns.name, columns.sha256, len(columns), tuple(queries), shortest, longest,
-                          columns.has_answers, columns.has_citations)
+    return ShardAggregate(columns.name, columns.sha256, len(columns), tuple(queries), columns.ranking_lengths)
 
 
 @dataclass(frozen=True)
-class LogAggregate:
+class LogAggregate(ColumnLog):
     """A whole log as its shards' merged aggregates: what :func:`~fairrag_core.audit.rag_log.audit_served` reads
     for an exposure-only audit (the attributes of :class:`~fairrag_core.data.log_columns.LogColumns` it uses, and
     each query's exposure)."""
@@ -110,33 +97,10 @@ class LogAggregate:
     query_ids: tuple[str, ...]
     query_texts: dict[str, str]
     queries: tuple[QueryAggregate, ...]
-    n_docs: int
-    shortest: int
-    longest: int
-    has_answers: bool
-    has_citations: bool
-    kind: str = "log"
-    format: str = "jsonl"
-    notes: tuple[str, ...] = ()
-    what: str = "RAG log"
+    ranking_lengths: tuple[int, int]
 
     def __len__(self) -> int:
         return self.n_lines
-
-    @property
-    def name(self) -> str:
-        return os.path.basename(self.source.rstrip(os.sep)) or self.source
-
-    @property
-    def ranking_lengths(self) -> tuple[int, int]:
-        return self.shortest, self.longest
-
-    def identity(self) -> dict[str, object]:
-        return {"role": self.kind, "name": self.name, "path": self.source, "sha256": self.sha256, "kind": self.kind,
-                "format": self.format, "lines": self.n_lines, "rankings": self.n_lines}
-
-    def lines_of(self, q: int) -> int:
-        return self.queries[q].n_lines
 
     def exposure(self, q: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """Query ``q`` as the audit reads a query's lines: its served documents (collection indices, ascending), its
@@ -145,8 +109,8 @@ class LogAggregate:
         lines)."""
         query = self.queries[q]
         if query.ordered is not None:
-            return served_exposure(_pad(query.ordered, k))
-        return served_exposure(_pad(query.rows, k), query.counts)
+            return served_exposure(top_slots(query.ordered, k))
+        return served_exposure(top_slots(query.rows, k), query.counts)
 
 
 def served_exposure(rows: np.ndarray, counts: np.ndarray | None = None
@@ -176,16 +140,16 @@ def merge_aggregates(parts: Sequence[ShardAggregate], source: str | os.PathLike,
     for qid, pieces in merged.items():
         n = sum(p.n_lines for p in pieces)
         width = max(p.rows.shape[1] for p in pieces)
-        rows, counts = distinct_rows(np.concatenate([_pad(p.rows, width) for p in pieces]), n_docs,
+        rows, counts = distinct_rows(np.concatenate([top_slots(p.rows, width) for p in pieces]), n_docs,
                                      np.concatenate([p.counts for p in pieces]))
         ordered = None
         if n < COLLAPSE_LINES_FROM:  # every piece kept its lines (each has fewer)
-            ordered = np.concatenate([_pad(p.ordered, width) for p in pieces])
+            ordered = np.concatenate([top_slots(p.ordered, width) for p in pieces])
         text = next((p.text for p in pieces if p.text), None)
         if text:
             texts[qid] = text
         queries.append(QueryAggregate(qid, n, text, rows, counts, ordered))
     manifest = "".join(f"{part.name} {part.sha256}\n" for part in parts)
     return LogAggregate(str(source), hashlib.sha256(manifest.encode()).hexdigest(), sum(p.n_lines for p in parts),
-                        tuple(merged), texts, tuple(queries), n_docs, min(p.shortest for p in parts),
-                        max(p.longest for p in parts), any(p.answered for p in parts), any(p.cited for p in parts))
+                        tuple(merged), texts, tuple(queries),
+                        (min(p.ranking_lengths[0] for p in parts), max(p.ranking_lengths[1] for p in parts)))

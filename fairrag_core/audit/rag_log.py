@@ -45,7 +45,7 @@ import numpy as np
 from ..checks import MAX_RESAMPLES, check_at_most, check_k, check_open_unit
 from ..data import Collection
 from ..data.identity import audit_inputs
-from ..data.log_columns import LogColumns
+from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..data.rag_log import RagLog, load_served
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
@@ -143,10 +143,16 @@ class LogAuditRun(SweepRun):
         return tuple(s for s in SOURCE_LABELS if f"ear_{s}" in self.table and self.table[f"ear_{s}"].notna().any())
 
 
-def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns | LogAggregate, attributor: Attributor | None
+def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, attributor: Attributor | None
                     ) -> AttributionSource:
     source = config.attribution
-    if isinstance(log, LogColumns | LogAggregate):
+    if isinstance(log, ColumnLog):  # read column-wise: rankings, not citations or answers; exposure only
+        if source not in (AttributionSource.AUTO, AttributionSource.NONE):
+            raise InvalidParameterError(f"{log.source} was read column-wise (a large log): it audits exposure only; "
+                                        "use attribution 'none', or split the log to judge or read its citations")
+        if config.user_model is not UserModel.STEP:
+            raise InvalidParameterError(f"{log.source} was read column-wise (a large log): the second user model "
+                                        f"{config.user_model.value!r} needs the log read line by line; use 'step'")
         return AttributionSource.NONE
     if source is AttributionSource.AUTO:
         return AttributionSource.LOGGED if log.has_citations else AttributionSource.NONE
@@ -159,16 +165,6 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | LogColumns | LogAggreg
             raise InvalidParameterError(f"attribution {source.value!r} needs an NLI attributor; pass "
                                         "attributor=load_attributor('qwen-judge') (or --nli on the command line)")
     return source
-
-
-def _columns_can_do(log: LogColumns | LogAggregate, config: LogAuditConfig) -> None:
-    """A log read column-wise holds rankings, not citations or answers: exposure only, under the step user."""
-    if config.attribution not in (AttributionSource.AUTO, AttributionSource.NONE):
-        raise InvalidParameterError(f"{log.source} was read column-wise (a large log): it audits exposure only; use "
-                                    "attribution 'none', or split the log to judge or read its citations")
-    if config.user_model is not UserModel.STEP:
-        raise InvalidParameterError(f"{log.source} was read column-wise (a large log): the second user model "
-                                    f"{config.user_model.value!r} needs the log read line by line; use 'step'")
 
 
 def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: Attributor,
@@ -202,7 +198,7 @@ def _vector(values: np.ndarray, k: int) -> np.ndarray:
     return np.pad(values, (0, max(0, k - values.size)))
 
 
-def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collection: Collection,
+def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
                   config: LogAuditConfig = LogAuditConfig(), *, attributor: Attributor | None = None,
                   progress: Callable[[int, int], None] | None = None,
                   collection_source: str | None = None) -> LogAuditRun:
@@ -227,14 +223,11 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
     import pandas as pd
 
     started = time.perf_counter()
-    if not isinstance(log, RagLog | LogColumns | LogAggregate):
+    if not isinstance(log, RagLog | ColumnLog):
         log = load_served(log)
-    columnar = isinstance(log, LogColumns | LogAggregate)  # read column-wise (checked as it was read)
-    aggregated = log if isinstance(log, LogAggregate) else None  # per query, by the workers that read its shards
-    if columnar:
-        _columns_can_do(log, config)
-    else:
+    if isinstance(log, RagLog):
         log.check_against(collection)
+    source = _resolve_source(config, log, attributor)
     check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                   fix="1,000 resamples are the usual number")
     check_open_unit(config.level, "level", hint="e.g. 0.95")
@@ -244,29 +237,18 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
     if config.k is None and shortest != longest:
         notes.append(f"rankings hold {shortest}–{longest} documents; k = {k} (the longest); shorter rankings fill "
                      "fewer slots")
-    source = _resolve_source(config, log, attributor)
     seed = config.seed if config.seed is not None else new_seed()
     rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
-    n_lines = len(log)
-    if aggregated is not None:
-        slots, has_citations, has_answer = None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
-    elif columnar:
-        if log.slots.shape[1] >= k:
-            slots = log.slots[:, :k]  # a view: a large log's slots are not copied
-        else:
-            slots = np.full((n_lines, k), -1, dtype=np.int32)
-            slots[:, :log.slots.shape[1]] = log.slots
-        has_citations, has_answer = log.with_citations, log.answered
-    else:
-        index = {d: i for i, d in enumerate(collection.doc_ids)}
-        slots = np.full((n_lines, k), -1, dtype=np.int64)
-        for i, entry in enumerate(log.entries):
-            top = entry.ranking[:k]
-            slots[i, :len(top)] = [index[d] for d in top]
-        has_citations = np.array([e.citations is not None for e in log.entries])
-        has_answer = np.array([bool(e.answer) for e in log.entries])
+    # one shape for every log: its lines as columns (a loaded log turned into them here), or — the exception — the
+    # per-query aggregates of its shards (read by workers; no lines)
+    columns = LogColumns.of(log, collection) if isinstance(log, RagLog) else log
+    aggregated = isinstance(columns, LogAggregate)
+    if not aggregated:
+        slots = top_slots(columns.slots, k)
+        eligible = {"cited": columns.with_citations, "entailed": columns.answered}
+        query_lines = columns.query_lines()
     cited = entailed = None
-    cited_outside: list[tuple[str, ...]] = [()] * (0 if columnar else n_lines)
+    cited_outside: list[tuple[str, ...]] = [()] * (len(log) if isinstance(log, RagLog) else 0)
     if source in (AttributionSource.LOGGED, AttributionSource.BOTH):
         cited = np.zeros(slots.shape, dtype=bool)
         for i, entry in enumerate(log.entries):
@@ -281,37 +263,23 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
     judged_pairs = 0
     if source in (AttributionSource.JUDGE, AttributionSource.BOTH):
         entailed = _judge(log, collection, slots, attributor, progress, config.citation_policy)
-        judged_pairs = int((slots[has_answer] >= 0).sum())
+        judged_pairs = int((slots[columns.answered] >= 0).sum())
 
-    if aggregated is not None:
-        query_codes, query_ids, asked = None, list(log.query_ids), log.query_texts
-    elif columnar:
-        query_codes, query_ids, asked = log.query_of_line, list(log.query_ids), log.query_texts
-    else:
-        query_codes, query_ids = pd.factorize(pd.Series([e.query_id for e in log.entries]))
-        asked = {}
-        for entry in log.entries:  # each query's first logged text
-            if entry.query and entry.query_id not in asked:
-                asked[entry.query_id] = entry.query
-    if aggregated is None:  # each query's lines, in order
-        order = np.argsort(query_codes, kind="stable")
-        bounds = np.searchsorted(query_codes[order], np.arange(len(query_ids) + 1))
+    query_ids = columns.query_ids
     providers = collection.providers
     doc_ids = np.array(collection.doc_ids, dtype=object)
     labelled = set(collection.qrels)
     texts = {x.query_id: x.text for x in collection.queries}
     rows, doc_parts = [], []
     for q, qid in enumerate(query_ids):
-        lines = order[bounds[q]:bounds[q + 1]] if aggregated is None else None
-        served, local, counts, eps = (served_exposure(slots[lines]) if aggregated is None
-                                      else aggregated.exposure(q, k))
-        n_lines = lines.size if aggregated is None else aggregated.lines_of(q)
+        lines = None if aggregated else query_lines[q]
+        served, local, counts, eps = columns.exposure(q, k) if aggregated else served_exposure(slots[lines])
+        ee_d = ee_disparity(_vector(eps, k), k)
         row = {"query_id": qid,
-               "query": asked.get(qid) or texts.get(qid),
-               "lines": n_lines, "k": k, "labelled": qid in labelled, "m": np.nan,
-               "fairness_question": False, "ee_d": ee_disparity(_vector(eps, k), k),  # bias-corrected below
-               "ee_d_plug_in": ee_disparity(_vector(eps, k), k),
-               "ee_r": np.nan, "documents_reached": served.size,
+               "query": columns.query_texts.get(qid) or texts.get(qid),
+               "lines": columns.queries[q].n_lines if aggregated else lines.size, "k": k, "labelled": qid in labelled,
+               "m": np.nan, "fairness_question": False, "ee_d": ee_d,  # bias-corrected below
+               "ee_d_plug_in": ee_d, "ee_r": np.nan, "documents_reached": served.size,
                "providers_reached": int(np.unique(providers[served]).size)}
         part = {"doc_ids": doc_ids[served], "exposure": eps, "target": np.full(served.size, np.nan)}
         relevance_weights = None
@@ -326,20 +294,19 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
                 target = target_exposure(useful, k)
                 relevance_weights = target[served] / (target @ target)
                 part = {"doc_ids": doc_ids, "exposure": full, "target": target}
-        row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan,
-                   ee_r_high=np.nan)
-        if n_lines > 1:
+        row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan, ee_r_high=np.nan)
+        if row["lines"] > 1:
             row.update(line_intervals(local, served.size, k, rng, config.n_boot, config.level, relevance_weights,
                                       multiplicity=counts))
         doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
                                  "target_exposure": part["target"]})
-        for name, verdicts, eligible in (("cited", cited, has_citations), ("entailed", entailed, has_answer)):
+        for name, verdicts in (("cited", cited), ("entailed", entailed)):
             row[f"ear_{name}"] = row[f"eae_d_{name}"] = row[f"eae_d_per_cited_{name}"] = np.nan
             row[f"{name}_lines"] = 0
             doc_part[f"{name}_exposure"] = np.nan
             if verdicts is None:
                 continue
-            keep = eligible[lines]
+            keep = eligible[name][lines]
             row[f"{name}_lines"] = int(keep.sum())
             if not keep.any():
                 continue
@@ -352,13 +319,13 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
             credit = pd.Series(eps_a, index=doc_ids[served])
             doc_part[f"{name}_exposure"] = doc_part["doc_id"].map(credit).fillna(0.0).to_numpy()
         if cited is not None and entailed is not None:
-            both = has_citations[lines] & has_answer[lines]
+            both = eligible["cited"][lines] & eligible["entailed"][lines]
             c, e = cited[lines][both], entailed[lines][both]
             row.update(cited_slots=int(c.sum()), entailed_slots=int(e.sum()), agreed_slots=int((c & e).sum()))
         rows.append(row)
         doc_parts.append(doc_part)
 
-    lines_table = None if columnar else _lines_table(log, slots, doc_ids, cited, entailed, cited_outside)
+    lines_table = _lines_table(log, slots, doc_ids, cited, entailed, cited_outside) if isinstance(log, RagLog) else None
     table = pd.DataFrame(rows)
     if config.user_model is not UserModel.STEP:
         table = _with_user_model(table, log, collection, config)
@@ -374,9 +341,9 @@ def audit_rag_log(log: RagLog | LogColumns | LogAggregate | str | Path, collecti
                        config=resolved, seed=seed, query_ids=tuple(query_ids),
                        attributor=attributor.name if entailed is not None else None,
                        attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
-                       wall_seconds=time.perf_counter() - started, sampled_rankings=n_lines,
+                       wall_seconds=time.perf_counter() - started, sampled_rankings=len(log),
                        extra={"inputs": audit_inputs(log, collection), "served": log.kind,
-                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": n_lines,
+                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": len(log),
                               "k_used": k, "notes": notes,
                               "judged_pairs": judged_pairs})
     return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)

@@ -22,7 +22,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,8 @@ from .collection import Collection
 from .loaders import json_lines
 from .rag_log import RagLog, log_entry
 
-__all__ = ["LogColumns", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES", "COLUMN_READER_TAKES"]
+__all__ = ["ColumnLog", "LogColumns", "top_slots", "read_log_columns", "first_problem", "COLUMNS_FROM_BYTES",
+           "COLUMN_READER_TAKES"]
 
 #: What the column reader takes, for the messages that say why a log was not read column-wise.
 COLUMN_READER_TAKES = ("it reads query_id, query, ranking, answer, citations, session and timestamp as strings and "
@@ -50,7 +51,23 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
-class LogColumns:
+class ColumnLog:
+    """What a log read column-wise — whole (:class:`LogColumns`) or as its shards' aggregates
+    (:class:`~fairrag_core.audit.log_shards.LogAggregate`) — says about itself, named and identified as a
+    :class:`~fairrag_core.data.rag_log.RagLog` is: the column reader takes only files without blank lines, so the
+    file's lines are the log's lines (``file_lines`` None: identity counts ``len(self)``)."""
+
+    kind: str = field(default="log", kw_only=True)
+    format: str = field(default="jsonl", kw_only=True)
+    notes: tuple[str, ...] = field(default=(), kw_only=True)
+    what: str = field(default="RAG log", kw_only=True)
+    name = RagLog.name
+    identity = RagLog.identity
+    file_lines = None
+
+
+@dataclass(frozen=True)
+class LogColumns(ColumnLog):
     """A RAG log as an exposure audit reads it (line i: query ``query_ids[query_of_line[i]]``, ranking
     ``slots[i, :lengths[i]]`` as indices into the collection's documents, −1 beyond its length)."""
 
@@ -63,31 +80,45 @@ class LogColumns:
     query_texts: dict[str, str]
     answered: np.ndarray        # per line: an answer that is not blank
     with_citations: np.ndarray  # per line: a citations field (an empty list counts)
-    kind: str = "log"
-    format: str = "jsonl"
-    notes: tuple[str, ...] = ()
-    what: str = "RAG log"
 
     def __len__(self) -> int:
         return int(self.query_of_line.size)
-
-    # named and identified as a RagLog is; this reader takes only files without blank lines, so the file's lines
-    # are the log's lines (file_lines None: identity counts len(self))
-    name = RagLog.name
-    identity = RagLog.identity
-    file_lines = None
 
     @property
     def ranking_lengths(self) -> tuple[int, int]:
         return int(self.lengths.min()), int(self.lengths.max())
 
-    @property
-    def has_answers(self) -> bool:
-        return bool(self.answered.any())
+    @classmethod
+    def of(cls, log: RagLog, collection: Collection) -> LogColumns:
+        """A loaded log's lines as these columns (its doc ids known to ``collection``): the audit reads every log
+        in one shape. ``query_texts`` holds each query's first logged text."""
+        index = {d: i for i, d in enumerate(collection.doc_ids)}
+        entries = log.entries
+        lengths = np.fromiter((len(e.ranking) for e in entries), dtype=np.int32, count=len(entries))
+        flat = np.fromiter((index[d] for e in entries for d in e.ranking), dtype=np.int32, count=int(lengths.sum()))
+        codes = {q: i for i, q in enumerate(log.query_ids)}
+        texts: dict[str, str] = {}
+        for entry in entries:
+            if entry.query:
+                texts.setdefault(entry.query_id, entry.query)
+        return cls(log.source, log.sha256, log.query_ids, np.array([codes[e.query_id] for e in entries]),
+                   padded_rows(flat, lengths, fill=-1, dtype=np.int32), lengths, texts,
+                   np.array([bool(e.answer) for e in entries], dtype=bool),
+                   np.array([e.citations is not None for e in entries], dtype=bool),
+                   kind=log.kind, format=log.format, notes=log.notes, what=log.what)
 
-    @property
-    def has_citations(self) -> bool:
-        return bool(self.with_citations.any())
+    def query_lines(self) -> list[np.ndarray]:
+        """Each query's lines (in file order), in the order of ``query_ids``."""
+        order = np.argsort(self.query_of_line, kind="stable")
+        return np.split(order, np.searchsorted(self.query_of_line[order], np.arange(1, len(self.query_ids))))
+
+
+def top_slots(rows: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` slots of each row, −1 beyond the row's width: a view when the rows are that wide (a large
+    log's slots are not copied)."""
+    if rows.shape[1] >= k:
+        return rows[:, :k]
+    return np.concatenate([rows, np.full((rows.shape[0], k - rows.shape[1]), -1, dtype=rows.dtype)], axis=1)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:

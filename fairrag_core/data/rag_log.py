@@ -94,7 +94,7 @@ class RagLog:
     @property
     def name(self) -> str:
         """The file's name (the last part of ``source``)."""
-        return os.path.basename(self.source) or self.source
+        return os.path.basename(self.source.rstrip(os.sep)) or self.source
 
     @property
     def what(self) -> str:

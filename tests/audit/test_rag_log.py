@@ -64,6 +64,7 @@ def test_exposure_and_relevance_by_hand(tiny, log_path):
     assert q2["ee_d_plug_in"] == pytest.approx(0.75) and 0.5 - 0.05 <= q2["ee_d"] <= 0.75 and np.isnan(q2["ee_r"])
     assert q2["query"] == "delta?" and q1["query"] == "first question"  # the log's text, else the collection's
     assert run.sources == ()
+    assert run.record.sampled_rankings == run.record.extra["rankings"] == 6  # the log's, not its last query's
 
 
 def test_logged_citations_by_hand(tiny, log_path):
