@@ -219,7 +219,6 @@ def _alphas(alphas: Sequence[float] | float) -> tuple[float, ...]:
 def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates], dict[str, str], list[str]]:
     """Per query (order of first appearance): the union of its served documents with their mean logged score;
     the queries skipped and why; notes on averaged scores and differing rankings."""
-    index = {d: i for i, d in enumerate(collection.doc_ids)}
     by_query: dict[str, list[LogEntry]] = {}
     for entry in log.entries:
         by_query.setdefault(entry.query_id, []).append(entry)
@@ -246,7 +245,7 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
             continue
         averaged += sum(len(set(values)) > 1 for values in logged.values())
         differing += len({e.ranking for e in entries}) > 1
-        replayed.append(_Candidates(qid, np.array([index[d] for d in logged], dtype=np.int64),
+        replayed.append(_Candidates(qid, np.array([collection.index_of(d) for d in logged], dtype=np.int64),
                                     np.array([sum(values) / len(values) for values in logged.values()])))
     if not replayed:
         first, why = next(iter(skipped.items()))
@@ -368,10 +367,8 @@ def _mean(values: np.ndarray, *, n_boot: int, level: float, seed: int) -> tuple[
 def _change(a: np.ndarray, b: np.ndarray, *, n_boot: int, n_permutations: int, level: float, seed: int
             ) -> tuple[float, float, float, float]:
     keep = np.isfinite(a) & np.isfinite(b)
-    if keep.sum() == 0:
-        return (math.nan,) * 4
     if keep.sum() < 2:
-        return float((a[keep] - b[keep]).mean()), math.nan, math.nan, math.nan
+        return float((a[keep] - b[keep]).mean()) if keep.any() else math.nan, math.nan, math.nan, math.nan
     test = paired_comparison(a[keep], b[keep], n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
     return test.difference.estimate, test.difference.low, test.difference.high, test.p_value
 
@@ -537,9 +534,8 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
     per_query, documents = _replay(queries, collection, grid, k=k_used, n_samples=n_samples, min_rel=min_rel,
                                    n_boot=n_boot, level=level, seed=seed)
     replayed = pd.Index([q.query_id for q in queries])
-    table = audit.table.set_index("query_id")
-    observed = table.loc[replayed].reset_index()[["query_id", "lines", "labelled", "m", "fairness_question", "ee_d",
-                                                   "ee_d_plug_in", "ee_r"]]
+    observed = audit.table.set_index("query_id").loc[replayed].reset_index()[
+        ["query_id", "lines", "labelled", "m", "fairness_question", "ee_d", "ee_d_plug_in", "ee_r"]]
     curve = _curve(per_query, observed, grid, n_boot=n_boot, n_permutations=n_permutations, level=level, seed=seed)
     labelled = labelled_queries(observed)
     labelled_only = 0 < len(labelled) < len(observed)  # the ledger's default scope (default_ledger_scope)
