@@ -138,7 +138,12 @@ class _Query:
         return raw_values(self.exposure(), self.target, zero_disparity_is_inf=quirk)
 
 
-def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettings) -> list[_Query]:
+def _prepare(run: RunLike, qrels: QrelsLike, settings: ExposureSettings, *, run_format: str, groups_by: str
+             ) -> tuple[ExposureSettings, list[_Query]]:
+    """The run and qrels loaded, ``settings`` with the step user's k resolved (:func:`with_depth`), and the qrels'
+    queries prepared."""
+    run, judgments = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
+    settings = with_depth(settings, run)
     prepared = []
     for qid, judged in judgments.relevance.items():
         docs = list(judged)
@@ -161,21 +166,16 @@ def _prepare(run: ServedRankings, judgments: Judgments, settings: ExposureSettin
             names: dict[str, int] = {}
             pairs = [(i, names.setdefault(g, len(names))) for i, d in enumerate(docs)
                      for g in judgments.groups[qid][d]]
-            member = np.zeros((len(docs), len(names)))
-            for i, g in pairs:
-                member[i, g] = 1.0
-            full = np.zeros((len(vocab), len(names)))
-            full[where] = member
-            group_target = target @ member
-            prepared.append(_Query(qid, len(docs), n_relevant, n_levels, len(names), group_target,
-                                   group_bounds(group_target, n_relevant, settings, n_judged=len(docs)),
-                                   ranked, relevant, full, settings))
+            member = np.zeros((len(vocab), len(names)))
+            member[where[[i for i, _ in pairs]], [g for _, g in pairs]] = 1.0
+            target = target @ member[where]
+            query_bounds = group_bounds(target, n_relevant, settings, n_judged=len(docs))
         else:
-            full_target = np.zeros(len(vocab))
-            full_target[where] = target
-            prepared.append(_Query(qid, len(docs), n_relevant, n_levels, None, full_target,
-                                   bounds(target, n_levels, settings), ranked, relevant, None, settings))
-    return prepared
+            member, query_bounds = None, bounds(target, n_levels, settings)
+            target = np.bincount(where, weights=target, minlength=len(vocab))  # over the V documents
+        prepared.append(_Query(qid, len(docs), n_relevant, n_levels, None if member is None else len(names), target,
+                               query_bounds, ranked, relevant, member, settings))
+    return settings, prepared
 
 
 def _settings(**kwargs) -> ExposureSettings:
@@ -260,10 +260,9 @@ def evaluate_rows(run: RunLike, qrels: QrelsLike, settings: ExposureSettings, *,
                   groups_by: str = "provider") -> list[dict]:
     """:func:`evaluate_run`'s rows as plain dicts (``query_id`` first), for callers that print them without pandas
     (``evaluate-run --trec-eval`` on a large run: pandas would add a quarter of a second to its start)."""
-    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
-    settings = with_depth(settings, loaded)
+    settings, queries = _prepare(run, qrels, settings, run_format=run_format, groups_by=groups_by)
     rows = []
-    for query in _prepare(loaded, judged, settings):
+    for query in queries:
         row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
                "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
                "in_run": query.in_run, "undefined": _undefined(query, settings)}
@@ -302,10 +301,9 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     n_boot = check_at_most(n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
                            fix="1,000 resamples are the usual number")
     rng = as_generator(seed)
-    loaded, judged = as_run(run, run_format=run_format), as_judgments(qrels, groups_by=groups_by)
-    settings = with_depth(_settings(**model), loaded)
+    settings, queries = _prepare(run, qrels, _settings(**model), run_format=run_format, groups_by=groups_by)
     rows = []
-    for query in _prepare(loaded, judged, settings):
+    for query in queries:
         point = _values(query, settings)
         if not query.in_run or query.n_samples == 1:
             why = "no interval: not in the run" if not query.in_run else "no interval: one sampled ranking"
@@ -362,10 +360,12 @@ def measured(table: pd.DataFrame, metric: str) -> np.ndarray:
     """The finite values of ``metric`` in an :func:`evaluate_run` table, without the queries where it is only
     expeval's stand-in (``undefined``)."""
     values = table[metric].to_numpy(dtype=float)
-    keep = np.isfinite(values)
-    if "undefined" in table:
-        keep &= ~table["undefined"].fillna("").str.split(",").map(lambda names: metric in names).to_numpy(bool)
-    return values[keep]
+    return values[np.isfinite(values) & (_defined(table, metric) if "undefined" in table else True)]
+
+
+def _defined(table: pd.DataFrame, metric: str) -> np.ndarray:
+    """Per row: ``metric`` is not among the query's ``undefined`` metrics (expeval's stand-ins)."""
+    return np.array([metric not in str(u).split(",") for u in table["undefined"]], dtype=bool)
 
 
 def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: int = 1000,
@@ -391,8 +391,7 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
     rows = []
     for metric in METRICS:
         # pairs where either value is only expeval's stand-in (equal bounds) compare nothing: left out
-        both = table_a.index[[metric not in str(u).split(",") for u in table_a["undefined"]]].intersection(
-            table_b.index[[metric not in str(u).split(",") for u in table_b["undefined"]]])
+        both = table_a.index[_defined(table_a, metric)].intersection(table_b.index[_defined(table_b, metric)])
         if both.empty:
             raise InvalidParameterError(f"no query has a measured {metric} in both runs (each is expeval's stand-in "
                                         "for equal bounds); use --bounds corrected or -U")
