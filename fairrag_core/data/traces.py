@@ -329,8 +329,8 @@ class _Wanted:
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
                       _RETRIEVAL_DOCS, _RERANKED_DOCS, *m.values()}
-        documents, messages = _document_keys(trace_map, "document."), ("message.content", "message.role", "content",
-                                                                        "role")
+        documents = _document_keys(trace_map, "document.")
+        messages = ("message.content", "message.role", "content", "role")
         self.parts = {_RETRIEVAL_DOCS: documents, _RERANKED_DOCS: documents, _LLM_MESSAGES: messages,
                       _GENAI_COMPLETION: messages}  # of the flat attributes {prefix}.{i}.{part}
 
@@ -413,11 +413,9 @@ def starts_like_export(path: str | os.PathLike) -> bool:
     return bool(_EXPORT_START.match("".join(texts).lstrip()))
 
 
-def _whole_document(path: Path) -> tuple[dict, int, str] | None:
-    """A pretty-printed export (one JSON object over many lines): the object, the file's lines and its sha256; None
-    when the file does not start like one (:func:`starts_like_export`)."""
-    if not starts_like_export(path):
-        return None
+def _whole_document(path: Path, read: dict) -> dict:
+    """A pretty-printed export (one JSON object over many lines, :func:`starts_like_export`), read whole; ``read``
+    gets the file's ``lines`` and ``sha256``."""
     digest = hashlib.sha256()
     texts: list[str] = []
     size, last, limit = 0, 0, max_line_bytes()
@@ -437,13 +435,12 @@ def _whole_document(path: Path) -> tuple[dict, int, str] | None:
                               "one JSON object, pretty-printed over the file or one per line", path=path) from None
     except (ValueError, RecursionError) as err:
         raise DataFormatError(f"unreadable JSON ({str(err).split(';')[0][:80]}); {_FIX}", path=path) from None
-    if not isinstance(obj, dict):
-        return None
-    where = lone_surrogate_field(text, obj)
+    where = lone_surrogate_field(text, obj)  # obj is a dict: the text starts with {
     if where is not None:
         raise DataFormatError(f"{where} holds a lone surrogate escape (\\ud800-\\udfff without its pair), which is "
                               "not text; fix the program that wrote the file to write valid UTF-8", path=path)
-    return obj, last, digest.hexdigest()
+    read.update(lines=last, sha256=digest.hexdigest())
+    return obj
 
 
 def _exports(path: Path, read: dict) -> Iterator[tuple[int | None, dict]]:
@@ -454,13 +451,9 @@ def _exports(path: Path, read: dict) -> Iterator[tuple[int | None, dict]]:
         for last, obj in json_lines(path, where=path, digest=digest):
             yield last, obj
     except DataFormatError as err:
-        if last or err.line is None:  # only a first line that is no JSON object may start a pretty-printed export
-            raise
-        whole = _whole_document(path)
-        if whole is None:
-            raise
-        obj, read["lines"], read["sha256"] = whole
-        yield None, obj
+        if last or err.line is None or not starts_like_export(path):
+            raise  # only a first line that is no JSON object may start a pretty-printed export
+        yield None, _whole_document(path, read)
         return
     read.update(lines=last, sha256=digest.hexdigest())
 
@@ -495,9 +488,7 @@ def _metadata(value: object) -> tuple[Mapping[str, object], bool]:
     instrumentations write Python's ``repr`` of a dict, which is read as a literal)."""
     if value is None:
         return _EMPTY, True
-    if isinstance(value, dict):
-        return MappingProxyType(value) if value else _EMPTY, True
-    parsed = _json_text(value)
+    parsed = _json_text(value)  # a dict stays itself
     if parsed is None and isinstance(value, str) and value.lstrip().startswith("{") and len(value) < 20_000:
         try:
             parsed = ast.literal_eval(value)
@@ -936,32 +927,28 @@ def load_provider_map(path: str | os.PathLike) -> dict[str, tuple[str, dict[str,
     rows: dict[str, tuple[str, dict[str, str]]] = {}
     header: list[str] | None = None
     for lineno, text in read_lines(path, where=path):
+        def bad(problem: str, lineno: int = lineno) -> DataFormatError:
+            return DataFormatError(problem, path=path, line=lineno)
         try:
-            cells = next(csv.reader([text]))
+            cells = [c.strip() for c in next(csv.reader([text]))]
         except (csv.Error, StopIteration) as err:
-            raise DataFormatError(f"unreadable CSV ({err}); write one row per line: doc_id,provider[,groups]",
-                                  path=path, line=lineno) from None
-        cells = [c.strip() for c in cells]
+            raise bad(f"unreadable CSV ({err}); write one row per line: doc_id,provider[,groups]") from None
         if header is None:
             names = [c.lower() for c in cells[:2]]
             categories = [c.removeprefix("group:").strip() for c in cells[2:]]
             if names != ["doc_id", "provider"] or not all(categories) or len(set(categories)) != len(categories):
-                raise DataFormatError("the first row must be the header doc_id,provider followed by one distinct "
-                                      f"name per group column (e.g. doc_id,provider,region), got {text[:80]!r}",
-                                      path=path, line=lineno)
+                raise bad("the first row must be the header doc_id,provider followed by one distinct name per group "
+                          f"column (e.g. doc_id,provider,region), got {text[:80]!r}")
             header = categories
             continue
         if len(cells) != 2 + len(header):
-            raise DataFormatError(f"{len(cells)} cell(s), the header has {2 + len(header)}; one cell per column",
-                                  path=path, line=lineno)
+            raise bad(f"{len(cells)} cell(s), the header has {2 + len(header)}; one cell per column")
         doc_id, provider = cells[0], cells[1]
         if not doc_id or not provider:
-            raise DataFormatError(f"{'doc_id' if not doc_id else 'provider'} is empty; name the document and who "
-                                  "provides it (a document the map leaves out is its own provider)",
-                                  path=path, line=lineno)
+            raise bad(f"{'doc_id' if not doc_id else 'provider'} is empty; name the document and who provides it (a "
+                      "document the map leaves out is its own provider)")
         if doc_id in rows:
-            raise DataFormatError(f"doc id {doc_id!r} is mapped twice; keep one row per document", path=path,
-                                  line=lineno)
+            raise bad(f"doc id {doc_id!r} is mapped twice; keep one row per document")
         rows[doc_id] = (provider, {c: g for c, g in zip(header, cells[2:]) if g})
     if header is None:
         raise DataFormatError("the provider map is empty; write the header doc_id,provider and one row per document",

@@ -359,6 +359,21 @@ def test_a_malformed_export_names_the_line_and_the_json_path(tmp_path):
      r"attributes\[0\]\.value: unknown attribute value type 'floatValue'"),
     (lambda e: e.update(resourceSpans=[], other=1) or e.pop("resourceSpans"),
      r"line 1: the export: an OTLP trace export is an object with \"resourceSpans\"; got the field\(s\) \['other'\]"),
+    (lambda e: e["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].__setitem__(0, 5),
+     r"spans\[0\]\.attributes\[0\]: expected a JSON object, got int"),
+    (lambda e: e["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0].update(key=3),
+     r"spans\[0\]\.attributes\[0\]\.key: expected the attribute's name as a string, got int"),
+    (lambda e: e["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0].update(
+        value={"kvlistValue": {"values": [{"key": "a", "value": {}}, {"key": None}]}}),
+     r"attributes\[0\]\.value\.kvlistValue\.values\[1\]\.key: expected the attribute's name as a string, got "
+     r"NoneType"),
+    (lambda e: e["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0].update(value=nested(33)),
+     r"attributes\[0\]\.value(\.kvlistValue\.values\[0\]\.value){33}: attribute values nested deeper than 32 "
+     r"levels"),
+    (lambda e: e["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(events=[
+        {"name": "gen_ai.content.completion", "attributes": [{"key": "gen_ai.completion",
+                                                              "value": {"boolValue": "yes"}}]}]),
+     r"spans\[0\]\.events\[0\]\.attributes\[0\]\.value\.boolValue: expected true or false, got 'yes'"),
 ])
 def test_malformed_exports(tmp_path, mutate, message):
     obj = export(*rag_trace("t1", "q1", ["d1"]))
@@ -366,6 +381,21 @@ def test_malformed_exports(tmp_path, mutate, message):
     path = write_lines(tmp_path, [obj])
     with pytest.raises(DataFormatError, match=message):
         load_traces(path)
+
+
+def nested(levels):
+    """A string inside ``levels`` nested kvlistValues: the string is ``levels`` deep."""
+    out = {"stringValue": "x"}
+    for _ in range(levels):
+        out = {"kvlistValue": {"values": [{"key": "k", "value": out}]}}
+    return out
+
+
+def test_attribute_values_may_nest_32_levels(tmp_path):
+    trace = rag_trace("t1", "q1", ["d1"])
+    trace[1]["attributes"].append({"key": "retrieval.documents.0.document.metadata", "value": nested(32)})
+    log = load_traces(write_lines(tmp_path, [export(*trace)]))
+    assert len(log.entries) == 1 and "k" in log.entries[0].doc_metadata[0]
 
 
 def test_a_pretty_printed_export_with_broken_json_says_where(tmp_path):
