@@ -10,14 +10,11 @@ Without ``--collection``, ``compare-runs QRELS RUN_A RUN_B`` is expeval's compar
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
 from dataclasses import replace
 from pathlib import Path
-
-import pandas as pd
 
 from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
 from ..audit.comparison_findings import with_findings
@@ -25,7 +22,7 @@ from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
 from ..errors import InvalidParameterError
 from ..seeds import derive_seed, new_seed
-from .common import keep_run, settings
+from .common import keep_run, print_json, records, settings
 
 __all__ = ["run_comparison", "STORED"]
 
@@ -40,9 +37,7 @@ def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path
             from ..audit.store import RunStore
 
             run_id = value[len(STORED):]
-            with RunStore(store_path) as store:
-                run = store.load(run_id)
-            systems += systems_of(run, label=f"{STORED}{run_id}")
+            systems += systems_of(RunStore(store_path).load(run_id), label=f"{STORED}{run_id}")
             continue
         served = load_served(value, collection=collection)
         audit = audit_served(served, collection, LogAuditConfig(
@@ -78,24 +73,17 @@ def run_comparison(args, out) -> int:
     kept.report()
     command = shlex.join(["python", "-m", "fairrag_core", *result.record.argv()])
     if args.json:
-        print(json.dumps({**kept.to_dict(), "config": result.record.to_dict(), "command": command,
-                          "findings": [f.to_dict() for f in result.findings],
-                          "metrics": _records(result.table), "shares": _records(result.documents)},
-                         indent=2, default=str), file=out)
-        return 0
+        return print_json({**kept.to_dict(), "config": result.record.to_dict(), "command": command,
+                           "findings": [f.to_dict() for f in result.findings],
+                           "metrics": records(result.table), "shares": records(result.documents)},
+                          out, indent=2, default=str)
     _print(result, out)
     if kept.run_id:
         print(f"\nSaved as run {kept.run_id} (python -m fairrag_core runs show {kept.run_id})", file=out)
     if getattr(args, "report", None) and not kept.problems:
         print(f"Report written to {args.report}", file=out)
-    for problem in kept.problems:
-        print(f"\nNot kept: {problem}", file=out)
-    print(f"Reproduce with: {command}", file=out)
+    print(*(f"\nNot kept: {problem}" for problem in kept.problems), f"Reproduce with: {command}", sep="\n", file=out)
     return 0
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return json.loads(frame.to_json(orient="records")) if not frame.empty else []
 
 
 def comparison_report(result: Comparison, collection) -> str:
