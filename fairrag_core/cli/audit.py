@@ -245,9 +245,8 @@ def _cmd_evaluate(args, out) -> int:
                    "queries": records(reported.reset_index()),
                    "mean": None if summary is None else records(summary.reset_index()),
                    "skipped_queries": skipped, "notes": notes, "command": command,
-                   "intervals": records(intervals.reset_index())}
-        if awrf is not None:
-            payload["awrf"] = records(awrf.reset_index())
+                   "intervals": records(intervals.reset_index()),
+                   **({"awrf": records(awrf.reset_index())} if awrf is not None else {})}
         return print_json(payload, out, indent=2)
     _print_report(run, judgments, model, table, summary, intervals, awrf, notes, opts, command, out)
     return 0
@@ -298,9 +297,7 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
     if awrf is not None:
         print("\nTREC Fair 2022 measures (mean over each query's samples):", file=out)
         print(awrf.round(4).to_string(), file=out)
-    for note in notes:
-        print(f"Note: {note}", file=out)
-    print(f"Reproduce: {command}", file=out)
+    print(*(f"Note: {note}" for note in notes), f"Reproduce: {command}", sep="\n", file=out)
 
 
 def _cmd_compare(args, out) -> int:
