@@ -47,7 +47,6 @@ from ..data import Collection
 from ..data.identity import audit_inputs
 from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..data.rag_log import RagLog, load_served
-from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import line_intervals
@@ -363,14 +362,14 @@ def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, c
     """Add expeval's normalised metrics under ``config.user_model`` for the queries the collection judges."""
     import pandas as pd
 
-    labelled = {q: r for q, r in log.rankings().items() if q in collection.qrels}
+    labelled: dict[str, list[list[str]]] = {}  # {query_id: [ranking per line]}
+    for entry in log.entries:
+        if entry.query_id in collection.qrels:
+            labelled.setdefault(entry.query_id, []).append(list(entry.ranking))
     extra = pd.DataFrame(columns=list(EXPEVAL_COLUMNS.values()))
-    if labelled:
-        kwargs = {"patience": config.patience}
-        if config.user_model is UserModel.GERR:
-            kwargs["utility"] = config.utility
-        values = evaluate_run(ServedRankings.from_lists(labelled, run_id="log"), collection,
-                              user_model=config.user_model.value, **kwargs)
+    if labelled:  # rbp ignores the utility
+        values = evaluate_run(labelled, collection, user_model=config.user_model.value, patience=config.patience,
+                              utility=config.utility)
         extra = values[list(EXPEVAL_COLUMNS)].rename(columns=EXPEVAL_COLUMNS)
     return table.merge(extra, left_on="query_id", right_index=True, how="left")
 
@@ -384,12 +383,11 @@ def _lines_table(log: RagLog, slots: np.ndarray, doc_ids: np.ndarray, cited: np.
             return None
         return tuple(doc_ids[slots[i][verdicts[i] & (slots[i] >= 0)]])
 
+    entries, kept = log.entries, ("line", "query_id", "session", "timestamp", "query", "answer")
     return pd.DataFrame({
-        "line": [e.line for e in log.entries], "query_id": [e.query_id for e in log.entries],
-        "session": [e.session for e in log.entries], "timestamp": [e.timestamp for e in log.entries],
-        "query": [e.query for e in log.entries], "answer": [e.answer for e in log.entries],
+        **{name: [getattr(e, name) for e in entries] for name in kept},
         "shown": [tuple(doc_ids[row[row >= 0]]) for row in slots],
-        "cited": [picked(cited, i) if log.entries[i].citations is not None else None for i in range(len(log))],
-        "entailed": [picked(entailed, i) if log.entries[i].answer else None for i in range(len(log))],
+        "cited": [picked(cited, i) if e.citations is not None else None for i, e in enumerate(entries)],
+        "entailed": [picked(entailed, i) if e.answer else None for i, e in enumerate(entries)],
         "cited_outside": cited_outside,
     })

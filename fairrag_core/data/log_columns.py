@@ -97,10 +97,7 @@ class LogColumns(ColumnLog):
         lengths = np.fromiter((len(e.ranking) for e in entries), dtype=np.int32, count=len(entries))
         flat = np.fromiter((index[d] for e in entries for d in e.ranking), dtype=np.int32, count=int(lengths.sum()))
         codes = {q: i for i, q in enumerate(log.query_ids)}
-        texts: dict[str, str] = {}
-        for entry in entries:
-            if entry.query:
-                texts.setdefault(entry.query_id, entry.query)
+        texts = {e.query_id: e.query for e in reversed(entries) if e.query}  # the first text is written last
         return cls(log.source, log.sha256, log.query_ids, np.array([codes[e.query_id] for e in entries]),
                    padded_rows(flat, lengths, fill=-1, dtype=np.int32), lengths, texts,
                    np.array([bool(e.answer) for e in entries], dtype=bool),

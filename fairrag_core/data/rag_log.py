@@ -148,13 +148,6 @@ class RagLog:
         return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)),
                    sha256=run.sha256, kind="run", format=run.format.value, file_lines=run.n_lines)
 
-    def rankings(self) -> dict[str, list[list[str]]]:
-        """``{query_id: [ranking per line]}`` (e.g. for :meth:`ServedRankings.from_lists`)."""
-        out: dict[str, list[list[str]]] = {}
-        for entry in self.entries:
-            out.setdefault(entry.query_id, []).append(list(entry.ranking))
-        return out
-
     def check_against(self, collection: Collection) -> None:
         """Raise :class:`DataFormatError` when a ranking or a citation names a doc id ``collection`` lacks.
 
