@@ -250,13 +250,6 @@ def _number(value: object) -> float | None:
     return None
 
 
-def _double(value: object, at: str, where: _Where) -> float:
-    number = _number(value)
-    if number is None:
-        raise where.bad(at, f"expected a number (or \"NaN\", \"Infinity\"), got {value!r:.40}")
-    return number
-
-
 def _any_value(value: object, at: str, where: _Where, depth: int = 0) -> object:
     """An OTLP ``AnyValue`` as a Python value (``{}`` is None; ``kvlistValue`` a dict; ``bytesValue`` its base64)."""
     if depth > _MAX_DEPTH:
@@ -279,7 +272,10 @@ def _any_value(value: object, at: str, where: _Where, depth: int = 0) -> object:
     if kind == "intValue":
         return _int(inner, here, where)
     if kind == "doubleValue":
-        return _double(inner, here, where)
+        number = _number(inner)
+        if number is None:
+            raise where.bad(here, f"expected a number (or \"NaN\", \"Infinity\"), got {inner!r:.40}")
+        return number
     if kind == "arrayValue":
         values = _list(_object(inner, here, where), "values", here, where)
         return [_any_value(v, f"{here}.values[{i}]", where, depth + 1) for i, v in enumerate(values)]
