@@ -239,39 +239,19 @@ def _cmd_evaluate(args, out) -> int:
     command = _command("evaluate-run", [(QRELS, args.qrels), (RUN, args.run)], model, opts,
                        *(["--json"] if args.json else []))
     if args.json:
-        payload = {"run": {"run_id": run.run_id, "format": run.format.value, "source": run.source,
-                           "queries": len(run), "lines": run.n_lines},
-                   "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
-                   "queries": records(reported.reset_index()),
-                   "mean": None if summary is None else records(summary.reset_index()),
-                   "skipped_queries": skipped, "notes": notes, "command": command,
-                   "intervals": records(intervals.reset_index()),
-                   **({"awrf": records(awrf.reset_index())} if awrf is not None else {})}
-        return print_json(payload, out, indent=2)
-    _print_report(run, judgments, model, table, summary, intervals, awrf, notes, opts, command, out)
-    return 0
-
-
-def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
-    """Per query the estimate of each metric (:func:`bootstrap_run`'s, inside its interval), ``<metric>_low``,
-    ``<metric>_high`` and ``<metric>_plug_in`` (expeval's value); a metric that is only expeval's stand-in for the
-    query (``undefined``) is NaN throughout."""
-    out = table.drop(columns=list(METRICS)).copy()
-    for metric in METRICS:
-        part = intervals.xs(metric, level="metric").reindex(table.index)
-        stand_in = np.array([metric in str(u).split(",") for u in table["undefined"]], dtype=bool)
-        for name, column in ((metric, "estimate"), (f"{metric}_low", "low"), (f"{metric}_high", "high"),
-                             (f"{metric}_plug_in", "plug_in")):
-            out[name] = part[column].where(~stand_in)
-    return out
-
-
-def _print_report(run, judgments, settings, table, summary, intervals, awrf, notes, opts, command, out) -> None:
+        return print_json({"run": {"run_id": run.run_id, "format": run.format.value, "source": run.source,
+                                   "queries": len(run), "lines": run.n_lines},
+                           "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
+                           "queries": records(reported.reset_index()),
+                           "mean": None if summary is None else records(summary.reset_index()),
+                           "skipped_queries": skipped, "notes": notes, "command": command,
+                           "intervals": records(intervals.reset_index()),
+                           **({"awrf": records(awrf.reset_index())} if awrf is not None else {})}, out, indent=2)
     samples = sorted({int(n) for n in table["n_samples"] if n})
     print(f"Run {run.run_id} ({run.format.value}, {len(run)} queries, {run.n_lines} ranked lines; samples per query: "
           f"{', '.join(map(str, samples[:3])) + (' …' if len(samples) > 3 else '') or 'none'}) judged by "
           f"{judgments.source}", file=out)
-    print(f"User model {_describe(settings)}; {len(table)} judged queries\n", file=out)
+    print(f"User model {_describe(model)}; {len(table)} judged queries\n", file=out)
     if summary is not None:
         print(f"Mean over queries of the estimates below (disparity and difference bias-corrected; {opts.level:.0%} "
               f"percentile bootstrap interval over {summary['n_queries'].iloc[0]} queries):", file=out)
@@ -298,6 +278,21 @@ def _print_report(run, judgments, settings, table, summary, intervals, awrf, not
         print("\nTREC Fair 2022 measures (mean over each query's samples):", file=out)
         print(awrf.round(4).to_string(), file=out)
     print(*(f"Note: {note}" for note in notes), f"Reproduce: {command}", sep="\n", file=out)
+    return 0
+
+
+def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """Per query the estimate of each metric (:func:`bootstrap_run`'s, inside its interval), ``<metric>_low``,
+    ``<metric>_high`` and ``<metric>_plug_in`` (expeval's value); a metric that is only expeval's stand-in for the
+    query (``undefined``) is NaN throughout."""
+    out = table.drop(columns=list(METRICS)).copy()
+    for metric in METRICS:
+        part = intervals.xs(metric, level="metric").reindex(table.index)
+        stand_in = np.array([metric in str(u).split(",") for u in table["undefined"]], dtype=bool)
+        for name, column in ((metric, "estimate"), (f"{metric}_low", "low"), (f"{metric}_high", "high"),
+                             (f"{metric}_plug_in", "plug_in")):
+            out[name] = part[column].where(~stand_in)
+    return out
 
 
 def _cmd_compare(args, out) -> int:
