@@ -27,7 +27,7 @@ from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..errors import DataFormatError
 from ..metrics.bootstrap import COLLAPSE_LINES_FROM, distinct_rows
 
-__all__ = ["SHARD_SUFFIXES", "log_shards", "QueryAggregate", "ShardAggregate", "LogAggregate",
+__all__ = ["SHARD_SUFFIXES", "log_shards", "QueryAggregate", "LogAggregate",
            "aggregate_shard", "merge_aggregates", "served_exposure"]
 
 
@@ -50,46 +50,36 @@ def log_shards(path: str | os.PathLike) -> list[Path]:
 
 @dataclass(frozen=True)
 class QueryAggregate:
-    """One query in one shard (or merged): its lines, first text, distinct top-k sets (sorted rows of collection
-    indices, −1 for an empty slot) with their counts, and — for a small query — its lines in order."""
+    """One query in one shard (or merged): its lines, distinct top-k sets (sorted rows of collection indices, −1 for
+    an empty slot) with their counts, and — for a small query — its lines in order."""
 
     query_id: str
     n_lines: int
-    text: str | None
     rows: np.ndarray
     counts: np.ndarray
     ordered: np.ndarray | None
 
 
-@dataclass(frozen=True)
-class ShardAggregate:
-    """A shard's queries (in order of first appearance), its identity and what the audit asks of a whole log."""
-
-    name: str
-    sha256: str
-    n_lines: int
-    queries: tuple[QueryAggregate, ...]
-    ranking_lengths: tuple[int, int]
-
-
-def aggregate_shard(columns: LogColumns, n_docs: int, k: int | None = None) -> ShardAggregate:
-    """Aggregate one shard per query (module docstring). ``n_docs``: the collection's size; ``k``: the audit's k
-    when it was given (rankings are cut to it before their sets are taken), None for the longest ranking."""
+def aggregate_shard(columns: LogColumns, n_docs: int, k: int | None = None) -> LogAggregate:
+    """Aggregate one shard per query (module docstring), as a log of one shard. ``n_docs``: the collection's size;
+    ``k``: the audit's k when it was given (rankings are cut to it before their sets are taken), None for the longest
+    ranking."""
     slots = columns.slots[:, :k] if k is not None else columns.slots
     queries = []
     for qid, lines in zip(columns.query_ids, columns.query_lines()):
         block = slots[lines]
         rows, counts = distinct_rows(np.sort(block, axis=1), n_docs)
-        queries.append(QueryAggregate(qid, int(block.shape[0]), columns.query_texts.get(qid), rows, counts,
+        queries.append(QueryAggregate(qid, int(block.shape[0]), rows, counts,
                                       block.copy() if block.shape[0] < COLLAPSE_LINES_FROM else None))
-    return ShardAggregate(columns.name, columns.sha256, len(columns), tuple(queries), columns.ranking_lengths)
+    return LogAggregate(columns.source, columns.sha256, len(columns), columns.query_ids, columns.query_texts,
+                        tuple(queries), columns.ranking_lengths)
 
 
 @dataclass(frozen=True)
 class LogAggregate(ColumnLog):
-    """A whole log as its shards' merged aggregates: what :func:`~fairrag_core.audit.rag_log.audit_served` reads
-    for an exposure-only audit (the attributes of :class:`~fairrag_core.data.log_columns.LogColumns` it uses, and
-    each query's exposure)."""
+    """A whole log as its shards' merged aggregates (or one shard aggregated): what
+    :func:`~fairrag_core.audit.rag_log.audit_served` reads for an exposure-only audit (the attributes of
+    :class:`~fairrag_core.data.log_columns.LogColumns` it uses, and each query's exposure)."""
 
     source: str
     sha256: str
@@ -128,15 +118,18 @@ def served_exposure(rows: np.ndarray, counts: np.ndarray | None = None
     return served, local, counts, eps
 
 
-def merge_aggregates(parts: Sequence[ShardAggregate], source: str | os.PathLike, n_docs: int) -> LogAggregate:
+def merge_aggregates(parts: Sequence[LogAggregate], source: str | os.PathLike, n_docs: int) -> LogAggregate:
     """The shards' aggregates as one log, in shard order: queries in order of first appearance over the log, each
     query's rows and counts summed over its shards, its lines kept in order only while the log holds fewer than
     :data:`~fairrag_core.metrics.bootstrap.COLLAPSE_LINES_FROM` of them; the sha256 of the shards' manifest."""
     merged: dict[str, list[QueryAggregate]] = {}
+    texts: dict[str, str] = {}  # each query's first text over the shards
     for part in parts:
         for query in part.queries:
             merged.setdefault(query.query_id, []).append(query)
-    queries, texts = [], {}
+        for qid, text in part.query_texts.items():
+            texts.setdefault(qid, text)
+    queries = []
     for qid, pieces in merged.items():
         n = sum(p.n_lines for p in pieces)
         width = max(p.rows.shape[1] for p in pieces)
@@ -145,10 +138,7 @@ def merge_aggregates(parts: Sequence[ShardAggregate], source: str | os.PathLike,
         ordered = None
         if n < COLLAPSE_LINES_FROM:  # every piece kept its lines (each has fewer)
             ordered = np.concatenate([top_slots(p.ordered, width) for p in pieces])
-        text = next((p.text for p in pieces if p.text), None)
-        if text:
-            texts[qid] = text
-        queries.append(QueryAggregate(qid, n, text, rows, counts, ordered))
+        queries.append(QueryAggregate(qid, n, rows, counts, ordered))
     manifest = "".join(f"{part.name} {part.sha256}\n" for part in parts)
     return LogAggregate(str(source), hashlib.sha256(manifest.encode()).hexdigest(), sum(p.n_lines for p in parts),
                         tuple(merged), texts, tuple(queries),
