@@ -74,8 +74,7 @@ class System:
     def _rows(self, frame: pd.DataFrame) -> pd.DataFrame:
         if self.alpha is None or "alpha" not in frame:
             return frame
-        return frame[np.isclose(frame["alpha"].astype(float), self.alpha, equal_nan=False)
-                     | (np.isinf(frame["alpha"].astype(float)) & math.isinf(self.alpha))]
+        return frame[np.isclose(frame["alpha"].astype(float), self.alpha)]  # α = ∞ is close to itself
 
     @property
     def source(self) -> str | None:
@@ -273,9 +272,8 @@ def compare_systems(systems: Sequence[System], collection: Collection, config: C
                          "difference": test.difference.estimate, "low": test.difference.low,
                          "high": test.difference.high, "p_value": test.p_value, "n_queries": test.n_queries,
                          "test": test.test})
-        for row, adjusted in zip(rows, holm_adjust(np.array([r["p_value"] for r in rows]))):
-            row["p_holm"] = adjusted
-        metric_rows += rows
+        adjusted = holm_adjust(np.array([r["p_value"] for r in rows]))
+        metric_rows += [{**row, "p_holm": p} for row, p in zip(rows, adjusted)]
         sys_docs = system.documents()
         groups = pd.Index(sorted({group_of[d] for d in pd.concat([sys_docs, base_docs])["doc_id"]}))
         counts = resample_counts(len(shared), config.n_boot, rng)
