@@ -548,10 +548,9 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
         eligible = dict(zip(recommendation.per_alpha["alpha"].astype(float), recommendation.per_alpha["eligible"]))
         curve["eligible"] = [eligible.get(a) if s == "sampled" else None for s, a in zip(curve["system"],
                                                                                           curve["alpha"])]
-    undefined = {}
-    if not np.isfinite(observed["ee_r"].to_numpy(float)).any():
-        undefined["ee_r"] = ("no replayed query has relevance labels with a useful document in the collection "
-                             "(documents from the log have none); EE-R needs labels")
+    undefined = {} if curve["judged_queries"].iloc[0] else {"ee_r": (  # no query with a finite EE-R as served
+        "no replayed query has relevance labels with a useful document in the collection (documents from the log "
+        "have none); EE-R needs labels")}
     fewest, most = min(q.docs.size for q in queries), max(q.docs.size for q in queries)
     notes = [f"k = {k_used} (the audit's), N = {n_samples} sampled rankings per query and α; logged candidates per "
              f"query: {fewest}" + (f"–{most}" if most > fewest else ""), *notes]
@@ -604,17 +603,15 @@ def _ee_r_clause(row: pd.Series) -> str:
             f"({row['ee_r'] - change:.3f} → {row['ee_r']:.3f}{within})")
 
 
-def _focus(result: WhatIf) -> tuple[float | None, str]:
+def _focus(result: WhatIf, served: pd.Series, sampled: pd.DataFrame) -> tuple[float | None, str]:
     """The α the findings describe, and how the headline introduces it: the recommended α; else the fairest finite α
     of the grid (lowest mean EE-D) when it is fairer than the system as served; else None."""
     chosen = result.recommended_alpha
     if chosen is not None:
         return chosen, (f": the recommender's pick, the fairest α whose mean EE-R stays within "
                         f"{percent(result.tolerance)} of the system as served")
-    curve = result.curve
-    served = curve.loc[curve["system"] == AS_SERVED, "ee_d"].iloc[0]
-    finite = curve[(curve["system"] == "sampled") & np.isfinite(curve["alpha"].astype(float))]
-    if finite.empty or finite["ee_d"].min() >= served:
+    finite = sampled[np.isfinite(sampled["alpha"].astype(float))]
+    if finite.empty or finite["ee_d"].min() >= served["ee_d"]:
         return None, ""
     fairest = float(finite.loc[finite["ee_d"].idxmin(), "alpha"])
     why = ("without relevance labels the recommender has no quality metric" if result.recommendation is None else
@@ -638,7 +635,7 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
     sampled = curve[curve["system"] == "sampled"]
     common = {"level": level, "alpha": alpha_test, "n_queries": int(served["queries"]),
               "n_lines": int(result.observed["lines"].sum())}
-    chosen, why = _focus(result)
+    chosen, why = _focus(result, served, sampled)
     if chosen is None:
         points_text = "; ".join(f"{row.label}: {row.ee_d:.3f}" for row in sampled.itertuples())
         text = (f"{result.recommendation_text} The disparity curve: EE-D {served['ee_d']:.3f} as served; "
@@ -661,9 +658,8 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
                      reference=_ci(served["ee_d"], served["ee_d_low"], served["ee_d_high"], level),
                      relative=relative, p_value=p, test="paired sign-flip test over queries", family="what-if",
                      **common)]
-    shares = result.shares
     metric = f"retrieval share (α = {chosen:g} − {AS_SERVED})"
-    for by, part in shares[shares["alpha"] == chosen].groupby("by", sort=False):
+    for by, part in result.shares[result.shares["alpha"] == chosen].groupby("by", sort=False):
         noun = group_noun(by)
         by_size = part.reindex(part["change"].abs().sort_values(ascending=False).index)
         moved = by_size[by_size["p_holm"].notna() & (by_size["p_holm"] <= alpha_test)]
