@@ -72,9 +72,9 @@ _SCHEMA = (
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.*?) \(PID (?P<pid>\d+)\)")
 _FILE_NAMED = re.compile(r'(?:Cannot open|Could not write|Could not read|Could not truncate|Could not sync) file '
                          r'"(?P<file>[^"]+)"')
-# The operating system's words for a read-only place and a full disk, as DuckDB passes them on (strerror).
-_READ_ONLY_WORDS = (os.strerror(errno.EACCES), os.strerror(errno.EPERM), os.strerror(errno.EROFS))
-_FULL_WORDS = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+# The operating system's codes for a read-only place and a full disk, and its words for them as DuckDB passes them on.
+_READ_ONLY_CODES, _FULL_CODES = (errno.EACCES, errno.EPERM, errno.EROFS), (errno.ENOSPC, errno.EDQUOT)
+_READ_ONLY_WORDS, _FULL_WORDS = tuple(map(os.strerror, _READ_ONLY_CODES)), tuple(map(os.strerror, _FULL_CODES))
 _OTHER_STORE = "save to another store with --store PATH or $FAIRRAG_RUNS"
 
 
@@ -148,12 +148,10 @@ def _mount_of(path: Path) -> str:
 
 def _store_error(path: Path, text: str, *, doing: str, code: int | None = None) -> StoreError:
     """The :class:`StoreError` for a failure (DuckDB's message, or an OSError's ``errno``) with its real fix."""
-    read_only = code in (errno.EACCES, errno.EPERM, errno.EROFS) or any(w in text for w in _READ_ONLY_WORDS)
-    full = code in (errno.ENOSPC, errno.EDQUOT) or any(w in text for w in _FULL_WORDS)
-    if full:
+    if code in _FULL_CODES or any(w in text for w in _FULL_WORDS):
         return StoreFullError(f"the disk holding the run store {path} is full ({text}): free space on "
                               f"{_mount_of(path)}, or {_OTHER_STORE}")
-    if read_only:
+    if code in _READ_ONLY_CODES or any(w in text for w in _READ_ONLY_WORDS):
         named = _FILE_NAMED.search(text)
         blocked = Path(named["file"]) if named else path
         if blocked == path and path.exists():
@@ -215,7 +213,7 @@ class RunStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT):
+            if err.errno in _READ_ONLY_CODES + _FULL_CODES:
                 raise _store_error(self.path, f"cannot create {err.filename or self.path.parent}: {err.strerror}",
                                    doing="create", code=err.errno) from None
             raise StoreError(f"cannot create the folder of the run store {self.path} ({err.strerror}); set "
@@ -234,7 +232,7 @@ class RunStore:
                         f"the run store {self.path} has been in use by {_holder(err)} for more than "
                         f"{self.timeout:g} s. Wait for that process to finish (a sweep or audit saving its run "
                         "takes seconds; an old app or Python session holding the file open needs to be closed), "
-                        "or save to another store with --store PATH or $FAIRRAG_RUNS") from None
+                        f"or {_OTHER_STORE}") from None
                 _log.debug("run store %s held by %s; retrying in %.2f s", self.path, _holder(err), pause)
                 if not waited_loudly and self.timeout - left > 1.0:
                     _log.warning("waiting for the run store %s, held by %s (up to %g s)", self.path, _holder(err),
@@ -253,8 +251,7 @@ class RunStore:
         lock = _process_lock(self.path)
         if not lock.acquire(timeout=self.timeout):
             raise StoreBusyError(f"the run store {self.path} has been in use by another thread of this process for "
-                                 f"more than {self.timeout:g} s; wait for that operation to finish, or save to another "
-                                 "store with --store PATH or $FAIRRAG_RUNS")
+                                 f"more than {self.timeout:g} s; wait for that operation to finish, or {_OTHER_STORE}")
         try:
             con = self._open()
             try:
@@ -309,8 +306,7 @@ class RunStore:
         same run, such as the what-if replay of a log audit run from the app. The numbers of the run are untouched.
         With ``owner``, only that owner's runs can be changed."""
         with self._connection(write=True) as con:
-            record = self._record(con, run_id, owner)
-            data = record.to_dict()
+            data = self._record(con, run_id, owner).to_dict()
             data["extra"] = {**data.get("extra", {}), key: value}
             con.execute("UPDATE runs SET config = ? WHERE run_id = ?", [json.dumps(data), run_id])
 
