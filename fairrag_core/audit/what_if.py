@@ -271,12 +271,11 @@ def _resolve_audit(log: RagLog, collection: Collection, audit: LogAuditRun | Non
                    ) -> LogAuditRun:
     """The log audit that gives the as-served values: ``audit`` (its settings must agree with the ones given), or
     a fresh one with these settings and no attribution."""
-    if audit is None:
-        config = LogAuditConfig(k=k, min_rel=1 if min_rel is None else min_rel,
-                                n_boot=1000 if n_boot is None else n_boot, level=0.95 if level is None else level,
-                                seed=new_seed() if seed is None else check_seed(seed),
-                                attribution=AttributionSource.NONE)
-        return audit_served(log, collection, config)
+    if audit is None:  # a setting left None takes LogAuditConfig's default
+        given = {"k": k, "min_rel": min_rel, "n_boot": n_boot, "level": level}
+        return audit_served(log, collection, LogAuditConfig(**{n: v for n, v in given.items() if v is not None},
+                                                            seed=new_seed() if seed is None else check_seed(seed),
+                                                            attribution=AttributionSource.NONE))
     config, record = audit.record.config, audit.record
     if record.extra.get("log_sha256") and log.sha256 and record.extra["log_sha256"] != log.sha256:
         raise InvalidParameterError("the audit is of another log (its sha256 differs); pass the audit of this log, "
