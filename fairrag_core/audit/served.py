@@ -277,10 +277,8 @@ def unjudged_queries(run: RunLike, qrels: QrelsLike, *, binarize: bool = False, 
     """Queries of the run that expeval skips: not in the qrels, or without a judged document there."""
     settings = ExposureSettings(binarize=binarize, complete=complete)
     loaded, judged = as_run(run), as_judgments(qrels, groups_by=groups_by)
-    kept = set()
-    for qid, grades in judged.relevance.items():
-        if np.any(~np.isnan(judged_grades(np.array(list(grades.values()), dtype=float), settings))):
-            kept.add(qid)
+    kept = {qid for qid, grades in judged.relevance.items()
+            if not np.isnan(judged_grades(np.array(list(grades.values()), dtype=float), settings)).all()}
     return [q for q in loaded.query_ids if q not in kept]
 
 

@@ -115,7 +115,7 @@ def top_slots(rows: np.ndarray, k: int) -> np.ndarray:
     log's slots are not copied)."""
     if rows.shape[1] >= k:
         return rows[:, :k]
-    return np.concatenate([rows, np.full((rows.shape[0], k - rows.shape[1]), -1, dtype=rows.dtype)], axis=1)
+    return np.pad(rows, ((0, 0), (0, k - rows.shape[1])), constant_values=-1)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
