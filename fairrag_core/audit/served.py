@@ -18,6 +18,7 @@ the p-value of a paired randomization test.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -33,7 +34,7 @@ from ..data.demo import DEMO_COLLECTIONS
 from ..data.judgments import Judgments, judgments_from_collection, load_judgments
 from ..data.served import QueryRankings, ServedRankings, load_run
 from ..errors import InvalidParameterError
-from ..metrics.bootstrap import resample_counts
+from ..metrics.bootstrap import resample_counts, unbiased_squared_norm
 from ..metrics.expeval import (
     METRICS,
     ExposureSettings,
@@ -290,9 +291,10 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
     (``query_id``, ``metric``): ``plug_in`` (the :func:`evaluate_run` value), ``estimate`` (the value printed
     with the interval, inside it), ``low``, ``high``, ``level``, ``method``. Relevance is linear in ε: plug-in
     with a percentile interval. Disparity and difference are quadratic: their plug-in is biased upward by
-    ``Σ_d Var(ε̂_d)``, so they come bias-corrected (``2θ̂ − median θ*``) with the basic interval, floored at the
-    metric's least possible value. A query with one sample, or absent from the run, has no interval: ``low`` and
-    ``high`` are NaN and ``estimate`` is the plug-in (resampling one ranking always gives it back).
+    ``Σ_d Var(ε̂_d)``, so they come bias-corrected — the unbiased estimate from ‖ε‖²'s U-statistic over the samples
+    (:func:`~fairrag_core.metrics.bootstrap.unbiased_squared_norm`: the same number for every seed) — with the basic
+    interval, floored at the metric's least possible value. A query with one sample, or absent from the run, has no
+    interval: ``low`` and ``high`` are NaN and ``estimate`` is the plug-in (resampling one ranking gives it back).
     """
     import pandas as pd
 
@@ -311,14 +313,20 @@ def bootstrap_run(run: RunLike, qrels: QrelsLike, *, n_boot: int = 1000, level: 
             continue
         weights = resample_counts(query.n_samples, n_boot, rng) / query.n_samples
         draws = resampled_values(query.matrix, query.target, weights)
+        # the quadratic metrics' estimates: unbiased, from ‖ε‖²'s U-statistic (the same for every seed)
+        squared = unbiased_squared_norm(query.matrix)
+        relevance = float(query.exposure() @ query.target)
+        unbiased = {"disparity": squared, "difference": squared - 2.0 * relevance + float(query.target @ query.target)}
         if settings.normalize:
             draws = {m: query.bounds[m].normalise(draws[m]) for m in METRICS}
+            unbiased = {m: float(query.bounds[m].normalise(v)) for m, v in unbiased.items()}
         for metric in METRICS:
             if metric == "relevance":
                 ci = percentile_interval(point[metric], draws[metric], level=level)
             else:
                 floor = float(query.bounds[metric].normalise(0.0)) if settings.normalize else 0.0
-                ci = bias_corrected_interval(point[metric], draws[metric], level=level, bounds=(floor, np.inf))
+                ci = bias_corrected_interval(point[metric], draws[metric], level=level, bounds=(floor, np.inf),
+                                             unbiased=unbiased[metric] if math.isfinite(point[metric]) else None)
             rows.append({"query_id": query.query_id, "metric": metric, "plug_in": ci.plug_in, "estimate": ci.estimate,
                          "low": ci.low, "high": ci.high, "level": ci.level, "method": ci.method_text,
                          "n_samples": query.n_samples})

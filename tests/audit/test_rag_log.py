@@ -54,14 +54,14 @@ def test_exposure_and_relevance_by_hand(tiny, log_path):
     run = audit_rag_log(log_path, tiny, LogAuditConfig(attribution="none", seed=0))
     q1, q2 = _row(run, "q1"), _row(run, "q2")
     # q1: ε = d1 1, d2 .5, d3 .5 → plug-in ‖ε‖²/k = 1.5/2; the exact unbiased value Σc(c−1)/(N(N−1))/k = 16/12/2,
-    # and EE-D (bias-corrected, the one shown everywhere) lies between them, inside its interval
+    # and EE-D (bias-corrected, the one shown everywhere) is that unbiased value, inside its interval
     assert q1["ee_d_plug_in"] == pytest.approx(0.75)
-    assert 2 / 3 - 0.05 <= q1["ee_d"] <= 0.75 and q1["ee_d_low"] <= q1["ee_d"] <= q1["ee_d_high"]
+    assert q1["ee_d"] == pytest.approx(16 / 12 / 2) and q1["ee_d_low"] <= q1["ee_d"] <= q1["ee_d_high"]
     # target: m = 2 ≤ k → useful 1, others 0; ⟨ε, ε*⟩ / m = (1 + .5) / 2
     assert q1["ee_r"] == pytest.approx(0.75) and q1["m"] == 2 and q1["fairness_question"]
     assert (q1["lines"], q1["providers_reached"], q1["documents_reached"]) == (4, 2, 3)
     # q2: ε = d5 .5, d6 1, d4 .5; no labels
-    assert q2["ee_d_plug_in"] == pytest.approx(0.75) and 0.5 - 0.05 <= q2["ee_d"] <= 0.75 and np.isnan(q2["ee_r"])
+    assert q2["ee_d_plug_in"] == pytest.approx(0.75) and q2["ee_d"] == pytest.approx(2 / 2 / 2) and np.isnan(q2["ee_r"])
     assert q2["query"] == "delta?" and q1["query"] == "first question"  # the log's text, else the collection's
     assert run.sources == ()
     assert run.record.sampled_rankings == run.record.extra["rankings"] == 6  # the log's, not its last query's

@@ -152,6 +152,19 @@ def test_bootstrap_run_intervals_contain_their_estimates(inputs):
     assert (plain["method"] == "no interval: one sampled ranking").sum() > 0
 
 
+def test_bootstrap_run_estimates_are_unbiased_and_the_same_for_every_seed():
+    # rbp, p = 0.5: exposures 1, .5, .25 by rank. Samples (a, b, c) and (b, a, c): Σ_{i≠j} ⟨x_i, x_j⟩ = 2 (.5 + .5 +
+    # .0625) over N(N − 1) = 2 → disparity 1.0625 (plug-in 1.1875); difference 1.0625 − 2·1.125 + ‖ε*‖² (1.125) =
+    # −0.0625, floored at its least value 0 (plug-in 0.0625)
+    qrels = parse_judgments("q1 0 a 1\nq1 0 b 1\nq1 0 c 0\n")
+    run = {"q1": [["a", "b", "c"], ["b", "a", "c"]]}
+    tables = [bootstrap_run(run, qrels, user_model="rbp", normalize=False, n_boot=200, seed=s) for s in (0, 1)]
+    for table in tables:
+        assert table.loc[("q1", "disparity"), ["plug_in", "estimate"]].tolist() == pytest.approx([1.1875, 1.0625])
+        assert table.loc[("q1", "difference"), ["plug_in", "estimate"]].tolist() == pytest.approx([0.0625, 0.0])
+        assert table.loc[("q1", "relevance"), "estimate"] == pytest.approx(1.125)
+
+
 def test_bootstrap_over_samples_covers_the_policy_value():
     # uniform policy over 30 documents, rbp: the exact ε_d = (Σ_{i<5} p^i)/30 for every d
     docs = [f"d{i}" for i in range(30)]

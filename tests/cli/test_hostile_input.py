@@ -123,7 +123,8 @@ def test_audit_log_of_one_query_and_no_citations(tmp_path):
     assert query["ear_cited"] == 0.0 and query["eae_d_cited"] is None
     summary = {row["metric"]: row for row in payload["summary"]}
     assert "eae_d_cited" not in summary  # no query has a value: no headline
-    assert summary["ee_d"]["estimate"] == pytest.approx(0.75)  # ε = (.5, 1, .5), ‖ε‖²/k = 1.5/2
+    # ε = (.5, 1, .5): plug-in ‖ε‖²/k = 1.5/2; shown, the unbiased Σ c(c − 1)/(N(N − 1))/k = (0 + 2 + 0)/2/2
+    assert summary["ee_d"]["estimate"] == pytest.approx(0.5) and query["ee_d_plug_in"] == pytest.approx(0.75)
     assert summary["ee_d"]["low"] is None and summary["ee_d"]["high"] is None  # one query: no interval over queries
     assert "one query" in summary["ee_d"]["note"]
     for ledger in payload["ledgers"].values():
