@@ -310,8 +310,8 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
     """Per (query, α): EE-D (bias-corrected, with its interval over the N rankings) and EE-R; per (query, α,
     candidate): the exposure. Queries with as many candidates are sampled in one batch (in chunks that keep the
     work arrays near :data:`_CHUNK_ENTRIES`), and their EE-D bootstrapped in one product: the kernel of
-    :func:`~fairrag_core.metrics.bootstrap.exposure_intervals` (``counts @ incidence``, then ``2θ̂ − median θ*``
-    with the basic interval), with one set of resampling counts over the N rankings per α, shared by the queries
+    :func:`~fairrag_core.metrics.bootstrap.exposure_intervals` (``counts @ incidence``; the unbiased estimate with
+    the basic interval), with one set of resampling counts over the N rankings per α, shared by the queries
     (each query's estimate reads only its own rankings)."""
     weights = [_relevance_weights(collection, q.query_id, q.docs, k, min_rel) for q in queries]
     sizes: dict[int, list[int]] = {}
@@ -337,9 +337,13 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
                 draws = draws.reshape(n_boot, len(part), n)
                 plug_ins = (exposures * exposures).sum(axis=1) / k
                 resampled = (draws * draws).sum(axis=2).T / k  # (queries, B)
+                # ‖ε‖²'s U-statistic (metrics.bootstrap.unbiased_squared_norm): each ranking shows k_q documents once,
+                # so Σ_i ‖x_i‖² = N k_q and the unbiased EE-D is (N ‖ε̂‖² − k_q) / ((N − 1) k)
+                unbiased = (n_samples * plug_ins * k - k_q) / ((n_samples - 1) * k) if n_samples > 1 else plug_ins
                 for j, i in enumerate(part):
                     w, m = weights[i]
-                    ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level, bounds=(0.0, 1.0))
+                    ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level, bounds=(0.0, 1.0),
+                                                   unbiased=float(unbiased[j]))
                     rows.append((queries[i].query_id, alpha, n, k_q, ee_d.estimate, ee_d.low, ee_d.high,
                                  ee_d.plug_in, float(exposures[j] @ w) if w is not None else math.nan, m))
                 ids = doc_ids[np.stack([queries[i].docs for i in part])].ravel()

@@ -61,6 +61,20 @@ def test_alpha_zero_is_uniform_and_every_alpha_matches_exact_plackett_luce(two_q
     assert np.allclose(sums, 2.0)
 
 
+def test_the_replayed_ee_d_is_the_unbiased_estimate_of_its_rankings(two_queries, six):
+    # as everywhere: Σ_d c_d(c_d − 1)/(N(N − 1))/k over the N replayed rankings, i.e. (N ‖ε̂‖² − k)/((N − 1) k) when
+    # every ranking fills its k slots; the same for any bootstrap (n_boot), below the plug-in, inside its interval
+    n = 50
+    results = [what_if_sampling(two_queries, six, alphas=(1,), n_samples=n, seed=3, n_boot=b) for b in (100, 300)]
+    for result in results:
+        for row in result.per_query.itertuples():
+            eps = np.array(list(_exposure(result, 1.0).values()))
+            eps = eps[[d in ("abc" if row.query_id == "q1" else "def") for d in _exposure(result, 1.0)]]
+            assert row.ee_d == pytest.approx((n * eps @ eps - 2) / ((n - 1) * 2))
+            assert row.ee_d < row.ee_d_plug_in and row.ee_d_low <= row.ee_d <= row.ee_d_high
+    assert results[0].per_query["ee_d"].tolist() == results[1].per_query["ee_d"].tolist()
+
+
 def test_alpha_inf_is_the_deterministic_ranking_by_mean_logged_score(six):
     log = _log([("q1", "ab", (3.0, 2.0)), ("q1", "cb", (2.5, 0.5))])  # b: mean 1.25, below c
     result = what_if_sampling(log, six, alphas=(math.inf,), n_samples=50, seed=0, n_boot=100)
