@@ -290,17 +290,17 @@ def summarise_exposure(
                            undefined)
 
 
-def ee_d_estimate(rankings: np.ndarray, n_items: int, *, n_boot: int = 1000, seed: SeedLike = None) -> float:
+def ee_d_estimate(rankings: np.ndarray, n_items: int) -> float:
     """The one EE-D number the package shows for a policy sampled N times: the bias-corrected estimate of
-    :func:`bootstrap_exposure_ci` (the unbiased estimate, inside its basic interval); with a single ranking, its
-    plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d`` column, as the pages, the
-    CLI and the reports show it.
+    :func:`bootstrap_exposure_ci` — :func:`unbiased_ee_disparity` clipped to [0, 1], which needs no resampling —;
+    with a single ranking, its plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d``
+    column, as the pages, the CLI and the reports show it.
 
-    >>> ee_d_estimate(np.array([[0, 1]]), 4)
-    1.0
+    >>> ee_d_estimate(np.array([[0, 1]]), 4), ee_d_estimate(np.array([[0, 1], [2, 3]]), 4)
+    (1.0, 0.0)
     """
     arr = _check_rankings(rankings, n_items)
     if arr.shape[0] < 2:
         return ee_disparity(expected_exposure(arr, n_items), arr.shape[1])
-    return bootstrap_exposure_ci(arr, n_items, n_boot=n_boot, seed=seed)[0].estimate
+    return float(np.clip(unbiased_ee_disparity(arr, n_items), 0.0, 1.0))
 

@@ -124,7 +124,6 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
         seed=np.random.default_rng([plan.seed, a_index]),
     )
     rows, documents = [], []
-    boot = np.random.default_rng([plan.seed, a_index, 1])  # EE-D's bias correction: its own stream, after sampling
     for q_index, query_id in enumerate(plan.query_ids):
         eps = expected_exposure(rankings[q_index], n_cand)
         lab = plan.useful[q_index]
@@ -137,7 +136,7 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
                 "n": n_cand,
                 "m": int(lab.sum()),
                 "fairness_question": bool(lab.sum() > 1),
-                "ee_d": ee_d_estimate(rankings[q_index], n_cand, seed=boot),
+                "ee_d": ee_d_estimate(rankings[q_index], n_cand),
                 "ee_d_plug_in": ee_disparity(eps, config.k),
                 "ee_r": ee_relevance(eps, lab, config.k) if lab.any() else np.nan,  # m = 0: undefined
                 "providers_reached": int(np.unique(reached).size),
