@@ -61,16 +61,13 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     """
     if "doc_id" not in documents or "exposure" not in documents:
         raise InvalidParameterError("the documents table needs the columns doc_id and exposure")
-    owner = collection.owners(by)
+    group_of = dict(zip(collection.doc_ids, collection.owners(by)))
     unknown_ids = set(documents["doc_id"]) - set(collection.doc_ids)
     if unknown_ids:
         raise InvalidParameterError(f"{len(unknown_ids)} doc_id(s) are not in {collection.name!r}, e.g. "
                                     f"{sorted(unknown_ids)[:3]}; audit with the collection the run used")
-    group_of = dict(zip(collection.doc_ids, owner))
-    frame = documents.assign(group=documents["doc_id"].map(group_of))
-    for column in ("attributed_exposure", "target_exposure"):
-        if column not in frame:
-            frame[column] = np.nan
+    frame = documents.assign(group=documents["doc_id"].map(group_of),
+                             **{c: np.nan for c in ("attributed_exposure", "target_exposure") if c not in documents})
     ledger = frame.groupby("group", sort=False).agg(
         documents=("doc_id", "nunique"),
         retrieval_exposure=("exposure", "sum"),

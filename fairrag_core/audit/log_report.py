@@ -53,7 +53,7 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     boot = {"n_boot": config.n_boot, "level": config.level, "seed": run.record.seed}
     specs = [("ee_d", "EE-D", "every query", "lower = fairer"),
              ("ee_r", "EE-R", "queries with relevance labels", "higher = better")]
-    model = config.user_model if hasattr(config, "user_model") else UserModel.STEP
+    model = getattr(config, "user_model", UserModel.STEP)
     if model is not UserModel.STEP:
         name = f"{model.value}, patience {config.patience:g}" + (f", utility {config.utility:g}"
                                                                   if model is UserModel.GERR else "")
@@ -114,7 +114,6 @@ def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", s
     labelled = labelled_queries(run.table)
     every_query_labelled = len(labelled) == len(run.table)
     rows = documents[documents["query_id"].isin(set(labelled))] if labelled_only else documents
-    rows = rows.drop(columns=[c for c in ("attributed_exposure",) if c in rows])
     rows = rows.assign(attributed_exposure=rows[f"{source}_exposure"] if source else np.nan)
     if not (labelled_only or every_query_labelled):
         rows = rows.assign(target_exposure=np.nan)

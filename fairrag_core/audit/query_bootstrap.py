@@ -59,9 +59,7 @@ def percentile_bounds(point: np.ndarray, draws: np.ndarray, level: float) -> tup
 
 def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:
     draws = draws[np.isfinite(draws)]
-    if draws.size == 0:
-        return percentile_interval(estimate, [estimate], level=level)
-    return percentile_interval(estimate, draws, level=level)
+    return percentile_interval(estimate, draws if draws.size else [estimate], level=level)
 
 
 def _check(n_boot: int, level: float) -> tuple[int, float]:
@@ -136,24 +134,18 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     n_q, n_g = int(query_codes.max()) + 1, len(group_names)
     weights = resample_counts(n_q, n_boot, seed)
     out = pd.DataFrame({"group": list(group_names)})
+    for name in ("retrieval_share", "attributed_share", "target_share", "share_gap", "attributed_gap"):
+        out[f"{name}_low"] = out[f"{name}_high"] = np.nan  # NaN unless measured below
     if n_q < 2:
-        for name in ("retrieval_share", "attributed_share", "target_share", "share_gap", "attributed_gap"):
-            out[f"{name}_low"] = out[f"{name}_high"] = np.nan
         return out
-
-    def per_query(column: str) -> np.ndarray | None:
-        if column not in documents or not documents[column].notna().any():
-            return None
-        matrix = np.zeros((n_q, n_g))
-        np.add.at(matrix, (query_codes, group_codes), documents[column].fillna(0.0).to_numpy(dtype=np.float64))
-        return matrix
-
     resampled = {}
     for name, column in (("retrieval_share", "exposure"), ("attributed_share", "attributed_exposure"),
                          ("target_share", "target_exposure")):
-        matrix = per_query(column)
-        if matrix is None or matrix.sum() <= 0:
-            out[f"{name}_low"] = out[f"{name}_high"] = np.nan
+        if column not in documents or not documents[column].notna().any():
+            continue
+        matrix = np.zeros((n_q, n_g))  # per query and group
+        np.add.at(matrix, (query_codes, group_codes), documents[column].fillna(0.0).to_numpy(dtype=np.float64))
+        if matrix.sum() <= 0:
             continue
         point, draws = pooled_shares(matrix.sum(axis=0)), pooled_shares(weights @ matrix)
         resampled[name] = (point, draws)
@@ -164,6 +156,4 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
         if share in resampled and "target_share" in resampled:
             (p_s, d_s), (p_t, d_t) = resampled[share], resampled["target_share"]
             out[f"{gap}_low"], out[f"{gap}_high"] = percentile_bounds(p_s - p_t, d_s - d_t, level)
-        else:
-            out[f"{gap}_low"] = out[f"{gap}_high"] = np.nan
     return out

@@ -182,16 +182,6 @@ def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: A
     return np.array([[v.cited for v in row] for row in verdicts], dtype=bool).reshape(slots.shape)
 
 
-def _padded(local: np.ndarray, n_local: int) -> tuple[np.ndarray, int]:
-    """Local item indices with empty slots (-1) turned into distinct dummy items beyond ``n_local``."""
-    if (local >= 0).all():
-        return local, n_local
-    out = local.copy()
-    holes = np.flatnonzero(out.ravel() < 0)
-    out.ravel()[holes] = n_local + np.arange(holes.size)
-    return out, n_local + holes.size
-
-
 def _vector(values: np.ndarray, k: int) -> np.ndarray:
     """Exposure of the served documents, zero-padded to at least k entries (the metrics check k ≤ n)."""
     return np.pad(values, (0, max(0, k - values.size)))
@@ -279,7 +269,8 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
                "lines": columns.queries[q].n_lines if aggregated else lines.size, "k": k, "labelled": qid in labelled,
                "m": np.nan, "fairness_question": False, "ee_d": ee_d,  # bias-corrected below
                "ee_d_plug_in": ee_d, "ee_r": np.nan, "documents_reached": served.size,
-               "providers_reached": int(np.unique(providers[served]).size)}
+               "providers_reached": int(np.unique(providers[served]).size),
+               "ee_d_low": np.nan, "ee_d_high": np.nan, "ee_r_low": np.nan, "ee_r_high": np.nan}
         part = {"doc_ids": doc_ids[served], "exposure": eps, "target": np.full(served.size, np.nan)}
         relevance_weights = None
         if qid in labelled:
@@ -293,7 +284,6 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
                 target = target_exposure(useful, k)
                 relevance_weights = target[served] / (target @ target)
                 part = {"doc_ids": doc_ids, "exposure": full, "target": target}
-        row.update(ee_d_low=np.nan, ee_d_high=np.nan, ee_r_low=np.nan, ee_r_high=np.nan)
         if row["lines"] > 1:
             row.update(line_intervals(local, served.size, k, rng, config.n_boot, config.level, relevance_weights,
                                       multiplicity=counts))
@@ -309,8 +299,8 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
             row[f"{name}_lines"] = int(keep.sum())
             if not keep.any():
                 continue
-            rect_a, n_a = _padded(local[keep], served.size)
-            eps_a = attributed_exposure(rect_a, verdicts[lines][keep], n_a)[:served.size]
+            empty_to_dummy = np.where(local[keep] >= 0, local[keep], served.size)  # one item past the served
+            eps_a = attributed_exposure(empty_to_dummy, verdicts[lines][keep], served.size + 1)[:served.size]
             row[f"ear_{name}"] = expected_attribution_rate(verdicts[lines][keep])
             # nothing attributed for this query: EAE-D is undefined (NaN), not a "fair" 0
             row[f"eae_d_{name}"] = eae_disparity(_vector(eps_a, k), k) if eps_a.any() else np.nan

@@ -134,10 +134,6 @@ class _Query:
         mean = expected_exposure(self.ranked.positions, self.relevant, self.settings)
         return mean if self.member is None else mean @ self.member
 
-    def raw(self, settings: ExposureSettings) -> dict[str, float]:
-        quirk = settings.groups and not settings.corrected
-        return raw_values(self.exposure(), self.target, zero_disparity_is_inf=quirk)
-
 
 def _prepare(run: RunLike, qrels: QrelsLike, settings: ExposureSettings, *, run_format: str, groups_by: str
              ) -> tuple[ExposureSettings, list[_Query]]:
@@ -197,7 +193,9 @@ def _undefined(query: _Query, settings: ExposureSettings) -> str:
 
 
 def _values(query: _Query, settings: ExposureSettings) -> dict[str, float]:
-    raw = query.raw(settings) if query.in_run else missing_values(query.bounds, query.target, settings)
+    quirk = settings.groups and not settings.corrected  # expeval's util.l2: no mass is +inf (group mode)
+    raw = (raw_values(query.exposure(), query.target, zero_disparity_is_inf=quirk) if query.in_run
+           else missing_values(query.bounds, query.target, settings))
     if not settings.normalize:
         return raw
     return {m: float(query.bounds[m].normalise(raw[m])) for m in METRICS}
