@@ -187,8 +187,7 @@ class RunStore:
     """Save, list, load and delete runs in a DuckDB file (created on first use), safely from several processes.
 
     ``timeout``: seconds an operation waits while another process holds the file (default
-    :data:`DEFAULT_TIMEOUT`). The object holds no connection; :meth:`close` and ``with`` are kept for callers
-    written when it did.
+    :data:`DEFAULT_TIMEOUT`). The object holds no connection; ``with`` is kept for callers written when it did.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -196,14 +195,11 @@ class RunStore:
         self.timeout = float(timeout)
         self._schema_ready = False
 
-    def close(self) -> None:
-        """Nothing to release: every operation closes its own connection."""
-
     def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        """Nothing to release: every operation closes its own connection."""
 
     # -- connections ------------------------------------------------------------------------------------------
     def _open(self):
