@@ -38,7 +38,7 @@ import hashlib
 import numbers
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -46,7 +46,7 @@ from ..checks import max_log_lines
 from ..errors import DataFormatError
 from .collection import Collection
 from .loaders import json_lines
-from .served import ServedRankings
+from .served import ServedRankings, load_run
 from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
 
 __all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_SUFFIXES", "LOG_FIELDS",
@@ -138,15 +138,13 @@ class RagLog:
         >>> [(e.query_id, e.ranking) for e in log.entries]
         [('q1', ('a', 'b')), ('q1', ('b', 'c'))]
         """
-        def scores(ranked, s: int, depth: int) -> tuple[float, ...] | None:  # the run's score column, when kept
-            return None if ranked.scores is None else tuple(float(x) for x in ranked.scores[s, :depth])
-
-        entries = [LogEntry(line=0, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id},
-                            scores=scores(ranked, s, len(sample)))
-                   for qid, ranked in run.queries.items()
-                   for s, (sample_id, sample) in enumerate(zip(ranked.sample_ids, ranked.samples()))]
-        return cls(run.source or run.run_id, tuple(replace(e, line=i) for i, e in enumerate(entries, start=1)),
-                   sha256=run.sha256, kind="run", format=run.format.value, file_lines=run.n_lines)
+        samples = ((qid, ranked.scores, s, sample_id, sample) for qid, ranked in run.queries.items()
+                   for s, (sample_id, sample) in enumerate(zip(ranked.sample_ids, ranked.samples())))
+        entries = tuple(LogEntry(line=line, query_id=qid, ranking=tuple(sample), metadata={"sample": sample_id},
+                                 scores=None if scores is None else tuple(scores[s, :len(sample)].tolist()))
+                        for line, (qid, scores, s, sample_id, sample) in enumerate(samples, start=1))
+        return cls(run.source or run.run_id, entries, sha256=run.sha256, kind="run", format=run.format.value,
+                   file_lines=run.n_lines)
 
     def check_against(self, collection: Collection) -> None:
         """Raise :class:`DataFormatError` when a ranking or a citation names a doc id ``collection`` lacks.
@@ -338,8 +336,6 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
     ('run', 'trec', 3, 2, [('d1', 'd2'), ('d2',)])
     >>> os.remove(f.name)
     """
-    from .served import load_run
-
     path = Path(path)
     if path.name.lower().endswith(LOG_SUFFIXES):
         return load_rag_log(path, collection=collection, trace_map=trace_map)
