@@ -111,36 +111,29 @@ class Collection:
     def __post_init__(self) -> None:
         if not self.documents:
             raise InvalidParameterError(f"collection {self.name!r} has no documents; add at least one")
-        seen: set[str] = set()
-        for doc in self.documents:
-            if doc.doc_id in seen:
-                raise InvalidParameterError(f"duplicate doc_id {doc.doc_id!r}; every document needs a unique id")
-            seen.add(doc.doc_id)
-        qids: set[str] = set()
-        for query in self.queries:
-            if query.query_id in qids:
-                raise InvalidParameterError(f"duplicate query_id {query.query_id!r}; every query needs a unique id")
-            qids.add(query.query_id)
+        query_ids = [q.query_id for q in self.queries]
+        for ids, what, item in ((self.doc_ids, "doc_id", "document"), (query_ids, "query_id", "query")):
+            seen: set[str] = set()
+            for i in ids:
+                if i in seen:
+                    raise InvalidParameterError(f"duplicate {what} {i!r}; every {item} needs a unique id")
+                seen.add(i)
         for qid, judged in self.qrels.items():
-            unknown = [d for d in judged if d not in seen]
-            if unknown:
-                raise InvalidParameterError(
-                    f"qrels for query {qid!r} name unknown doc ids {unknown[:5]}; fix the ids or add the documents"
-                )
-        by_id = {q.query_id: q for q in self.queries}
+            self._check_doc_ids(judged, f"qrels for query {qid!r} name")
         for qid, per_aspect in self.aspect_qrels.items():
-            if qid not in by_id:
+            if qid not in self._queries_by_id:
                 raise InvalidParameterError(f"aspect judgements name unknown query {qid!r}; add the query or drop them")
+            n_aspects = len(self._queries_by_id[qid].aspects)
             for index, doc_ids in per_aspect.items():
-                if not 0 <= index < len(by_id[qid].aspects):
-                    raise InvalidParameterError(
-                        f"aspect judgements of query {qid!r} name aspect {index}, but it has "
-                        f"{len(by_id[qid].aspects)} aspect(s); aspect indices start at 0"
-                    )
-                unknown = [d for d in doc_ids if d not in seen]
-                if unknown:
-                    raise InvalidParameterError(f"aspect judgements of query {qid!r} name unknown doc ids "
-                                                f"{unknown[:5]}; fix the ids or add the documents")
+                if not 0 <= index < n_aspects:
+                    raise InvalidParameterError(f"aspect judgements of query {qid!r} name aspect {index}, but it has "
+                                                f"{n_aspects} aspect(s); aspect indices start at 0")
+                self._check_doc_ids(doc_ids, f"aspect judgements of query {qid!r} name")
+
+    def _check_doc_ids(self, doc_ids: Iterable[str], who: str) -> None:
+        unknown = [d for d in doc_ids if d not in self._index]
+        if unknown:
+            raise InvalidParameterError(f"{who} unknown doc ids {unknown[:5]}; fix the ids or add the documents")
 
     # -- lookups -------------------------------------------------------------------------------
     def __len__(self) -> int:
