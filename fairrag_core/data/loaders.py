@@ -41,7 +41,7 @@ from .collection import Aspect, Collection, Document, Query
 from .demo import DEMO_COLLECTIONS, demo_folder
 from .fields import SURROGATE_FIX, ascii_int, lone_surrogate_field
 from .files import Digest, check_upload, read_lines
-from .identity import collection_sha256
+from .identity import COLLECTION_PARTS, collection_sha256
 
 __all__ = ["load_corpus", "load_queries", "load_qrels", "load_aspect_qrels", "load_collection", "read_lines",
            "json_lines", "check_upload"]
@@ -106,6 +106,13 @@ def _optional_str(obj: Mapping, key: str, path: Path, line: int) -> str:
     return value.strip()
 
 
+def _known_fields(obj: Mapping, allowed: set[str], path: Path, line: int, hint: str = "") -> None:
+    unknown = set(obj) - allowed
+    if unknown:
+        raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}{hint}", path=path,
+                              line=line)
+
+
 def _check_unique(seen: dict[str, int], key: str, what: str, path: Path, line: int) -> None:
     if key in seen:
         raise DataFormatError(
@@ -146,14 +153,7 @@ def _corpus_from_jsonl(path: Path) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
     for line, obj in json_lines(path):
-        unknown = set(obj) - _CORPUS_FIELDS
-        if unknown:
-            raise DataFormatError(
-                f"unknown field(s) {sorted(unknown)}; allowed: {sorted(_CORPUS_FIELDS)} "
-                "(put fairness labels inside \"groups\": {\"region\": ...})",
-                path=path,
-                line=line,
-            )
+        _known_fields(obj, _CORPUS_FIELDS, path, line, ' (put fairness labels inside "groups": {"region": ...})')
         docs.append(_document(obj, path, line, seen, functools.partial(_json_groups, obj, path, line)))
     return docs
 
@@ -270,10 +270,7 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
     queries: list[Query] = []
     seen: dict[str, int] = {}
     for line, obj in json_lines(path):
-        unknown = set(obj) - _QUERY_FIELDS
-        if unknown:
-            raise DataFormatError(f"unknown field(s) {sorted(unknown)}; allowed: {sorted(_QUERY_FIELDS)}",
-                                  path=path, line=line)
+        _known_fields(obj, _QUERY_FIELDS, path, line)
         qid = _required_str(obj, "query_id", path, line, fix="every query needs a unique query_id")
         text = _required_str(obj, "text", path, line, fix="every query needs its text")
         answer = _optional_str(obj, "answer", path, line) or None
@@ -342,14 +339,11 @@ def load_qrels(path: str | os.PathLike, *, doc_ids: Iterable[str] | None = None,
     return qrels
 
 
-def _find(folder: Path, stem: str, suffixes: tuple[str, ...]) -> Path | None:
-    """The first ``stem + suffix`` in ``folder`` that exists as anything (a FIFO, a link to a device or a folder
-    too: its loader then says what it is, rather than the collection silently lacking it)."""
-    for suffix in suffixes:
-        candidate = folder / f"{stem}{suffix}"
-        if candidate.is_symlink() or candidate.exists():
-            return candidate
-    return None
+def _find(folder: Path, names: tuple[str, ...]) -> Path | None:
+    """The first of ``names`` in ``folder`` that exists as anything (a FIFO, a link to a device or a folder too: its
+    loader then says what it is, rather than the collection silently lacking it)."""
+    candidates = (folder / name for name in names)
+    return next((path for path in candidates if path.is_symlink() or path.exists()), None)
 
 
 def load_collection(name_or_path: str | os.PathLike) -> Collection:
@@ -365,18 +359,16 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
             f"no collection {str(name_or_path)!r}: use one of {', '.join(DEMO_COLLECTIONS)} "
             "or a folder with corpus.jsonl (or corpus.csv), queries.jsonl and qrels.txt"
         )
-    corpus_path = _find(folder, "corpus", (".jsonl", ".csv"))
-    if corpus_path is None:
+    paths = {part: _find(folder, names) for part, names in COLLECTION_PARTS}
+    if paths["corpus"] is None:
         raise UnknownCollectionError(f"{folder} has no corpus.jsonl or corpus.csv")
-    docs = load_corpus(corpus_path)
-    queries_path = _find(folder, "queries", (".jsonl",))
-    queries = load_queries(queries_path) if queries_path else []
-    qrels_path = _find(folder, "qrels", (".txt", ".qrels"))
-    qrels = (load_qrels(qrels_path, doc_ids=[d.doc_id for d in docs], query_ids=[q.query_id for q in queries])
-             if qrels_path else {})
-    aspects_path = _find(folder, "aspect_qrels", (".tsv",))
-    aspect_qrels = (load_aspect_qrels(aspects_path, queries=queries, doc_ids=[d.doc_id for d in docs])
-                    if aspects_path else {})
+    docs = load_corpus(paths["corpus"])
+    doc_ids = [d.doc_id for d in docs]
+    queries = load_queries(paths["queries"]) if paths["queries"] else []
+    qrels = (load_qrels(paths["qrels"], doc_ids=doc_ids, query_ids=[q.query_id for q in queries])
+             if paths["qrels"] else {})
+    aspect_qrels = (load_aspect_qrels(paths["aspect_qrels"], queries=queries, doc_ids=doc_ids)
+                    if paths["aspect_qrels"] else {})
     source = str(name_or_path) if str(name_or_path) in DEMO_COLLECTIONS else str(folder.resolve())
     return Collection(folder.name, tuple(docs), tuple(queries), qrels, aspect_qrels, source=source,
                       sha256=collection_sha256(folder))
