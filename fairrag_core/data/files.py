@@ -86,12 +86,6 @@ def _file_budget() -> _Budget:
                    "split it, or raise the limit with FAIRRAG_MAX_FILE_MB")
 
 
-def _upload_budget() -> _Budget:
-    return _Budget(max_upload_bytes(), "the upload", "the app accepts",
-                   "load a larger collection from its folder with the CLI (--collection PATH), or raise the limit "
-                   "with FAIRRAG_MAX_UPLOAD_MB")
-
-
 def read_lines(source: os.PathLike | bytes, *, where: object = None, digest: Digest | None = None,
                comments: bool = False) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a data file (a path) or of an upload's bytes, as ``(line_number, text)``.
@@ -153,7 +147,9 @@ def file_sha256(path: os.PathLike) -> str:
 def check_upload(name: str, data: bytes) -> None:
     """Refuse an uploaded file above ``$FAIRRAG_MAX_UPLOAD_MB`` (default 50 MB) before it is written or parsed; a
     gzipped upload is inflated as a stream (nothing kept) and refused once its content passes the same limit."""
-    budget = _upload_budget()
+    budget = _Budget(max_upload_bytes(), "the upload", "the app accepts",
+                     "load a larger collection from its folder with the CLI (--collection PATH), or raise the limit "
+                     "with FAIRRAG_MAX_UPLOAD_MB")
     for _ in _inflate(_raw_chunks(data, name, budget, None), name, budget):
         pass
 
