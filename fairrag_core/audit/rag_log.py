@@ -166,12 +166,11 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, attributor:
     return source
 
 
-def _judge(log: RagLog, collection: Collection, slots: np.ndarray, attributor: Attributor,
+def _judge(log: RagLog, collection: Collection, texts: dict[str, str], slots: np.ndarray, attributor: Attributor,
            progress: Callable[[int, int], None] | None, policy: CitationPolicy) -> np.ndarray:
     """``(lines, k)`` verdicts: the slot's document supports the line's answer under the citation rule ``policy`` —
-    the same judging step as the Playground's (:func:`~fairrag_core.rag.judging.judge_answers`), with each line's
-    query as the question and the judge's context. A degenerate answer is not judged when the rule skips it."""
-    texts = {q.query_id: q.text for q in collection.queries}
+    the Playground's judging step (:func:`~fairrag_core.rag.judging.judge_answers`), with each line's query (else
+    ``texts``') as the question and the judge's context. A degenerate answer is not judged when the rule skips it."""
     items = []
     for i, entry in enumerate(log.entries):
         question = entry.query or texts.get(entry.query_id) or ""
@@ -237,6 +236,7 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
         eligible = {"cited": columns.with_citations, "entailed": columns.answered}
         query_lines = columns.query_lines()
     cited = entailed = None
+    texts = {x.query_id: x.text for x in collection.queries}
     cited_outside: list[tuple[str, ...]] = [()] * (len(log) if isinstance(log, RagLog) else 0)
     if source in (AttributionSource.LOGGED, AttributionSource.BOTH):
         cited = np.zeros(slots.shape, dtype=bool)
@@ -251,14 +251,13 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
                          "in no attribution metric (see the lines table)")
     judged_pairs = 0
     if source in (AttributionSource.JUDGE, AttributionSource.BOTH):
-        entailed = _judge(log, collection, slots, attributor, progress, config.citation_policy)
+        entailed = _judge(log, collection, texts, slots, attributor, progress, config.citation_policy)
         judged_pairs = int((slots[columns.answered] >= 0).sum())
 
     query_ids = columns.query_ids
     providers = collection.providers
     doc_ids = np.array(collection.doc_ids, dtype=object)
     labelled = set(collection.qrels)
-    texts = {x.query_id: x.text for x in collection.queries}
     rows, doc_parts = [], []
     for q, qid in enumerate(query_ids):
         lines = None if aggregated else query_lines[q]

@@ -50,13 +50,7 @@ from ..metrics.expeval import (
     resampled_values,
     target_exposure_graded,
 )
-from ..metrics.intervals import (
-    PairedComparison,
-    bias_corrected_interval,
-    bootstrap_mean,
-    paired_comparison,
-    percentile_interval,
-)
+from ..metrics.intervals import bias_corrected_interval, bootstrap_mean, paired_comparison, percentile_interval
 from ..seeds import SeedLike, as_generator
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
@@ -260,15 +254,10 @@ def evaluate_rows(run: RunLike, qrels: QrelsLike, settings: ExposureSettings, *,
     """:func:`evaluate_run`'s rows as plain dicts (``query_id`` first), for callers that print them without pandas
     (``evaluate-run --trec-eval`` on a large run: pandas would add a quarter of a second to its start)."""
     settings, queries = _prepare(run, qrels, settings, run_format=run_format, groups_by=groups_by)
-    rows = []
-    for query in queries:
-        row = {"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
-               "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
-               "in_run": query.in_run, "undefined": _undefined(query, settings)}
-        if settings.groups:
-            row["n_groups"] = query.n_groups
-        rows.append(row)
-    return rows
+    return [{"query_id": query.query_id, **_values(query, settings), "n_samples": query.n_samples,
+             "n_judged": query.n_judged, "n_relevant": query.n_relevant, "relevance_levels": query.n_levels,
+             "in_run": query.in_run, "undefined": _undefined(query, settings),
+             **({"n_groups": query.n_groups} if settings.groups else {})} for query in queries]
 
 
 def unjudged_queries(run: RunLike, qrels: QrelsLike, *, binarize: bool = False, complete: bool = False,
@@ -399,10 +388,8 @@ def compare_runs(run_a: RunLike, run_b: RunLike, qrels: QrelsLike, *, n_boot: in
         if both.empty:
             raise InvalidParameterError(f"no query has a measured {metric} in both runs (each is expeval's stand-in "
                                         "for equal bounds); use --bounds corrected or -U")
-        result: PairedComparison = paired_comparison(table_a.loc[both, metric].to_numpy(float),
-                                                     table_b.loc[both, metric].to_numpy(float),
-                                                     n_boot=n_boot, n_permutations=n_permutations, level=level,
-                                                     seed=rng)
+        result = paired_comparison(table_a.loc[both, metric].to_numpy(float), table_b.loc[both, metric].to_numpy(float),
+                                   n_boot=n_boot, n_permutations=n_permutations, level=level, seed=rng)
         rows.append({"metric": metric, "mean_a": result.mean_a, "mean_b": result.mean_b,
                      "difference": result.difference.estimate, "low": result.difference.low,
                      "high": result.difference.high, "level": level, "p_value": result.p_value,
