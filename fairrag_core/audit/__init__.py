@@ -22,32 +22,17 @@ from __future__ import annotations
 from ..lazy import lazy_exports
 
 #: Where each public name lives, imported on first use (PEP 562): one audit module does not import them all.
-_EXPORTS: dict[str, str] = {
-    "Job": ".jobs",
-    "JobStatus": ".jobs",
-    "JobTable": ".jobs",
-    "LEDGER_COLUMNS": ".ledger",
-    "exposure_ledger": ".ledger",
-    "default_ledger_scope": ".log_report",
-    "log_ledger": ".log_report",
-    "log_summary": ".log_report",
-    "AttributionSource": ".rag_log",
-    "LogAuditConfig": ".rag_log",
-    "LogAuditRun": ".rag_log",
-    "audit_rag_log": ".rag_log",
-    "AlphaRecommendation": ".recommend",
-    "recommend_alpha": ".recommend",
-    "bootstrap_run": ".served",
-    "compare_runs": ".served",
-    "evaluate_run": ".served",
-    "evaluate_run_awrf": ".served_awrf",
-    "summarise_run": ".served",
-    "RunStore": ".store",
-    "default_store_path": ".store",
-    "WhatIf": ".what_if",
-    "what_if_findings": ".what_if",
-    "what_if_sampling": ".what_if",
-}
+_EXPORTS: dict[str, str] = {name: module for module, names in {
+    ".jobs": ("Job", "JobStatus", "JobTable"),
+    ".ledger": ("LEDGER_COLUMNS", "exposure_ledger"),
+    ".log_report": ("default_ledger_scope", "log_ledger", "log_summary"),
+    ".rag_log": ("AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log"),
+    ".recommend": ("AlphaRecommendation", "recommend_alpha"),
+    ".served": ("bootstrap_run", "compare_runs", "evaluate_run", "summarise_run"),
+    ".served_awrf": ("evaluate_run_awrf",),
+    ".store": ("RunStore", "default_store_path"),
+    ".what_if": ("WhatIf", "what_if_findings", "what_if_sampling"),
+}.items() for name in names}
 
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
