@@ -86,23 +86,18 @@ def json_lines(source: Path | bytes, *, where: object = None, digest: Digest | N
         yield lineno, obj
 
 
-def _required_str(obj: Mapping, key: str, path: Path, line: int, *, fix: str) -> str:
-    if key not in obj:
-        raise DataFormatError(f"missing field {key!r}; {fix}", path=path, line=line)
-    value = obj[key]
-    if not isinstance(value, str):
-        raise DataFormatError(f"field {key!r} must be a string, got {type(value).__name__}", path=path, line=line)
-    if not value.strip():
-        raise DataFormatError(f"field {key!r} is empty; give it some text or drop the line", path=path, line=line)
-    return value.strip()
-
-
-def _optional_str(obj: Mapping, key: str, path: Path, line: int) -> str:
+def _string(obj: Mapping, key: str, path: Path, line: int, *, fix: str | None = None) -> str:
+    """``obj[key]`` stripped: a required non-empty string when ``fix`` says how to give it, else optional (absent
+    or null: "")."""
     value = obj.get(key)
-    if value is None:
+    if fix is not None and key not in obj:
+        raise DataFormatError(f"missing field {key!r}; {fix}", path=path, line=line)
+    if fix is None and value is None:
         return ""
     if not isinstance(value, str):
         raise DataFormatError(f"field {key!r} must be a string, got {type(value).__name__}", path=path, line=line)
+    if fix is not None and not value.strip():
+        raise DataFormatError(f"field {key!r} is empty; give it some text or drop the line", path=path, line=line)
     return value.strip()
 
 
@@ -128,11 +123,11 @@ def _document(rec: Mapping, path: Path, line: int, seen: dict[str, int],
     """A corpus record (a JSON object, or a CSV row by column name) as a :class:`Document`, checked as both formats
     check it, in this order: its doc_id and text, its ``groups`` (read when both are there), a doc_id not seen
     before, then the optional title and provider."""
-    doc_id = _required_str(rec, "doc_id", path, line, fix="every document needs a unique doc_id")
-    text = _required_str(rec, "text", path, line, fix="every document needs its text")
+    doc_id = _string(rec, "doc_id", path, line, fix="every document needs a unique doc_id")
+    text = _string(rec, "text", path, line, fix="every document needs its text")
     labels = groups()
     _check_unique(seen, doc_id, "doc_id", path, line)
-    return Document(doc_id, text, _optional_str(rec, "title", path, line), _optional_str(rec, "provider", path, line),
+    return Document(doc_id, text, _string(rec, "title", path, line), _string(rec, "provider", path, line),
                     labels)
 
 
@@ -271,9 +266,9 @@ def load_queries(path: str | os.PathLike) -> list[Query]:
     seen: dict[str, int] = {}
     for line, obj in json_lines(path):
         _known_fields(obj, _QUERY_FIELDS, path, line)
-        qid = _required_str(obj, "query_id", path, line, fix="every query needs a unique query_id")
-        text = _required_str(obj, "text", path, line, fix="every query needs its text")
-        answer = _optional_str(obj, "answer", path, line) or None
+        qid = _string(obj, "query_id", path, line, fix="every query needs a unique query_id")
+        text = _string(obj, "text", path, line, fix="every query needs its text")
+        answer = _string(obj, "answer", path, line) or None
         short = obj.get("short_answers") or []
         if not isinstance(short, list) or not all(isinstance(a, str) and a.strip() for a in short):
             raise DataFormatError('"short_answers" must be a list of non-empty strings (acceptable short answers, '

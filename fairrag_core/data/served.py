@@ -151,11 +151,8 @@ class ServedRankings:
 
     def to_trec(self) -> str:
         """The run in expeval's format (``qid sample docno rank score run_id``; score = depth − rank + 1)."""
-        out = []
-        for qid, q in self.queries.items():
-            for sample, row in zip(q.sample_ids, q.samples()):
-                out.extend(f"{qid} {sample} {doc} {r} {len(row) - r + 1} {self.run_id}" for r, doc in enumerate(row, 1))
-        return "\n".join(out) + "\n"
+        return "".join(f"{qid} {sample} {doc} {r} {len(row) - r + 1} {self.run_id}\n" for qid, q in self.queries.items()
+                       for sample, row in zip(q.sample_ids, q.samples()) for r, doc in enumerate(row, 1))
 
 
 def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]],
