@@ -199,9 +199,7 @@ def judgment_columns(source: Path | bytes, *, where: object, delimiter: str = " 
                     return None
                 if name in parsed:
                     known, parse = parsed[name]
-                    for v in values:
-                        if v not in known:
-                            known[v] = parse(v)
+                    known.update((v, parse(v)) for v in values if v not in known)
                     if any(known[v] is None for v in values):
                         return None
             qids, gids, docs, rels = (_strings(table.column(name)) for name in names)
