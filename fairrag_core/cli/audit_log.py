@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import sys
 from dataclasses import replace
 
 from ..audit.rag_log import LogAuditConfig
@@ -71,19 +70,6 @@ def register(sub) -> None:
     for opt in (WHAT_IF_ALPHAS, WHAT_IF_SAMPLES, JSON):
         add_option(p, opt)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
-
-
-def _progress_printer():
-    """Print the judge's progress to stderr at the start, at every further tenth, and at the end."""
-    shown = {"tenth": -1}
-
-    def progress(done: int, total: int) -> None:
-        tenth = 10 * done // max(total, 1)
-        if tenth > shown["tenth"] or done == total:
-            shown["tenth"] = tenth
-            print(f"  judged {done}/{total} document-answer pairs", file=sys.stderr, flush=True)
-
-    return progress
 
 
 def served_size(log) -> str:
@@ -209,8 +195,9 @@ def _cmd_audit_log(args, out) -> int:
 
         attributor = load_attributor(args.nli, device=args.device)
 
-    def local():
-        return audit_rag_log(log, collection, config, attributor=attributor, progress=_progress_printer(),
+    def local():  # the judge's progress at the start, at every further tenth, and at the end
+        judged = stderr_progress("judged {done}/{total} document-answer pairs", tenths=True)
+        return audit_rag_log(log, collection, config, attributor=attributor, progress=judged,
                              collection_source=collection.source)
 
     def remote(backend):
@@ -242,7 +229,6 @@ def _cmd_audit_log(args, out) -> int:
     findings = log_findings(run, collection, groupings=groupings)
     outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
     kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
-    kept.report()
     if args.json:
         print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": command, "undefined": undefined,
                           "estimate": summary.attrs["note"], "summary": records(summary),
@@ -253,8 +239,7 @@ def _cmd_audit_log(args, out) -> int:
                          indent=2, default=str), file=out)
         return 0
     print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
-          f"k = {record.extra['k_used']}, "
-          f"attribution: {record.config.attribution.value}"
+          f"k = {record.extra['k_used']}, attribution: {record.config.attribution.value}"
           + (f" ({record.attributor}, {record.extra['judged_pairs']} pairs)" if record.attributor else ""), file=out)
     for note in record.extra["notes"]:
         print(f"note: {note}", file=out)
@@ -281,12 +266,10 @@ def _cmd_audit_log(args, out) -> int:
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
           file=out)
     columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_low", "ee_d_high", "ee_r", "ee_r_low", "ee_r_high",
-                           "providers_reached",
-                           "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed", "eae_d_entailed",
-                           "eae_d_per_cited_entailed", "expeval_disparity",
-                           "expeval_relevance", "expeval_difference") if c in run.table]
-    per_query = run.table[columns].dropna(axis=1, how="all")
-    print(per_query.round(3).to_string(index=False), file=out)
+                           "providers_reached", "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed",
+                           "eae_d_entailed", "eae_d_per_cited_entailed", "expeval_disparity", "expeval_relevance",
+                           "expeval_difference") if c in run.table]
+    print(run.table[columns].dropna(axis=1, how="all").round(3).to_string(index=False), file=out)
     if what_if is not None:
         from ..audit.what_if import what_if_text
 

@@ -34,7 +34,7 @@ from ..retrieval import Retriever, RetrieverKind, build_retriever
 from ..settings import SamplingSettings
 
 __all__ = ["alphas_arg", "positive_arg", "seed_arg", "count_arg", "add_command", "add_settings", "settings",
-           "add_common", "add_store", "keep_run", "Kept", "load_inputs", "id_list", "bar", "fmt",
+           "add_common", "add_store", "keep_run", "Kept", "load_inputs", "load_models", "id_list", "bar", "fmt",
            "print_undefined", "METRIC_NAMES", "print_json", "records", "stderr_progress"]
 
 
@@ -104,11 +104,6 @@ class Kept:
     run_id: str | None = None
     problems: tuple[str, ...] = ()
 
-    def report(self, out=None) -> None:
-        """One warning line per problem on standard error (the result goes to standard output)."""
-        for problem in self.problems:
-            print(f"warning: {problem} (the finished result is printed all the same)", file=out or sys.stderr)
-
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "stored": self.run_id is not None, "problems": list(self.problems)}
 
@@ -124,7 +119,8 @@ def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str
     """Save a finished ``run`` in the run store (unless ``--no-store``) and write its ``--output`` files, never
     losing the run when one of them fails: a full disk, a read-only or damaged store, an unwritable path each
     becomes a problem line naming the fix, and the caller prints the result all the same (issue: a full store
-    printed only the store's error after a finished audit)."""
+    printed only the store's error after a finished audit). Each problem is also one warning line on standard error
+    (the result goes to standard output)."""
     from ..audit.store import RunStore
 
     run_id, problems = None, []
@@ -143,6 +139,8 @@ def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str
         except (OSError, FairRAGError) as err:
             reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
             problems.append(f"{path} was not written ({reason}); pick a writable path with free space")
+    for problem in problems:
+        print(f"warning: {problem} (the finished result is printed all the same)", file=sys.stderr)
     return Kept(run_id, tuple(problems))
 
 
@@ -154,14 +152,26 @@ def load_inputs(args) -> tuple[DataCollection, Retriever]:
                                        model=getattr(args, "model", None), device=getattr(args, "device", None))
 
 
+def load_models(args, *, attributor: bool = True) -> tuple:
+    """The generator ``--generator`` (asked in ``--prompt-style``) and, with ``attributor``, the NLI attributor
+    ``--nli`` (else None), both on ``--device``."""
+    from ..models.catalog import load_language_model
+    from ..rag import Generator
+    from ..rag.attribution import load_attributor
+
+    generator = Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
+    return generator, load_attributor(args.nli, device=args.device) if attributor else None
+
+
 def bar(value: float, scale: float, width: int = 24) -> str:
     filled = 0 if scale <= 0 else round(width * min(value / scale, 1.0))
     return "█" * filled + "·" * (width - filled)
 
 
-def fmt(value) -> str:
-    """A metric to three decimals, or "—" when it has no value (None or NaN: undefined, or not measured)."""
-    return "—" if value is None or value != value else f"{value:.3f}"
+def fmt(value, spec: str = ".3f") -> str:
+    """A metric in the format ``spec`` (three decimals), or "—" when it has no value (None or NaN: undefined, or not
+    measured)."""
+    return "—" if value is None or value != value else format(value, spec)
 
 
 def print_json(payload, out, **dumps: Any) -> int:
@@ -176,10 +186,17 @@ def records(frame) -> list[dict]:
     return json.loads(frame.to_json(orient="records", default_handler=str))
 
 
-def stderr_progress(what: str) -> Callable[[int, int], None]:
-    """A progress callback that prints ``what`` (with ``{done}`` and ``{total}``) on standard error, indented."""
+def stderr_progress(what: str, *, tenths: bool = False) -> Callable[[int, int], None]:
+    """A progress callback that prints ``what`` (with ``{done}`` and ``{total}``) on standard error, indented; with
+    ``tenths``, only at the start, at every further tenth of the total, and at the end."""
+    shown = -1
+
     def progress(done: int, total: int) -> None:
-        print(f"  {what.format(done=done, total=total)}", file=sys.stderr, flush=True)
+        nonlocal shown
+        tenth = 10 * done // max(total, 1)
+        if not tenths or tenth > shown or done == total:
+            shown = tenth
+            print(f"  {what.format(done=done, total=total)}", file=sys.stderr, flush=True)
 
     return progress
 

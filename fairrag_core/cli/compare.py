@@ -10,9 +10,7 @@ Without ``--collection``, ``compare-runs QRELS RUN_A RUN_B`` is expeval's compar
 
 from __future__ import annotations
 
-import math
 import os
-import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
 from ..errors import InvalidParameterError
 from ..seeds import derive_seed, new_seed
-from .common import keep_run, print_json, records, settings
+from .common import fmt, keep_run, print_json, records, settings
 
 __all__ = ["run_comparison", "STORED"]
 
@@ -70,19 +68,17 @@ def run_comparison(args, out) -> int:
                                                                          encoding="utf-8")))
     kept = keep_run(args, result, label=f"comparison · {' vs '.join(result.record.extra['systems'])}",
                     outputs=outputs)
-    kept.report()
-    command = shlex.join(["python", "-m", "fairrag_core", *result.record.argv()])
+    command = result.record.command()
     if args.json:
         return print_json({**kept.to_dict(), "config": result.record.to_dict(), "command": command,
                            "findings": [f.to_dict() for f in result.findings],
                            "metrics": records(result.table), "shares": records(result.documents)},
                           out, indent=2, default=str)
     _print(result, out)
-    if kept.run_id:
-        print(f"\nSaved as run {kept.run_id} (python -m fairrag_core runs show {kept.run_id})", file=out)
+    kept.print_text(out)
     if getattr(args, "report", None) and not kept.problems:
         print(f"Report written to {args.report}", file=out)
-    print(*(f"\nNot kept: {problem}" for problem in kept.problems), f"Reproduce with: {command}", sep="\n", file=out)
+    print(f"Reproduce with: {command}", file=out)
     return 0
 
 
@@ -91,10 +87,6 @@ def comparison_report(result: Comparison, collection) -> str:
     from fairrag_studio.compare_view import comparison_report_html
 
     return comparison_report_html(result, collection)
-
-
-def _num(x: float, signed: bool = False) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else (f"{x:+.3f}" if signed else f"{x:.3f}")
 
 
 def _print(result: Comparison, out) -> None:
@@ -113,8 +105,8 @@ def _print(result: Comparison, out) -> None:
     print(f"\nPer-query metrics, system − {base} (mean difference, {level:.0%} bootstrap interval over queries; p: "
           "paired sign-flip test, Holm-adjusted across the metrics):", file=out)
     for row in result.table.itertuples():
-        print(f"  {row.system:<28.28} {row.label:<12} {_num(row.mean_system)} vs {_num(row.mean_baseline)}  "
-              f"Δ {_num(row.difference, True)} [{_num(row.low, True)}, {_num(row.high, True)}]  "
+        print(f"  {row.system:<28.28} {row.label:<12} {fmt(row.mean_system)} vs {fmt(row.mean_baseline)}  "
+              f"Δ {fmt(row.difference, '+.3f')} [{fmt(row.low, '+.3f')}, {fmt(row.high, '+.3f')}]  "
               f"p {row.p_value:.3g} (Holm {row.p_holm:.3g}) · {row.direction}", file=out)
     if not result.documents.empty:
         print(f"\nShares per {record.config.by}, system − {base} (paired bootstrap interval; p: within-query swap "

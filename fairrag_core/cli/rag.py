@@ -22,6 +22,7 @@ from .common import (
     id_list,
     keep_run,
     load_inputs,
+    load_models,
     positive_arg,
     print_json,
     print_undefined,
@@ -69,13 +70,6 @@ def register(sub) -> None:
     add_backend(p, unit="(query, α) with its own seeds")
 
 
-def _generator(args):
-    from ..models.catalog import load_language_model
-    from ..rag import Generator
-
-    return Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
-
-
 def _rag_payload(run) -> dict:
     ids = run.ranking.doc_ids
     docs = run.ranking.collection.documents
@@ -104,12 +98,10 @@ def _rag_payload(run) -> dict:
 
 def _cmd_rag(args, out) -> int:
     from ..rag import run_rag
-    from ..rag.attribution import load_attributor
 
     config = settings(RagConfig, args)  # checked before any model loads
     collection, retriever = load_inputs(args)
-    generator = _generator(args)
-    attributor = load_attributor(args.nli, device=args.device)
+    generator, attributor = load_models(args)
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
     payload = _rag_payload(run)
     if args.json:
@@ -145,7 +137,7 @@ def _cmd_label_utility(args, out) -> int:
     )
 
     collection, retriever = load_inputs(args)
-    generator = _generator(args)
+    generator, _ = load_models(args, attributor=False)
     config = UtilityLabelConfig(metric=args.metric, depth=args.depth, query_ids=id_list(args.queries))
     progress = stderr_progress("labelled {done}/{total} queries")
 
@@ -180,14 +172,12 @@ def _cmd_label_utility(args, out) -> int:
 
 def _cmd_rag_sweep(args, out) -> int:
     from ..rag import disparity_quality_table, rag_sweep, utility_by_disparity_table
-    from ..rag.attribution import load_attributor
     from ..rag.labels import has_utility_labels
 
     # settings are checked before any model loads (a typo in N should not cost a model load)
     config = settings(RagSweepConfig, args, usefulness=args.usefulness or "relevance")
     collection, retriever = load_inputs(args)
-    generator = _generator(args)
-    attributor = load_attributor(args.nli, device=args.device)
+    generator, attributor = load_models(args)
     if args.usefulness is None:
         labels = "utility" if has_utility_labels(args.collection, generator.name) else "relevance"
         if labels == "relevance":
@@ -212,7 +202,6 @@ def _cmd_rag_sweep(args, out) -> int:
     paths = [base.with_suffix(".csv"), base.with_suffix(".parquet")] if base else []  # write_table: by suffix
     outputs = [(str(path), lambda path=path: write_table(table, path)) for path in paths]
     kept = keep_run(args, run, outputs=outputs)
-    kept.report()
     if args.json:
         return print_json({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
                            "rows": records(table), "table1": records(table1), "table2": records(table2)}, out, indent=2)

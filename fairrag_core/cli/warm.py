@@ -22,7 +22,7 @@ from ..rag.pipeline import RagConfig
 from ..rag.prepared import PreparedClass, mark_prepared_class
 from ..rag.presets import PRESETS
 from ..ranking.sweep import SweepConfig
-from .common import add_command, add_common, add_settings, load_inputs, print_json, settings
+from .common import add_command, add_common, add_settings, load_inputs, load_models, print_json, settings
 
 __all__ = ["register"]
 
@@ -69,9 +69,7 @@ def _alpha_text(alpha: float) -> str:
 
 
 def _cmd_warm(args, out) -> int:
-    from ..models.catalog import load_language_model
-    from ..rag import Generator, run_rag
-    from ..rag.attribution import load_attributor
+    from ..rag import run_rag
 
     cache = _cache(args.cache)
     collection, retriever = load_inputs(args)
@@ -85,10 +83,8 @@ def _cmd_warm(args, out) -> int:
         args.generator, args.prompt_style, args.nli = preset.generator, preset.style, preset.attributor
     shared = settings(RagConfig, args, alpha=args.alphas[0], oracle=args.oracle,  # checked once, before the loop
                       **(preset.citation.citation_fields() if preset is not None else {}))
-    generator = Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
-    generator.cache.disk = cache
-    attributor = load_attributor(args.nli, device=args.device)
-    attributor.disk = cache
+    generator, attributor = load_models(args)
+    generator.cache.disk = attributor.disk = cache
     if generator.identity is None:
         print(f"note: {generator.name} has no identity for the disk cache; its answers are not kept",
               file=sys.stderr)

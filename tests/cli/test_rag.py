@@ -102,9 +102,9 @@ def test_sweep_defaults_to_relevance_labels_when_the_generator_has_none(fake_mod
 def test_sweep_refuses_a_huge_n_before_loading_any_model(monkeypatch, capsys):
     import fairrag_core.cli.rag as rag_cli
 
-    def no_models(args):
+    def no_models(args, **kwargs):
         raise AssertionError("a model was loaded before the settings were checked")
 
-    monkeypatch.setattr(rag_cli, "_generator", no_models)
+    monkeypatch.setattr(rag_cli, "load_models", no_models)
     code, _ = run(["sweep", "--collection", "running-shoes", "--samples", "1000000000"])
     assert code == 2 and "lower N" in capsys.readouterr().err
