@@ -1,25 +1,15 @@
 """RichRAG commands (Wang et al.): ``aspects`` (explore one query's sub-aspects) and ``rich-rank`` (the pool and its
-ranked lists with NCOM). Each command is added by a small ``_add_<command>`` function called from
-:func:`register`; ``rich-eval`` and ``train-ranker`` join them here."""
+ranked lists with NCOM), registered with ``train-ranker`` and ``rich-eval`` (:mod:`.richrag_ranker`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..retrieval import RetrieverKind
 from . import richrag_ranker
 from .common import add_command, load_inputs, positive_arg, print_json
 
 __all__ = ["register"]
-
-
-def register(sub) -> None:
-    """Add the RichRAG commands to the command parser ``sub``."""
-    _add_aspects(sub)
-    _add_rich_rank(sub)
-    richrag_ranker.add_train_ranker(sub)
-    richrag_ranker.add_rich_eval(sub)
 
 
 def _add_source_options(p: argparse.ArgumentParser) -> None:
@@ -33,7 +23,8 @@ def _add_source_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
-def _add_aspects(sub) -> None:
+def register(sub) -> None:
+    """Add the RichRAG commands to the command parser ``sub``."""
     p = add_command(sub, "aspects", _cmd_aspects, help="RichRAG sub-aspect explorer: an LLM lists the query's aspects "
                                                        "as [s1] … [sn]",
                     description="Ask a language model for the query's sub-aspects in the paper's format ([s1] … "
@@ -44,8 +35,6 @@ def _add_aspects(sub) -> None:
                    help="explorer LLM: qwen2.5-1.5b (default), smollm2-135m, an HF id or folder; 'none' skips the "
                         "model (collection aspects, else keywords)")
 
-
-def _add_rich_rank(sub) -> None:
     p = add_command(
         sub, "rich-rank", _cmd_rich_rank, help="RichRAG pool for one query and its ranked lists (relevance, MMR, "
                                                "round robin, trained ranker, greedy oracle) with NCOM@k",
@@ -64,6 +53,7 @@ def _add_rich_rank(sub) -> None:
     p.add_argument("-k", type=positive_arg, default=5, help="length of every ranked list (default 5)")
     p.add_argument("--ranker", default="dpo", choices=["dpo", "sft", "both", "none"],
                    help="trained ranker stage(s) to add when installed (default dpo)")
+    richrag_ranker.register(sub)
 
 
 def _find_aspects(args, collection, retriever, *, prefer_collection: bool):
@@ -83,7 +73,7 @@ def _find_aspects(args, collection, retriever, *, prefer_collection: bool):
     return explorer.explore(args.query, given=args.aspects)
 
 
-def _cmd_aspects(args, out=sys.stdout) -> int:
+def _cmd_aspects(args, out) -> int:
     collection, bm25 = load_inputs(args)
     found = _find_aspects(args, collection, bm25, prefer_collection=False)
     if args.json:
@@ -100,7 +90,7 @@ def _cmd_aspects(args, out=sys.stdout) -> int:
     return 0
 
 
-def _cmd_rich_rank(args, out=sys.stdout) -> int:
+def _cmd_rich_rank(args, out) -> int:
     from ..richrag.flow import rich_rank
     from ..richrag.pool import PoolSettings
 

@@ -10,10 +10,11 @@ import sys
 from ..checks import parse_alphas
 from .common import add_command, alphas_arg, count_arg, positive_arg, print_json, records, seed_arg
 
-__all__ = ["add_train_ranker", "add_rich_eval"]
+__all__ = ["register"]
 
 
-def add_train_ranker(sub) -> None:
+def register(sub) -> None:
+    """Add ``train-ranker`` and ``rich-eval`` to the command parser ``sub``."""
     p = add_command(sub, "train-ranker", _cmd_train_ranker, help="train RichRAG's list-wise ranker (SFT on greedy "
                                                                  "silver lists, then DPO on US³ pairs)",
                     description="Train the generative list-wise ranker on the multi-faceted collection's fixed "
@@ -28,8 +29,6 @@ def add_train_ranker(sub) -> None:
     p.add_argument("--device", default=None, help="auto (default: a GPU when present), cpu, cuda or mps")
     p.add_argument("--json", action="store_true", help="print the manifest and the evaluation as JSON")
 
-
-def add_rich_eval(sub) -> None:
     p = add_command(sub, "rich-eval", _cmd_rich_eval, help="held-out evaluation of the trained ranker against "
                                                            "relevance, MMR, round robin and the greedy oracle: NCOM@k "
                                                            "(and Com-ROUGE of rich answers) with intervals",
@@ -74,7 +73,7 @@ def _log(args):
     return None if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
-def _cmd_train_ranker(args, out=sys.stdout) -> int:
+def _cmd_train_ranker(args, out) -> int:
     from ..data import load_collection
     from ..richrag.ranker_runs import train_and_save
     from ..richrag.train import RankerTrainConfig
@@ -117,7 +116,7 @@ def _print_table(evaluation, out) -> None:
         print(f"note: {note}", file=out)
 
 
-def _cmd_rich_eval(args, out=sys.stdout) -> int:
+def _cmd_rich_eval(args, out) -> int:
     from ..data import load_collection
     from ..errors import InvalidParameterError
     from ..richrag.evaluate import RichEvalConfig
