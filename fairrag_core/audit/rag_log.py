@@ -50,7 +50,7 @@ from ..data.rag_log import RagLog, load_served
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import line_intervals
-from ..metrics.expeval import UserModel
+from ..metrics.expeval import METRICS, UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import MIN_REL, SEED, no_option, option
@@ -343,8 +343,7 @@ audit_served = audit_rag_log
 
 
 #: Columns added by a second user model (expeval's normalised metrics).
-EXPEVAL_COLUMNS = {"disparity": "expeval_disparity", "relevance": "expeval_relevance",
-                   "difference": "expeval_difference"}
+EXPEVAL_COLUMNS = {metric: f"expeval_{metric}" for metric in METRICS}
 
 
 def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, config: LogAuditConfig) -> pd.DataFrame:
