@@ -63,7 +63,6 @@ def rank_command(run: RankingRun) -> str:
 
 
 def rank_payload(run: RankingRun) -> dict:
-    docs = run.documents_table()
     providers = run.providers_table()
     ids = run.doc_ids
     return {
@@ -91,7 +90,7 @@ def rank_payload(run: RankingRun) -> dict:
         "deterministic_ee_r": run.deterministic_summary.ee_r_plug_in,
         "providers_reached": int((providers["exposure"] > 0).sum()),
         "providers_total": int(providers.shape[0]),
-        "documents": records(docs),
+        "documents": records(run.documents_table()),
         "providers": records(providers),
         "command": rank_command(run),
     }
@@ -101,16 +100,17 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     docs = run.documents_table()
     providers = run.providers_table()
     k, n = run.config.k, run.candidate_indices.size
+    labelled = run.labels is not None
     qid = f" [{run.query.query_id}]" if run.query else " (not in the query set: no relevance labels, EE-R n/a)"
     print(f"Query: {run.query_text}{qid}", file=out)
     print(f"Collection {run.collection.name}: {n} candidates, retriever {run.retriever}, k={k}, "
           f"N={run.config.n_samples}, α={run.config.alpha:g}, seed={run.seed}", file=out)
-    if run.labels is not None:
+    if labelled:
         print(f"Useful candidates (qrels grade ≥ {run.config.min_rel}): {int(run.labels.sum())}", file=out)
 
     def label(i: int) -> str:
         d = docs.iloc[i]
-        mark = "" if run.labels is None else (" ✓" if run.labels[i] else "  ")
+        mark = (" ✓" if run.labels[i] else "  ") if labelled else ""
         return f"{d.doc_id:<10} {d.provider:<24.24} {d.score:8.3f}{mark}"
 
     print(f"\nDeterministic top-{k} (the same every time):", file=out)
@@ -121,35 +121,30 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     for s, row in enumerate(run.rankings[:shown], 1):
         print(f"  #{s:<3} " + " | ".join(f"{docs.iloc[i].provider}" for i in row), file=out)
 
-    has_target = run.labels is not None
     print("\nExposure by provider (expected number of its documents in the top k):", file=out)
     head = f"  {'provider':<24} {'docs':>4} {'sampled':>8} {'determ.':>8}"
-    print(head + (f" {'target':>7}" if has_target else ""), file=out)
+    print(head + (f" {'target':>7}" if labelled else ""), file=out)
     for row in providers.itertuples():
         line = f"  {row.provider:<24.24} {row.documents:>4} {row.exposure:8.2f} {row.deterministic_exposure:8.2f}"
-        if has_target:
-            line += f" {row.target_exposure:7.2f}"
-        print(line + "  " + bar(row.exposure, max(1.0, providers["exposure"].max())), file=out)
+        target = f" {row.target_exposure:7.2f}" if labelled else ""
+        print(line + target + "  " + bar(row.exposure, max(1.0, providers["exposure"].max())), file=out)
     reached = int((providers["exposure"] > 0).sum())
     det_reached = int((providers["deterministic_exposure"] > 0).sum())
     among = providers_among(providers.shape[0], len(set(run.collection.providers)), n)
     print(f"\nProviders reached: {reached} of {providers.shape[0]} (deterministic: {det_reached}); {among}", file=out)
-    uniform = k / n
     summary = run.summary
     # the estimate printed is always the one inside the interval (bias-corrected for EE-D, the plug-in for EE-R)
     ee_d = summary.ee_d.describe() if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
-    print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {uniform:.3f}]", file=out)
+    print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {k / n:.3f}]", file=out)
     if summary.ee_d is not None:
         plug_in = (f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} "
                    "(biased upward by the finite N)")
         if summary.ee_d_unbiased is not None:
             plug_in += f"; unbiased estimate {summary.ee_d_unbiased:.3f}"
         print(plug_in, file=out)
-    if run.labels is not None:
-        if summary.ee_r is not None:
-            ee_r = summary.ee_r.describe()
-        else:
-            ee_r = "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)"
+    if labelled:
+        ee_r = summary.ee_r.describe() if summary.ee_r is not None else (
+            "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)")
         det = run.deterministic_summary.ee_r_plug_in
         print(f"EE-R (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
     print_undefined(summary.undefined, out)
@@ -181,8 +176,7 @@ def _right_aligned(rows: list[dict]) -> str:
 
 def _cmd_rank(args, out) -> int:
     collection, retriever = load_inputs(args)
-    config = settings(RankingConfig, args)
-    run = run_ranking(collection, retriever, args.query, config)
+    run = run_ranking(collection, retriever, args.query, settings(RankingConfig, args))
     if args.json:
         return print_json(rank_payload(run), out, indent=2, ensure_ascii=False)
     _print_rank(run, args.show, out)
