@@ -179,10 +179,7 @@ class Collection:
     def find_query(self, text: str) -> Query | None:
         """The collection's query whose text equals ``text`` (case- and space-insensitive), if any."""
         wanted = " ".join(text.lower().split())
-        for query in self.queries:
-            if " ".join(query.text.lower().split()) == wanted:
-                return query
-        return None
+        return next((q for q in self.queries if " ".join(q.text.lower().split()) == wanted), None)
 
     def relevance(self, query_id: str) -> np.ndarray:
         """Graded relevance of every document for ``query_id`` (unjudged → 0), aligned with ``documents``."""
