@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,7 +48,7 @@ from ..options import (
     setting_entries,
 )
 from ..seeds import new_seed
-from .common import add_command, add_store, print_json, records, settings
+from .common import add_command, add_store, fmt, print_json, records, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -143,11 +143,8 @@ def _add_options(p, cls: type) -> None:
 
 def _read(cls: type, args) -> tuple[ExposureSettings, ServedOptions]:
     """The user model and the command's options; the seed drawn now when none was given (printed, so it reruns)."""
-    model = settings(ExposureSettings, args)
-    options = settings(cls, args)
-    if options.seed is None:
-        options = settings(cls, args, seed=new_seed())
-    return model, options
+    model, options = settings(ExposureSettings, args), settings(cls, args)
+    return model, options if options.seed is not None else replace(options, seed=new_seed())
 
 
 def _describe(settings: ExposureSettings) -> str:
@@ -256,10 +253,9 @@ def _cmd_evaluate(args, out) -> int:
         print(f"Mean over queries of the estimates below (disparity and difference bias-corrected; {opts.level:.0%} "
               f"percentile bootstrap interval over {summary['n_queries'].iloc[0]} queries):", file=out)
         for metric, row in summary.iterrows():
-            value = "       —" if row.estimate != row.estimate else f"{row.estimate:8.4f}"
             interval = "[—]" if row.low != row.low else f"[{row.low:.4f}, {row.high:.4f}]"
-            print(f"  {metric:<11} {value}  {interval}   {DIRECTION[metric]} (over {row.n_queries} queries)",
-                  file=out)
+            print(f"  {metric:<11} {fmt(row.estimate, '.4f'):>8}  {interval}   {DIRECTION[metric]} (over "
+                  f"{row.n_queries} queries)", file=out)
     print(f"\nPer query ({opts.level:.0%} interval over the query's samples; disparity and difference: bias-corrected "
           "estimate with a basic interval, the plug-in beside it; relevance: plug-in with a percentile interval):",
           file=out)
