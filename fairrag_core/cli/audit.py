@@ -189,16 +189,6 @@ def _notes(rows: list[dict], skipped: list[str], settings: ExposureSettings) -> 
     return notes
 
 
-def _means(rows: list[dict]) -> dict[str, float]:
-    """Each metric's mean over the queries, NaN left out (as pandas' mean, which this replaces on the fast path)."""
-    means = {}
-    for m in METRICS:
-        values = np.array([row[m] for row in rows], dtype=np.float64)
-        kept = values[~np.isnan(values)]
-        means[m] = float(kept.sum() / kept.size) if kept.size else math.nan
-    return means
-
-
 def _command(command: str, files: list[tuple[Option, str]], model: ExposureSettings, options: ServedOptions,
              *extra: str) -> str:
     """The command that reproduces this evaluation, from the option declarations of its files and settings."""
@@ -221,7 +211,12 @@ def _cmd_evaluate(args, out) -> int:
             qid = row["query_id"]
             lines = [(m, row[m]) for m in METRICS] + [(n, awrf.loc[qid, n]) for n in measures if qid in awrf.index]
             print(*(f"{name}\t{qid}\t{value:f}" for name, value in lines), sep="\n", file=out)
-        means = [*_means(rows).items(), *((n, awrf[n].mean()) for n in measures)]
+        means = []
+        for m in METRICS:  # the mean over the queries, NaN left out (as pandas' mean, which this replaces here)
+            values = np.array([row[m] for row in rows], dtype=np.float64)
+            kept = values[~np.isnan(values)]
+            means.append((m, float(kept.sum() / kept.size) if kept.size else math.nan))
+        means += [(n, awrf[n].mean()) for n in measures]
         print(*(f"{name}\tall\t{value:f}" for name, value in means), sep="\n", file=out)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)

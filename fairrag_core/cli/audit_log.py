@@ -239,7 +239,8 @@ def _cmd_audit_log(args, out) -> int:
                          indent=2, default=str), file=out)
         return 0
     print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
-          f"k = {record.extra['k_used']}, attribution: {record.config.attribution.value}"
+          f"k = {record.extra['k_used']}, "
+          f"attribution: {record.config.attribution.value}"
           + (f" ({record.attributor}, {record.extra['judged_pairs']} pairs)" if record.attributor else ""), file=out)
     for note in record.extra["notes"]:
         print(f"note: {note}", file=out)
@@ -266,9 +267,10 @@ def _cmd_audit_log(args, out) -> int:
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
           file=out)
     columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_low", "ee_d_high", "ee_r", "ee_r_low", "ee_r_high",
-                           "providers_reached", "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed",
-                           "eae_d_entailed", "eae_d_per_cited_entailed", "expeval_disparity", "expeval_relevance",
-                           "expeval_difference") if c in run.table]
+                           "providers_reached",
+                           "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed", "eae_d_entailed",
+                           "eae_d_per_cited_entailed", "expeval_disparity",
+                           "expeval_relevance", "expeval_difference") if c in run.table]
     print(run.table[columns].dropna(axis=1, how="all").round(3).to_string(index=False), file=out)
     if what_if is not None:
         from ..audit.what_if import what_if_text

@@ -95,8 +95,7 @@ def _cmd_warm(args, out) -> int:
         made, served = generator.cache.misses, generator.cache.hits
         asked, judged = attributor.pairs, attributor.model_pairs
         began = time.perf_counter()
-        config = replace(shared, alpha=alpha)
-        run_rag(collection, retriever, generator, attributor, query.text, config, n_boot=10)
+        run_rag(collection, retriever, generator, attributor, query.text, replace(shared, alpha=alpha), n_boot=10)
         generated, cached = generator.cache.misses - made, generator.cache.hits - served  # distinct lists (+ oracle)
         pairs = attributor.pairs - asked  # (document, answer or claim) pairs, control documents included
         row = {"query_id": query.query_id, "alpha": alpha, "answers": generated + cached, "answers_cached": cached,
