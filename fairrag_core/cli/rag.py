@@ -178,13 +178,12 @@ def _cmd_rag_sweep(args, out) -> int:
     config = settings(RagSweepConfig, args, usefulness=args.usefulness or "relevance")
     collection, retriever = load_inputs(args)
     generator, attributor = load_models(args)
-    if args.usefulness is None:
-        labels = "utility" if has_utility_labels(args.collection, generator.name) else "relevance"
-        if labels == "relevance":
-            print(f"No utility labels for {generator.name} on {collection.name}: EE-R and the oracle use relevance "
-                  f"labels (make utility labels with `label-utility --generator {generator.name}`).",
-                  file=sys.stderr)
-        config = replace(config, usefulness=labels)
+    if args.usefulness is None and has_utility_labels(args.collection, generator.name):
+        config = replace(config, usefulness="utility")  # without --labels: utility labels when there are some
+    elif args.usefulness is None:  # the config's relevance labels stay
+        print(f"No utility labels for {generator.name} on {collection.name}: EE-R and the oracle use relevance "
+              f"labels (make utility labels with `label-utility --generator {generator.name}`).",
+              file=sys.stderr)
     progress = stderr_progress("{done}/{total} (query, α) runs")
 
     def remote(backend):
