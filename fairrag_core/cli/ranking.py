@@ -137,11 +137,8 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     ee_d = summary.ee_d.describe() if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
     print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {k / n:.3f}]", file=out)
     if summary.ee_d is not None:
-        plug_in = (f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} "
-                   "(biased upward by the finite N)")
-        if summary.ee_d_unbiased is not None:
-            plug_in += f"; unbiased estimate {summary.ee_d_unbiased:.3f}"
-        print(plug_in, file=out)
+        print(f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} (biased upward by "
+              "the finite N)", file=out)
     if labelled:
         ee_r = summary.ee_r.describe() if summary.ee_r is not None else (
             "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)")

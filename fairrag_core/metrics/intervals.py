@@ -45,7 +45,7 @@ __all__ = [
 PERCENTILE = "percentile"
 BIAS_CORRECTED = "bias-corrected"
 _METHOD_TEXT = {PERCENTILE: "plug-in estimate, percentile bootstrap interval",
-                BIAS_CORRECTED: "bias-corrected estimate, basic bootstrap interval"}
+                BIAS_CORRECTED: "bias-corrected (unbiased) estimate, basic bootstrap interval"}
 
 
 @dataclass(frozen=True)
