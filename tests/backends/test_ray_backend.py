@@ -175,7 +175,8 @@ def test_sweep_command_with_backend_ray_matches_local_and_saves_the_run(backend,
     from fairrag_core.cli import rag as rag_cli
     from fairrag_core.rag import attribution
 
-    monkeypatch.setattr(rag_cli, "_generator", lambda args: Generator(FirstDocumentModel()))
+    monkeypatch.setattr(rag_cli, "load_models", lambda args, attributor=True: (
+        Generator(FirstDocumentModel()), SubstringAttributor() if attributor else None))
     monkeypatch.setattr(attribution, "load_attributor", lambda name=None, device=None: SubstringAttributor())
     monkeypatch.setattr(rag_cli, "models_spec", lambda args: FakeModels())  # what the sweep command calls
 
