@@ -59,7 +59,7 @@ class ConfidenceInterval:
 
     >>> ci = ConfidenceInterval(0.021, 0.009, 0.034, 0.95, BIAS_CORRECTED, plug_in=0.043)
     >>> ci.estimate, ci.plug_in, ci.describe()
-    (0.021, 0.043, '0.021 (95% CI 0.009–0.034; bias-corrected estimate, basic bootstrap interval)')
+    (0.021, 0.043, '0.021 (95% CI 0.009–0.034; bias-corrected (unbiased) estimate, basic bootstrap interval)')
     """
 
     estimate: float
