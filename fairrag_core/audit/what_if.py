@@ -342,8 +342,8 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
                 unbiased = (n_samples * plug_ins * k - k_q) / ((n_samples - 1) * k) if n_samples > 1 else plug_ins
                 for j, i in enumerate(part):
                     w, m = weights[i]
-                    ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level, bounds=(0.0, 1.0),
-                                                   unbiased=float(unbiased[j]))
+                    ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level,
+                                                   bounds=(k_q * k_q / (n * k), 1.0), unbiased=float(unbiased[j]))
                     rows.append((queries[i].query_id, alpha, n, k_q, ee_d.estimate, ee_d.low, ee_d.high,
                                  ee_d.plug_in, float(exposures[j] @ w) if w is not None else math.nan, m))
                 ids = doc_ids[np.stack([queries[i].docs for i in part])].ravel()

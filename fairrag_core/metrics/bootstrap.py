@@ -76,7 +76,7 @@ def unbiased_squared_norm(matrix, multiplicity: np.ndarray | None = None) -> flo
 
 def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.ndarray | None = None,
                        n_boot: int = 1000, level: float = 0.95, seed: SeedLike = None,
-                       multiplicity: np.ndarray | None = None
+                       multiplicity: np.ndarray | None = None, least: float = 0.0
                        ) -> tuple[ConfidenceInterval, ConfidenceInterval | None]:
     """EE-D and EE-R with bootstrap intervals over the units (rows) of an incidence matrix.
 
@@ -90,12 +90,16 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
             row (e.g. the served lines that showed the same top k). Resampling n units and counting them per row is
             a Multinomial(n, m/n) draw over the rows: the same bootstrap distribution at the cost of the distinct
             rows, not of the units (a query served 50,000 times with 60 distinct rankings resamples 60 rows).
+        least: the least EE-D the policy can have (k/n when every unit fills its k slots from n candidates: uniform
+            exposure), below which neither the estimate nor the interval goes.
 
     EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution.
     The estimate shown is the exactly unbiased U-statistic over the N units, ``Σ_d Σ_{i≠j} e_id e_jd / (N(N − 1)k)
     = Σ_d (N² ε̂_d² − Σ_i e_id²) / (N(N − 1)k)`` (for 0/1 exposure ``Σ_d c_d(c_d − 1) / (N(N − 1)k)`` with c_d the
     units that showed d: :func:`~fairrag_core.metrics.exposure.unbiased_ee_disparity`), which needs no resampling —
-    the same number for every seed — with the basic interval, both clipped to [0, 1]. EE-R is linear in ε: the
+    the same number for every seed — with the basic interval, both clipped to [``least``, 1] (an unbiased estimate
+    of a policy near uniform would otherwise fall below what any policy can have about half the time). EE-R is
+    linear in ε: the
     plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
 
     >>> ee_d, ee_r = exposure_intervals(np.eye(4), 1, relevance_weights=np.full(4, 0.25), n_boot=200, seed=0)
@@ -118,7 +122,7 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
         eps = multiplicity @ incidence / n_units
     unbiased = unbiased_squared_norm(incidence, multiplicity)
     ee_d = bias_corrected_interval(float(eps @ eps / k), np.einsum("bi,bi->b", draws, draws) / k, level=level,
-                                   bounds=(0.0, 1.0), unbiased=None if unbiased is None else unbiased / k)
+                                   bounds=(least, 1.0), unbiased=None if unbiased is None else unbiased / k)
     ee_r = None
     if relevance_weights is not None:
         weights = np.asarray(relevance_weights, dtype=np.float64)

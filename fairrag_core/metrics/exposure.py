@@ -230,7 +230,7 @@ def bootstrap_exposure_ci(
       (see :func:`unbiased_ee_disparity`) and the bootstrap distribution is shifted by the same amount: a
       percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate — the
       unbiased :func:`unbiased_ee_disparity`, the same number for every seed — with the *basic* interval
-      ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value, both clipped to [0, 1]
+      ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value, both clipped to [k/n, 1] (uniform to deterministic)
       (``method="bias-corrected"``); ``plug_in`` keeps the plug-in the paper reports.
     * EE-R is linear in ε and unbiased: the plug-in with its percentile interval (``method="percentile"``).
 
@@ -248,7 +248,8 @@ def bootstrap_exposure_ci(
         lab = _check_labels(labels, n_items)
         target = target_exposure(lab, k, compat=compat)[items]
         weights = target / _relevance_normaliser(int(lab.sum()), lab.size, k)
-    return exposure_intervals(member, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=seed)
+    return exposure_intervals(member, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=seed,
+                              least=k / n_items)  # k slots filled from n_items: at best uniform, ‖ε‖²/k ≥ k/n
 
 
 def summarise_exposure(
@@ -292,15 +293,15 @@ def summarise_exposure(
 
 def ee_d_estimate(rankings: np.ndarray, n_items: int) -> float:
     """The one EE-D number the package shows for a policy sampled N times: the bias-corrected estimate of
-    :func:`bootstrap_exposure_ci` — :func:`unbiased_ee_disparity` clipped to [0, 1], which needs no resampling —;
+    :func:`bootstrap_exposure_ci` — :func:`unbiased_ee_disparity` clipped to [k/n, 1], which needs no resampling —;
     with a single ranking, its plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d``
     column, as the pages, the CLI and the reports show it.
 
-    >>> ee_d_estimate(np.array([[0, 1]]), 4), ee_d_estimate(np.array([[0, 1], [2, 3]]), 4)
-    (1.0, 0.0)
+    >>> ee_d_estimate(np.array([[0, 1]]), 4), ee_d_estimate(np.array([[0, 1], [2, 3]]), 4)  # unbiased 0, at least k/n
+    (1.0, 0.5)
     """
     arr = _check_rankings(rankings, n_items)
     if arr.shape[0] < 2:
         return ee_disparity(expected_exposure(arr, n_items), arr.shape[1])
-    return float(np.clip(unbiased_ee_disparity(arr, n_items), 0.0, 1.0))
+    return float(np.clip(unbiased_ee_disparity(arr, n_items), arr.shape[1] / n_items, 1.0))
 

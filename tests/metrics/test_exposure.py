@@ -147,7 +147,7 @@ def test_summary_fields():
 def test_the_ee_d_shown_is_the_unbiased_estimate_whatever_the_seed():
     # one concept, one number: the EE-D printed beside its interval is the U-statistic Σ c(c − 1)/(N(N − 1))/k, not a
     # bootstrap median, so two seeds (or a default, fresh one) give the same EE-D and only the interval moves
-    r = sample_rankings(np.arange(8.0), alpha=1, n_samples=30, k=3, seed=2)
+    r = sample_rankings(np.arange(8.0), alpha=2, n_samples=30, k=3, seed=2)  # EE-D ≈ 0.51, well above k/n
     first, second = (summarise_exposure(r, 8, n_boot=200, seed=s) for s in (0, 1))
     assert first.ee_d.estimate == second.ee_d.estimate == pytest.approx(unbiased_ee_disparity(r, 8))
     assert first.ee_d.low <= first.ee_d.estimate <= first.ee_d.high and first.ee_d.plug_in > first.ee_d.estimate
@@ -159,6 +159,22 @@ def test_the_ee_d_shown_is_the_unbiased_estimate_whatever_the_seed():
     collapsed, _ = exposure_intervals(rows[:2], 2, n_boot=50, seed=0, multiplicity=np.array([2, 1]))
     # counts 2, 3, 1: Σ c(c − 1) = 2 + 6 = 8 over N(N − 1) = 6, per k = 2
     assert by_row.estimate == collapsed.estimate == pytest.approx(8 / 6 / 2)
+
+
+def test_the_ee_d_shown_never_falls_below_uniform():
+    # a uniform policy's EE-D is exactly k/n; its unbiased estimate falls below that about half the time (an EE-D no
+    # policy can have, beside the CLI's "uniform 0.250"), so the estimate and its interval are clipped at k/n
+    from fairrag_core.metrics.exposure import ee_d_estimate
+
+    shown = []
+    for seed in range(40):
+        r = sample_rankings(np.zeros(20), alpha=0, n_samples=20, k=5, seed=seed)
+        summary = summarise_exposure(r, 20, n_boot=50, seed=0)
+        assert summary.ee_d.low >= 0.25 and ee_d_estimate(r, 20) == summary.ee_d.estimate
+        shown.append(summary.ee_d.estimate)
+        unclipped = unbiased_ee_disparity(r, 20)
+        assert summary.ee_d.estimate == pytest.approx(max(unclipped, 0.25))
+    assert min(shown) == 0.25 and np.mean(shown) == pytest.approx(0.25, abs=0.01)
 
 
 # -- properties --------------------------------------------------------------------------------------
