@@ -55,7 +55,7 @@ from ..data.rag_log import LogEntry, RagLog
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
-from ..metrics.exposure import target_exposure
+from ..metrics.exposure import least_ee_disparity, target_exposure
 from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
@@ -324,6 +324,7 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
         counts = resample_counts(n_samples, n_boot, derive_seed(seed, _PER_QUERY, _alpha_key(alpha)))
         for n, members in sorted(sizes.items()):
             k_q = min(k, n)
+            least = least_ee_disparity(n, k, filled=k_q)  # uniform over the n candidates
             chunk = max(1, _CHUNK_ENTRIES // ((n_boot + n_samples) * n))
             for start in range(0, len(members), chunk):
                 part = members[start:start + chunk]
@@ -343,7 +344,7 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
                 for j, i in enumerate(part):
                     w, m = weights[i]
                     ee_d = bias_corrected_interval(float(plug_ins[j]), resampled[j], level=level,
-                                                   bounds=(k_q * k_q / (n * k), 1.0), unbiased=float(unbiased[j]))
+                                                   bounds=(least, 1.0), unbiased=float(unbiased[j]))
                     rows.append((queries[i].query_id, alpha, n, k_q, ee_d.estimate, ee_d.low, ee_d.high,
                                  ee_d.plug_in, float(exposures[j] @ w) if w is not None else math.nan, m))
                 ids = doc_ids[np.stack([queries[i].docs for i in part])].ravel()

@@ -90,8 +90,9 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
             row (e.g. the served lines that showed the same top k). Resampling n units and counting them per row is
             a Multinomial(n, m/n) draw over the rows: the same bootstrap distribution at the cost of the distinct
             rows, not of the units (a query served 50,000 times with 60 distinct rankings resamples 60 rows).
-        least: the least EE-D the policy can have (k/n when every unit fills its k slots from n candidates: uniform
-            exposure), below which neither the estimate nor the interval goes.
+        least: the least EE-D the policy can have (:func:`~fairrag_core.metrics.exposure.least_ee_disparity`: k/n
+            when every unit fills its k slots from n candidates), below which neither the estimate nor the interval
+            goes.
 
     EE-D is quadratic in ε: its plug-in is biased upward by Σ_d Var(ε̂_d), and so is the bootstrap distribution.
     The estimate shown is the exactly unbiased U-statistic over the N units, ``Σ_d Σ_{i≠j} e_id e_jd / (N(N − 1)k)
@@ -99,8 +100,7 @@ def exposure_intervals(incidence: np.ndarray, k: int, *, relevance_weights: np.n
     units that showed d: :func:`~fairrag_core.metrics.exposure.unbiased_ee_disparity`), which needs no resampling —
     the same number for every seed — with the basic interval, both clipped to [``least``, 1] (an unbiased estimate
     of a policy near uniform would otherwise fall below what any policy can have about half the time). EE-R is
-    linear in ε: the
-    plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
+    linear in ε: the plug-in with the percentile interval (:mod:`fairrag_core.metrics.intervals`).
 
     >>> ee_d, ee_r = exposure_intervals(np.eye(4), 1, relevance_weights=np.full(4, 0.25), n_boot=200, seed=0)
     >>> round(ee_d.plug_in, 3), ee_d.low <= ee_d.estimate <= ee_d.high, round(ee_r.estimate, 3)

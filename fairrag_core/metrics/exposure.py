@@ -41,6 +41,7 @@ __all__ = [
     "ee_disparity",
     "ee_relevance",
     "unbiased_ee_disparity",
+    "least_ee_disparity",
     "ConfidenceInterval",
     "ExposureSummary",
     "bootstrap_exposure_ci",
@@ -166,6 +167,18 @@ def ee_relevance(exposure: np.ndarray, labels: np.ndarray, k: int, *, compat: bo
     return float(eps @ target / _relevance_normaliser(int(lab.sum()), lab.size, k))
 
 
+def least_ee_disparity(n_items: int, k: int, filled: int | None = None) -> float:
+    """The least EE-D = ‖ε‖²/k any policy can have when each ranking fills ``filled`` (default k) of its slots from
+    ``n_items`` candidates: uniform exposure ``filled/n`` per item, so ``filled² / (n·k)`` (k/n for full rankings).
+    An unbiased estimate of a policy near uniform falls below it about half the time; the EE-D shown is clipped here.
+
+    >>> least_ee_disparity(20, 5), least_ee_disparity(4, 5, filled=4)
+    (0.25, 0.8)
+    """
+    filled = k if filled is None else filled
+    return (filled / n_items) * (filled / k)  # exactly k/n for full rankings
+
+
 def unbiased_ee_disparity(rankings: np.ndarray, n_items: int) -> float:
     """Unbiased Monte-Carlo estimate of the policy's normalised EE-D from N ≥ 2 sampled rankings.
 
@@ -230,7 +243,8 @@ def bootstrap_exposure_ci(
       (see :func:`unbiased_ee_disparity`) and the bootstrap distribution is shifted by the same amount: a
       percentile interval can miss the plug-in. EE-D therefore comes as the *bias-corrected* estimate — the
       unbiased :func:`unbiased_ee_disparity`, the same number for every seed — with the *basic* interval
-      ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value, both clipped to [k/n, 1] (uniform to deterministic)
+      ``[2θ̂ − q_hi, 2θ̂ − q_lo]`` of the policy's exact value, both clipped to [k/n, 1] (uniform to deterministic:
+      :func:`least_ee_disparity`)
       (``method="bias-corrected"``); ``plug_in`` keeps the plug-in the paper reports.
     * EE-R is linear in ε and unbiased: the plug-in with its percentile interval (``method="percentile"``).
 
@@ -249,7 +263,7 @@ def bootstrap_exposure_ci(
         target = target_exposure(lab, k, compat=compat)[items]
         weights = target / _relevance_normaliser(int(lab.sum()), lab.size, k)
     return exposure_intervals(member, k, relevance_weights=weights, n_boot=n_boot, level=level, seed=seed,
-                              least=k / n_items)  # k slots filled from n_items: at best uniform, ‖ε‖²/k ≥ k/n
+                              least=least_ee_disparity(n_items, k))
 
 
 def summarise_exposure(
@@ -293,7 +307,8 @@ def summarise_exposure(
 
 def ee_d_estimate(rankings: np.ndarray, n_items: int) -> float:
     """The one EE-D number the package shows for a policy sampled N times: the bias-corrected estimate of
-    :func:`bootstrap_exposure_ci` — :func:`unbiased_ee_disparity` clipped to [k/n, 1], which needs no resampling —;
+    :func:`bootstrap_exposure_ci` — :func:`unbiased_ee_disparity` clipped to [:func:`least_ee_disparity`, 1], which
+    needs no resampling —;
     with a single ranking, its plug-in (which is what one ranking's disparity is). Sweeps put it in their ``ee_d``
     column, as the pages, the CLI and the reports show it.
 
@@ -303,5 +318,5 @@ def ee_d_estimate(rankings: np.ndarray, n_items: int) -> float:
     arr = _check_rankings(rankings, n_items)
     if arr.shape[0] < 2:
         return ee_disparity(expected_exposure(arr, n_items), arr.shape[1])
-    return float(np.clip(unbiased_ee_disparity(arr, n_items), arr.shape[1] / n_items, 1.0))
+    return float(np.clip(unbiased_ee_disparity(arr, n_items), least_ee_disparity(n_items, arr.shape[1]), 1.0))
 
