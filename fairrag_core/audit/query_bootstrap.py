@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
     import pandas as pd
 
 __all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals", "pooled_shares",
-           "percentile_bounds"]
+           "percentile_bounds", "share_intervals"]
 
 #: What every interval of this module is, in words a reader can check.
 ESTIMATE_NOTE = ("mean over the audited queries (EE-D per query bias-corrected, as everywhere); {level:.0%} percentile "
@@ -55,6 +55,17 @@ def percentile_bounds(point: np.ndarray, draws: np.ndarray, level: float) -> tup
         warnings.simplefilter("ignore", RuntimeWarning)
         low, high = np.nanquantile(draws, [tail, 1.0 - tail], axis=0)
     return np.fmin(low, point), np.fmax(high, point)
+
+
+def share_intervals(matrix: np.ndarray, counts: np.ndarray, level: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's pooled share of a ``(queries, groups)`` matrix, its shares under the resampling ``counts``
+    (resamples × queries), and their percentile bounds. A group exactly 0 in every query gets NaN bounds: resampling
+    queries that all lack it can only give 0 back, and "[0, 0]" would claim a certainty the audit does not have."""
+    point, draws = pooled_shares(matrix.sum(axis=0)), pooled_shares(counts @ matrix)
+    low, high = percentile_bounds(point, draws, level)
+    never = ~matrix.any(axis=0)
+    return point, draws, np.where(never, np.nan, low), np.where(never, np.nan, high)
 
 
 def _interval(estimate: float, draws: np.ndarray, level: float) -> ConfidenceInterval:
@@ -147,11 +158,8 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
         np.add.at(matrix, (query_codes, group_codes), documents[column].fillna(0.0).to_numpy(dtype=np.float64))
         if matrix.sum() <= 0:
             continue
-        point, draws = pooled_shares(matrix.sum(axis=0)), pooled_shares(weights @ matrix)
+        point, draws, out[f"{name}_low"], out[f"{name}_high"] = share_intervals(matrix, weights, level)
         resampled[name] = (point, draws)
-        low, high = percentile_bounds(point, draws, level)
-        never = matrix.sum(axis=0) == 0  # exactly 0 in every query: no interval (resamples can only give 0 back)
-        out[f"{name}_low"], out[f"{name}_high"] = np.where(never, np.nan, low), np.where(never, np.nan, high)
     for gap, share in (("share_gap", "retrieval_share"), ("attributed_gap", "attributed_share")):
         if share in resampled and "target_share" in resampled:
             (p_s, d_s), (p_t, d_t) = resampled[share], resampled["target_share"]

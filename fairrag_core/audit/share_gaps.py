@@ -43,7 +43,7 @@ from ..checks import MAX_RESAMPLES, check_at_most
 from ..metrics.intervals import ConfidenceInterval, percentile_interval
 from ..metrics.significance import bootstrap_t_pvalues, holm_adjust, presence_bound
 from ..seeds import SeedLike, check_seed, derive_seed
-from .query_bootstrap import pooled_shares
+from .query_bootstrap import pooled_shares, share_intervals
 
 __all__ = ["NOT_AT_STAKE", "GroupGap", "gap_family", "test_streams", "alpha_of", "RETRIEVAL_TAILS",
            "ATTRIBUTED_TAILS", "BOOTSTRAP_T"]
@@ -145,8 +145,8 @@ def gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: n
     n_g = x.shape[1]
     at_stake = (y.sum(axis=0) > 0) | (x.sum(axis=0) > 0)
     m_all = int(at_stake.sum())
-    sx, sy = pooled_shares(x.sum(axis=0)), pooled_shares(y.sum(axis=0))
-    bx, by_ = pooled_shares(counts @ x), pooled_shares(counts @ y)
+    sx, bx, x_low, x_high = share_intervals(x, counts, level)  # no interval for a group never shown (or cited)
+    sy, by_ = pooled_shares(y.sum(axis=0)), pooled_shares(counts @ y)
     observed, absent = _contributions(x, y)
     p_all = bootstrap_t_pvalues(np.hstack([observed, absent]), n_resamples=_test_size(n_test, m_all, alpha),
                                 tails=tails, seed=test_rng)
@@ -179,9 +179,8 @@ def gap_family(x: np.ndarray, y: np.ndarray, groups: Sequence[str], *, counts: n
     p_adj[testable] = holm_adjust(p_obs[testable])
     results = []
     for g, name in enumerate(groups):
-        # never shown (or cited) in any audited query: the share is exactly 0, and resampling queries that all lack
-        # it can only give 0 back, a [0, 0] that claims a certainty the audit does not have; no interval then
-        value = _interval(sx[g], bx[:, g], level) if x[:, g].any() else None
+        value = (ConfidenceInterval(float(sx[g]), float(x_low[g]), float(x_high[g]), float(level))
+                 if math.isfinite(x_low[g]) else None)
         reference = _interval(sy[g], by_[:, g], level)
         gap = _interval(sx[g] - sy[g], bx[:, g] - by_[:, g], level)
         results.append(GroupGap(name, value, reference, gap, float(sx[g]), float(sy[g]),
