@@ -23,16 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.formats import shard_suffixes
 from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..errors import DataFormatError
 from ..metrics.bootstrap import COLLAPSE_LINES_FROM, distinct_rows
 
-__all__ = ["SHARD_SUFFIXES", "log_shards", "QueryAggregate", "LogAggregate",
+__all__ = ["log_shards", "QueryAggregate", "LogAggregate",
            "aggregate_shard", "merge_aggregates", "served_exposure"]
 
-
-#: The files of a folder that are shards of one log.
-SHARD_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 
 
 def log_shards(path: str | os.PathLike) -> list[Path]:
@@ -41,9 +39,10 @@ def log_shards(path: str | os.PathLike) -> list[Path]:
     path = Path(path)
     if not path.is_dir():
         return [path]
-    shards = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SHARD_SUFFIXES))
+    suffixes = shard_suffixes()  # JSON Lines logs, also gzipped (the table in fairrag_core.data.formats)
+    shards = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(suffixes))
     if not shards:
-        raise DataFormatError(f"the folder holds no log shards ({', '.join(SHARD_SUFFIXES)}); put the parts of the "
+        raise DataFormatError(f"the folder holds no log shards ({', '.join(suffixes)}); put the parts of the "
                               "log there, named so that name order is line order (e.g. 2026-03-01.jsonl)", path=path)
     return shards
 

@@ -143,8 +143,8 @@ def _columns(args, config, collection):
     import os
 
     from ..checks import max_log_lines
+    from ..data.formats import is_log
     from ..data.log_columns import COLUMN_READER_TAKES, COLUMNS_FROM_BYTES, first_problem, read_log_columns
-    from ..data.rag_log import LOG_SUFFIXES
     from ..errors import DataFormatError
     from ..metrics.expeval import UserModel
 
@@ -156,7 +156,7 @@ def _columns(args, config, collection):
             raise InvalidParameterError(f"{path} is a folder: its shards of one log are audited for exposure only "
                                         "(--attribution none, the step user, no --what-if-alphas)")
         return _shards(args, path, collection, config.k)
-    if (not exposure_only or not path.lower().endswith(LOG_SUFFIXES) or not os.path.isfile(path)
+    if (not exposure_only or not is_log(path) or not os.path.isfile(path)
             or os.path.getsize(path) < COLUMNS_FROM_BYTES):
         return None
     if args.backend != "local" or args.ray_address is not None:

@@ -1,7 +1,8 @@
 """What a deployed system served, as one model: a :class:`RagLog` is served rankings (one entry per served ranking)
 plus, for a RAG log, the answers and citations that went with them.
 
-Two kinds of files load into it (:func:`load_served` tells them apart by the suffix):
+Two kinds of files load into it (:func:`load_served` tells them apart by the suffix; the suffixes of each are
+in :mod:`fairrag_core.data.formats`):
 
 * a **RAG log** (``.jsonl``), one served answer per line (format below), or an **OTLP JSON trace export** with the
   same suffixes, recognised by its first object (``{"resourceSpans": ...}``) and read by
@@ -45,15 +46,13 @@ from pathlib import Path
 from ..checks import max_log_lines
 from ..errors import DataFormatError
 from .collection import Collection
+from .formats import is_log
 from .loaders import json_lines
 from .served import ServedRankings, load_run
 from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
 
-__all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_SUFFIXES", "LOG_FIELDS",
+__all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "LOG_FIELDS",
            "NOT_A_LOG"]
-
-#: File suffixes read as a RAG log (JSONL); anything else is read as a served run.
-LOG_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
 
 #: The fields a log line may have (anything else goes inside ``metadata``).
 LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
@@ -274,7 +273,7 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     >>> os.remove(f.name)
     """
     path = Path(path)
-    if path.is_file() and not path.name.lower().endswith(LOG_SUFFIXES):
+    if path.is_file() and not is_log(path):
         raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl); a run file (TREC, "
                               "expeval, TREC Fair 2022) is read by load_served", path=path)
     # A later, columnar log will lift this bound: today every line is a LogEntry (145-215 bytes when its values
@@ -337,7 +336,7 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
     >>> os.remove(f.name)
     """
     path = Path(path)
-    if path.name.lower().endswith(LOG_SUFFIXES):
+    if is_log(path):
         return load_rag_log(path, collection=collection, trace_map=trace_map)
     log = RagLog.from_served(load_run(path, format=format))
     if collection is not None:
