@@ -4,8 +4,8 @@ Anyone who can open the app can type into it (``make app ADDRESS=0.0.0.0`` serve
 page does not read arbitrary paths: it reads files from ``$FAIRRAG_DATA_DIR`` only, and offers no server files at
 all when the variable is unset (the default; uploads and the demo log still work). A file is read when, with every
 symlink resolved, it lies inside that folder, is a regular file (not a device such as ``/dev/zero``, a FIFO or a
-folder) and has a log or run suffix. The command line, run by the user on their own files, reads any path.
-No Streamlit here.
+folder) and has a suffix of a log or run the command line audits (:mod:`fairrag_core.data.formats`). The command
+line, run by the user on their own files, reads any path. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ import stat
 from pathlib import Path
 
 from fairrag_core import InvalidParameterError
+from fairrag_core.data.formats import not_served_message, served_suffixes
 
-__all__ = ["DATA_DIR_ENV", "DataDirError", "data_dir", "data_files", "checked_data_file", "SERVED_SUFFIXES"]
+__all__ = ["DATA_DIR_ENV", "DataDirError", "data_dir", "data_files", "checked_data_file"]
 
 #: Environment variable naming the folder the app may read served logs and runs from (unset: none).
 DATA_DIR_ENV = "FAIRRAG_DATA_DIR"
-#: Suffixes of the files the app reads from it: RAG logs, and served runs (expeval/TREC, optionally gzipped).
-SERVED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".txt", ".run", ".tsv", ".trec", ".gz")
 _MAX_LISTED = 500
 _MAX_DEPTH = 3  # subfolder levels listed below the data folder
 
@@ -69,9 +68,8 @@ def checked_data_file(name: str | os.PathLike, folder: Path) -> Path:
     if not stat.S_ISREG(mode):
         raise DataDirError(f"{str(name)!r} is not a regular file (a folder, device or pipe); the app reads log and "
                            f"run files from ${DATA_DIR_ENV} ({root})")
-    if not resolved.name.lower().endswith(SERVED_SUFFIXES):
-        raise DataDirError(f"{str(name)!r} is not a log or run file (the suffix must be one of "
-                           f"{', '.join(SERVED_SUFFIXES)}); rename it or upload it")
+    if not resolved.name.lower().endswith(served_suffixes()):
+        raise DataDirError(not_served_message(name) + "; rename it or upload it")
     return resolved
 
 
@@ -79,12 +77,13 @@ def data_files(folder: Path) -> list[str]:
     """The files of ``folder`` (and of its subfolders, three levels down) that :func:`checked_data_file` accepts, as
     sorted paths relative to it (at most 500)."""
     root = folder.resolve(strict=True)
+    suffixes = served_suffixes()
     found: list[str] = []
     for current, folders, files in os.walk(root):  # symlinked folders are not followed
         deep = len(Path(current).relative_to(root).parts) >= _MAX_DEPTH
         folders[:] = [] if deep else sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
-            if name.startswith(".") or not name.lower().endswith(SERVED_SUFFIXES):
+            if name.startswith(".") or not name.lower().endswith(suffixes):
                 continue
             relative = (Path(current) / name).relative_to(root)
             try:

@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path
 
 from fairrag_core import DEMO_COLLECTIONS
+from fairrag_core.data.formats import is_log
 from fairrag_core.data.identity import (
     COLLECTION_PARTS,
     UPLOAD_META,
@@ -53,7 +54,7 @@ def served_kind(record: RunRecord) -> str:
     if kind in ("log", "run"):
         return kind
     log = str(getattr(record.config, "log", "") or "")
-    return "log" if log.lower().endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz")) else "run"
+    return "log" if is_log(log) else "run"
 
 
 def served_counts(record: RunRecord) -> str:
@@ -78,7 +79,7 @@ def record_inputs(record: RunRecord, *, compute: bool = True) -> list[InputIdent
     out = []
     log = str(getattr(record.config, "log", "") or "")
     if log:
-        kind = "log" if log.lower().endswith((".jsonl", ".ndjson", ".json")) else "run"
+        kind = "log" if is_log(log) else "run"
         out.append(InputIdentity(kind, Path(log).name, record.extra.get("log_sha256") or "", log,
                                  rankings=record.extra.get("lines")))
     if compute and record.collection:

@@ -12,6 +12,7 @@ import streamlit as st
 from fairrag_core import FairRAGError
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
+from fairrag_core.data.formats import is_log, upload_types
 from fairrag_core.record import RunKind
 
 from . import charts, explain, resources, uploads
@@ -32,8 +33,6 @@ from .jobs_panel import owner_key
 from .report import table_csv
 from .served_view import (
     DEMO_LOG,
-    LOG_SUFFIXES,
-    RUN_SUFFIXES,
     build_log_report,
     headline_table,
     lines_table,
@@ -70,7 +69,7 @@ def _served_source(settings: Settings):
                    "(assets/logs; provenance in assets/README.md).")
         return (DEMO_LOG if DEMO_LOG.exists() else None), "running-shoes", False
     if choice == "Upload":
-        upload = st.file_uploader("Log (.jsonl) or run file", type=[s.lstrip(".") for s in LOG_SUFFIXES + RUN_SUFFIXES],
+        upload = st.file_uploader("Log (.jsonl) or run file", type=upload_types(),
                                   key="served_upload")
         if upload is None:
             return _kept_upload(), settings.collection, True
@@ -142,7 +141,7 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
                                 patience=float(patience), seed=settings.seed, **citation)
         served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded)
     except FairRAGError as err:
-        st.error(f"That {'log' if str(path).endswith(LOG_SUFFIXES) else 'file'} was not audited: {err}")
+        st.error(f"That {'log' if is_log(path) else 'file'} was not audited: {err}")
         return None, coll
     if uploaded:
         _remember(served)

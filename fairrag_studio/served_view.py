@@ -20,6 +20,7 @@ from fairrag_core.audit.log_report import default_ledger_scope, log_findings, lo
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_served
 from fairrag_core.data.files import check_upload
+from fairrag_core.data.formats import kind_of
 from fairrag_core.glossary import term
 from fairrag_core.record import SweepRun
 
@@ -30,14 +31,12 @@ from .identity import InputIdentity, record_inputs, reproduce_command, served_co
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
-__all__ = ["DEMO_LOG", "LOG_SUFFIXES", "RUN_SUFFIXES", "save_served_upload", "safe_upload_name", "read_served",
+__all__ = ["DEMO_LOG", "save_served_upload", "safe_upload_name", "read_served",
            "headline_table", "queries_table", "lines_table", "build_log_report", "served_label", "served_input",
            "measured_sources"]
 
 #: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
-LOG_SUFFIXES = (".jsonl", ".ndjson")
-RUN_SUFFIXES = (".txt", ".run", ".tsv", ".trec", ".gz")
 
 
 def safe_upload_name(name: str) -> str:
@@ -59,8 +58,10 @@ def save_served_upload(name: str, data: bytes, root: Path) -> Path:
     """Write an uploaded log or run under ``root/served-<content hash>/`` with its own (made safe) name, whose
     suffix says how to read it; the same content lands in the same place, so a re-upload reuses the cached audit.
 
-    A file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``) is a :class:`DataFormatError` before anything is
+    A file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``), or whose name has no suffix of a log or run the
+    command line audits (:mod:`fairrag_core.data.formats`), is a :class:`DataFormatError` before anything is
     written."""
+    kind_of(safe_upload_name(name))
     check_upload(name, data)
     folder = root / f"served-{hashlib.sha256(data).hexdigest()[:10]}"
     folder.mkdir(parents=True, exist_ok=True)
