@@ -126,3 +126,17 @@ def test_the_audit_page_uploads_and_audits_a_json_trace_export():
     assert not at.exception and not at.error, [e.value for e in at.error]
     headline = next(f.value for f in at.dataframe if "95% interval" in f.value.columns)
     assert headline["metric"].tolist()[:2] == ["EE-D", "EE-R"]
+
+
+@pytest.mark.parametrize("suffix", served_suffixes())
+def test_a_record_without_inputs_takes_its_kind_from_the_table(suffix):
+    """A record saved by the CLI (no recorded inputs) is a log or a run by its file's suffix: before the table, a
+    gzipped .ndjson or .json log (and in record_inputs any gzipped log) was called a run."""
+    from types import SimpleNamespace
+
+    from fairrag_studio.identity import record_inputs, served_kind
+
+    record = SimpleNamespace(extra={"lines": 3}, config=SimpleNamespace(log=f"/srv/logs/Week1{suffix.upper()}"),
+                             collection="")
+    expected = kind_of(f"x{suffix}")
+    assert served_kind(record) == expected and [i.role for i in record_inputs(record)] == [expected]
