@@ -76,16 +76,18 @@ def main() -> None:
         qrels = timed("load qrels", lambda: load_judgments(qrels_path))
         print(f"  run: {len(run_a)} topics × {run_a[run_a.query_ids[0]].n_samples} samples, {run_a.n_lines} lines")
         table = timed("evaluate_run gerr (normalised, incomplete)",
-                      lambda: evaluate_run(run_a, qrels, user_model="gerr"))
-        timed("evaluate_run rbp, complete, groups", lambda: evaluate_run(run_a, qrels, user_model="rbp",
+                      lambda: evaluate_run(qrels=qrels, run=run_a, user_model="gerr"))
+        timed("evaluate_run rbp, complete, groups", lambda: evaluate_run(qrels=qrels, run=run_a, user_model="rbp",
                                                                         complete=True, groups=True))
-        timed("evaluate_run step k=5", lambda: evaluate_run(run_a, qrels, user_model="step", k=5))
-        timed("load + evaluate from paths (gerr)", lambda: evaluate_run(run_a_path, qrels_path, user_model="gerr"))
+        timed("evaluate_run step k=5", lambda: evaluate_run(qrels=qrels, run=run_a, user_model="step", k=5))
+        timed("load + evaluate from paths (gerr)",
+              lambda: evaluate_run(qrels=qrels_path, run=run_a_path, user_model="gerr"))
         timed("bootstrap_run: 1,000 resamples of the samples per topic",
-              lambda: bootstrap_run(run_a, qrels, n_boot=1000, seed=0))
+              lambda: bootstrap_run(qrels=qrels, run=run_a, n_boot=1000, seed=0))
         timed("summarise_run: 1,000 resamples of the topics", lambda: summarise_run(table, seed=0))
-        timed("compare_runs A vs B (bootstrap + 10,000 sign flips)", lambda: compare_runs(run_a, run_b, qrels, seed=0))
-        timed("evaluate_run_awrf nDCG@20 / AWRF@20", lambda: evaluate_run_awrf(run_a, qrels, cutoff=20))
+        timed("compare_runs A vs B (bootstrap + 10,000 sign flips)",
+              lambda: compare_runs(qrels=qrels, run_a=run_a, run_b=run_b, seed=0))
+        timed("evaluate_run_awrf nDCG@20 / AWRF@20", lambda: evaluate_run_awrf(qrels=qrels, run=run_a, cutoff=20))
         if args.expeval:
             script = Path(args.expeval) / "expeval.py"
             out = timed("expeval.py on the same files (its own loading included)",

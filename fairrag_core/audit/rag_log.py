@@ -356,8 +356,8 @@ def _with_user_model(table: pd.DataFrame, log: RagLog, collection: Collection, c
             labelled.setdefault(entry.query_id, []).append(list(entry.ranking))
     extra = pd.DataFrame(columns=list(EXPEVAL_COLUMNS.values()))
     if labelled:  # rbp ignores the utility
-        values = evaluate_run(labelled, collection, user_model=config.user_model.value, patience=config.patience,
-                              utility=config.utility)
+        values = evaluate_run(qrels=collection, run=labelled, user_model=config.user_model.value,
+                              patience=config.patience, utility=config.utility)
         extra = values[list(EXPEVAL_COLUMNS)].rename(columns=EXPEVAL_COLUMNS)
     return table.merge(extra, left_on="query_id", right_index=True, how="left")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .served import QrelsLike, RunLike, as_judgments, as_run
+from .served import QrelsLike, RunLike, as_judgments, as_run, inputs_by_name
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
 __all__ = ["evaluate_run_awrf"]
 
 
-def evaluate_run_awrf(run: RunLike, qrels: QrelsLike, *, cutoff: int = 20, run_format: str = "auto",
+@inputs_by_name("qrels", "run")
+def evaluate_run_awrf(*, qrels: QrelsLike, run: RunLike, cutoff: int = 20, run_format: str = "auto",
                       groups_by: str = "provider") -> pd.DataFrame:
     """nDCG@K (trec_eval / ir_measures), TF22-nDCG@K and AWRF@K (TREC Fair 2022) of a served run, averaged over
     each query's samples (:mod:`fairrag_core.metrics.trec_fair` says how the two nDCGs differ).
@@ -27,11 +28,12 @@ def evaluate_run_awrf(run: RunLike, qrels: QrelsLike, *, cutoff: int = 20, run_f
     its relevant documents (each split equally among its groups); a ranked document's groups come from the
     query's qrels line, else ``Judgments.doc_groups`` (a collection's labels), else ``Unknown``. Unjudged and
     −1 documents gain 0. Columns ``nDCG@K``, ``TF22-nDCG@K``, ``AWRF@K``, ``TF22-nDCG*AWRF@K`` (expected over the
-    samples), ``n_samples``, ``in_run``; a query the run lacks scores 0 nDCG and NaN AWRF.
+    samples), ``n_samples``, ``in_run``; a query the run lacks scores 0 nDCG and NaN AWRF. The inputs are taken by
+    name, qrels first as in ``evaluate-run QRELS RUN --awrf K`` (:func:`~fairrag_core.audit.served.inputs_by_name`).
 
     >>> from fairrag_core.data.judgments import parse_judgments
     >>> qrels = parse_judgments("q1 f a 1\\nq1 m b 1\\nq1 m c 0\\n")
-    >>> evaluate_run_awrf({"q1": [["a", "b"]]}, qrels, cutoff=2).loc["q1", ["nDCG@2", "AWRF@2"]].tolist()
+    >>> evaluate_run_awrf(qrels=qrels, run={"q1": [["a", "b"]]}, cutoff=2).loc["q1", ["nDCG@2", "AWRF@2"]].tolist()
     [1.0, 1.0]
     """
     import pandas as pd

@@ -22,11 +22,9 @@ from ..audit.served import (
     DIRECTION,
     as_judgments,
     as_run,
-    bootstrap_run,
     compare_runs,
     evaluate_rows,
-    rows_table,
-    summarise_run,
+    evaluate_served,
     unjudged_queries,
     with_depth,
 )
@@ -200,34 +198,22 @@ def _cmd_evaluate(args, out) -> int:
     model, opts = _read(EvaluateOptions, args)
     run = as_run(args.run, run_format=opts.format)
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
-    model = with_depth(model, run)  # the step user reads the longest ranking unless -k says otherwise
-    rows = evaluate_rows(run, judgments, model)
-    skipped = unjudged_queries(run, judgments, binarize=model.binarize, complete=model.complete)
-    awrf = evaluate_run_awrf(run, judgments, cutoff=opts.awrf) if opts.awrf else None
-    notes = _notes(rows, skipped, model)
     if opts.trec_eval and not args.json:  # no pandas on this path: it is the one large runs take
-        measures = [] if awrf is None else list(awrf.columns[:4])  # the TREC Fair 2022 ones after expeval's
-        for row in rows:
-            qid = row["query_id"]
-            lines = [(m, row[m]) for m in METRICS] + [(n, awrf.loc[qid, n]) for n in measures if qid in awrf.index]
-            print(*(f"{name}\t{qid}\t{value:f}" for name, value in lines), sep="\n", file=out)
-        means = []
-        for m in METRICS:  # the mean over the queries, NaN left out (as pandas' mean, which this replaces here)
-            values = np.array([row[m] for row in rows], dtype=np.float64)
-            kept = values[~np.isnan(values)]
-            means.append((m, float(kept.sum() / kept.size) if kept.size else math.nan))
-        means += [(n, awrf[n].mean()) for n in measures]
-        print(*(f"{name}\tall\t{value:f}" for name, value in means), sep="\n", file=out)
-        for note in notes:
+        model = with_depth(model, run)  # the step user reads the longest ranking unless -k says otherwise
+        rows = evaluate_rows(qrels=judgments, run=run, settings=model)
+        skipped = unjudged_queries(qrels=judgments, run=run, settings=model)
+        awrf = evaluate_run_awrf(qrels=judgments, run=run, cutoff=opts.awrf) if opts.awrf else None
+        _print_trec_eval(rows, awrf, out)
+        for note in _notes(rows, skipped, model):
             print(f"note: {note}", file=sys.stderr)
         return 0
-    table = rows_table(rows, model)  # the rows above, as a table: not evaluated twice
-    # the user model's to_dict() is the keyword arguments of bootstrap_run and compare_runs
-    intervals = bootstrap_run(run, judgments, n_boot=opts.n_boot, level=opts.level, seed=opts.seed, **model.to_dict())
-    # one number per concept: each query's estimate (disparity and difference bias-corrected, inside their interval)
-    # is what the means average and what every output shows; expeval's stand-in for equal bounds becomes null / "—"
-    reported = _estimates(table, intervals)
-    summary = summarise_run(reported, n_boot=opts.n_boot, level=opts.level, seed=opts.seed) if len(table) else None
+    # the Python API's one call (evaluate_served): the same estimator and numbers as fr.evaluate_served(...)
+    result = evaluate_served(qrels=judgments, run=run, settings=model, n_boot=opts.n_boot, level=opts.level,
+                             seed=opts.seed)
+    model, table, intervals, reported, summary = (result.settings, result.table, result.intervals, result.queries,
+                                                  result.mean)
+    awrf = evaluate_run_awrf(qrels=judgments, run=run, cutoff=opts.awrf) if opts.awrf else None
+    notes = _notes(result.rows, result.skipped_queries, model)
     command = _command("evaluate-run", [(QRELS, args.qrels), (RUN, args.run)], model, opts,
                        *(["--json"] if args.json else []))
     if args.json:
@@ -236,7 +222,7 @@ def _cmd_evaluate(args, out) -> int:
                            "qrels": judgments.source, "settings": model.to_dict(), "seed": opts.seed,
                            "queries": records(reported.reset_index()),
                            "mean": None if summary is None else records(summary.reset_index()),
-                           "skipped_queries": skipped, "notes": notes, "command": command,
+                           "skipped_queries": result.skipped_queries, "notes": notes, "command": command,
                            "intervals": records(intervals.reset_index()),
                            **({"awrf": records(awrf.reset_index())} if awrf is not None else {})}, out, indent=2)
     samples = sorted({int(n) for n in table["n_samples"] if n})
@@ -272,18 +258,20 @@ def _cmd_evaluate(args, out) -> int:
     return 0
 
 
-def _estimates(table: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
-    """Per query the estimate of each metric (:func:`bootstrap_run`'s, inside its interval), ``<metric>_low``,
-    ``<metric>_high`` and ``<metric>_plug_in`` (expeval's value); a metric that is only expeval's stand-in for the
-    query (``undefined``) is NaN throughout."""
-    out = table.drop(columns=list(METRICS)).copy()
-    for metric in METRICS:
-        part = intervals.xs(metric, level="metric").reindex(table.index)
-        stand_in = np.array([metric in str(u).split(",") for u in table["undefined"]], dtype=bool)
-        for name, column in ((metric, "estimate"), (f"{metric}_low", "low"), (f"{metric}_high", "high"),
-                             (f"{metric}_plug_in", "plug_in")):
-            out[name] = part[column].where(~stand_in)
-    return out
+def _print_trec_eval(rows: list[dict], awrf: pd.DataFrame | None, out) -> None:
+    """expeval's lines (``metric<TAB>query<TAB>value``, plug-in values) per query, then the means as ``all``."""
+    measures = [] if awrf is None else list(awrf.columns[:4])  # the TREC Fair 2022 ones after expeval's
+    for row in rows:
+        qid = row["query_id"]
+        lines = [(m, row[m]) for m in METRICS] + [(n, awrf.loc[qid, n]) for n in measures if qid in awrf.index]
+        print(*(f"{name}\t{qid}\t{value:f}" for name, value in lines), sep="\n", file=out)
+    means = []
+    for m in METRICS:  # the mean over the queries, NaN left out (as pandas' mean, which this replaces here)
+        values = np.array([row[m] for row in rows], dtype=np.float64)
+        kept = values[~np.isnan(values)]
+        means.append((m, float(kept.sum() / kept.size) if kept.size else math.nan))
+    means += [(n, awrf[n].mean()) for n in measures]
+    print(*(f"{name}\tall\t{value:f}" for name, value in means), sep="\n", file=out)
 
 
 def _cmd_compare(args, out) -> int:
@@ -298,8 +286,8 @@ def _cmd_compare(args, out) -> int:
     model, opts = _read(CompareOptions, args)
     judgments = as_judgments(args.qrels, groups_by=opts.group_by)
     run_a, run_b = as_run(args.run_a, run_format=opts.format), as_run(args.run_b, run_format=opts.format)
-    result = compare_runs(run_a, run_b, judgments, n_boot=opts.n_boot, n_permutations=opts.n_permutations,
-                          level=opts.level, seed=opts.seed, **model.to_dict())
+    result = compare_runs(qrels=judgments, run_a=run_a, run_b=run_b, settings=model, n_boot=opts.n_boot,
+                          n_permutations=opts.n_permutations, level=opts.level, seed=opts.seed)
     command = _command("compare-runs", [(QRELS, args.qrels), (RUN_A, args.run_a), (RUN_B, args.run_b)], model, opts)
     if args.json:
         return print_json({"run_a": run_a.run_id, "run_b": run_b.run_id, "qrels": judgments.source,

@@ -183,8 +183,8 @@ def test_a_second_user_model_adds_expeval_values_for_labelled_queries(tiny, log_
     from fairrag_core.audit.served import evaluate_run
 
     run = audit_rag_log(log_path, tiny, LogAuditConfig(seed=0, user_model="rbp", patience=0.8))
-    expected = evaluate_run({"q1": [r["ranking"] for r in LOG if r["query_id"] == "q1"]}, tiny, user_model="rbp",
-                            patience=0.8)
+    expected = evaluate_run(qrels=tiny, run={"q1": [r["ranking"] for r in LOG if r["query_id"] == "q1"]},
+                            user_model="rbp", patience=0.8)
     q1 = _row(run, "q1")
     assert q1["expeval_disparity"] == pytest.approx(expected.loc["q1", "disparity"])
     assert q1["expeval_relevance"] == pytest.approx(expected.loc["q1", "relevance"])

@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +27,14 @@ from fairrag_core import (
     sample_rankings,
     summarise_run,
 )
-from fairrag_core.audit.served import unjudged_queries
+from fairrag_core.audit.served import evaluate_served, unjudged_queries
 from fairrag_core.data.judgments import parse_judgments
+from fairrag_core.metrics.expeval import ExposureSettings
 
 EXPEVAL = Path(__file__).resolve().parents[1] / "data" / "expeval"
 REFERENCE = json.loads((EXPEVAL / "reference.json").read_text(encoding="utf-8"))
 METRICS = ("disparity", "relevance", "difference")
+RBP_RAW = ExposureSettings(user_model="rbp", normalize=False)
 
 
 def _kwargs(flags: list[str]) -> dict:
@@ -62,7 +65,7 @@ def _case_id(case):
 @pytest.mark.parametrize("case", REFERENCE["cases"], ids=_case_id)
 def test_agrees_with_expeval_per_query(case, inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs[case["run"]], qrels[case["qrels"]], **_kwargs(case["flags"]))
+    table = evaluate_run(qrels=qrels[case["qrels"]], run=runs[case["run"]], **_kwargs(case["flags"]))
     full, printed = _parse(case["stdout_full"]), _parse(case["stdout"])
     ours = {(qid, m): table.loc[qid, m] for qid in table.index for m in METRICS}
     assert list(dict.fromkeys(q for q, _ in full)) == list(table.index)  # same queries, same order
@@ -84,13 +87,15 @@ def test_reference_covers_what_the_issue_asks():
 
 def test_missing_and_unjudged_queries(inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="gerr")
+    table = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], user_model="gerr")
     assert table.index.tolist() == ["q1", "q2", "q3", "q5", "q6"]  # q4: no relevant document; q7: not judged
     assert not table.loc["q5", "in_run"] and table.loc["q5", "n_samples"] == 0
     assert table.loc["q5", "relevance"] == 1.0 and table.loc["q5", "difference"] == 0.0  # expeval's defaults
-    assert sorted(unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"])) == ["q4", "q7"]
-    assert unjudged_queries(runs["run_a.txt"], qrels["qrels_graded.txt"], complete=True) == ["q7"]
-    corrected = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], bounds="corrected", user_model="gerr")
+    assert sorted(unjudged_queries(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"])) == ["q4", "q7"]
+    assert unjudged_queries(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"],
+                            settings=ExposureSettings(complete=True)) == ["q7"]
+    corrected = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], bounds="corrected",
+                             user_model="gerr")
     assert corrected.loc["q5", "difference"] > 0  # showing nothing is not a perfect difference
     assert corrected.loc["q2", "relevance"] < 1  # single level: no longer the constant 1
     assert table.loc["q2", "relevance_levels"] == 1
@@ -98,17 +103,17 @@ def test_missing_and_unjudged_queries(inputs):
 
 def test_inputs_as_paths_objects_dicts_and_collections(inputs):
     runs, qrels = inputs
-    by_path = evaluate_run(EXPEVAL / "run_plain.txt", str(EXPEVAL / "qrels_graded.txt"), user_model="rbp")
-    by_object = evaluate_run(runs["run_plain.txt"], qrels["qrels_graded.txt"], user_model="rbp")
+    by_path = evaluate_run(qrels=str(EXPEVAL / "qrels_graded.txt"), run=EXPEVAL / "run_plain.txt", user_model="rbp")
+    by_object = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_plain.txt"], user_model="rbp")
     lists = {q: runs["run_plain.txt"][q].samples() for q in runs["run_plain.txt"].query_ids}
-    by_dict = evaluate_run(lists, qrels["qrels_graded.txt"], user_model="rbp")
+    by_dict = evaluate_run(qrels=qrels["qrels_graded.txt"], run=lists, user_model="rbp")
     pd.testing.assert_frame_equal(by_path, by_object)
     pd.testing.assert_frame_equal(by_path, by_dict)
     shoes = load_collection("running-shoes")
     qid = next(iter(shoes.qrels))
     docs = list(shoes.qrels[qid])
-    from_collection = evaluate_run({qid: [docs[:5], docs[1:6]]}, shoes, groups=True)
-    from_name = evaluate_run({qid: [docs[:5], docs[1:6]]}, "running-shoes", groups=True)
+    from_collection = evaluate_run(qrels=shoes, run={qid: [docs[:5], docs[1:6]]}, groups=True)
+    from_name = evaluate_run(qrels="running-shoes", run={qid: [docs[:5], docs[1:6]]}, groups=True)
     pd.testing.assert_frame_equal(from_collection, from_name)
     assert from_collection.loc[qid, "n_groups"] >= 1
 
@@ -122,19 +127,20 @@ def test_step_model_matches_fair_rag_metrics(threshold):
     qrels = parse_judgments("".join(f"q 0 d{i} {g}\n" for i, g in enumerate(labels)))
     run = ServedRankings.from_lists({"q": [[names[i] for i in row] for row in rankings]})
     eps = expected_exposure(rankings, 10)
-    raw = evaluate_run(run, qrels, user_model="step", k=3, complete=True, normalize=False)
+    raw = evaluate_run(qrels=qrels, run=run, settings=ExposureSettings(k=3, complete=True, normalize=False))
     m, n, k = labels.sum(), 10, 3
     assert raw.loc["q", "disparity"] / k == pytest.approx(ee_disparity(eps, k))
     normaliser = k * k / m if m > k else m + (k - m) ** 2 / (n - m)  # ‖ε*‖², Kim & Diaz 2025, App. C
     assert raw.loc["q", "relevance"] / normaliser == pytest.approx(ee_relevance(eps, labels, k))
-    normalised = evaluate_run(run, qrels, user_model="step", k=3)  # incomplete: lower bound 0, upper k
+    # incomplete: lower bound 0, upper k
+    normalised = evaluate_run(qrels=qrels, run=run, settings=ExposureSettings(k=3))
     assert normalised.loc["q", "disparity"] == pytest.approx(ee_disparity(eps, k))
 
 
 def test_bootstrap_run_intervals_contain_their_estimates(inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="rbp")
-    boot = bootstrap_run(runs["run_a.txt"], qrels["qrels_graded.txt"], user_model="rbp", n_boot=300, seed=0)
+    table = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], user_model="rbp")
+    boot = bootstrap_run(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], user_model="rbp", n_boot=300, seed=0)
     assert set(boot.index.get_level_values("metric")) == set(METRICS)
     sampled = boot.dropna(subset=["low"])
     assert np.all(sampled["low"] <= sampled["estimate"] + 1e-12)
@@ -147,7 +153,7 @@ def test_bootstrap_run_intervals_contain_their_estimates(inputs):
     assert len(sampled) == len(boot) - 3
     assert "bias-corrected" in boot.loc[("q1", "disparity"), "method"]
     assert "percentile" in boot.loc[("q1", "relevance"), "method"]
-    plain = bootstrap_run(runs["run_plain.txt"], qrels["qrels_graded.txt"], n_boot=50, seed=0)
+    plain = bootstrap_run(qrels=qrels["qrels_graded.txt"], run=runs["run_plain.txt"], n_boot=50, seed=0)
     assert plain["low"].isna().all() and plain["high"].isna().all()  # one sample: nothing to resample
     assert (plain["method"] == "no interval: one sampled ranking").sum() > 0
 
@@ -158,7 +164,7 @@ def test_bootstrap_run_estimates_are_unbiased_and_the_same_for_every_seed():
     # −0.0625, floored at its least value 0 (plug-in 0.0625)
     qrels = parse_judgments("q1 0 a 1\nq1 0 b 1\nq1 0 c 0\n")
     run = {"q1": [["a", "b", "c"], ["b", "a", "c"]]}
-    tables = [bootstrap_run(run, qrels, user_model="rbp", normalize=False, n_boot=200, seed=s) for s in (0, 1)]
+    tables = [bootstrap_run(qrels=qrels, run=run, settings=RBP_RAW, n_boot=200, seed=s) for s in (0, 1)]
     for table in tables:
         assert table.loc[("q1", "disparity"), ["plug_in", "estimate"]].tolist() == pytest.approx([1.1875, 1.0625])
         assert table.loc[("q1", "difference"), ["plug_in", "estimate"]].tolist() == pytest.approx([0.0625, 0.0])
@@ -174,7 +180,7 @@ def test_bootstrap_over_samples_covers_the_policy_value():
     for seed in range(40):
         order = np.random.default_rng(seed).permuted(np.tile(np.arange(30), (40, 1)), axis=1)[:, :5]
         run = ServedRankings.from_lists({"q": [[docs[i] for i in row] for row in order]})
-        boot = bootstrap_run(run, qrels, user_model="rbp", normalize=False, n_boot=300, seed=seed)
+        boot = bootstrap_run(qrels=qrels, run=run, settings=RBP_RAW, n_boot=300, seed=seed)
         row = boot.loc[("q", "disparity")]
         hits += row.low <= exact <= row.high
         assert row.plug_in > exact  # the plug-in is biased upward …
@@ -183,15 +189,16 @@ def test_bootstrap_over_samples_covers_the_policy_value():
 
 def test_summary_and_paired_comparison(inputs):
     runs, qrels = inputs
-    table = evaluate_run(runs["run_a.txt"], qrels["qrels_graded.txt"], normalize=False, user_model="gerr")
+    table = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], normalize=False, user_model="gerr")
     summary = summarise_run(table, n_boot=500, seed=0)
     assert summary.loc["disparity", "estimate"] == pytest.approx(table["disparity"].mean())
     assert np.all(summary["low"] <= summary["estimate"]) and np.all(summary["estimate"] <= summary["high"])
-    same = compare_runs(runs["run_a.txt"], runs["run_a.txt"], qrels["qrels_graded.txt"], seed=0, user_model="gerr")
-    assert np.all(same["difference"] == 0) and np.all(same["p_value"] == 1.0)
-    diff = compare_runs(runs["run_a.txt"], runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, seed=0,
+    same = compare_runs(qrels=qrels["qrels_graded.txt"], run_a=runs["run_a.txt"], run_b=runs["run_a.txt"], seed=0,
                         user_model="gerr")
-    b = evaluate_run(runs["run_b.txt"], qrels["qrels_graded.txt"], normalize=False, user_model="gerr")
+    assert np.all(same["difference"] == 0) and np.all(same["p_value"] == 1.0)
+    diff = compare_runs(qrels=qrels["qrels_graded.txt"], run_a=runs["run_a.txt"], run_b=runs["run_b.txt"],
+                        settings=ExposureSettings(user_model="gerr", normalize=False), seed=0)
+    b = evaluate_run(qrels=qrels["qrels_graded.txt"], run=runs["run_b.txt"], normalize=False, user_model="gerr")
     assert diff.loc["disparity", "difference"] == pytest.approx((table["disparity"] - b["disparity"]).mean())
     assert diff.loc["disparity", "mean_a"] > diff.loc["disparity", "mean_b"]  # A is sharper (less fair) than B
     assert np.all(diff["low"] <= diff["difference"]) and np.all(diff["difference"] <= diff["high"])
@@ -201,7 +208,7 @@ def test_summary_and_paired_comparison(inputs):
 def test_awrf_and_ndcg_match_the_single_ranking_functions(inputs):
     runs, qrels = inputs
     run, judged = runs["run_a.txt"], qrels["qrels_graded.txt"]
-    table = evaluate_run_awrf(run, judged, cutoff=5)
+    table = evaluate_run_awrf(qrels=judged, run=run, cutoff=5)
     assert list(table.columns[:4]) == ["nDCG@5", "TF22-nDCG@5", "AWRF@5", "TF22-nDCG*AWRF@5"]
     for qid in ("q2", "q3"):  # one group per document: compare with group_fairness.awrf / ndcg sample by sample
         grades = judged.relevance[qid]
@@ -238,7 +245,7 @@ def test_each_ndcg_gives_its_reference_tool_s_number():
         rankings[qid] = [ranking]
         qrels_rows += [ir_measures.Qrel(qid, d, g) for d, g in grades.items()]
         run_rows += [ir_measures.ScoredDoc(qid, d, float(100 - r)) for r, d in enumerate(ranking)]
-    table = evaluate_run_awrf(ServedRankings.from_lists(rankings), Judgments(relevance, groups), cutoff=20)
+    table = evaluate_run_awrf(qrels=Judgments(relevance, groups), run=ServedRankings.from_lists(rankings), cutoff=20)
     theirs = {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.nDCG @ 20], qrels_rows, run_rows)}
     ours = table["nDCG@20"].to_dict()
     assert ours.keys() == theirs.keys()
@@ -250,13 +257,73 @@ def test_each_ndcg_gives_its_reference_tool_s_number():
 def test_bad_arguments():
     qrels = parse_judgments("q 0 a 1\n")
     # the step user reads the run's longest ranking unless k says otherwise
-    assert evaluate_run({"q": [["a", "b"], ["a"]]}, qrels, user_model="step").loc["q", "disparity"] == pytest.approx(
-        evaluate_run({"q": [["a", "b"], ["a"]]}, qrels, user_model="step", k=2).loc["q", "disparity"])
+    run = {"q": [["a", "b"], ["a"]]}
+    assert evaluate_run(qrels=qrels, run=run).loc["q", "disparity"] == pytest.approx(
+        evaluate_run(qrels=qrels, run=run, settings=ExposureSettings(k=2)).loc["q", "disparity"])
     with pytest.raises(InvalidParameterError, match=r"unknown option\(s\) \['alpha'\]"):
-        bootstrap_run({"q": [["a"]]}, qrels, alpha=2)
+        bootstrap_run(qrels=qrels, run={"q": [["a"]]}, alpha=2)
     with pytest.raises(InvalidParameterError, match="run must be a path"):
-        evaluate_run(42, qrels)
+        evaluate_run(qrels=qrels, run=42)
     with pytest.raises(InvalidParameterError, match="qrels must be a path"):
-        evaluate_run({"q": [["a"]]}, 42)
+        evaluate_run(qrels=42, run={"q": [["a"]]})
     with pytest.raises(InvalidParameterError, match="bounds='loose' is not one of"):
-        evaluate_run({"q": [["a"]]}, qrels, bounds="loose")
+        evaluate_run(qrels=qrels, run={"q": [["a"]]}, bounds="loose")
+    with pytest.raises(InvalidParameterError, match="settings must be an ExposureSettings"):
+        evaluate_run(qrels=qrels, run=run, settings={"user_model": "rbp"})
+
+
+def test_inputs_are_taken_by_name_in_the_cli_order_and_a_swap_names_the_python_call():
+    qrels, run = EXPEVAL / "qrels_graded.txt", EXPEVAL / "run_a.txt"
+    with pytest.raises(InvalidParameterError, match=r"^evaluate_run takes its inputs by name, in the CLI's order "
+                                                    r"\(qrels first\): evaluate_run\(qrels=…, run=…\)$"):
+        evaluate_run(run, qrels)  # the old Python order
+    with pytest.raises(InvalidParameterError, match=r"^evaluate_run needs qrels=: evaluate_run\(qrels=…, run=…\)$"):
+        evaluate_run(run=run)
+    swapped = rf"^qrels={run} is a run and run={qrels} is qrels: swap them, {{}}$"
+    with pytest.raises(InvalidParameterError, match=swapped.format(r"evaluate_run\(qrels=…, run=…\)")):
+        evaluate_run(qrels=run, run=qrels)
+    with pytest.raises(InvalidParameterError, match=swapped.format(r"bootstrap_run\(qrels=…, run=…\)")):
+        bootstrap_run(qrels=run, run=qrels, n_boot=10)
+    with pytest.raises(InvalidParameterError, match=swapped.format(r"evaluate_run_awrf\(qrels=…, run=…\)")):
+        evaluate_run_awrf(qrels=run, run=qrels)
+    with pytest.raises(InvalidParameterError, match=rf"^run_b={qrels} is qrels, not a run: give the run as run_b=, "
+                                                    r"compare_runs\(qrels=…, run_a=…, run_b=…\)$"):
+        compare_runs(qrels=qrels, run_a=run, run_b=qrels)
+    with pytest.raises(InvalidParameterError, match="the run is a Judgments, which judges runs: pass it as qrels="):
+        evaluate_run(qrels=load_run(run), run=load_judgments(qrels))
+    with pytest.raises(Exception, match="file not found"):  # a plain load error stays as it is
+        evaluate_run(qrels=qrels, run=EXPEVAL / "missing.txt")
+
+
+def test_settings_object_and_keyword_overrides_are_the_same_evaluation(inputs):
+    runs, qrels = inputs
+    run, judged = runs["run_a.txt"], qrels["qrels_graded.txt"]
+    gerr = ExposureSettings(user_model="gerr", patience=0.8, complete=True)
+    by_object = evaluate_run(qrels=judged, run=run, settings=gerr)
+    pd.testing.assert_frame_equal(by_object, evaluate_run(qrels=judged, run=run, user_model="gerr", patience=0.8,
+                                                          complete=True))
+    # an override replaces that one field of the settings object
+    pd.testing.assert_frame_equal(by_object, evaluate_run(qrels=judged, run=run, settings=replace(gerr, patience=0.3),
+                                                          patience=0.8))
+    assert not by_object.equals(evaluate_run(qrels=judged, run=run, settings=gerr, patience=0.3))
+
+
+def test_evaluate_served_gives_the_bias_corrected_headline_not_the_plug_in_mean(inputs):
+    runs, qrels = inputs
+    result = evaluate_served(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], n_boot=200, seed=1)
+    assert result.seed == 1 and result.settings.k == 10  # the step user read the longest ranking
+    estimates = result.queries["disparity"]
+    assert result.mean.loc["disparity", "estimate"] == pytest.approx(estimates.mean())
+    assert (estimates <= result.queries["disparity_plug_in"]).all()  # the plug-in is biased upward …
+    plug_in = summarise_run(result.table, n_boot=200, seed=1).loc["disparity", "estimate"]
+    assert plug_in == pytest.approx(result.table["disparity"].mean())
+    assert plug_in - result.mean.loc["disparity", "estimate"] > 0.005  # … so its mean is not the headline
+    # relevance: the plug-in, without the queries where it is only expeval's stand-in (q2, q3, q5)
+    assert result.queries["relevance"].notna().tolist() == [True, False, False, False, True]
+    assert result.mean.loc["relevance", "n_queries"] == 2
+    assert sorted(result.skipped_queries) == ["q4", "q7"]
+    again = evaluate_served(qrels=EXPEVAL / "qrels_graded.txt", run=EXPEVAL / "run_a.txt", n_boot=200,
+                            seed=result.seed)
+    pd.testing.assert_frame_equal(again.mean, result.mean)  # the recorded seed reruns it
+    drawn = evaluate_served(qrels=qrels["qrels_graded.txt"], run=runs["run_a.txt"], n_boot=20)
+    assert isinstance(drawn.seed, int)
