@@ -5,7 +5,8 @@ citations) or a *run* (sampled rankings only).
 Everything that decides by a file's name reads this table: :func:`~fairrag_core.data.rag_log.load_served` (the CLI's
 ``audit-log`` and the app read through it), the shard folders of :mod:`fairrag_core.audit.log_shards`, the app's
 uploader and data folder, and the kind a stored run's identity falls back to. A new served format is one
-:class:`ServedFormat` here and its reader.
+:class:`ServedFormat` here and its reader. The app takes only these suffixes; ``load_served`` (and so the command
+line) still reads a name with none of them as a run, since TREC runs are often named without one.
 
 A suffix names a *kind*, not always one format: a RAG log and an OTLP JSON trace export share ``.jsonl``/``.json``
 (the log reader tells them apart by the first object), an expeval/TREC run and a TREC Fair 2022 run share ``.txt``,
