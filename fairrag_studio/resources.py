@@ -143,8 +143,6 @@ def _in_memory(role: str, settings: Settings) -> bool:
 
     if role == "embedder":
         return settings.retriever_key in _BUILT_RETRIEVERS
-    name = settings.generator if role == "generator" else settings.attributor
-    if name == "qwen-judge":
-        name = "qwen2.5-1.5b"
+    name = catalog.language_model_name(settings.generator if role == "generator" else settings.attributor)
     model = catalog.loaded_models().get((name, None if settings.device == "auto" else settings.device))
     return bool(model is not None and getattr(model, "loaded", False))

@@ -6,8 +6,9 @@ Every role of the Fair RAG pipeline (Kim & Diaz 2025, §3) has a model behind on
   backends :mod:`.llama_cpp` (GGUF: the offline SmolLM2 and Qwen) and :mod:`.transformers_lm` (any HF id);
 * :mod:`.nli` — sequence-classification NLI cross-encoders (the paper's roberta-large-mnli);
 * :mod:`.embedder` — sentence-transformers embedders for dense retrieval (offline MiniLM);
-* :mod:`.catalog` — short names per role, the offline defaults, process-wide shared instances;
-* :mod:`.gguf` — the bundled GGUF weights, joined and sha256-verified; :mod:`.device` and :mod:`.hub` —
+* :mod:`.catalog` — the one catalogue of models, keyed by their weights (names and aliases per role, packages,
+  files and sha256, the offline defaults), and the process-wide shared instances;
+* :mod:`.gguf` — the bundled GGUF weights located, joined and sha256-verified; :mod:`.device` and :mod:`.hub` —
   device choice (cuda → mps → cpu) and the hub policy (never remote code; local files only when offline).
 """
 

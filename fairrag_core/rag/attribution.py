@@ -262,16 +262,16 @@ class CrossEncoderAttributor(Attributor):
 
 
 def load_attributor(name: str | None = None, *, device: str | None = None) -> Attributor:
-    """An NLI attributor by name, shared per process: ``qwen-judge`` (offline default: the Qwen2.5-1.5B judge),
-    any language model of the catalog as judge, or a sequence-classification NLI id or folder
-    (``roberta-large-mnli`` = the paper's ``FacebookAI/roberta-large-mnli``)."""
+    """An NLI attributor by name, shared per process: an LLM-judge name of the catalogue (``qwen-judge``, the
+    offline default: the Qwen2.5-1.5B judge), any offline language model of the catalogue as judge, or a
+    sequence-classification NLI id or folder (``roberta-large-mnli``: the paper's ``FacebookAI/roberta-large-mnli``).
+    """
     name = name or catalog.DEFAULTS["attributor"]
 
     def build() -> Attributor:
-        if name == "qwen-judge":
-            return LLMJudgeAttributor(catalog.load_language_model("qwen2.5-1.5b", device=device))
-        if name in catalog.OFFLINE_LLMS:
-            return LLMJudgeAttributor(catalog.load_language_model(name, device=device))
+        llm = catalog.language_model_name(name)
+        if llm in catalog.OFFLINE_LLMS:
+            return LLMJudgeAttributor(catalog.load_language_model(llm, device=device))
         return CrossEncoderAttributor(catalog.HUB_NLI.get(name, name), device=device)
 
     return catalog.shared((f"attributor:{name}", device), build)
@@ -279,4 +279,4 @@ def load_attributor(name: str | None = None, *, device: str | None = None) -> At
 
 def default_attributor() -> Attributor:
     """The offline default NLI attributor: the Qwen2.5-1.5B LLM judge (loaded on first use)."""
-    return load_attributor("qwen-judge")
+    return load_attributor(catalog.DEFAULTS["attributor"])

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from ..data import assets_dir
 from ..errors import InvalidParameterError
-from ..models.catalog import DEFAULTS
+from ..models.catalog import DEFAULTS, model_for
 from .citations import CitationPolicy
 
-__all__ = ["AnswerPreset", "PRESETS", "DEFAULT_PRESET", "answer_preset", "preset_costs"]
+__all__ = ["AnswerPreset", "PRESETS", "DEFAULT_PRESET", "answer_preset", "preset_costs", "presets_using"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,13 @@ PRESETS: dict[str, AnswerPreset] = {
         # person is …, team is not mentioned" as a form; short answers took ~3.5 s instead of ~13 s (docs/answers.md)
         name="fast", title="Fast", generator=DEFAULTS["generator"], style="short", attributor=DEFAULTS["attributor"],
         citation=FITTED_CITATION,
-        summary="Qwen2.5-Coder-0.5B answers in a few words or one sentence; the Qwen2.5-1.5B judge checks citations"),
+        summary=f"{DEFAULTS['generator']} answers in a few words or one sentence; the {DEFAULTS['judge']} judge "
+                "checks citations"),
     "quality": AnswerPreset(
-        name="quality", title="Quality", generator="qwen2.5-1.5b", style="grounded", attributor="qwen-judge",
-        citation=FITTED_CITATION,
-        summary="Qwen2.5-Coder-1.5B answers in one or two sentences; the same model checks citations"),
+        # the judge's own language model as generator
+        name="quality", title="Quality", generator=DEFAULTS["judge"], style="grounded",
+        attributor=DEFAULTS["attributor"], citation=FITTED_CITATION,
+        summary=f"{DEFAULTS['judge']} answers in one or two sentences; the same model checks citations"),
 }
 DEFAULT_PRESET = "fast"
 
@@ -66,6 +68,13 @@ def answer_preset(name: str) -> AnswerPreset:
         return PRESETS[name]
     except KeyError:
         raise InvalidParameterError(f"unknown answer preset {name!r}; use one of {', '.join(PRESETS)}") from None
+
+
+def presets_using(model: str) -> tuple[str, ...]:
+    """The presets whose generator or attributor runs ``model``'s weights (any of its catalogue names)."""
+    entry = model_for(model)
+    return tuple(p.name for p in PRESETS.values()
+                 if entry is not None and entry in (model_for(p.generator), model_for(p.attributor)))
 
 
 def preset_costs(path: Path | None = None) -> dict[str, dict]:

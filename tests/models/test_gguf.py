@@ -3,7 +3,7 @@ import hashlib
 import pytest
 
 from fairrag_core import ModelUnavailableError
-from fairrag_core.models import gguf
+from fairrag_core.models import catalog, gguf
 from fairrag_core.models.gguf import GGUFWeights, resolve_gguf
 
 
@@ -52,12 +52,21 @@ def test_a_missing_package_names_the_install_command():
 
 
 @pytest.mark.model
-def test_bundled_weights_verify():
-    assert resolve_gguf(gguf.SMOLLM2).stat().st_size == gguf.SMOLLM2.size  # and its sha256
-    assert resolve_gguf(gguf.QWEN_0_5B).stat().st_size == gguf.QWEN_0_5B.size
-    qwen = resolve_gguf(gguf.QWEN_1_5B)
-    assert qwen.stat().st_size == gguf.QWEN_1_5B.size  # sha256 checked inside resolve_gguf
-    assert qwen.read_bytes()[:4] == b"GGUF"
+@pytest.mark.parametrize("weights", catalog.pinned_weights(), ids=lambda w: w.name)
+def test_bundled_weights_match_the_catalogues_size_and_sha256(weights):
+    """Hashes the installed parts in order (not the joined cache copy), so a wrong pin or a changed package fails."""
+    folders = [gguf._package_dir(package) for package in weights.packages]
+    if None in folders:
+        pytest.skip(f"{weights.requirement} is not installed")
+    digest, size = hashlib.sha256(), 0
+    for folder, inner in zip(folders, weights.part_paths, strict=True):
+        with open(folder / inner, "rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+                size += len(block)
+    assert (size, digest.hexdigest()) == (weights.size, weights.sha256)
+    with open(folders[0] / weights.part_paths[0], "rb") as handle:
+        assert handle.read(4) == b"GGUF"
 
 
 def test_weight_packages_installed_with_pip_target_are_found(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 import dataclasses
 import hashlib
 
-from fairrag_core.models import gguf
+from fairrag_core.models import catalog, gguf
 from fairrag_core.models.identity import file_sha256, model_identity, source_identity
 from fairrag_core.models.llama_cpp import LlamaCppModel
 from fairrag_core.models.transformers_lm import TransformersModel
@@ -20,10 +20,10 @@ def test_a_gguf_model_is_its_file_hash(tmp_path):
 
 
 def test_verified_bundled_weights_use_the_pinned_digest_without_hashing(tmp_path, monkeypatch):
-    path = tmp_path / gguf.SMOLLM2.file_name
+    path = tmp_path / catalog.SMOLLM2_135M.weights.file_name
     path.write_bytes(b"x" * 10)
-    pinned = dataclasses.replace(gguf.SMOLLM2, size=10)
-    monkeypatch.setattr(gguf, "SMOLLM2", pinned)
+    pinned = dataclasses.replace(catalog.SMOLLM2_135M.weights, size=10)
+    monkeypatch.setattr(catalog, "CATALOG", (dataclasses.replace(catalog.SMOLLM2_135M, weights=pinned),))
     assert file_sha256(path) == hashlib.sha256(b"x" * 10).hexdigest()  # not verified: hashed
     monkeypatch.setattr(gguf, "_verified", {path})
     monkeypatch.setattr(gguf, "sha256_of", lambda p: (_ for _ in ()).throw(AssertionError("hashed")))
