@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParameterError
+from .models.catalog import attributor_option
 from .options import (
     COLLECTION,
     GENERATOR,
@@ -161,12 +162,9 @@ _COMMANDS: dict[RunKind, Callable[[RunRecord], list[str]]] = {
 
 
 def _attributor_name(attributor: str | None) -> str:
-    """The CLI name of a stored attributor (``judge:qwen2.5-1.5b`` → ``qwen-judge``, ``nli:X`` → ``X``)."""
-    if attributor is None:
-        return "qwen-judge"
-    if attributor == "judge:qwen2.5-1.5b":
-        return "qwen-judge"
-    return attributor.partition(":")[2] or attributor
+    """The CLI name of a stored attributor, from the model catalogue (``judge:qwen2.5-1.5b`` → ``qwen-judge``,
+    ``nli:X`` → ``X``)."""
+    return attributor_option(attributor)
 
 
 def _legacy_record(data: dict[str, Any], kind: str | None) -> RunRecord:

@@ -86,8 +86,8 @@ CLI = {
 #: (data flows one way: data → retrieval → ranking → rag → audit → backends → cli). ``backends`` (issue 14, the Ray
 #: backend) maps the analyses' task functions on a local or Ray executor, so it sits above them and below the CLI.
 LAYERS = [
-    {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "record", "lazy"},
-    {"data", "models"},
+    {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "lazy"},
+    {"data", "models", "record"},  # a run record names its models by the catalogue's names
     {"metrics", "retrieval"},
     {"ranking"},
     {"rag", "fairqr", "richrag"},
