@@ -3,11 +3,13 @@
 Every public function validates its arguments through these helpers, so a mistake reads the same wherever it
 is made and always names the fix. They raise :class:`~fairrag_core.errors.InvalidParameterError`.
 
-The shared size limits live here too: a query, the number of sampled rankings N and of bootstrap resamples, the
-cells of a work array (N × candidates, samples × depth), a file or an upload. Past them a laptop's memory would
-run out; each refusal says which knob to turn (``FAIRRAG_MAX_FILE_MB`` and ``FAIRRAG_MAX_UPLOAD_MB`` raise the file
-and upload limits, ``FAIRRAG_MAX_LINE_MB`` the longest line of a data file, ``FAIRRAG_MAX_LOG_LINES`` the lines of a
-RAG log held in memory).
+The shared size limits live here too: a query, the number of sampled rankings N and of bootstrap resamples, a file
+or an upload, and the one memory budget (:func:`max_memory_bytes`, ``$FAIRRAG_MAX_MEMORY_MB``) that every step which
+allocates in proportion to its inputs consults with the bytes it will really allocate (:func:`check_memory`; a step
+that can work in pieces asks :func:`rows_in_budget` how many rows to hold at once, and so is bounded, not refused).
+Each refusal says which knob to turn (``FAIRRAG_MAX_FILE_MB`` and ``FAIRRAG_MAX_UPLOAD_MB`` raise the file and upload
+limits, ``FAIRRAG_MAX_LINE_MB`` the longest line of a data file, ``FAIRRAG_MAX_LOG_LINES`` the lines of a RAG log held
+in memory, ``FAIRRAG_MAX_MEMORY_MB`` the memory budget of one step) or which input to make smaller.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from .errors import InvalidParameterError
 
 __all__ = [
     "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
-    "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_bytes", "max_file_bytes",
-    "max_upload_bytes", "max_line_bytes", "max_log_lines", "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES",
-    "MAX_WORK_CELLS", "MAX_ALPHAS", "MAX_GRADE",
+    "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_memory", "rows_in_budget",
+    "check_bytes", "max_file_bytes", "max_upload_bytes", "max_line_bytes", "max_log_lines", "max_memory_bytes",
+    "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "DEFAULT_MEMORY_MB", "MAX_WORK_CELLS", "MAX_ALPHAS", "MAX_GRADE",
 ]
 
 #: Longest query (characters) a retriever accepts.
@@ -33,9 +35,12 @@ MAX_QUERY_CHARS = 2_000
 MAX_SAMPLES = 1_000_000
 #: Most bootstrap resamples or random permutations (1,000 / 10,000 are the usual numbers).
 MAX_RESAMPLES = 1_000_000
-#: Most cells of one work array (e.g. N × candidates random keys, samples × depth of a served run): 50 M × 8 bytes
-#: = 400 MB.
-MAX_WORK_CELLS = 50_000_000
+#: Default of :func:`max_memory_bytes`, the bytes one step may allocate: 400 MB, a fixed figure (not a measure of
+#: this machine) that leaves room for several such steps, the app's other users and the interpreter on a laptop.
+DEFAULT_MEMORY_MB = 400
+#: Cells of one float64 work array at the default budget (e.g. N × candidates random keys, samples × depth of a served
+#: run): 400 MB / 8 bytes = 50 M.
+MAX_WORK_CELLS = DEFAULT_MEMORY_MB * 1_000_000 // 8
 #: Most α values in one grid (the paper's sweeps use 5–6; each α is a full pass over the queries).
 MAX_ALPHAS = 100
 #: Largest |relevance grade| a qrels file may hold. TREC grades are small (0–4; -1/-2 for unjudged or junk); a bound
@@ -191,18 +196,20 @@ def check_at_most(value: object, name: str, limit: int, *, fix: str, hint: str =
     """
     value = check_positive_int(value, name, hint=hint)
     if value > limit:
-        raise InvalidParameterError(f"{name}={value:,} is more than the {limit:,} this machine can hold; {fix}")
+        raise InvalidParameterError(f"{name}={value:,} is more than the {limit:,} one call takes; {fix}")
     return value
 
 
-def check_work(cells: int, what: str, *, fix: str, limit: int = MAX_WORK_CELLS) -> None:
-    """Refuse a work array of more than ``limit`` cells (``what`` says which product, ``fix`` which knob).
+def check_work(cells: int, what: str, *, fix: str, limit: int | None = None) -> None:
+    """Refuse a float64 work array of ``cells`` cells (``what`` says which product, ``fix`` which knob) that passes
+    the memory budget (:func:`check_memory`: 8 bytes a cell), or ``limit`` cells when one is given.
 
     >>> check_work(100 * 50, "N × candidates", fix="lower N")
     """
-    if cells > limit:
-        raise InvalidParameterError(f"{what} = {cells:,} cells is more than the {limit:,} this machine can hold in "
-                                    f"memory; {fix}")
+    if limit is None:
+        check_memory(8 * cells, f"{what} = {cells:,} cells", fix=fix)
+    elif cells > limit:
+        raise InvalidParameterError(f"{what} = {cells:,} cells is more than the {limit:,} one step may hold; {fix}")
 
 
 def _env_megabytes(name: str, default_mb: int) -> int:
@@ -249,6 +256,44 @@ def max_log_lines() -> int:
         raise InvalidParameterError(f"$FAIRRAG_MAX_LOG_LINES={text!r} is not a positive whole number of lines; "
                                     f"e.g. FAIRRAG_MAX_LOG_LINES={DEFAULT_MAX_LOG_LINES}")
     return int(text)
+
+
+def max_memory_bytes() -> int:
+    """Bytes one step may allocate (``$FAIRRAG_MAX_MEMORY_MB``, default :data:`DEFAULT_MEMORY_MB` = 400 MB).
+
+    One budget for every path whose memory grows with its inputs (the sampler's N × candidates, the findings'
+    resamples × providers, the what-if's resamples × N, a comparison's permutations × groups): each states the bytes
+    it will allocate and is refused, with the input to make smaller, before it allocates them. A step that can work
+    in pieces (the bootstrap-t test, the permutation test) holds :func:`rows_in_budget` rows at a time instead.
+    """
+    return _env_megabytes("FAIRRAG_MAX_MEMORY_MB", DEFAULT_MEMORY_MB)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.0f}" if size >= 1_000_000 else f"{size / 1e6:.2g}"
+
+
+def check_memory(size: int, what: str, *, fix: str) -> None:
+    """Refuse a step that would allocate ``size`` bytes, more than :func:`max_memory_bytes`; ``what`` names the
+    arrays, ``fix`` the input that makes them smaller.
+
+    >>> check_memory(8 * 1000 * 100, "1,000 resamples × 100 groups", fix="lower n_boot")
+    """
+    limit = max_memory_bytes()
+    if size > limit:
+        raise InvalidParameterError(f"{what} needs {_megabytes(size)} MB, more than the {_megabytes(limit)} MB one "
+                                    f"step may allocate; {fix} (or raise the budget with FAIRRAG_MAX_MEMORY_MB)")
+
+
+def rows_in_budget(row_bytes: int, what: str, *, fix: str) -> int:
+    """How many rows of ``row_bytes`` bytes a step that works in pieces may hold at once within
+    :func:`max_memory_bytes` (at least one; a single row over the budget is refused as :func:`check_memory` does).
+
+    >>> rows_in_budget(8 * 4_196, "one resample × 4,196 tests", fix="test fewer groups") > 1_000
+    True
+    """
+    check_memory(row_bytes, what, fix=fix)
+    return max(1, max_memory_bytes() // max(1, row_bytes))
 
 
 def check_bytes(size: int, limit: int, what: str, *, fix: str) -> None:

@@ -34,8 +34,8 @@ def _fast(call, *args, **kwargs):
 
 
 def test_a_billion_samples_is_refused_before_any_allocation():
-    with pytest.raises(InvalidParameterError, match=r"n_samples=1,000,000,000 is more than the 1,000,000 this machine "
-                                                    r"can hold; lower N \(the paper uses 100\)"):
+    with pytest.raises(InvalidParameterError, match=r"n_samples=1,000,000,000 is more than the 1,000,000 one call "
+                                                    r"takes; lower N \(the paper uses 100\)"):
         _fast(sample_rankings, np.arange(50.0), alpha=2, n_samples=10**9, k=5)
     with pytest.raises(InvalidParameterError, match="n_samples=1,000,000,000"):
         _fast(sample_rankings_batch, np.ones((3, 50)), alpha=1, n_samples=10**9, k=5)
@@ -43,8 +43,9 @@ def test_a_billion_samples_is_refused_before_any_allocation():
 
 def test_n_times_candidates_is_bounded():
     # 100 candidates and k = 30: the head covers them all, so the work array is N × 100
-    with pytest.raises(InvalidParameterError, match=r"N × candidates \(1,000,000 × 100\) = 100,000,000 cells is more "
-                                                    r"than the 50,000,000.*--candidates"):
+    with pytest.raises(InvalidParameterError, match=r"N × candidates \(1,000,000 × 100\) = 100,000,000 cells needs 800 "
+                                                    r"MB, more than the 400 MB one step may allocate; .*--candidates"
+                                                    r"\) \(or raise the budget with FAIRRAG_MAX_MEMORY_MB\)$"):
         _fast(sample_rankings, np.arange(100.0), alpha=2, n_samples=MAX_SAMPLES, k=30)
     assert sample_rankings(np.arange(100.0), alpha=2, n_samples=1000, k=5, seed=0).shape == (1000, 5)
 
@@ -82,13 +83,36 @@ def test_bootstrap_counts_are_bounded():
 
 def test_limit_helpers():
     assert check_at_most(5, "x", 10, fix="f") == 5
-    with pytest.raises(InvalidParameterError, match="x=11 is more than the 10 this machine can hold; lower x"):
+    with pytest.raises(InvalidParameterError, match="x=11 is more than the 10 one call takes; lower x"):
         check_at_most(11, "x", 10, fix="lower x")
     with pytest.raises(InvalidParameterError, match="x must be a positive integer"):
         check_at_most(0, "x", 10, fix="f")
     check_work(10, "a × b", fix="f", limit=10)
-    with pytest.raises(InvalidParameterError, match=r"a × b = 11 cells is more than the 10 .*; shrink a"):
+    with pytest.raises(InvalidParameterError, match=r"a × b = 11 cells is more than the 10 one step may hold; "
+                                                    r"shrink a"):
         check_work(11, "a × b", fix="shrink a", limit=10)
+
+
+def test_one_memory_budget_read_from_the_environment(monkeypatch):
+    from fairrag_core.checks import DEFAULT_MEMORY_MB, check_memory, max_memory_bytes, rows_in_budget
+
+    monkeypatch.delenv("FAIRRAG_MAX_MEMORY_MB", raising=False)
+    assert max_memory_bytes() == DEFAULT_MEMORY_MB * 1_000_000 == 400_000_000
+    check_memory(400_000_000, "a × b", fix="shrink a")
+    with pytest.raises(InvalidParameterError, match=r"^a × b needs 500 MB, more than the 400 MB one step may allocate; "
+                                                    r"shrink a \(or raise the budget with FAIRRAG_MAX_MEMORY_MB\)$"):
+        check_memory(500_000_000, "a × b", fix="shrink a")
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.01")
+    assert max_memory_bytes() == 10_000
+    assert rows_in_budget(800, "one row", fix="f") == 12
+    with pytest.raises(InvalidParameterError, match=r"^one row needs 0.02 MB, more than the 0.01 MB one step"):
+        rows_in_budget(20_000, "one row", fix="f")
+    check_work(1_250, "a × b", fix="f")  # 8 bytes a cell: 10,000 bytes
+    with pytest.raises(InvalidParameterError, match=r"^a × b = 1,251 cells needs 0.01 MB, more than the 0.01 MB"):
+        check_work(1_251, "a × b", fix="f")
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "lots")
+    with pytest.raises(InvalidParameterError, match=r"\$FAIRRAG_MAX_MEMORY_MB='lots' is not a number of megabytes"):
+        max_memory_bytes()
 
 
 def test_upload_limit_and_a_200_megabyte_upload(tmp_path, monkeypatch):
@@ -171,7 +195,7 @@ def test_the_cli_refuses_a_billion_samples_with_the_fix(argv, tmp_path, monkeypa
     assert main([*argv, "--samples", "1000000000"], out=io.StringIO()) == 2
     assert time.perf_counter() - start < 5
     err = capsys.readouterr().err
-    assert "n_samples=1,000,000,000 is more than the 1,000,000 this machine can hold; lower N" in err
+    assert "n_samples=1,000,000,000 is more than the 1,000,000 one call takes; lower N" in err
 
 
 def test_an_alpha_grid_of_a_million_values_is_refused_before_parsing():

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checks import check_open_unit, check_positive_int
+from ..checks import check_memory, check_open_unit, check_positive_int
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
@@ -30,13 +30,29 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
     import pandas as pd
 
 __all__ = ["ESTIMATE_NOTE", "ONE_QUERY", "mean_interval", "ratio_interval", "ledger_intervals", "pooled_shares",
-           "percentile_bounds", "share_intervals"]
+           "percentile_bounds", "share_intervals", "check_share_resamples"]
 
 #: What every interval of this module is, in words a reader can check.
 ESTIMATE_NOTE = ("mean over the audited queries (EE-D per query bias-corrected, as everywhere); {level:.0%} percentile "
                  "bootstrap interval over queries")
 #: Why an interval over queries has no bounds: resampling one query always gives it back.
 ONE_QUERY = "one query: no interval over queries (audit two or more queries)"
+
+
+#: float64 (resamples × groups) arrays that resampled shares hold at once: three shares' draws kept for the gaps, the
+#: product, the shares and the gap being formed, and the two sorted copies of the quantiles.
+_SHARE_ARRAYS = 8
+#: The input that makes resampled shares smaller, for the memory budget's refusal.
+_FEWER_RESAMPLES = "lower the bootstrap resamples n_boot (1,000 are the usual number), or group by a coarser category"
+
+
+def check_share_resamples(n_boot: int, n_queries: int, n_groups: int) -> None:
+    """Refuse resampled shares that would pass the memory budget (:func:`~fairrag_core.checks.check_memory`) before
+    they are drawn: ``8 B (Q + 8 G)`` bytes for B resamples of Q queries (the counts) and G groups (each provider a
+    column: a collection of 2,098 providers at K = all has all of them at stake)."""
+    check_memory(8 * n_boot * (n_queries + _SHARE_ARRAYS * n_groups),
+                 f"{n_boot:,} resamples of {n_groups:,} groups' shares over {n_queries:,} queries",
+                 fix=_FEWER_RESAMPLES)
 
 
 def pooled_shares(totals: np.ndarray) -> np.ndarray:
@@ -143,6 +159,7 @@ def ledger_intervals(documents: pd.DataFrame, collection: Collection, *, by: str
     group_codes, group_names = pd.factorize(groups, sort=True)
     query_codes, _ = pd.factorize(documents["query_id"])
     n_q, n_g = int(query_codes.max()) + 1, len(group_names)
+    check_share_resamples(n_boot, n_q, n_g)
     weights = resample_counts(n_q, n_boot, seed)
     out = pd.DataFrame({"group": list(group_names)})
     for name in ("retrieval_share", "attributed_share", "target_share", "share_gap", "attributed_gap"):

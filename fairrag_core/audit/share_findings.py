@@ -29,6 +29,7 @@ from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval
 from ..seeds import SeedLike
 from .findings import SERIOUS_RATIO, Direction, Finding, FindingKind, severity_of, sort_findings
+from .query_bootstrap import check_share_resamples
 from .share_gaps import (
     ATTRIBUTED_TAILS,
     BOOTSTRAP_T,
@@ -302,6 +303,7 @@ def share_findings(table: ShareTable, *, attributed_label: str = "citations", le
         return [Finding(FindingKind.INSUFFICIENT_EVIDENCE, f"every {group_noun(table.by)}",
                         "retrieval share − fair share", f"Insufficient evidence to test any share: {why}",
                         level=level, alpha=alpha_of(level), n_queries=n_q, n_lines=table.n_lines)]
+    check_share_resamples(n_boot, n_q, len(table.groups))  # the test itself holds what the budget allows at once
     boot_seed, test_rng = test_streams(seed)
     counts = resample_counts(n_q, n_boot, boot_seed)  # one set of resamples for every share, as the ledger's
     families = [(table.retrieval, _RETRIEVAL)]

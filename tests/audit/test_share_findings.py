@@ -214,3 +214,32 @@ def test_bounded_calibration_null_and_power(shoes):
                                   n_test=2000)
         hits += any(f.kind is FindingKind.UNDER_EXPOSED and f.subject == f"p{halved}" for f in findings)
     assert hits >= 24
+
+
+# -- memory (issue 28): findings over many providers are bounded by the budget, or refused with the fix -----------
+
+def test_findings_over_many_providers_stay_within_the_memory_budget(monkeypatch):
+    """The app's audit at K = all over 2,098 providers drew 130,000 resamples × 4,196 tests at once (4 GB per array)
+    and the server was killed. Scaled down: 150 providers over 10 queries test 300 columns with 60,000 resamples
+    (144 MB per array at once); under a 3 MB budget the test runs in pieces, with the same findings."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    retrieval = rng.gamma(0.3, size=(10, 150))
+    table = ShareTable(groups=tuple(f"p{g:03d}" for g in range(150)), query_ids=tuple(f"q{i}" for i in range(10)),
+                       retrieval=retrieval, target=np.full((10, 150), 1.0))
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "3")
+    tracemalloc.start()
+    try:
+        bounded = share_findings(table, n_boot=100, seed=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "400")
+    assert [f.text for f in share_findings(table, n_boot=100, seed=1)] == [f.text for f in bounded]
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.5")  # the resampled shares themselves do not fit: refused first
+    with pytest.raises(InvalidParameterError, match=r"^100 resamples of 150 groups' shares over 10 queries needs "
+                                                    r"0.97 MB, more than the 0.5 MB one step may allocate; lower the "
+                                                    r"bootstrap resamples n_boot .*FAIRRAG_MAX_MEMORY_MB\)$"):
+        share_findings(table, n_boot=100, seed=1)

@@ -70,3 +70,26 @@ def test_presence_bound_and_wilson_by_hand():
     ref = stats.binomtest(37, 1000).proportion_ci(confidence_level=0.95, method="wilson")
     assert (p, low, high) == pytest.approx((0.037, ref.low, ref.high))
 
+
+
+# -- memory (issue 28): the resamples are drawn in pieces within the budget, and give the same p-values ---------------
+
+def test_the_test_holds_what_the_memory_budget_allows_and_its_p_values_do_not_change(monkeypatch):
+    import tracemalloc
+
+    d = np.random.default_rng(3).normal(0.05, 1.0, size=(20, 300))
+    monkeypatch.delenv("FAIRRAG_MAX_MEMORY_MB", raising=False)
+    whole = bootstrap_t_pvalues(d, n_resamples=3000, tails="both", seed=7)  # one piece: 3,000 × 300 arrays, 7 MB
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.5")  # 17 resamples at a time
+    tracemalloc.start()
+    try:
+        pieces = bootstrap_t_pvalues(d, n_resamples=3000, tails="both", seed=7)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(pieces, whole)
+    assert peak < 1_500_000
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.01")  # not even one resample of 300 tests fits
+    with pytest.raises(InvalidParameterError, match=r"one bootstrap-t resample of 300 tests needs 0.029 MB, more "
+                                                    r"than the 0.01 MB one step may allocate; test fewer groups"):
+        bootstrap_t_pvalues(d, n_resamples=3000, seed=7)
