@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import Digest, read_chunks
+from ..checks import max_line_bytes
+from .files import Digest, _too_long, read_chunks
 
 __all__ = ["BLOCK_BYTES", "SPACE", "Vocabulary", "Unchecked", "text_blocks", "read_ahead", "parse_block", "numbers_of",
            "Column", "size_of", "one_delimiter", "padded_rows", "rows_with_repeats"]
@@ -57,32 +58,55 @@ class Unchecked(Exception):
 def text_blocks(source: Path | bytes, where: object, digest: Digest | None, *,
                 count_lines: bool = False) -> Iterator[memoryview] | Iterator[tuple[memoryview, int]]:
     """The text in blocks of about :data:`BLOCK_BYTES`, each ending at a line end (views, not copies); with
-    ``count_lines``, ``(block, its number of lines)`` (counted here, in the reading thread of :func:`read_ahead`)."""
+    ``count_lines``, ``(block, its number of lines)`` (counted here, in the reading thread of :func:`read_ahead`).
+
+    A line longer than ``$FAIRRAG_MAX_LINE_MB`` is refused as soon as it is that long, with the line reader's
+    message (:func:`~fairrag_core.data.files.read_lines`): a gzip that inflates to one 2 GB line without a line feed
+    is refused after the limit's bytes, not held whole. Chunks are joined once, when a line end has arrived after
+    a block's worth of bytes, so reading stays linear in the file's size however long its lines."""
+    limit = max_line_bytes()
     pending: list[bytes] = []
     size, first = 0, True
-
-    def out(data: bytes, end: int):
-        view = memoryview(data)[:end]
-        return (view, data.count(b"\n", 0, end)) if count_lines else view
+    line_bytes = 0      # bytes after the last line feed read: the line that goes on
+    ended = False       # pending holds a line feed
+    seen = 0            # line feeds read before this chunk
 
     for chunk in read_chunks(source, where=where, digest=digest):
+        start, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+        if start < 0:
+            line_bytes += len(chunk)
+            if line_bytes > limit:
+                raise _too_long(limit, where, seen + 1)
+        else:
+            if line_bytes + start > limit:  # the line that ends here
+                raise _too_long(limit, where, seen + 1)
+            if last - start - 1 > limit:  # a whole line inside the chunk may be longer (a limit under a chunk)
+                for i, line in enumerate(chunk[start + 1:last].split(b"\n")):
+                    if len(line) > limit:
+                        raise _too_long(limit, where, seen + 2 + i)
+            seen += chunk.count(b"\n")
+            line_bytes, ended = len(chunk) - last - 1, True
+            if line_bytes > limit:
+                raise _too_long(limit, where, seen + 1)
         pending.append(chunk)
         size += len(chunk)
-        if size >= BLOCK_BYTES:
+        if size >= BLOCK_BYTES and ended:
             data = b"".join(pending)
             cut = data.rfind(b"\n") + 1
-            if cut:
-                _check(data, cut, first)
-                first = False
-                yield out(data, cut)
-                pending, size = [data[cut:]], len(data) - cut
-            else:
-                pending = [data]
+            _check(data, cut, first)
+            first = False
+            yield _block(data, cut, count_lines)
+            pending, size, ended = [data[cut:]], len(data) - cut, False
     tail = b"".join(pending)
     if tail:
         tail = tail if tail.endswith(b"\n") else tail + b"\n"
         _check(tail, len(tail), first)
-        yield out(tail, len(tail))
+        yield _block(tail, len(tail), count_lines)
+
+
+def _block(data: bytes, end: int, count_lines: bool) -> memoryview | tuple[memoryview, int]:
+    view = memoryview(data)[:end]
+    return (view, data.count(b"\n", 0, end)) if count_lines else view
 
 
 def _check(data: bytes, end: int, first: bool) -> None:

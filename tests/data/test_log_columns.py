@@ -210,3 +210,63 @@ def test_audit_log_takes_a_folder_of_shards(tmp_path):
     assert main(["audit-log", str(tmp_path / "shards"), "--collection", "running-shoes", "--attribution", "logged",
                  "--json"], out=err) == 2
     assert "audited for exposure only" in json.loads(err.getvalue())["error"]
+
+
+# -- the longest line (issue 28): the column reader applies the line reader's limit, and reads linearly ---------------
+def _one_long_line(path, size: int) -> None:
+    """A gzipped log whose second line is ``size`` bytes without a line feed (a broken export, or a bomb)."""
+    import gzip
+
+    first = json.dumps({"query_id": "q1", "ranking": SHOES.doc_ids[:3]}).encode() + b"\n"
+    path.write_bytes(gzip.compress(first + b'{"query_id": "q2", "query": "' + b"x" * size, compresslevel=1))
+
+
+def test_a_line_past_the_limit_is_refused_as_the_line_reader_refuses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAIRRAG_MAX_LINE_MB", "1")
+    path = tmp_path / "log.jsonl.gz"
+    _one_long_line(path, 5_000_000)  # 5 MB in one line: five times the limit
+    with pytest.raises(DataFormatError) as by_lines:
+        first_problem(path, SHOES)
+    with pytest.raises(DataFormatError) as by_columns:
+        read_log_columns(path, SHOES)
+    assert str(by_columns.value) == str(by_lines.value) == (
+        f"{path}, line 2: the line is longer than the 1 MB a loader holds as one line; put one record per line (a "
+        "file without line breaks is not JSONL or TSV), or raise the limit with FAIRRAG_MAX_LINE_MB")
+    # a line under the limit that spans many chunks is still read (and handed to the line reader: not a log line)
+    monkeypatch.setenv("FAIRRAG_MAX_LINE_MB", "6")
+    assert read_log_columns(path, SHOES) is None
+
+
+@pytest.mark.parametrize("limit_mb, long_line", [("0.01", 10_001), ("0.01", 10_000), ("3", 3_000_001)])
+def test_every_line_is_held_to_the_limit_wherever_it_falls_in_a_chunk(tmp_path, monkeypatch, limit_mb, long_line):
+    """A long line inside one chunk (a limit under the 1 MiB chunk), across chunks, or at the end: refused at the
+    limit and at the line the line reader names, else read."""
+    monkeypatch.setenv("FAIRRAG_MAX_LINE_MB", limit_mb)
+    rows = [json.dumps({"query_id": f"q{i}", "ranking": SHOES.doc_ids[:3]}) for i in range(3)]
+    text = "\n".join([rows[0], rows[1], "x" * long_line, rows[2]]) + "\n"
+    path = tmp_path / "log.jsonl"
+    path.write_text(text, encoding="utf-8")
+    limit = float(limit_mb) * 1_000_000
+    if long_line > limit:
+        with pytest.raises(DataFormatError, match=r"log.jsonl, line 3: the line is longer than the"):
+            first_problem(path, SHOES)
+        with pytest.raises(DataFormatError, match=r"log.jsonl, line 3: the line is longer than the"):
+            read_log_columns(path, SHOES)
+    else:
+        assert read_log_columns(path, SHOES) is None  # "xxx" is not JSON: the line reader names it
+        with pytest.raises(DataFormatError, match=r"line 3: "):
+            first_problem(path, SHOES)
+
+
+def test_a_long_line_is_joined_once_not_once_per_chunk(tmp_path, monkeypatch):
+    """The bytes of a line that goes on are joined when its end arrives, not again with every chunk (quadratic: a 2 GB
+    line ran for minutes). A 12 MB line in 4 kB chunks: joined with every chunk past the 8 MiB block, that is about
+    900 joins of 10 MB (3 s here); once, 12 MB (0.08 s)."""
+    import time
+
+    data = json.dumps({"query_id": "q1", "ranking": SHOES.doc_ids[:3]}).encode() + b"\n" + b"x" * 12_000_000 + b"\n"
+    monkeypatch.setattr(blocks, "read_chunks", lambda *a, **k: (data[i:i + 4096] for i in range(0, len(data), 4096)))
+    start = time.perf_counter()
+    read = list(blocks.text_blocks(b"", "<data>", None))
+    assert time.perf_counter() - start < 1.0
+    assert b"".join(map(bytes, read)) == data and len(read) == 2  # cut at the first line end past the block size
