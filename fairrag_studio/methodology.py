@@ -7,7 +7,6 @@ Pure functions (no Streamlit): a stored :class:`~fairrag_core.record.RunRecord` 
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import subprocess
 from pathlib import Path
@@ -17,6 +16,7 @@ import pandas as pd
 from fairrag_core import Collection
 from fairrag_core.glossary import glossary_rows
 from fairrag_core.models.catalog import model_for
+from fairrag_core.models.gguf import package_version
 from fairrag_core.record import RunKind, RunRecord
 
 from .identity import InputIdentity, record_inputs, reproduce_command, served_kind
@@ -33,10 +33,8 @@ def metric_glossary(names: list[str] | None = None) -> pd.DataFrame:
 
 
 def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "version not recorded here"
+    """The installed version of a package, including weight-only packages installed outside site-packages."""
+    return package_version(distribution) or "version not recorded here"
 
 
 def _model_row(role: str, name: str | None) -> dict[str, str]:

@@ -13,6 +13,7 @@ Every file is refused unless its size and sha256 match the pinned values.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from ..errors import ModelUnavailableError
 
-__all__ = ["GGUFWeights", "cache_dir", "resolve_gguf", "sha256_of"]
+__all__ = ["GGUFWeights", "cache_dir", "package_version", "resolve_gguf", "sha256_of"]
 
 
 def cache_dir() -> Path:
@@ -65,6 +66,17 @@ def weights_dirs() -> list[Path]:
     so that pip does not check their unused dependencies): ``$FAIRRAG_WEIGHTS`` and ``<venv>/weights``."""
     found = [Path(os.environ["FAIRRAG_WEIGHTS"])] if os.environ.get("FAIRRAG_WEIGHTS") else []
     return [*found, Path(sys.prefix) / "weights"]
+
+
+def package_version(package: str) -> str | None:
+    """The installed version of a weights package (pip or importable name), in site-packages or a weights folder
+    (:func:`weights_dirs`, which are not on ``sys.path``); ``None`` when it is not installed."""
+    name = package.replace("_", "-")
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        found = next(iter(importlib.metadata.distributions(name=name, path=[str(d) for d in weights_dirs()])), None)
+        return found.version if found is not None else None
 
 
 def _package_dir(package: str) -> Path | None:

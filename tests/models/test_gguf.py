@@ -83,3 +83,12 @@ def test_weight_packages_installed_with_pip_target_are_found(tmp_path, monkeypat
     gguf._verified.clear()
     with pytest.raises(ModelUnavailableError, match="refusing"):
         resolve_gguf(tampered)
+
+
+def test_the_version_of_a_weights_package_outside_site_packages_is_found(tmp_path, monkeypatch):
+    info = tmp_path / "toy_weights_pkg-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-weights-pkg\nVersion: 1.2.3\n")
+    monkeypatch.setenv("FAIRRAG_WEIGHTS", str(tmp_path))
+    assert gguf.package_version("toy_weights_pkg") == gguf.package_version("toy-weights-pkg") == "1.2.3"
+    assert gguf.package_version("no_such_package_xyz") is None
