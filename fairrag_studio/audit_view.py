@@ -15,6 +15,7 @@ import pandas as pd
 from fairrag_core import Collection, exposure_ledger
 from fairrag_core.audit.comparison_findings import sweep_findings
 from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval
+from fairrag_core.metrics.registry import LEDGER, METRICS, SWEEP, keys
 from fairrag_core.record import SweepRun
 
 from . import charts, explain
@@ -30,16 +31,15 @@ __all__ = ["system_label", "summary_by_system", "summary_with_intervals", "ledge
 INTERVAL_NOTE = ("Each number is the " + ESTIMATE_NOTE.format(level=0.95)
                  + " in the column beside it; the interval contains the number.")
 
-#: Column headers for readers (tables shown in the app and the report).
-DISPLAY_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "EU (normalised)", "ear": "EAR",
-                 "eae_d": "EAE-D", "queries": "queries", "system": "system", "group": "group",
-                 "documents": "documents", "retrieval_exposure": "retrieval exposure",
-                 "retrieval_share": "retrieval share", "attributed_exposure": "attributed exposure",
-                 "attributed_share": "attributed share", "target_exposure": "target exposure",
-                 "target_share": "target share", "share_gap": "gap (retrieval − target)",
-                 "attributed_gap": "gap (attributed − target)"}
+#: The per-system metrics of sweeps and audits (from the metric registry).
+METRIC_COLUMNS = keys(SWEEP)
 
-METRIC_COLUMNS = ("ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d")
+#: Column headers for readers (tables shown in the app and the report): the registry's label of each per-system and
+#: ledger metric; the other columns of the summary and the ledger with their underscores as spaces.
+DISPLAY_NAMES = {**{key: METRICS[key].label for key in (*METRIC_COLUMNS, *keys(LEDGER))},
+                 **{column: column.replace("_", " ") for column in ("queries", "system", "group", "documents",
+                                                                    "retrieval_exposure", "attributed_exposure",
+                                                                    "target_exposure")}}
 
 
 def system_label(alpha: float) -> str:

@@ -88,7 +88,7 @@ CLI = {
 LAYERS = [
     {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "lazy"},
     {"data", "models", "record"},  # a run record names its models by the catalogue's names
-    {"metrics", "retrieval"},
+    {"metrics", "retrieval", "glossary"},  # the glossary reads the metric registry
     {"ranking"},
     {"rag", "fairqr", "richrag"},
     {"audit"},

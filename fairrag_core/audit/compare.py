@@ -34,6 +34,8 @@ from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import paired_comparison
+from ..metrics.registry import COMPARISON, keys
+from ..metrics.registry import METRICS as REGISTRY
 from ..metrics.significance import holm_adjust
 from ..option_types import level_arg, positive_arg
 from ..options import MIN_REL, SEED, no_option, option
@@ -47,16 +49,10 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
 
 __all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS"]
 
-#: The per-query metrics a comparison reads, with their names and which way is better.
-METRICS = {
-    "ee_d": ("EE-D", "lower = fairer"),
-    "ee_r": ("EE-R", "higher = more exposure on useful documents"),
-    "eu": ("EU", "higher = better answers"),
-    "ear": ("EAR", "higher = answers rest on more of what they were shown"),
-    "eae_d": ("EAE-D", "lower = fairer; scales with how much is cited"),
-    "eae_d_per_cited": ("EAE-D/cited", "lower = citations spread more evenly"),
-}
-_ATTRIBUTION = ("ear", "eae_d", "eae_d_per_cited")
+#: The per-query metrics a comparison reads, with their names and which way is better (the metric registry's
+#: comparison list, :mod:`fairrag_core.metrics.registry`).
+METRICS = {key: (REGISTRY[key].label, REGISTRY[key].in_comparison) for key in keys(COMPARISON)}
+_ATTRIBUTION = tuple(key for key in METRICS if REGISTRY[key].per_source)  # measured per attribution source
 _EXACT_SWAPS = 12
 
 

@@ -16,20 +16,50 @@ from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.expeval import UserModel
 from ..metrics.intervals import ConfidenceInterval
+from ..metrics.registry import LOG_HEADLINE, LOG_QUERY, METRICS, Metric, keys
 from ..record import SweepRun
 from .findings import Finding, sort_findings
 from .ledger import exposure_ledger
 from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
-from .rag_log import SOURCE_LABELS
+from .rag_log import EXPEVAL_COLUMNS, SOURCE_LABELS
 from .share_findings import ledger_findings
 
-__all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings"]
+__all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings", "QUERY_FACTS", "query_columns",
+           "query_headers"]
 
-#: The attribution headlines of a log audit, per source: column prefix, label, what the value means.
-_ATTRIBUTION_SPECS = (("ear", "EAR", "share of shown documents the answers rest on"),
-                      ("eae_d", "EAE-D", "lower = fairer; scales with how much is cited"),
-                      ("eae_d_per_cited", "EAE-D/cited",
-                       "comparable with EE-D: above it, citations are more concentrated than retrieval"))
+#: The per-query table's columns that describe a query rather than measure it, with their headers for readers.
+QUERY_FACTS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)"}
+
+
+def _query_metrics() -> list[tuple[str, str, Metric]]:
+    """``(column, header, metric)`` of each per-query metric of a log audit (the registry's :data:`LOG_QUERY` list,
+    in its order); the metrics measured per attribution source once per source (:data:`SOURCE_LABELS`), together
+    where the first of them stands (``ear_cited, eae_d_cited, …, ear_entailed, …``)."""
+    metrics = [METRICS[key] for key in keys(LOG_QUERY)]
+    per_source = [m for m in metrics if m.per_source]
+    out = []
+    for metric in metrics:
+        if not metric.per_source:
+            out.append((metric.key, metric.header, metric))
+        elif metric is per_source[0]:
+            out += [(f"{m.key}_{source}", f"{m.header} ({source})", m) for source in SOURCE_LABELS for m in per_source]
+    return out
+
+
+def query_columns(*, text: bool = True, intervals: bool = False) -> list[str]:
+    """The columns of a log audit's per-query table, in the order the CLI and the app print them: the query's facts
+    (:data:`QUERY_FACTS`; ``text``: with what was typed), then every per-query metric (:func:`_query_metrics`);
+    ``intervals``: a metric's per-query interval bounds (``ee_d_low``, ``ee_d_high``) right after it."""
+    columns = [c for c in QUERY_FACTS if text or c != "query"]
+    for column, _, metric in _query_metrics():
+        columns += [column, f"{column}_low", f"{column}_high"] if intervals and metric.interval else [column]
+    return columns
+
+
+def query_headers() -> dict[str, str]:
+    """Column → header of a log audit's per-query table for readers (``EAR (cited)``, ``providers``), in the order of
+    :func:`query_columns`."""
+    return {**QUERY_FACTS, **{column: header for column, header, _ in _query_metrics()}}
 
 
 def _estimate(ci: ConfidenceInterval | None, value: float) -> dict[str, float | str]:
@@ -51,17 +81,18 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     """
     table, config = run.table, run.record.config
     boot = {"n_boot": config.n_boot, "level": config.level, "seed": run.record.seed}
-    specs = [("ee_d", "EE-D", "every query", "lower = fairer"),
-             ("ee_r", "EE-R", "queries with relevance labels", "higher = better")]
     model = getattr(config, "user_model", UserModel.STEP)
+    expeval = {}  # expeval's metrics, measured under a second user model and labelled with it
     if model is not UserModel.STEP:
         name = f"{model.value}, patience {config.patience:g}" + (f", utility {config.utility:g}"
                                                                   if model is UserModel.GERR else "")
-        specs += [(f"expeval_{what}", f"{what} ({name}; expeval-normalised)", "queries with relevance labels",
-                   direction) for what, direction in (("disparity", "lower = fairer"), ("relevance", "higher = better"),
-                                                      ("difference", "lower = closer to the fair target"))]
-    specs += [(f"{metric}_{source}", f"{title} ({label})", f"queries with {source} lines", direction)
-              for source, label in SOURCE_LABELS.items() for metric, title, direction in _ATTRIBUTION_SPECS]
+        expeval = {column: f"{what} ({name}; expeval-normalised)" for what, column in EXPEVAL_COLUMNS.items()}
+    headline = [METRICS[key] for key in keys(LOG_HEADLINE)]  # the registry's headline metrics, in its order
+    specs = [(m.key, expeval.get(m.key, m.label), f"queries with {m.needs}" if m.needs else "every query",
+              m.in_headline) for m in headline
+             if not m.per_source and (m.key in expeval or m.key not in EXPEVAL_COLUMNS.values())]
+    specs += [(f"{m.key}_{source}", f"{m.label} ({label})", f"queries with {source} lines", m.in_headline)
+              for source, label in SOURCE_LABELS.items() for m in headline if m.per_source]
     rows = []
     for column, label, over, direction in specs:
         if column not in table or not table[column].notna().any():
@@ -70,13 +101,12 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
         rows.append({"metric": column, "label": label, "queries": int(table[column].notna().sum()), "over": over,
                      "direction": direction, **_estimate(mean_interval(values, **boot), float(np.nanmean(values)))})
     if "agreed_slots" in table:
-        for name, label, den in (("cited_entailed", "citations the judge supports", "cited_slots"),
-                                 ("entailed_cited", "entailing documents the system cited", "entailed_slots")):
+        for key, den in (("cited_entailed", "cited_slots"), ("entailed_cited", "entailed_slots")):
             total = float(table[den].sum())
             if total <= 0:
                 continue
-            rows.append({"metric": name, "label": label, "queries": int((table[den] > 0).sum()),
-                         "over": "pooled slots", "direction": "agreement of the two sources",
+            rows.append({"metric": key, "label": METRICS[key].label, "queries": int((table[den] > 0).sum()),
+                         "over": "pooled slots", "direction": METRICS[key].in_headline,
                          **_estimate(ratio_interval(table["agreed_slots"], table[den], **boot),
                                      float(table["agreed_slots"].sum()) / total)})
     out = pd.DataFrame(rows, columns=["metric", "label", "estimate", "low", "high", "queries", "over", "direction",

@@ -15,6 +15,7 @@ from ..checks import parse_list as id_list  # --queries q1,q2 → ("q1", "q2"); 
 from ..data import Collection as DataCollection
 from ..data import load_collection
 from ..errors import FairRAGError, StoreError
+from ..metrics.registry import METRICS, SWEEP, keys
 from ..option_types import alphas_arg, count_arg, positive_arg, seed_arg
 from ..options import (
     COLLECTION,
@@ -201,9 +202,12 @@ def stderr_progress(what: str, *, tenths: bool = False) -> Callable[[int, int], 
     return progress
 
 
-#: How the text output names each metric (and interval) that may be left without a value.
-METRIC_NAMES = {"ee_d": "EE-D", "ee_r": "EE-R", "eu": "EU", "eu_normalised": "normalised EU", "ear": "EAR",
-                "eae_d": "EAE-D", "ee_d_interval": "EE-D's interval", "ee_r_interval": "EE-R's interval"}
+#: How the text output names each metric (and interval) that may be left without a value: the per-system metrics
+#: of the registry (:mod:`fairrag_core.metrics.registry`) as a sentence names them, and ``<key>_interval`` for those
+#: with an interval (``EE-D's interval``).
+METRIC_NAMES = {**{key: METRICS[key].in_words for key in keys(SWEEP)},
+                **{f"{key}_interval": f"{METRICS[key].in_words}'s interval" for key in keys(SWEEP)
+                   if METRICS[key].interval}}
 
 
 def print_undefined(undefined: dict[str, str], out) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..metrics.registry import SWEEP, keys
+
 __all__ = ["register"]
 
 
@@ -18,9 +20,6 @@ def register(sub) -> None:
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_runs)
-
-
-_METRICS = ["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]
 
 
 def _cmd_runs(args, out) -> int:
@@ -46,7 +45,7 @@ def _cmd_runs(args, out) -> int:
             columns = {}
             for run_id in args.run_ids:
                 table = store.load(run_id).table
-                present = [m for m in _METRICS if m in table.columns]
+                present = [m for m in keys(SWEEP) if m in table.columns]  # the per-system metrics
                 means = table.assign(alpha=table["alpha"].fillna(float("inf"))).groupby("alpha")[present].mean()
                 columns[run_id] = means
             merged = pd.concat(columns, axis=1)
