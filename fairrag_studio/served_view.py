@@ -16,12 +16,19 @@ from pathlib import Path
 import pandas as pd
 
 from fairrag_core import Collection
-from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
+from fairrag_core.audit.log_report import (
+    default_ledger_scope,
+    log_findings,
+    log_ledger,
+    log_summary,
+    query_headers,
+)
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_served
 from fairrag_core.data.files import check_upload
 from fairrag_core.data.formats import kind_of
 from fairrag_core.glossary import term
+from fairrag_core.metrics.registry import LOG_QUERY, METRICS, keys
 from fairrag_core.record import SweepRun
 
 from . import charts
@@ -120,25 +127,19 @@ def headline_table(run: SweepRun) -> pd.DataFrame:
     return out
 
 
-_QUERY_COLUMNS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)", "ee_d": "EE-D",
-                  "ee_r": "EE-R", "providers_reached": "providers",
-                  "ear_cited": "EAR (cited)", "eae_d_cited": "EAE-D (cited)",
-                  "eae_d_per_cited_cited": "EAE-D/cited (cited)", "ear_entailed": "EAR (entailed)",
-                  "eae_d_entailed": "EAE-D (entailed)", "eae_d_per_cited_entailed": "EAE-D/cited (entailed)",
-                  "expeval_disparity": "disparity (expeval)",
-                  "expeval_relevance": "relevance (expeval)", "expeval_difference": "difference (expeval)"}
-
-
 def queries_table(run: SweepRun) -> pd.DataFrame:
-    """One row per query with its metrics (columns that were not measured dropped), readable headers."""
-    shown = run.table[[c for c in _QUERY_COLUMNS if c in run.table]].dropna(axis=1, how="all")
+    """One row per query with its metrics (columns that were not measured dropped), readable headers: the CLI's
+    per-query columns (:func:`~fairrag_core.audit.log_report.query_columns`), with what was typed, and each interval
+    as text after the metrics."""
+    headers = query_headers()
+    shown = run.table[[c for c in headers if c in run.table]].dropna(axis=1, how="all")
     if "m" in shown:  # a count (NaN for an unlabelled query): whole numbers, not 8.000
         shown = shown.assign(m=shown["m"].round().astype("Int64"))
-    out = shown.rename(columns=_QUERY_COLUMNS).round(3)
+    out = shown.rename(columns=headers).round(3)
     # intervals over the query's served lines; each contains the estimate printed in front of it
     table = run.table
-    for label, estimate, low, high in (("EE-D [95% over lines]", "ee_d", "ee_d_low", "ee_d_high"),
-                                       ("EE-R [95% over lines]", "ee_r", "ee_r_low", "ee_r_high")):
+    for metric in (METRICS[key] for key in keys(LOG_QUERY) if METRICS[key].interval):
+        label, (estimate, low, high) = f"{metric.label} [95% over lines]", metric.columns(())
         if {estimate, low, high} <= set(table) and table[low].notna().any():
             out[label] = [("—" if pd.isna(e) else f"{e:.3f} {with_interval(lo, hi)}")
                           for e, lo, hi in zip(table[estimate], table[low], table[high])]

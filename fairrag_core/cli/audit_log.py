@@ -184,7 +184,7 @@ def _shards(args, path: str, collection, k: int | None):
 
 
 def _cmd_audit_log(args, out) -> int:
-    from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary
+    from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary, query_columns
     from ..audit.rag_log import audit_rag_log
 
     config = settings(LogAuditConfig, args)
@@ -266,11 +266,7 @@ def _cmd_audit_log(args, out) -> int:
     print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
           file=out)
-    columns = [c for c in ("query_id", "lines", "m", "ee_d", "ee_d_low", "ee_d_high", "ee_r", "ee_r_low", "ee_r_high",
-                           "providers_reached",
-                           "ear_cited", "eae_d_cited", "eae_d_per_cited_cited", "ear_entailed", "eae_d_entailed",
-                           "eae_d_per_cited_entailed", "expeval_disparity",
-                           "expeval_relevance", "expeval_difference") if c in run.table]
+    columns = [c for c in query_columns(text=False, intervals=True) if c in run.table]  # the app's, with bounds
     print(run.table[columns].dropna(axis=1, how="all").round(3).to_string(index=False), file=out)
     if what_if is not None:
         from ..audit.what_if import what_if_text
