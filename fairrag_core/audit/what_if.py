@@ -49,7 +49,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from ..checks import MAX_RESAMPLES, check_alpha, check_at_most, check_non_negative, check_open_unit, check_positive_int
+from ..checks import (
+    MAX_RESAMPLES,
+    check_alpha,
+    check_at_most,
+    check_memory,
+    check_non_negative,
+    check_open_unit,
+    check_positive_int,
+)
 from ..data import Collection
 from ..data.rag_log import LogEntry, RagLog
 from ..data.served import ServedRankings
@@ -216,6 +224,13 @@ def _alphas(alphas: Sequence[float] | float) -> tuple[float, ...]:
     return tuple(sorted(checked, key=lambda a: (math.isinf(a), a)))
 
 
+def _mean_score(values: list[float]) -> float:
+    """The mean of a document's finite logged scores, also for finite extremes: ±1e308 logged twice sums to ±inf, so
+    such a sum is taken over the values divided first (each |v/n| ≤ max |v|, and so is their sum)."""
+    mean = sum(values) / len(values)
+    return mean if math.isfinite(mean) else sum(v / len(values) for v in values)
+
+
 def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates], dict[str, str], list[str]]:
     """Per query (order of first appearance): the union of its served documents with their mean logged score;
     the queries skipped and why; notes on averaged scores and differing rankings."""
@@ -246,7 +261,7 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
         averaged += sum(len(set(values)) > 1 for values in logged.values())
         differing += len({e.ranking for e in entries}) > 1
         replayed.append(_Candidates(qid, np.array([collection.index_of(d) for d in logged], dtype=np.int64),
-                                    np.array([sum(values) / len(values) for values in logged.values()])))
+                                    np.array([_mean_score(values) for values in logged.values()])))
     if not replayed:
         first, why = next(iter(skipped.items()))
         raise InvalidParameterError(f"no query can be replayed: every one has served documents without a logged "
@@ -312,7 +327,16 @@ def _replay(queries: list[_Candidates], collection: Collection, alphas: tuple[fl
     work arrays near :data:`_CHUNK_ENTRIES`), and their EE-D bootstrapped in one product: the kernel of
     :func:`~fairrag_core.metrics.bootstrap.exposure_intervals` (``counts @ incidence``; the unbiased estimate with
     the basic interval), with one set of resampling counts over the N rankings per α, shared by the queries
-    (each query's estimate reads only its own rankings)."""
+    (each query's estimate reads only its own rankings).
+
+    Memory: per α, the counts (B × N) and one batch of at least one query (its incidence N × n, twice, its sampled
+    rankings N × k, its resampled exposures B × n, twice); the α values are replayed one after another. That is
+    checked against the memory budget (:func:`~fairrag_core.checks.check_memory`) before anything is drawn."""
+    most = max(q.docs.size for q in queries)
+    check_memory(8 * (n_boot * n_samples + n_samples * (2 * most + k) + 2 * n_boot * most),
+                 f"the what-if's {n_boot:,} resamples of N = {n_samples:,} sampled rankings of up to {most:,} "
+                 "candidates",
+                 fix="lower N (--what-if-samples; the paper uses 100) or the resamples (--boot)")
     weights = [_relevance_weights(collection, q.query_id, q.docs, k, min_rel) for q in queries]
     sizes: dict[int, list[int]] = {}
     for i, q in enumerate(queries):

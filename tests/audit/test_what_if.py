@@ -231,3 +231,40 @@ def test_the_demo_export_through_the_cli(tmp_path):
     if row["ee_r_change"] is not None:
         assert f"({curve['served']['ee_r']:.3f} → {row['ee_r']:.3f}" in first["text"]
     assert "--what-if-alphas 0,2,inf --what-if-samples 60" in payload["command"]
+
+
+# -- issue 28: the replay's memory is checked before it is drawn; finite extreme scores are valid ------------------
+def test_a_replay_past_the_memory_budget_is_refused_before_any_work_naming_n(two_queries, six, monkeypatch):
+    import time
+
+    monkeypatch.delenv("FAIRRAG_MAX_MEMORY_MB", raising=False)
+    start = time.perf_counter()
+    with pytest.raises(InvalidParameterError, match=r"^the what-if's 200 resamples of N = 2,000,000 sampled rankings of "
+                                                    r"up to 3 candidates needs 3,328 MB, more than the 400 MB one step "
+                                                    r"may allocate; lower N \(--what-if-samples; the paper uses 100\) or "
+                                                    r"the resamples \(--boot\)"):
+        what_if_sampling(two_queries, six, alphas=(0, 2), n_samples=2_000_000, seed=0, n_boot=200)
+    assert time.perf_counter() - start < 5
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.1")  # the budget is the one figure: 200 × 100 counts and the rest are 0.18 MB
+    with pytest.raises(InvalidParameterError, match=r"N = 100 sampled rankings .* needs 0.18 MB, more than the 0.1 MB"):
+        what_if_sampling(two_queries, six, alphas=(0, 2), n_samples=100, seed=0, n_boot=200)
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "1")
+    assert len(what_if_sampling(two_queries, six, alphas=(0, 2), n_samples=100, seed=0, n_boot=200).per_query) == 4
+
+
+def test_finite_extreme_scores_replay_and_only_nan_or_inf_leave_a_query_out(six):
+    """Scores of ±1e308 are valid: their mean over lines (1e308 twice) and their spread (1e308 − (−1e308)) overflow
+    float64, which read as "scores contain NaN or infinity" and withheld the whole audit. An infinite score is not a
+    score: that query is left out, by name, and the others replayed."""
+    log = _log([("q1", "ab", (1e308, -1e308)), ("q1", "ac", (1e308, 1.0)),
+                ("q2", "de", (-1e308, -1.7e308)), ("q2", "ed", (-1.7e308, -1e308)),
+                ("q3", "fa", (math.inf, 1.0))])
+    result = what_if_sampling(log, six, alphas=(0, 2, math.inf), n_samples=50, seed=0, n_boot=50)
+    scores = result.documents[result.documents["alpha"] == 0].set_index(["query_id", "doc_id"])["score"]
+    assert scores.to_dict() == {("q1", "a"): 1e308, ("q1", "b"): -1e308, ("q1", "c"): 1.0,
+                                ("q2", "d"): -1e308, ("q2", "e"): -1.7e308}
+    assert np.isfinite(result.per_query[["ee_d", "ee_d_low", "ee_d_high"]].to_numpy(float)).all()
+    top = result.documents[result.documents["alpha"] == math.inf].set_index(["query_id", "doc_id"])["exposure"]
+    assert top[("q1", "a")] == 1.0 and top[("q1", "c")] == 1.0 and top[("q1", "b")] == 0.0  # k = 2, by score
+    assert top[("q2", "d")] == 1.0 and top[("q2", "e")] == 1.0  # both shown at k = 2
+    assert list(result.skipped) == ["q3"] and "no logged score" in result.skipped["q3"]
