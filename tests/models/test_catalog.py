@@ -128,3 +128,25 @@ def test_every_package_that_carries_weights_is_pinned_in_the_requirements():
                 for p in (m.weights.packages if m.weights else (m.folder[0],) if m.folder else ())}
     assert len(packages) == 1 + 1 + 6 + 22  # MiniLM, SmolLM2, Qwen 0.5B in 6 parts, Qwen 1.5B in 22
     assert packages <= pinned, sorted(packages - pinned)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS.values()), ids=list(PRESETS))
+def test_the_models_panel_names_each_presets_models_from_the_catalogue(preset, monkeypatch):
+    from fairrag_studio.resources import models_panel_rows
+    from fairrag_studio.state import Settings
+
+    class _Loaded:
+        loaded = True
+
+    # the judge's language model is in memory: the attributor row says so under its alias
+    monkeypatch.setattr(catalog, "_loaded", {(catalog.language_model_name(preset.attributor), None): _Loaded()})
+    settings = Settings(collection="running-shoes", answers=preset.name, generator=preset.generator,
+                        prompt_style=preset.style, attributor=preset.attributor, citation=preset.citation)
+    rows = {row.role: row for row in models_panel_rows(settings)}
+    for role, name in (("generator", preset.generator), ("NLI attributor", preset.attributor)):
+        use = catalog.use_of(name)
+        assert (rows[role].model, rows[role].backend, rows[role].offline) == (f"{name} — {use.description}",
+                                                                              use.backend, True)
+    assert rows["NLI attributor"].model == "qwen-judge — qwen2.5-1.5b as a prompted 3-way NLI judge"
+    assert rows["NLI attributor"].loaded
+    assert rows["generator"].loaded == (catalog.language_model_name(preset.generator) == "qwen2.5-1.5b")
