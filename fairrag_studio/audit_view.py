@@ -181,6 +181,10 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
     table, documents, record = run.table, run.documents, run.record
     alphas = sorted((float(a) for a in table["alpha"].unique()), key=lambda a: (not np.isinf(a), a))
     generated = "eu" in table and table["eu"].notna().any()
+
+    def shown(metrics) -> list[str]:  # the labels of the metrics this audit measured (those of answers if generated)
+        return [METRICS[key].label for key in metrics if generated or not METRICS[key].on_answers]
+
     inputs = record_inputs(record)
     by_role = {i.role: i for i in inputs}
     summary = {
@@ -204,8 +208,7 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
                       "retriever, paired over queries; then each system's providers against their fair share; "
                       "Holm-adjusted):\n\n" + "\n\n".join(f"{f.severity.value.capitalize()}: {f.text}"
                                                             for f in findings)),
-        ReportSection("How to read this report", explain.REPORT_INTRO,
-                      metrics=("EE-D", "EE-R", *(("EU", "EU (normalised)", "EAR", "EAE-D") if generated else ()))),
+        ReportSection("How to read this report", explain.REPORT_INTRO, metrics=tuple(shown(METRIC_COLUMNS))),
         ReportSection("Metrics per system", "Means over the queries with at least two useful documents. "
                       + INTERVAL_NOTE, table=display_summary(summary_with_intervals(table, seed=record.seed))),
     ]
@@ -222,9 +225,7 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
                 "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target, each "
                 "with its 95% percentile bootstrap interval over queries.",
                 table=display_ledger(ledger, compact=True), figure=charts.exposure_ledger_chart(ledger)))
-    names = ["EE-D", "EE-R", *(["EU", "EU (normalised)", "EAR", "EAE-D"] if generated else []), "retrieval share",
-             *(["attributed share"] if generated else []), "target share", "gap (retrieval − target)",
-             *(["gap (attributed − target)"] if generated else [])]
+    names = shown((*METRIC_COLUMNS, *keys(LEDGER)))
     sections += methodology_sections(record, collection, metrics=names, inputs=inputs,
                                      attribution=(f"An answer is attributed to a shown document when the NLI judge "
                                                   f"({record.attributor}) finds that the document entails it."

@@ -60,7 +60,8 @@ class Metric:
     :data:`LEDGER`).
     ``per_source``: a log audit measures it once per attribution source (column ``<key>_<source>``);
     ``interval``: a log audit gives it a per-query interval (columns ``<key>_low``, ``<key>_high``);
-    ``needs``: what it is undefined without (``relevance labels``; empty: always defined);
+    ``needs``: what it is undefined without (``relevance labels``; empty: always defined); ``on_answers``: it is
+    measured on generated answers (an exposure-only sweep has no value for it);
     ``comparable_with``: the keys of the metrics on its scale (compare them, not others).
 
     Other words for it where a place prints them: ``phrase`` (in a sentence, ``normalised EU``), ``short`` (a
@@ -79,6 +80,7 @@ class Metric:
     per_source: bool = False
     interval: bool = False
     needs: str = ""
+    on_answers: bool = False
     comparable_with: tuple[str, ...] = ()
     phrase: str = ""
     short: str = ""
@@ -180,12 +182,13 @@ register(Metric(
     "the answer names an acceptable short answer) where the collection has short answers, else ROUGE-L; a "
     "degenerate answer scores 0; needs a gold answer", "higher = better", "higher", f"{KIM_DIAZ}, Eq. 7",
     long="expected utility", aliases=("EU (utility)", "mean EU"), tables=frozenset({SWEEP, COMPARISON}),
-    needs="a gold answer", comparable_with=("eu_normalised",), comparison_direction="higher = better answers"))
+    needs="a gold answer", on_answers=True, comparable_with=("eu_normalised",),
+    comparison_direction="higher = better answers"))
 register(Metric(
     "eu_normalised", "EU (normalised)", "EU divided by the best utility seen, from the oracle's rankings in a sweep or "
     "among the answers of this run in the Playground", "higher = better", "higher", f"{KIM_DIAZ}, App. C.3",
     aliases=("EU normalised", "EU, normalised"), tables=frozenset({SWEEP}), needs="a gold answer",
-    comparable_with=("eu",), phrase="normalised EU"))
+    comparable_with=("eu",), phrase="normalised EU", on_answers=True))
 register(Metric(
     "providers_reached", "providers reached", "providers with at least one document in some shown top k",
     "higher = exposure reaches more sources", "higher", "this app", aliases=("providers",),
@@ -197,14 +200,14 @@ register(Metric(
     long="expected attribution rate", aliases=("EAR (attribution rate)",),
     tables=frozenset({SWEEP, COMPARISON, LOG_QUERY, LOG_HEADLINE}), per_source=True, needs="attributed answers",
     headline_direction="share of shown documents the answers rest on",
-    comparison_direction="higher = answers rest on more of what they were shown"))
+    comparison_direction="higher = answers rest on more of what they were shown", on_answers=True))
 register(Metric(
     "eae_d", "EAE-D", "disparity of attributed exposure ‖εᵃ‖²/k: EE-D counted only where a document was credited; "
     "never above EE-D, and small when little is cited, so compare EAE-D/cited with EE-D, not EAE-D",
     "lower = fairer", "lower", f"{KIM_DIAZ}, Eq. 11", long="attributed exposure disparity",
     tables=frozenset({SWEEP, COMPARISON, LOG_QUERY, LOG_HEADLINE}), per_source=True, needs="attributed answers",
     headline_direction="lower = fairer; scales with how much is cited",
-    comparison_direction="lower = fairer; scales with how much is cited"))
+    comparison_direction="lower = fairer; scales with how much is cited", on_answers=True))
 register(Metric(
     "eae_d_per_cited", "EAE-D/cited", "disparity of attributed exposure per cited document ‖εᵃ‖²/‖εᵃ‖₁, on EE-D's "
     "scale: above EE-D, the answers concentrate their citations on fewer documents than retrieval concentrates "
@@ -212,7 +215,7 @@ register(Metric(
     f"this app, after {KIM_DIAZ}, Eq. 11 (normalised by what is cited instead of by k)",
     long="attributed exposure disparity per citation", aliases=("EAE-D per cited",),
     tables=frozenset({COMPARISON, LOG_QUERY, LOG_HEADLINE}), per_source=True, needs="attributed answers",
-    comparable_with=("ee_d",),
+    on_answers=True, comparable_with=("ee_d",),
     headline_direction="comparable with EE-D: above it, citations are more concentrated than retrieval"))
 register(Metric(
     "retrieval_share", "retrieval share", "a provider's or group's share of all exposure in the shown top k",
@@ -222,7 +225,7 @@ register(Metric(
     "attributed_share", "attributed share", "a provider's or group's share of the credited (cited or entailing) "
     "exposure", "compare with the retrieval and target shares", None, f"{KIM_DIAZ}, §3.4, summed per group",
     aliases=("attributed exposure",), needs="attributed answers", comparable_with=("retrieval_share", "target_share"),
-    tables=frozenset({LEDGER})))
+    tables=frozenset({LEDGER}), on_answers=True))
 register(Metric(
     "target_share", "target share", "the share the fair oracle would give: the k slots spread evenly over the useful "
     "documents", "the reference for both gaps", None, f"{KIM_DIAZ}, Eq. 6, summed per group",
@@ -237,7 +240,7 @@ register(Metric(
     "attributed_gap", "gap (attributed − target)", "attributed share minus target share: who the answers credit "
     "beyond or below a fair share", "positive = over-credited, negative = under-credited, 0 = fair", None,
     "the exposure ledger, from §3.4 and Eq. 6", needs="relevance labels and attributed answers",
-    comparable_with=("share_gap",), tables=frozenset({LEDGER})))
+    comparable_with=("share_gap",), tables=frozenset({LEDGER}), on_answers=True))
 register(Metric(
     "expeval_disparity", "disparity (expeval)", "expeval's disparity ‖ε‖² under the chosen user model (gerr or rbp), "
     "normalised to [0, 1] between the query's best and worst possible values", "lower = fairer", "lower",
@@ -281,9 +284,9 @@ register(Metric(
     "cited_entailed", "citations the judge supports", "of the documents the system cited, the share the NLI judge "
     "finds entailing the answer", "higher = the logged citations agree with the judge", "higher",
     "this app, §3.4's two attribution sources side by side", needs="logged citations and the NLI judge",
-    comparable_with=("entailed_cited",), headline_direction="agreement of the two sources"))
+    comparable_with=("entailed_cited",), headline_direction="agreement of the two sources", on_answers=True))
 register(Metric(
     "entailed_cited", "entailing documents the system cited", "of the shown documents the NLI judge finds entailing "
     "the answer, the share the system cited", "higher = the system cites what supports its answer", "higher",
     "this app, §3.4's two attribution sources side by side", needs="logged citations and the NLI judge",
-    comparable_with=("cited_entailed",), headline_direction="agreement of the two sources"))
+    comparable_with=("cited_entailed",), headline_direction="agreement of the two sources", on_answers=True))

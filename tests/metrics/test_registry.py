@@ -108,6 +108,9 @@ def test_every_entry_has_a_label_a_direction_and_a_glossary_line():
         assert all(other in METRICS and key in METRICS[other].comparable_with for other in metric.comparable_with)
     assert METRICS["ee_r"].can_be_undefined and not METRICS["ee_d"].can_be_undefined
     assert METRICS["eae_d_per_cited"].comparable_with == ("ee_d",) and METRICS["eae_d"].comparable_with == ()
+    assert {key for key, m in METRICS.items() if m.on_answers} == {  # an exposure-only audit leaves these out
+        "eu", "eu_normalised", "ear", "eae_d", "eae_d_per_cited", "attributed_share", "attributed_gap",
+        "cited_entailed", "entailed_cited"}
 
 
 def test_labels_agree_between_the_cli_the_json_the_app_and_the_comparisons(audited):
