@@ -871,7 +871,12 @@ class ProviderSource:
             return None
         text = str(value).strip()
         if self.domain:
-            host = urlsplit(text if "//" in text else "//" + text).hostname if text else None
+            try:
+                host = urlsplit(text if "//" in text else "//" + text).hostname if text else None
+            except ValueError as err:  # e.g. an unclosed IPv6 bracket, "http://[::1"
+                raise DataFormatError(f"{self} of document {doc_id!r} is not a URL ({err}: {text[:80]!r}); fix the "
+                                      "logged URL, or name the providers another way (--provider-from metadata.KEY, "
+                                      "or --provider-map)") from None
             text = host.removeprefix("www.") if host else ""
         return text or None
 
@@ -977,8 +982,14 @@ def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None =
     for entry in log.entries:
         metas = entry.doc_metadata or ()
         for i, doc_id in enumerate(entry.ranking):
-            provider = (None if provider_from is None
-                        else provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY))
+            try:
+                provider = (None if provider_from is None
+                            else provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY))
+            except DataFormatError as err:  # where it was logged: the line, or the trace of an export
+                trace = entry.metadata.get("trace_id") if getattr(log, "format", "") == "otlp" else None
+                raise DataFormatError(f"query {entry.query_id!r}{f' (trace {trace})' if trace else ''}: {err}",
+                                      path=getattr(log, "source", log.name), line=None if trace else entry.line
+                                      ) from None
             if doc_id not in found or found[doc_id] is None:
                 found[doc_id] = provider
             elif provider is not None and provider != found[doc_id]:

@@ -491,3 +491,28 @@ def test_a_bad_provider_map_names_the_line_and_the_fix(tmp_path, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataFormatError, match=message):
         load_provider_map(path)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "https://[fe80::1/x", "[::1"])
+def test_a_logged_url_that_is_no_url_names_the_query_and_the_fix(url, tmp_path, capsys):
+    """Issue 28: ``--provider-from domain:metadata.url`` with a logged ``http://[::1`` ended in a raw ValueError
+    traceback from urlsplit. It is a data error: the file, the line (or the trace), the query, the value and the fix."""
+    from fairrag_core.cli import main
+
+    log = RagLog("served.jsonl", (LogEntry(1, "q1", ("a", "b"), doc_metadata=({"url": "https://a.example/1"}, {})),
+                                  LogEntry(2, "q2", ("c",), doc_metadata=({"url": url},))))
+    rule = ProviderSource.parse("domain:metadata.url")
+    with pytest.raises(DataFormatError) as err:
+        documents_from_log(log, provider_from=rule)
+    assert str(err.value) == (f"served.jsonl, line 2: query 'q2': domain:metadata.url of document 'c' is not a URL "
+                              f"(Invalid IPv6 URL: {url!r}); fix the logged URL, or name the providers another way "
+                              "(--provider-from metadata.KEY, or --provider-map)")
+    text = DEMO_TRACES.read_text(encoding="utf-8")
+    assert text.count("https://velocore.example/products/rs-089") > 1
+    bad = tmp_path / "bad.otlp.jsonl"
+    bad.write_text(text.replace("https://velocore.example/products/rs-089", url, 1), encoding="utf-8")
+    assert main(["audit-log", str(bad), "--provider-from", "domain:metadata.url", "--no-store", "--seed", "2"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {bad}: query 'rs-x02' (trace 562469bed3fc18293dce1098344ddc2d): domain:metadata.url of document "
+        f"'rs-089' is not a URL (Invalid IPv6 URL: {url!r}); fix the logged URL, or name the providers another way "
+        "(--provider-from metadata.KEY, or --provider-map)\n")
