@@ -239,13 +239,13 @@ def test_a_replay_past_the_memory_budget_is_refused_before_any_work_naming_n(two
 
     monkeypatch.delenv("FAIRRAG_MAX_MEMORY_MB", raising=False)
     start = time.perf_counter()
-    with pytest.raises(InvalidParameterError, match=r"^the what-if's 200 resamples of N = 2,000,000 sampled rankings of "
-                                                    r"up to 3 candidates needs 3,328 MB, more than the 400 MB one step "
-                                                    r"may allocate; lower N \(--what-if-samples; the paper uses 100\) or "
-                                                    r"the resamples \(--boot\)"):
+    with pytest.raises(InvalidParameterError, match=r"^the what-if's 200 resamples of N = 2,000,000 sampled rankings "
+                                                    r"of up to 3 candidates needs 3,328 MB, more than the 400 MB one "
+                                                    r"step may allocate; lower N \(--what-if-samples; the paper uses "
+                                                    r"100\) or the resamples \(--boot\)"):
         what_if_sampling(two_queries, six, alphas=(0, 2), n_samples=2_000_000, seed=0, n_boot=200)
     assert time.perf_counter() - start < 5
-    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.1")  # the budget is the one figure: 200 × 100 counts and the rest are 0.18 MB
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.1")  # one figure for all: 200 × 100 counts and the rest, 0.18 MB
     with pytest.raises(InvalidParameterError, match=r"N = 100 sampled rankings .* needs 0.18 MB, more than the 0.1 MB"):
         what_if_sampling(two_queries, six, alphas=(0, 2), n_samples=100, seed=0, n_boot=200)
     monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "1")
