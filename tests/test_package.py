@@ -15,6 +15,7 @@ PUBLIC_API = {
     "AlphaRecommendation", "Aspect", "Attributor", "LogAuditConfig", "audit_rag_log", "load_rag_log",
     "ServedRankings", "Judgments", "load_run", "load_judgments", "evaluate_run", "evaluate_run_awrf",
     "bootstrap_run", "summarise_run", "compare_runs",
+    "evaluate_served", "audit_served", "load_served", "log_summary", "compare_systems",
     "BM25Retriever", "Collection", "ConfidenceInterval",
     "CorpusKeywordRefiner", "CrossEncoderAttributor", "DEMO_COLLECTIONS", "DataFormatError", "Document",
     "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",

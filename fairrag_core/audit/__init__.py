@@ -23,12 +23,14 @@ from ..lazy import lazy_exports
 
 #: Where each public name lives, imported on first use (PEP 562): one audit module does not import them all.
 _EXPORTS: dict[str, str] = {name: module for module, names in {
+    ".compare": ("compare_systems",),
     ".jobs": ("Job", "JobStatus", "JobTable"),
     ".ledger": ("LEDGER_COLUMNS", "exposure_ledger"),
     ".log_report": ("default_ledger_scope", "log_ledger", "log_summary"),
-    ".rag_log": ("AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log"),
+    ".rag_log": ("AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_rag_log", "audit_served"),
     ".recommend": ("AlphaRecommendation", "recommend_alpha"),
-    ".served": ("bootstrap_run", "compare_runs", "evaluate_run", "summarise_run"),
+    ".served": ("evaluate_run",),
+    ".served_stats": ("bootstrap_run", "compare_runs", "evaluate_served", "summarise_run"),
     ".served_awrf": ("evaluate_run_awrf",),
     ".store": ("RunStore", "default_store_path"),
     ".what_if": ("WhatIf", "what_if_findings", "what_if_sampling"),

@@ -18,17 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..audit.compare import ComparisonConfig
-from ..audit.served import (
-    DIRECTION,
-    as_judgments,
-    as_run,
-    compare_runs,
-    evaluate_rows,
-    evaluate_served,
-    unjudged_queries,
-    with_depth,
-)
+from ..audit.served import as_judgments, as_run, evaluate_rows, unjudged_queries, with_depth
 from ..audit.served_awrf import evaluate_run_awrf
+from ..audit.served_stats import DIRECTION, compare_runs, evaluate_served
 from ..errors import InvalidParameterError
 from ..metrics.expeval import METRICS, ExposureSettings, UserModel
 from ..option_types import level_arg, positive_arg

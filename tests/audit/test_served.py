@@ -27,7 +27,8 @@ from fairrag_core import (
     sample_rankings,
     summarise_run,
 )
-from fairrag_core.audit.served import evaluate_served, unjudged_queries
+from fairrag_core.audit.served import unjudged_queries
+from fairrag_core.audit.served_stats import evaluate_served
 from fairrag_core.data.judgments import parse_judgments
 from fairrag_core.metrics.expeval import ExposureSettings
 
