@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit
+from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, rows_in_budget
 from ..data import Collection
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
@@ -42,7 +42,7 @@ from ..options import MIN_REL, SEED, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
-from .query_bootstrap import percentile_bounds, pooled_shares
+from .query_bootstrap import check_share_resamples, percentile_bounds, pooled_shares
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -166,17 +166,30 @@ def group_matrix(documents: pd.DataFrame, column: str, queries: pd.Index, groups
     return matrix
 
 
+#: float64 arrays of G groups that one permutation of :func:`_share_test` holds at once (four products, two sums, two
+#: shares with their temporaries, the difference).
+_SWAP_ARRAYS = 10
+
+
 def _share_test(a: np.ndarray, b: np.ndarray, counts: np.ndarray, swaps: np.ndarray, level: float
                 ) -> pd.DataFrame:
     """Per group: share in ``a`` − share in ``b`` (Q × G exposure per query and group), its percentile bootstrap
-    interval over queries (the same resampled queries for both) and the paired permutation p-value."""
+    interval over queries (the same resampled queries for both) and the paired permutation p-value. The resampled
+    shares are checked against the memory budget; the permutations are taken in pieces within it (10,000 × 2,098
+    providers at once would be 1.7 GB), which leaves the counts of the test, and so its p-values, as they are."""
     import pandas as pd
 
+    check_share_resamples(counts.shape[0], counts.shape[1], a.shape[1])
     point = pooled_shares(a.sum(axis=0)) - pooled_shares(b.sum(axis=0))
     low, high = percentile_bounds(point, pooled_shares(counts @ a) - pooled_shares(counts @ b), level)
-    stay = 1.0 - swaps
-    flipped = pooled_shares(stay @ a + swaps @ b) - pooled_shares(stay @ b + swaps @ a)
-    hits = (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
+    step = rows_in_budget(8 * _SWAP_ARRAYS * a.shape[1], f"one permutation of {a.shape[1]:,} groups' shares",
+                          fix="compare fewer groups (a coarser grouping than provider)")
+    hits = np.zeros(a.shape[1], dtype=np.int64)
+    for start in range(0, swaps.shape[0], step):
+        part = swaps[start:start + step]
+        stay = 1.0 - part
+        flipped = pooled_shares(stay @ a + part @ b) - pooled_shares(stay @ b + part @ a)
+        hits += (np.abs(flipped) >= np.abs(point) - 1e-12).sum(axis=0)
     exact = swaps.shape[0] == 2 ** swaps.shape[1]
     p = hits / swaps.shape[0] if exact else (1 + hits) / (1 + swaps.shape[0])
     return pd.DataFrame({"difference": point, "low": low, "high": high, "p_value": p})

@@ -104,3 +104,29 @@ def test_errors_name_the_fix(shoes):
     x, y = (audit_served(log, collection, LogAuditConfig(seed=1)) for log in (one, other))
     with pytest.raises(InvalidParameterError, match="share no query"):
         compare_systems([System("X", x), System("Y", y)], collection)
+
+
+def test_share_differences_over_many_groups_stay_within_the_memory_budget(monkeypatch):
+    """Issue 28: the permutation test held permutations × groups arrays at once (10,000 × 2,098 providers: 1.7 GB).
+    Under a small budget it takes the permutations in pieces, with the same p-values; resampled shares that do not
+    fit are refused with the fix."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    a, b = rng.gamma(0.5, size=(15, 400)), rng.gamma(0.5, size=(15, 400))
+    monkeypatch.delenv("FAIRRAG_MAX_MEMORY_MB", raising=False)
+    whole = share_differences(a, b, n_boot=200, n_permutations=5000, seed=3)  # 5,000 × 400: 16 MB per array
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "7")
+    tracemalloc.start()
+    try:
+        pieces = share_differences(a, b, n_boot=200, n_permutations=5000, seed=3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12_000_000
+    np.testing.assert_array_equal(pieces["p_value"].to_numpy(), whole["p_value"].to_numpy())
+    np.testing.assert_array_equal(pieces["low"].to_numpy(), whole["low"].to_numpy())
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "4")  # 200 resamples of 400 groups' shares: 5.1 MB
+    with pytest.raises(InvalidParameterError, match=r"^200 resamples of 400 groups' shares over 15 queries needs 5 MB, "
+                                                    r"more than the 4 MB one step may allocate; lower the bootstrap"):
+        share_differences(a, b, n_boot=200, n_permutations=5000, seed=3)
