@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import sys
 from dataclasses import replace
 
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
-from ..errors import InvalidParameterError
+from ..errors import FairRAGError, InvalidParameterError
 from ..metrics.attribution import HOW_TO_READ
 from ..options import (
     COLLECTION,
@@ -209,12 +210,15 @@ def _cmd_audit_log(args, out) -> int:
 
     # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
     run = local() if attributor is None else on_backend(args, local, remote)
-    what_if = None
+    what_if = what_if_failed = None
     if args.what_if_alphas:  # the what-if replay against this audit (a log or a run keeps its scores)
         from ..audit.what_if import what_if_sampling
 
-        what_if = what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
-                                   audit=run)
+        try:  # optional: a replay that fails never withholds the audit; it says why, and the exit status is 2
+            what_if = what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
+                                       audit=run)
+        except (FairRAGError, MemoryError) as err:
+            what_if_failed = _REPLAY_OUT_OF_MEMORY if isinstance(err, MemoryError) else str(err)
     # what the loader left out, and what was assumed about the documents
     extra = {**run.record.extra, "notes": [*loaded_notes, *run.record.extra["notes"]]}
     if what_if is not None:  # kept with the run: its tables, recommendation and findings (not the per-query rows)
@@ -235,9 +239,10 @@ def _cmd_audit_log(args, out) -> int:
                           "queries": records(run.table), "ledgers": {by: records(t) for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
                           "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings],
-                          **({"what_if": what_if.to_dict()} if what_if is not None else {})},
+                          **({"what_if": what_if.to_dict()} if what_if is not None else {}),
+                          **({"what_if": {"error": what_if_failed}} if what_if_failed else {})},
                          indent=2, default=str), file=out)
-        return 0
+        return _replay_failed(what_if_failed)
     print(f"{log.what[0].upper()}{log.what[1:]} {args.log}: {served_size(log)}, {len(run.table)} queries, "
           f"k = {record.extra['k_used']}, "
           f"attribution: {record.config.attribution.value}"
@@ -272,8 +277,22 @@ def _cmd_audit_log(args, out) -> int:
         from ..audit.what_if import what_if_text
 
         print("", *what_if_text(what_if), sep="\n", file=out)
+    elif what_if_failed:
+        print(f"\nWhat if it sampled: not replayed: {what_if_failed}", file=out)
     kept.print_text(out)
     wall = record.wall_seconds
     print(f"Audited in {wall:.2f} s." if wall is not None and math.isfinite(wall) else "", file=out)
     print(f"Reproduce with: {command}", file=out)
-    return 0
+    return _replay_failed(what_if_failed)
+
+
+#: A replay past this machine's memory: the input that makes it smaller (not the log, which was audited).
+_REPLAY_OUT_OF_MEMORY = ("the what-if replay needs more memory than this machine has left; lower N "
+                         "(--what-if-samples; the paper uses 100)")
+
+
+def _replay_failed(why: str | None) -> int:
+    """The exit status after the audit was printed: 2, with the error on stderr, when its what-if failed."""
+    if why:
+        print(f"error: what-if: {why}", file=sys.stderr)
+    return 2 if why else 0

@@ -176,3 +176,32 @@ def test_what_if_alphas_replays_the_logged_scores_and_keeps_the_result_with_the_
                 "--what-if-alphas", "0,2"])[0] == 2
     assert "the log carries no scores: export document.score (traces) or the TREC score column" in \
         capsys.readouterr().err
+
+
+def test_a_what_if_that_fails_never_withholds_the_audit(capsys):
+    """Issue 28: ``--what-if-samples 2000000`` on a 40-trace export grew to 11.8 GB, and any what-if error withheld the
+    audit. Now the replay is refused before it allocates (16,528 MB here, against the 400 MB budget), the audit is
+    printed whole, the what-if part says why, and the exit status is 2 with the error on stderr."""
+    from fairrag_core.data import assets_dir
+
+    traces = str(assets_dir() / "logs" / "running-shoes.otlp.jsonl")
+    argv = ["audit-log", traces, "--collection", "running-shoes", "--no-store", "--seed", "1", "--what-if-alphas",
+            "0,2", "--what-if-samples", "2000000"]
+    why = ("the what-if's 1,000 resamples of N = 2,000,000 sampled rankings of up to 14 candidates needs 16,528 MB, "
+           "more than the 400 MB one step may allocate; lower N (--what-if-samples; the paper uses 100) or the "
+           "resamples (--boot) (or raise the budget with FAIRRAG_MAX_MEMORY_MB)")
+    code, text = run(argv)
+    assert code == 2 and capsys.readouterr().err == f"error: what-if: {why}\n"
+    assert "Headline (" in text and "Exposure ledger by provider" in text and "Per query (" in text
+    assert f"\nWhat if it sampled: not replayed: {why}\n" in text and "Reproduce with: " in text
+    code, text = run([*argv, "--json"])
+    data = json.loads(text)
+    assert code == 2 and data["what_if"] == {"error": why} and data["summary"] and data["queries"]
+    assert without_what_if(text) == without_what_if(run(argv[:7] + ["--json"])[1])
+
+
+def without_what_if(text: str) -> dict:
+    data = json.loads(text)
+    for key in ("what_if", "command", "config", "wall_seconds"):
+        data.pop(key, None)
+    return data
