@@ -21,11 +21,16 @@ Three more targets feed the shared reader (``fairrag_core.data.files``) what mut
   newlines, only spaces, mixed or non-ASCII whitespace, or a repeated *valid* line of each format (a qrels comment
   and an empty CSV row among them), a little under or over the
   limits (lowered for the run: 2 MB per file, 0.5 MB per line, 2,000 log lines, 1 MB per upload), through the
-  loaders, ``parse_run`` / ``parse_judgments`` on bytes and ``check_upload``;
+  loaders, ``parse_run`` / ``parse_judgments`` on bytes, the RAG log's column reader and ``check_upload``;
 * ``line_separators`` — valid JSONL corpora, queries and logs whose strings hold raw U+2028, U+2029, U+0085 (and
   escaped control characters), with LF, CRLF or CR-alone line ends, and TSV files with LF or CRLF: LF and CRLF
   files must load with the characters kept (and as their LF twins for TSV), an error planted on line k must be
   reported on line k, and a CR-alone file of several lines must be refused.
+
+And one feeds what the audit reads from a log rather than how it is read (issue 28): ``served_values`` — a trace export
+whose documents all carry a score and a URL, its URLs and scores sometimes replaced by odd ones (``http://[::1``,
+±1e308, NaN, ±inf), read without a collection with ``--provider-from domain:metadata.url`` and replayed by the
+what-if; an export as written with finite scores, however extreme, must replay, to finite EE-D values.
 
     python benchmarks/fuzz_loaders.py                  # 2,000 inputs per target (about 2 minutes on 2 busy cores)
     python benchmarks/fuzz_loaders.py --per-target 200 --seed 7 --json
@@ -125,6 +130,28 @@ TRACES = "".join(json.dumps({"resourceSpans": [{"resource": {}, "scopeSpans": [{
 TRACES_PRETTY = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": _TRACE_SPANS}]}]}, indent=1) + "\n"
 
 
+def _scored_trace(trace: str, query: str, docs: list[tuple[str, float, str]]) -> list[dict]:
+    attrs = {"openinference.span.kind": "RETRIEVER", "input.value": query}
+    for i, (doc, score, url) in enumerate(docs):
+        attrs |= {f"retrieval.documents.{i}.document.id": doc, f"retrieval.documents.{i}.document.score": score,
+                  f"retrieval.documents.{i}.document.metadata": json.dumps({"url": url})}
+    return [_otlp_span(trace, "r", {"openinference.span.kind": "CHAIN", "fairrag.query_id": query}),
+            _otlp_span(trace, "s", attrs, "r", 1772442960000000100)]
+
+
+#: A trace export whose every served document has a score and a URL: what the what-if replays (issue 28).
+SCORED_TRACES = "".join(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n" for spans in (
+    _scored_trace("c1", "q1", [("d1", 2.5, "https://a.org/1"), ("d2", 1.25, "https://www.b.org/2"),
+                               ("d3", 0.75, "c.org/3")]),
+    _scored_trace("c2", "q1", [("d2", 1.25, "https://www.b.org/2"), ("d1", 2.5, "https://a.org/1")]),
+    _scored_trace("c3", "q2", [("d3", 0.75, "c.org/3"), ("d1", 2.5, "https://a.org/1")])))
+#: Logged URLs that are no URL to urlsplit, or odd ones it takes (issue 28: a raw ValueError for http://[::1).
+ODD_URLS = ["http://[::1", "https://[fe80::1/x", "[::1", "//[", "http://a.org:99999", "", "ftp://", "%%%", "http://é.org"]
+#: Logged scores: finite extremes are valid input (their sum and spread overflow float64), NaN and ±inf are not.
+ODD_SCORES = ["1e308", "-1e308", "1.7976931348623157e308", "-1.7976931348623157e308", "5e-324", "0", "-0.0", "NaN",
+              "Infinity", "-Infinity", "1e309"]
+
+
 def _demo_head(name: str, lines: int = 12) -> str:
     path = ROOT / "assets" / "collections" / "running-shoes" / name
     try:
@@ -143,7 +170,8 @@ def _expeval(name: str, lines: int = 40) -> str:
 
 # -- mutations ---------------------------------------------------------------------------------------------------
 ODD_VALUES = [
-    "null", "true", "0", "-1", "1e309", "-1e309", "NaN", "Infinity", "-Infinity", "9" * 5000, "1.5", '""', '" "',
+    "null", "true", "0", "-1", "1e309", "-1e309", "1e308", "-1e308", '"http://[::1"', "NaN", "Infinity", "-Infinity",
+    "9" * 5000, "1.5", '""', '" "',
     '"\\u0000"', '"\\ud800"', '"\\udc00x"', "[]", "{}", '["a", "a"]', "[1, 2]", '{"a": {"b": []}}',
     "[" * 3000 + "]" * 3000,
     '"' + "x" * 70000 + '"', '"<script>alert(1)</script>"', '"=HYPERLINK(\\"x\\")"', '"\\t\\r\\n"', '"é漢字🙂"',
@@ -493,7 +521,43 @@ def _targets(folder: Path) -> list[Target]:
                 return check_upload(name, data)
             if way < 0.35 and loader in ("run", "judgments"):
                 return (parse_run if loader == "run" else parse_judgments)(data)
+            if way < 0.6 and loader == "rag_log":  # the column reader (audit-log --attribution none, shard folders)
+                from fairrag_core.data.log_columns import read_log_columns
+
+                return _bounded(lambda: read_log_columns(_write(tmp, name, data), small))
             return _bounded(lambda: loaders[loader](_write(tmp, name, data)))
+
+    def served_values(raw: bytes, tmp: Path, rng: random.Random):
+        """A scored trace export (as written, or mutated), its URLs and scores sometimes replaced by odd ones, read
+        without a collection (providers from the URLs' domains) and replayed by the what-if: only ever a FairRAGError;
+        an export as written with finite scores, however extreme, must replay, to finite EE-D values."""
+        import math
+
+        from fairrag_core.audit.what_if import what_if_sampling
+        from fairrag_core.data.traces import ProviderSource, documents_from_log
+
+        pristine = rng.random() < 0.5
+        raw = SCORED_TRACES.encode() if pristine else raw
+        if rng.random() < 0.5:
+            raw = raw.replace(b"https://a.org/1", rng.choice(ODD_URLS).encode())
+        finite = True
+        for score in (b"2.5", b"1.25", b"0.75"):
+            if rng.random() < 0.4:
+                odd = rng.choice(ODD_SCORES)
+                finite &= math.isfinite(float(odd))
+                raw = raw.replace(b'"doubleValue": ' + score, b'"doubleValue": ' + odd.encode())
+        log = load_rag_log(_write(tmp, "traces.jsonl", raw))
+        documents = documents_from_log(log, provider_from=ProviderSource.parse("domain:metadata.url"))
+        try:
+            result = what_if_sampling(log, documents.collection, alphas=(0, 2, math.inf), n_samples=10, n_boot=20,
+                                      seed=0)
+        except FairRAGError as err:
+            if pristine and finite:
+                raise AssertionError(f"finite logged scores were refused: {err}") from None
+            raise
+        if not all(math.isfinite(v) for v in result.per_query["ee_d"]):
+            raise AssertionError(f"the replay gave EE-D {result.per_query['ee_d'].tolist()}")
+        return result
 
     def line_separators(raw: bytes, tmp: Path, rng: random.Random):
         seps = ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\r", "\U0001f600"]
@@ -577,6 +641,7 @@ def _targets(folder: Path) -> list[Target]:
         Target("non_regular", [""], non_regular),
         Target("bomb", [""], bomb),
         Target("line_separators", [""], line_separators),
+        Target("served_values", [SCORED_TRACES], served_values),
     ]
 
 
