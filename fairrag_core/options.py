@@ -65,13 +65,13 @@ UNSET: Any = _Unset()
 
 class Kind(str, enum.Enum):
     """How an option is written: ``--flag VALUE`` (or a positional VALUE), ``--x/--no-x``, one switch, or
-    ``--flag VALUE`` repeated (each use adds one value to a tuple)."""
+    ``--flag VALUE`` repeated (each use adds one value to a tuple; a positional APPEND takes one or more values)."""
 
     VALUE = "value"
     TOGGLE = "toggle"  # --per-claim / --no-per-claim (argparse.BooleanOptionalAction)
     ON = "on"  # -B, --binarize: present means True (the default is False)
     OFF = "off"  # --no-oracle, -U: present means False (the default is True)
-    APPEND = "append"  # --trace-map a=x --trace-map b=y: ("a=x", "b=y"); none given is ()
+    APPEND = "append"  # --trace-map a=x --trace-map b=y: ("a=x", "b=y"); none given is (); positional: A B C
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,9 @@ class Option:
     def __post_init__(self) -> None:
         if not self.flags:
             raise InvalidParameterError("an Option needs at least one flag, e.g. Option(('--seed',), help=...)")
-        if self.positional and (len(self.flags) > 1 or self.kind is not Kind.VALUE):
-            raise InvalidParameterError(f"the positional option {self.flags[0]!r} takes exactly one name and a value")
+        if self.positional and (len(self.flags) > 1 or self.kind not in (Kind.VALUE, Kind.APPEND)):
+            raise InvalidParameterError(f"the positional option {self.flags[0]!r} takes exactly one name and a value "
+                                        "(Kind.APPEND: one or more values)")
 
     @property
     def positional(self) -> bool:
@@ -213,6 +214,8 @@ def add_option(parser: argparse.ArgumentParser, opt: Option, *, dest: str | None
     choices = list(choices) if choices is not None else (list(opt.choices) if opt.choices else None)
     kwargs: dict[str, Any] = {"help": _help(opt, default)}
     if opt.positional:
+        if opt.kind is Kind.APPEND:
+            kwargs["nargs"] = "+"
         parser.add_argument(dest, type=opt.parse, choices=choices, metavar=opt.metavar or
                             (opt.flags[0] if opt.flags[0] != dest else None), **kwargs)
         return
@@ -249,9 +252,16 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[
 def settings_from_args(cls: type, args: argparse.Namespace, *, reset: Collection[str] = (), **overrides: Any) -> Any:
     """``cls`` built from the parsed ``args``: every field whose option the parser has, then ``overrides``. The
     fields of the groups in ``reset`` keep their dataclass default (``--paper-citations``: the paper's rule)."""
-    values = {name: getattr(args, name) for name, opt in options_of(cls).items()
+    values = {name: _from_parser(opt, getattr(args, name)) for name, opt in options_of(cls).items()
               if hasattr(args, name) and name not in overrides and opt.group not in reset}
     return cls(**values, **overrides)
+
+
+def _from_parser(opt: Option, value: Any) -> Any:
+    """A parsed value as its field holds it: a repeated option's list as a tuple, none given as ``()``."""
+    if opt.kind is Kind.APPEND or (opt.positional and isinstance(value, list)):
+        return tuple(value or ())
+    return value
 
 
 @dataclass(frozen=True)
@@ -268,7 +278,8 @@ class Entry:
         if not opt.always and self.default is not UNSET and _same(value, self.default):
             return []
         if opt.positional:
-            return [render(value, path=opt.path)]
+            values = value if opt.kind is Kind.APPEND else (value,)
+            return [render(v, path=opt.path) for v in values]
         if opt.kind is Kind.TOGGLE:
             return [opt.flags[0] if value else "--no-" + opt.flags[0].removeprefix("--")]
         if opt.kind in (Kind.ON, Kind.OFF):

@@ -138,20 +138,23 @@ def _sweep_argv(record: RunRecord) -> list[str]:
 
 
 def _audit_log_argv(record: RunRecord) -> list[str]:
-    """``audit-log LOG``: the log audit's settings; the citation rule only when a judge attributed."""
+    """``audit-log LOG``: the log audit's settings (how the log is read, the providers from the log, the what-if
+    included); the citation rule only when a judge attributed; no ``--collection`` when the providers came from the
+    log (``--provider-from``, ``--provider-map``)."""
     judged = record.attributor is not None
-    inputs = [Entry(COLLECTION, record.collection)] + ([Entry(NLI, _attributor_name(record.attributor))]
-                                                       if judged else [])
+    from_log = record.config.provider_from is not None or record.config.provider_map is not None
+    inputs = ([] if from_log else [Entry(COLLECTION, record.collection)]) + (
+        [Entry(NLI, _attributor_name(record.attributor))] if judged else [])
     entries = setting_entries(record.config, values={"seed": record.seed}, skip_groups=() if judged else ("citation",))
     return ["audit-log", *argv(inputs + entries)]
 
 
 def _comparison_argv(record: RunRecord) -> list[str]:
-    """``compare-runs A B … --collection …``: the compared files (or stored runs, ``run:ID``) and the settings."""
-    inputs = [value if value.startswith("run:") else command_path(value) for value in record.config.inputs]
-    settings = replace(record.config, systems=(), inputs=())  # the systems are the positional inputs
-    entries = [Entry(COLLECTION, record.collection)] + setting_entries(settings, values={"seed": record.seed})
-    return ["compare-runs", *inputs, *argv(entries)]
+    """``compare-runs A B … --collection …``: the compared files (or stored runs, ``run:ID``), which are the
+    settings' positional inputs, and the other settings."""
+    settings = replace(record.config, systems=())  # the systems' labels come from the inputs
+    return ["compare-runs", *argv([Entry(COLLECTION, record.collection),
+                                   *setting_entries(settings, values={"seed": record.seed})])]
 
 
 #: The command that reproduces each kind of run.

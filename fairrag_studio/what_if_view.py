@@ -74,11 +74,11 @@ def what_if_section(data: dict) -> ReportSection:
 
 
 def _replay(run, coll, alphas: list[float], n_samples: int, seed: int | None) -> dict:
-    from fairrag_core.audit.what_if import what_if_sampling
+    from fairrag_core.audit.what_if import WhatIfSettings, what_if_sampling
 
     log, _ = read_served(Path(run.record.config.log), coll)
-    return what_if_sampling(log, coll, alphas=alphas, n_samples=n_samples, seed=seed, audit=run).to_dict(
-        details=False)
+    settings = WhatIfSettings(alphas=tuple(alphas), n_samples=n_samples, seed=seed)
+    return what_if_sampling(log, coll, settings, audit=run).to_dict(details=False)
 
 
 def render_what_if(run, coll, key: str) -> None:

@@ -108,7 +108,10 @@ def test_every_parser_default_is_the_declared_one():
         args = _parser(command).parse_args(extra + (["log.jsonl"] if cls is LogAuditConfig else []))
         for name, opt in options_of(cls).items():
             if hasattr(args, name) and not opt.always and not opt.positional:
-                assert getattr(args, name) == option_default(cls, name), (command, name)
+                parsed = getattr(args, name)
+                if opt.kind is Kind.APPEND:  # argparse leaves a repeated option None; its field reads ()
+                    parsed = tuple(parsed or ())
+                assert parsed == option_default(cls, name), (command, name)
 
 
 def test_toggles_switches_and_positionals():
@@ -148,6 +151,11 @@ def _values(cls, name: str, opt: Option):
     members = [a for a in (typing.get_args(hint) or (hint,)) if isinstance(a, type) and hasattr(a, "__members__")]
     if members:
         return st.sampled_from(list(members[0]))
+    if opt.kind is Kind.APPEND:  # --trace-map KEY=ATTRIBUTE, each key once
+        from fairrag_core.data.traces import TRACE_FIELDS
+
+        return st.lists(st.sampled_from(TRACE_FIELDS), max_size=3, unique=True).map(
+            lambda keys: tuple(f"{key}=app.{key}" for key in keys))
     if opt.kind is not Kind.VALUE:
         return st.booleans()
     if opt.choices:
@@ -185,3 +193,23 @@ def test_settings_survive_their_own_command_line(command, cls, extra):
         assert cli.settings(cls, args) == value, shlex.join(words)
 
     round_trip()
+
+
+def test_a_positional_that_takes_several_values():
+    """``compare-runs A B C``: a positional APPEND is one or more values, printed in order, read back as a tuple."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, kw_only=True)
+    class Demo:
+        inputs: tuple[str, ...] = option("inputs", kind=Kind.APPEND, default=(), path=True, metavar="INPUT",
+                                         help="files")
+        k: int = option("-k", default=5, parse=int, help="k")
+
+    parser = argparse.ArgumentParser()
+    add_options(parser, Demo)
+    value = Demo(inputs=("/data/a.jsonl", "run:abc123", "/data/b.txt"), k=3)
+    words = settings_argv(value)
+    assert words == ["/data/a.jsonl", "run:abc123", "/data/b.txt", "-k", "3"]
+    assert cli.settings(Demo, parser.parse_args(words)) == value
+    with pytest.raises(SystemExit):  # one value at least
+        parser.parse_args(["-k", "3"])

@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {name: module for module, names in {
     ".served_stats": ("bootstrap_run", "compare_runs", "evaluate_served", "summarise_run"),
     ".served_awrf": ("evaluate_run_awrf",),
     ".store": ("RunStore", "default_store_path"),
-    ".what_if": ("WhatIf", "what_if_findings", "what_if_sampling"),
+    ".what_if": ("WhatIf", "WhatIfSettings", "what_if_findings", "what_if_sampling"),
 }.items() for name in names}
 
 

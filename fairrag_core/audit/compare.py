@@ -38,7 +38,7 @@ from ..metrics.registry import COMPARISON, keys
 from ..metrics.registry import METRICS as REGISTRY
 from ..metrics.significance import holm_adjust
 from ..option_types import level_arg, positive_arg
-from ..options import MIN_REL, SEED, no_option, option
+from ..options import MIN_REL, SEED, Kind, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
@@ -124,10 +124,16 @@ def systems_of(run: SweepRun, label: str | None = None) -> list[System]:
 class ComparisonConfig(Settings):
     """How systems are compared: which systems (labels, and the files or stored runs they came from), the
     baseline, the grouping for shares, how a served file is audited (k, attribution source, usefulness grade) and
-    the statistics (bootstrap resamples, random swaps, level, seed)."""
+    the statistics (bootstrap resamples, random swaps, level, seed).
+
+    ``inputs`` are ``compare-runs``' positional INPUTs (a file's absolute path, or a stored run ``run:ID``), so the
+    reproduce command names them from the settings; ``systems`` are the labels the comparison gave them (set by
+    :func:`compare_systems`, no input)."""
 
     systems: tuple[str, ...] = no_option(default=())
-    inputs: tuple[str, ...] = no_option(default=())
+    inputs: tuple[str, ...] = option("inputs", kind=Kind.APPEND, default=(), path=True, metavar="INPUT",
+                                     help="with --collection: two or more RAG logs, run files or stored runs (run:ID); "
+                                          "without: QRELS RUN_A RUN_B")
     baseline: str = option("--baseline", default="", default_text="the first system",
                            help="the system the others are compared with (its label: the file name, or run:ID)")
     by: str = option("--by", default="provider", help="share differences per provider (default) or per group of a "

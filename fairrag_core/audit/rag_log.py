@@ -47,13 +47,25 @@ from ..data import Collection
 from ..data.identity import audit_inputs
 from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..data.rag_log import RagLog, load_served
+from ..data.traces import MultipleRetrievals, TraceMap
 from ..errors import InvalidParameterError
 from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
 from ..metrics.bootstrap import line_intervals
 from ..metrics.expeval import METRICS, UserModel
 from ..metrics.exposure import ee_disparity, ee_relevance, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
-from ..options import MIN_REL, SEED, no_option, option
+from ..options import (
+    MIN_REL,
+    MULTI_RETRIEVAL,
+    PROVIDER_FROM,
+    PROVIDER_MAP,
+    SEED,
+    TRACE_MAP,
+    WHAT_IF_ALPHAS,
+    WHAT_IF_SAMPLES,
+    no_option,
+    option,
+)
 from ..rag.attribution import Attributor
 from ..rag.citations import CitationPolicy
 from ..rag.degenerate import answer_flags
@@ -94,7 +106,15 @@ class LogAuditConfig(CitationPolicy):
     (:func:`~fairrag_core.audit.served.evaluate_run` on the whole rankings); ``step`` (default) adds nothing
     beyond the paper's EE-D and EE-R. The citation-rule fields (:class:`~fairrag_core.rag.citations.CitationPolicy`,
     paper's argmax by default; the CLI and the app use the fitted preset rule) decide "entailed per the judge";
-    a log has no retrieved pool, so there is no control document."""
+    a log has no retrieved pool, so there is no control document.
+
+    How the log is read and what runs with the audit are settings too, so that a stored run's reproduce command holds
+    them: ``trace_map`` (``KEY=ATTRIBUTE`` words, in :data:`~fairrag_core.data.traces.TRACE_FIELDS` order) and
+    ``multi_retrieval`` read a trace export (:class:`~fairrag_core.data.traces.TraceMap`); ``provider_from`` or
+    ``provider_map`` (a CSV's path) name the documents' providers of a log audited without a collection
+    (:func:`~fairrag_core.data.traces.documents_from_log`); ``what_if_alphas`` (None: no what-if) and
+    ``what_if_samples`` replay the logged scores under the fair sampler (:mod:`fairrag_core.audit.what_if`). The
+    audit itself reads none of them: the caller loads the log and runs the what-if with them."""
 
     control_margin: float | None = no_option(default=None)  # a log has no retrieved pool: no control document
     log: str = option("log", default="", path=True, help="the RAG log (.jsonl), or a served run file (expeval/TREC "
@@ -115,11 +135,20 @@ class LogAuditConfig(CitationPolicy):
     n_boot: int = option("--boot", default=1000, parse=positive_arg, help="bootstrap resamples over queries")
     level: float = option("--level", default=0.95, parse=level_arg, help="interval level")
     seed: int | None = SEED.field(default=None)
+    # printed in this order after the seed (the reproduce command reads the fields in order)
+    trace_map: tuple[str, ...] = TRACE_MAP.field(default=())
+    multi_retrieval: MultipleRetrievals = MULTI_RETRIEVAL.field(default=MultipleRetrievals.SKIP)  # noqa: RUF009
+    provider_from: str | None = PROVIDER_FROM.field(default=None)
+    provider_map: str | None = PROVIDER_MAP.field(default=None)
+    what_if_alphas: tuple[float, ...] | None = WHAT_IF_ALPHAS.field(default=None)
+    what_if_samples: int = WHAT_IF_SAMPLES.field(default=100)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.seed is not None:
             check_seed(self.seed)
+        # KEY=ATTRIBUTE words checked and written one way (a key given twice, an unknown key: the fix)
+        object.__setattr__(self, "trace_map", TraceMap.parse(self.trace_map).items())
         if self.control_margin is not None:
             raise InvalidParameterError("a RAG log has no retrieved pool to draw a control document from; leave "
                                         "control_margin unset (None) for log audits")

@@ -65,8 +65,10 @@ from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.exposure import least_ee_disparity, target_exposure
 from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
+from ..options import WHAT_IF_ALPHAS, WHAT_IF_SAMPLES
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
+from ..settings import Settings
 from . import wording
 from .compare import group_matrix, share_differences
 from .findings import Direction, Finding, FindingKind, severity_of
@@ -77,8 +79,8 @@ from .recommend import AlphaRecommendation, recommend_alpha
 from .share_gaps import alpha_of
 from .wording import group_noun, interval, num, pct, percent, points, share_text
 
-__all__ = ["WhatIf", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES", "NO_QUALITY_METRIC",
-           "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED", "value_text", "p_text"]
+__all__ = ["WhatIf", "WhatIfSettings", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES",
+           "NO_QUALITY_METRIC", "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED", "value_text", "p_text"]
 
 #: The error of a log without any score: what to export.
 NO_SCORES = ("the log carries no scores: export document.score (traces) or the TREC score column; a what-if replays "
@@ -215,6 +217,58 @@ class WhatIf:
 
 
 # -- inputs ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class WhatIfSettings(Settings):
+    """How a served log is replayed (:func:`what_if_sampling`): the α grid and N, as ``audit-log --what-if-alphas``
+    and ``--what-if-samples`` declare them (the log audit's ``what_if_alphas`` and ``what_if_samples`` give them to
+    the CLI's what-if), the tests and the recommender.
+
+    ``alphas``: the grid (``math.inf``: the deterministic ranking by logged score), sorted, repeats dropped.
+    ``n_samples``: rankings N sampled per query and α (the paper uses 100). ``k``, ``min_rel``, ``n_boot``,
+    ``level``, ``seed``: as in :class:`~fairrag_core.audit.rag_log.LogAuditConfig`; None takes the audit's when one
+    is given, else the longest served ranking, 1, 1000, 0.95 and a fresh seed (recorded in the result).
+    ``n_permutations``: random sign flips and swaps of the paired tests (exact for few queries). ``tolerance``: how
+    much mean EE-R the recommender may lose against the system as served (0.05 = 5 %). Checked when made.
+
+    >>> WhatIfSettings(alphas=(2, 0, 2, math.inf)).alphas
+    (0.0, 2.0, inf)
+    """
+
+    alphas: tuple[float, ...] = WHAT_IF_ALPHAS.field(default=(0.0, 1.0, 2.0, 4.0, 8.0))
+    n_samples: int = WHAT_IF_SAMPLES.field(default=100)
+    k: int | None = None
+    min_rel: int | None = None
+    n_boot: int | None = None
+    n_permutations: int = 10000
+    level: float | None = None
+    tolerance: float = 0.05
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checked = {
+            "alphas": _alphas(self.alphas),
+            "n_samples": check_positive_int(self.n_samples, "n_samples",
+                                            hint="sampled rankings per query and α; the paper uses 100"),
+            "n_permutations": check_at_most(self.n_permutations, "n_permutations", MAX_RESAMPLES,
+                                            hint="random swaps, e.g. 10000", fix="10,000 swaps are the usual number"),
+            "tolerance": check_non_negative(self.tolerance, "tolerance", hint="0.05 = lose at most 5 % of EE-R"),
+            "level": None if self.level is None else check_open_unit(self.level, "level", hint="e.g. 0.95"),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+
+def _settings_of(settings: WhatIfSettings | None, fields: dict) -> WhatIfSettings:
+    """``settings``, with the fields given as keywords (the earlier keyword form, ``alphas=…, n_samples=…``)."""
+    settings = WhatIfSettings() if settings is None else settings
+    unknown = sorted(set(fields).difference(settings.to_dict()))
+    if unknown:
+        raise InvalidParameterError(f"what_if_sampling has no setting(s) {unknown}; pass WhatIfSettings(...) with "
+                                    f"some of: {', '.join(settings.to_dict())}")
+    return replace(settings, **fields) if fields else settings
+
 
 def _alphas(alphas: Sequence[float] | float) -> tuple[float, ...]:
     values = [alphas] if np.ndim(alphas) == 0 else list(alphas)
@@ -501,12 +555,9 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
                  f"system as served ({rec.baseline_utility:.3f}), {over}.")
 
 
-def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
-                     alphas: Sequence[float] | float = (0.0, 1.0, 2.0, 4.0, 8.0), n_samples: int = 100,
-                     k: int | None = None, min_rel: int | None = None, n_boot: int | None = None,
-                     n_permutations: int = 10000, level: float | None = None, tolerance: float = 0.05,
-                     seed: int | None = None, audit: LogAuditRun | None = None,
-                     groupings: Sequence[str] | None = None) -> WhatIf:
+def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, settings: WhatIfSettings | None = None,
+                     *, audit: LogAuditRun | None = None, groupings: Sequence[str] | None = None,
+                     **fields: object) -> WhatIf:
     """Replay a served log under the fair Plackett-Luce retriever at each α (module docstring: the method).
 
     Args:
@@ -516,16 +567,12 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
         collection: the documents' providers, groups and relevance labels (a curated collection, or
             :func:`~fairrag_core.data.traces.documents_from_log`'s ``collection`` for a log audited without one: EE-R
             is then undefined).
-        alphas: the α grid (``math.inf``: the deterministic ranking by logged score); sorted, repeats dropped.
-        n_samples: rankings N sampled per query and α (the paper uses 100).
-        k, min_rel, n_boot, level, seed: as in :class:`~fairrag_core.audit.rag_log.LogAuditConfig` (None: the
-            audit's when ``audit`` is given, else the longest served ranking, 1, 1000, 0.95 and a fresh seed,
-            recorded in the result).
-        n_permutations: random sign flips and swaps of the paired tests (exact for few queries).
-        tolerance: how much mean EE-R the recommender may lose against the system as served (0.05 = 5 %).
+        settings: the α grid, N, the tests and the recommender (:class:`WhatIfSettings`; None: its defaults).
         audit: the log audit of ``served`` (:func:`~fairrag_core.audit.rag_log.audit_served`) whose per-query values
             are the as-served side; None runs one (without attribution).
         groupings: the share tables' groupings (default: ``provider`` and each of the collection's categories).
+        fields: settings as keywords (``alphas=(0, 2), n_samples=50``), the earlier form: they replace those of
+            ``settings``.
 
     Raises:
         InvalidParameterError: the log carries no scores (:data:`NO_SCORES`), no query can be replayed, a bad α, N,
@@ -535,20 +582,17 @@ def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, *,
     >>> docs = Collection("c", tuple(Document(d, "", provider=p) for d, p in (("a", "A"), ("b", "B"), ("c", "C"))))
     >>> log = RagLog("x", (LogEntry(1, "q1", ("a", "b"), scores=(2.0, 1.0)), LogEntry(2, "q1", ("a", "c"),
     ...                                                                              scores=(2.0, 0.5))))
-    >>> result = what_if_sampling(log, docs, alphas=(0, math.inf), n_samples=200, seed=0, n_boot=200)
+    >>> result = what_if_sampling(log, docs, WhatIfSettings(alphas=(0, math.inf), n_samples=200, seed=0, n_boot=200))
     >>> result.curve[["label", "queries"]].values.tolist()
     [['as served', 1], ['α = 0', 1], ['α = ∞ (deterministic)', 1]]
     >>> result.per_query.loc[result.per_query["alpha"] == math.inf, "ee_d_plug_in"].tolist()
     [1.0]
     """
     started = time.perf_counter()
-    grid = _alphas(alphas)
-    n_samples = check_positive_int(n_samples, "n_samples", hint="sampled rankings per query and α; the paper uses 100")
-    n_permutations = check_at_most(n_permutations, "n_permutations", MAX_RESAMPLES, hint="random swaps, e.g. 10000",
-                                   fix="10,000 swaps are the usual number")
-    tolerance = check_non_negative(tolerance, "tolerance", hint="0.05 = lose at most 5 % of EE-R")
-    if level is not None:
-        level = check_open_unit(level, "level", hint="e.g. 0.95")
+    settings = _settings_of(settings, fields)  # checked when made
+    grid, n_samples, n_permutations, tolerance = (settings.alphas, settings.n_samples, settings.n_permutations,
+                                                  settings.tolerance)
+    k, min_rel, n_boot, level, seed = settings.k, settings.min_rel, settings.n_boot, settings.level, settings.seed
     log = RagLog.from_served(served) if isinstance(served, ServedRankings) else served
     if not isinstance(log, RagLog):
         raise InvalidParameterError(f"served must be a RagLog (load_served) or a ServedRankings (load_run), got "

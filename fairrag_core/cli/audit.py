@@ -114,9 +114,7 @@ def register(sub) -> None:
                                 "findings; saved in the run store, --report writes the HTML report. Without "
                                 "--collection: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged queries "
                                 "with expeval's metrics, the interval and the sign-flip p-value.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="with --collection: two or more RAG logs, run files or stored runs (run:ID); without: QRELS "
-                        "RUN_A RUN_B")
+    add_options(p, ComparisonConfig, only=("inputs",))
     _add_options(p, CompareOptions)
     add_option(p, COLLECTION, default=None)
     add_options(p, ComparisonConfig, only=("baseline", "by", "attribution", "min_rel"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
+import os
 import sys
 from dataclasses import replace
 
@@ -22,25 +22,16 @@ from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
 from ..errors import FairRAGError, InvalidParameterError
 from ..metrics.attribution import HOW_TO_READ
-from ..options import (
-    COLLECTION,
-    DEVICE,
-    JSON,
-    MULTI_RETRIEVAL,
-    NLI,
-    PROVIDER_FROM,
-    PROVIDER_MAP,
-    TRACE_MAP,
-    WHAT_IF_ALPHAS,
-    WHAT_IF_SAMPLES,
-    Entry,
-    add_option,
-    argv,
-)
+from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, add_options
 from .backend_options import add_backend, models_spec, on_backend
 from .common import add_command, add_settings, add_store, keep_run, print_undefined, records, settings, stderr_progress
 
 __all__ = ["register"]
+
+#: The settings that say how the log is read and where its providers come from, and the what-if's (in the help's
+#: order); the other settings are the audit's own.
+_READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval")
+_WHAT_IF = ("what_if_alphas", "what_if_samples")
 
 
 def register(sub) -> None:
@@ -60,16 +51,17 @@ def register(sub) -> None:
     add_settings(p, LogAuditConfig, only=("log",))
     add_option(p, replace(COLLECTION, default_text=f"{COLLECTION.cli_default}; none with --provider-from or "
                                                    "--provider-map"), default=None)
-    for opt in (PROVIDER_FROM, PROVIDER_MAP, TRACE_MAP, MULTI_RETRIEVAL):
-        add_option(p, opt)
+    for name in _READING:
+        add_options(p, LogAuditConfig, only=(name,))
     add_option(p, replace(NLI, help="NLI attributor for judge/both", default_text="the offline qwen-judge"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
-    add_settings(p, LogAuditConfig, skip=("log",))
+    add_settings(p, LogAuditConfig, skip=("log", *_READING, *_WHAT_IF))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     add_store(p, "the audit")
-    for opt in (WHAT_IF_ALPHAS, WHAT_IF_SAMPLES, JSON):
-        add_option(p, opt)
+    for name in _WHAT_IF:
+        add_options(p, LogAuditConfig, only=(name,))
+    add_option(p, JSON)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
 
 
@@ -80,20 +72,6 @@ def served_size(log) -> str:
     if log.format == "otlp":
         return f"{lines:,} lines, {len(log):,} traces"
     return f"{lines:,} lines" if log.kind == "log" else f"{lines:,} lines, {len(log):,} rankings"
-
-
-def _command(record, args, trace_map, without_collection: bool) -> str:
-    """The reproduce command: the record's, with the trace, provider and what-if options (which the record does not
-    hold yet) and, for an audit without a collection, without ``--collection``."""
-    words = record.argv()
-    if without_collection and "--collection" in words:
-        at = words.index("--collection")
-        del words[at:at + 2]
-    words += argv([Entry(TRACE_MAP, trace_map.items()), Entry(MULTI_RETRIEVAL, trace_map.multiple.value, "skip"),
-                   Entry(PROVIDER_FROM, args.provider_from), Entry(PROVIDER_MAP, args.provider_map),
-                   Entry(WHAT_IF_ALPHAS, args.what_if_alphas, None),
-                   Entry(WHAT_IF_SAMPLES, args.what_if_samples, WHAT_IF_SAMPLES.cli_default)])
-    return shlex.join(["python", "-m", "fairrag_core", *words])
 
 
 def _served(args, config):
@@ -109,8 +87,8 @@ def _served(args, config):
         load_provider_map,
     )
 
-    trace_map = TraceMap.parse(args.trace_map or (), multiple=args.multi_retrieval)
-    from_log = args.provider_from is not None or args.provider_map is not None
+    trace_map = TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)
+    from_log = config.provider_from is not None or config.provider_map is not None
     if from_log and args.collection is not None:
         raise InvalidParameterError("--provider-from and --provider-map name the providers of a log audited without "
                                     "a collection; drop them to use the providers of --collection, or drop "
@@ -118,8 +96,8 @@ def _served(args, config):
     if from_log and config.attribution.value in ("judge", "both"):
         raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; audit "
                                     "with --collection, or attribute from the logged citations (--attribution logged)")
-    provider_from = ProviderSource.parse(args.provider_from) if args.provider_from is not None else None
-    provider_map = load_provider_map(args.provider_map) if args.provider_map is not None else None
+    provider_from = ProviderSource.parse(config.provider_from) if config.provider_from is not None else None
+    provider_map = load_provider_map(config.provider_map) if config.provider_map is not None else None
     collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)
     log = _columns(args, config, collection) if collection is not None else None
     if log is None:
@@ -132,7 +110,7 @@ def _served(args, config):
         documents = documents_from_log(log, provider_from=provider_from, provider_map=provider_map)
         collection, notes = documents.collection, notes + list(documents.notes)
         undefined["ee_r"] = NO_RELEVANCE_LABELS
-    return log, collection, trace_map, notes, undefined
+    return log, collection, notes, undefined
 
 
 def _columns(args, config, collection):
@@ -151,7 +129,7 @@ def _columns(args, config, collection):
 
     path = str(args.log)
     exposure_only = (config.attribution.value == "none" and config.user_model is UserModel.STEP
-                     and not args.what_if_alphas)
+                     and not config.what_if_alphas)
     if os.path.isdir(path):
         if not exposure_only:
             raise InvalidParameterError(f"{path} is a folder: its shards of one log are audited for exposure only "
@@ -189,7 +167,7 @@ def _cmd_audit_log(args, out) -> int:
     from ..audit.rag_log import audit_rag_log
 
     config = settings(LogAuditConfig, args)
-    log, collection, trace_map, loaded_notes, undefined = _served(args, config)
+    log, collection, loaded_notes, undefined = _served(args, config)
     attributor = None
     if config.attribution.value in ("judge", "both"):
         from ..rag.attribution import load_attributor
@@ -211,21 +189,24 @@ def _cmd_audit_log(args, out) -> int:
     # without a judge there is no model work: the audit is vectorised and runs here whatever --backend says
     run = local() if attributor is None else on_backend(args, local, remote)
     what_if = what_if_failed = None
-    if args.what_if_alphas:  # the what-if replay against this audit (a log or a run keeps its scores)
-        from ..audit.what_if import what_if_sampling
+    if config.what_if_alphas:  # the what-if replay against this audit (a log or a run keeps its scores)
+        from ..audit.what_if import WhatIfSettings, what_if_sampling
 
         try:  # optional: a replay that fails never withholds the audit; it says why, and the exit status is 2
-            what_if = what_if_sampling(log, collection, alphas=args.what_if_alphas, n_samples=args.what_if_samples,
-                                       audit=run)
+            what_if = what_if_sampling(log, collection, WhatIfSettings(alphas=config.what_if_alphas,
+                                                                       n_samples=config.what_if_samples), audit=run)
         except (FairRAGError, MemoryError) as err:
             what_if_failed = _REPLAY_OUT_OF_MEMORY if isinstance(err, MemoryError) else str(err)
     # what the loader left out, and what was assumed about the documents
     extra = {**run.record.extra, "notes": [*loaded_notes, *run.record.extra["notes"]]}
     if what_if is not None:  # kept with the run: its tables, recommendation and findings (not the per-query rows)
         extra["what_if"] = what_if.to_dict(details=False)
-    run = replace(run, record=replace(run.record, extra=extra))
+    # the provider map's absolute path, as the log's, so that the reproduce command finds it from any directory
+    provider_map = config.provider_map and os.path.abspath(config.provider_map)
+    run = replace(run, record=replace(run.record, extra=extra,
+                                      config=replace(run.record.config, provider_map=provider_map)))
     record = run.record
-    command = _command(record, args, trace_map, without_collection=bool(undefined))
+    command = record.command()  # derived from the record alone: `runs show` prints the same
     summary = log_summary(run)
     labelled_only = default_ledger_scope(run)
     groupings = ["provider", *collection.categories()]
