@@ -3,12 +3,24 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from ..data.export import write_table
-from ..options import add_option
+from ..options import (
+    COLLECTION,
+    GENERATOR,
+    MODEL,
+    NLI,
+    PROMPT_STYLE,
+    RETRIEVER,
+    Entry,
+    add_option,
+    argv,
+    setting_entries,
+)
 from ..rag.pipeline import AnswerSettings, RagConfig
 from ..rag.sweep import RagSweepConfig
 from ..settings import SamplingSettings
@@ -70,12 +82,28 @@ def register(sub) -> None:
     add_backend(p, unit="(query, α) with its own seeds")
 
 
-def _rag_payload(run) -> dict:
+def rag_command(run, args) -> str:
+    """The ``rag`` command that reproduces ``run`` (a :class:`~fairrag_core.rag.RagRun`), from the option declarations
+    of its inputs and of :class:`~fairrag_core.rag.pipeline.RagConfig`: the collection, retriever and models as this
+    command line named them, the question, the seed the run drew, and the settings (citation rule included) that
+    differ from the command line's defaults. ``rag`` answers the oracle's lists always, so ``--no-oracle`` is none of
+    its options."""
+    ranking = run.ranking
+    kind, _, model = ranking.retriever.partition(":")
+    inputs = [Entry(COLLECTION, ranking.collection.source or ranking.collection.name), Entry(RETRIEVER, kind),
+              Entry(MODEL, model or None), Entry(GENERATOR, args.generator), Entry(NLI, args.nli),
+              Entry(PROMPT_STYLE, args.prompt_style), Entry(QUERY, ranking.query_text)]
+    words = argv(inputs + setting_entries(ranking.config, values={"seed": ranking.seed}, skip=("oracle",)))
+    return shlex.join(["python", "-m", "fairrag_core", "rag", *words])
+
+
+def _rag_payload(run, args) -> dict:
     ids = run.ranking.doc_ids
     docs = run.ranking.collection.documents
     cand = run.ranking.candidate_indices
     payload = rank_payload(run.ranking)
     payload.pop("documents")
+    payload["command"] = rag_command(run, args)  # rank's payload, but this command (rank has no citation rule)
     return payload | {
         "generator": run.generator, "attributor": run.attributor, "metric": run.metric.value,
         "gold_answer": run.ranking.query.answer if run.ranking.query else None,
@@ -103,7 +131,7 @@ def _cmd_rag(args, out) -> int:
     collection, retriever = load_inputs(args)
     generator, attributor = load_models(args)
     run = run_rag(collection, retriever, generator, attributor, args.query, config)
-    payload = _rag_payload(run)
+    payload = _rag_payload(run, args)
     if args.json:
         return print_json(payload, out, indent=2, ensure_ascii=False)
     print(f"Query: {run.ranking.query_text}   gold answer: {payload['gold_answer'] or 'n/a'}", file=out)

@@ -108,3 +108,28 @@ def test_sweep_refuses_a_huge_n_before_loading_any_model(monkeypatch, capsys):
     monkeypatch.setattr(rag_cli, "load_models", no_models)
     code, _ = run(["sweep", "--collection", "running-shoes", "--samples", "1000000000"])
     assert code == 2 and "lower N" in capsys.readouterr().err
+
+
+def test_rag_json_names_a_rag_command_that_parses_and_reproduces(fake_models):
+    """``rag --json``'s command is a ``rag`` command (it once named ``rank`` with the citation options, which ``rank``
+    refuses): the CLI's own parser reads it back to the same settings, and run, it gives the same answers."""
+    import shlex
+
+    from fairrag_core.cli import build_parser
+    from fairrag_core.cli.common import settings
+    from fairrag_core.rag.pipeline import RagConfig
+
+    asked = ["rag", "--collection", "running-shoes", "--query", "best shoes for a first marathon", "--alpha", "2",
+             "--samples", "12", "-k", "3", "--seed", "3", "--entail-threshold", "0.4", "--prompt-order", "retrieval"]
+    code, text = run([*asked, "--json"])
+    assert code == 0
+    command = json.loads(text)["command"]
+    words = shlex.split(command)
+    assert words[:4] == ["python", "-m", "fairrag_core", "rag"]
+    assert {"--entail-threshold", "--prompt-order", "--generator", "--nli", "--prompt-style"} <= set(words)
+    parsed = build_parser().parse_args(words[3:])  # argparse exits on an unrecognised argument
+    assert settings(RagConfig, parsed) == settings(RagConfig, build_parser().parse_args(asked))
+    again = json.loads(run([*words[3:], "--json"])[1])
+    first = json.loads(text)
+    assert again["answers"] == first["answers"] and again["metrics"] == first["metrics"]
+    assert again["command"] == command
