@@ -26,6 +26,7 @@ __all__ = [
     "check_k", "check_binary", "check_alpha", "check_positive_int", "check_non_negative", "check_open_unit",
     "parse_alpha", "parse_alphas", "parse_list", "check_at_most", "check_work", "check_memory", "rows_in_budget",
     "check_bytes", "max_file_bytes", "max_upload_bytes", "max_line_bytes", "max_log_lines", "max_memory_bytes",
+    "max_work_cells",
     "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "DEFAULT_MEMORY_MB", "MAX_WORK_CELLS", "MAX_ALPHAS", "MAX_GRADE",
 ]
 
@@ -207,7 +208,7 @@ def check_work(cells: int, what: str, *, fix: str, limit: int | None = None) -> 
     >>> check_work(100 * 50, "N × candidates", fix="lower N")
     """
     if limit is None:
-        check_memory(8 * cells, f"{what} = {cells:,} cells", fix=fix)
+        check_memory(8 * cells, f"{what} = {cells:,} cells", fix=fix)  # cells ≤ max_work_cells()
     elif cells > limit:
         raise InvalidParameterError(f"{what} = {cells:,} cells is more than the {limit:,} one step may hold; {fix}")
 
@@ -267,6 +268,12 @@ def max_memory_bytes() -> int:
     in pieces (the bootstrap-t test, the permutation test) holds :func:`rows_in_budget` rows at a time instead.
     """
     return _env_megabytes("FAIRRAG_MAX_MEMORY_MB", DEFAULT_MEMORY_MB)
+
+
+def max_work_cells() -> int:
+    """Cells of one 8-byte work array (float64 values, int64 positions) within :func:`max_memory_bytes`: 50 M at
+    the default budget (:data:`MAX_WORK_CELLS`)."""
+    return max_memory_bytes() // 8
 
 
 def _megabytes(size: int) -> str:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..checks import MAX_WORK_CELLS
+from ..checks import max_work_cells
 from .blocks import (
     Column,
     Unchecked,
@@ -189,10 +189,12 @@ def _queries(vocab: dict[str, Vocabulary], sample_names: list[str], group_query:
 
 
 def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
-                 digest: Digest | None = None, max_cells: int = MAX_WORK_CELLS) -> RunColumns | None:
+                 digest: Digest | None = None, max_cells: int | None = None) -> RunColumns | None:
     """A run in expeval's format read in blocks (see the module docstring), or None when the file needs the
     line-by-line parser (for its error message, or because it is laid out in a way this reader does not check).
-    A query whose table of samples × depth would pass ``max_cells`` is left to that parser's error too."""
+    A query whose table of samples × depth would pass ``max_cells`` (default: the memory budget's
+    :func:`~fairrag_core.checks.max_work_cells`) is left to that parser's error too."""
+    max_cells = max_work_cells() if max_cells is None else max_cells
     read = _read(source, where, digest, delimiter, _NAMES)
     if read is None:
         return None
@@ -217,10 +219,12 @@ def trec_columns(source: Path | bytes, *, where: object, delimiter: str = " ",
 
 # -- TREC Fair 2022 ----------------------------------------------------------------------------------------------
 def fair_columns(source: Path | bytes, *, where: object, width: int, header: bool, digest: Digest | None = None,
-                 max_cells: int = MAX_WORK_CELLS) -> RunColumns | None:
+                 max_cells: int | None = None) -> RunColumns | None:
     """A TREC Fair 2022 run (tab-separated ``id seq_no page_id``, or ``id page_id`` when ``width`` is 2; the first
     line a header when ``header``) read in blocks: the rank is the order of a sequence's lines, which must be
-    consecutive. None sends it to the line-by-line parser (for its message, or anything this does not check)."""
+    consecutive. None sends it to the line-by-line parser (for its message, or anything this does not check);
+    ``max_cells`` as in :func:`trec_columns`."""
+    max_cells = max_work_cells() if max_cells is None else max_cells
     read = _read(source, where, digest, "\t", ("qid", "seq", "doc") if width == 3 else ("qid", "doc"), header)
     if read is None:
         return None

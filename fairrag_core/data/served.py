@@ -39,7 +39,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..checks import MAX_WORK_CELLS
+from ..checks import max_work_cells
 from ..errors import DataFormatError, InvalidParameterError
 from .blocks import one_delimiter, padded_rows
 from .columnar import fair_columns, trec_columns
@@ -158,10 +158,12 @@ class ServedRankings:
 def _query_rankings(qid: str, sample_ids: list[str], lists: list[list[str]],
                     scores: list[list[float]] | None = None) -> QueryRankings:
     depth = max(len(r) for r in lists)
-    if len(lists) * depth > MAX_WORK_CELLS:
+    limit = max_work_cells()
+    if len(lists) * depth > limit:
         raise DataFormatError(f"query {qid!r} has {len(lists):,} samples and one of them is {depth:,} documents deep: "
-                              f"a table of {len(lists) * depth:,} cells is more than this machine can hold "
-                              f"({MAX_WORK_CELLS:,}); cut the rankings to the depth you evaluate (e.g. the top 100)")
+                              f"a table of {len(lists) * depth:,} cells is more than the {limit:,} of the memory "
+                              "budget (FAIRRAG_MAX_MEMORY_MB); cut the rankings to the depth you evaluate (e.g. the "
+                              "top 100)")
     vocab: dict[str, int] = {}
     lengths = np.array([len(row) for row in lists])
     codes = np.array([vocab.setdefault(d, len(vocab)) for row in lists for d in row], dtype=np.int64)
@@ -240,7 +242,7 @@ def parse_run(text: str | bytes | Path, *, source: object = "<run>", format: Run
     if blocks:  # Arrow's block reader first; it hands anything it cannot vouch for to the lines below
         lines.close()
         digest = hashlib.sha256()
-        read = blocks(as_source(text), where=source, digest=digest, max_cells=MAX_WORK_CELLS)
+        read = blocks(as_source(text), where=source, digest=digest, max_cells=max_work_cells())
         if read is not None:
             queries = {q.query_id: QueryRankings(*q) for q in read.queries}
             return ServedRankings(run_id=read.run_id or run_id or "run", format=fmt, queries=queries,

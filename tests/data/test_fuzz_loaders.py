@@ -115,12 +115,11 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatc
 
 
 def test_a_served_run_too_big_to_tabulate(monkeypatch):
-    from fairrag_core.data import served
-
-    monkeypatch.setattr(served, "MAX_WORK_CELLS", 1000)
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.008")  # 1,000 cells of 8 bytes
     lines = [f"q1 s{i} d{i} 1 1 sys" for i in range(100)] + [f"q1 deep e{r} {r} 1 sys" for r in range(1, 101)]
-    with pytest.raises(DataFormatError, match=r"query 'q1' has 101 samples and one of them is 100 documents deep.*"
-                                              r"cut the rankings to the depth you evaluate"):
+    with pytest.raises(DataFormatError, match=r"query 'q1' has 101 samples and one of them is 100 documents deep: a "
+                                              r"table of 10,100 cells is more than the 1,000 of the memory budget "
+                                              r"\(FAIRRAG_MAX_MEMORY_MB\); cut the rankings to the depth you evaluate"):
         parse_run("\n".join(lines) + "\n")
 
 
