@@ -1,6 +1,6 @@
 """Every input and option of ``audit-log`` and ``compare-runs`` lives in its settings (issue 28, Must have 2): the
-reproduce command is derived from the stored record alone, so ``runs show ID`` in a fresh process prints the command
-the run printed, and that command reproduces the run's JSON.
+reproduce command is derived from the stored record alone, so ``runs show ID`` in a fresh process (and the app's run
+page) prints the command the run printed, and that command reproduces the run's JSON.
 
 Each command runs in its own ``python -m fairrag_core`` process, as a user runs it: a process that has imported
 nothing but what the command itself imports (the store must read its records without help).
@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from fairrag_core import load_collection
+from fairrag_core.audit.store import RunStore
 from fairrag_core.data import assets_dir
+from fairrag_studio.identity import reproduce_command
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
@@ -87,7 +89,7 @@ SAYS = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_stored_audit_log_run_reopens_with_its_command_and_the_command_reproduces_it(case, tmp_path):
+def test_a_stored_audit_log_run_reopens_with_its_command_and_the_command_reproduces_it(case, tmp_path, monkeypatch):
     here, store = tmp_path / "here", str(tmp_path / "runs.duckdb")
     here.mkdir()
     first = json.loads(cli("audit-log", *CASES[case](here), "--store", store, "--json", cwd=here))
@@ -97,6 +99,9 @@ def test_a_stored_audit_log_run_reopens_with_its_command_and_the_command_reprodu
     shown = json.loads(cli("runs", "show", first["run_id"], "--store", store, "--json", cwd=here))
     assert shown["command"] == command  # reopened from the store: the same command, not a shorter one
     assert f"Reproduce with: {command}\n" in cli("runs", "show", first["run_id"], "--store", store, cwd=here)
+    monkeypatch.chdir(here)
+    with RunStore(store) as opened:  # reopened in the app: its run page prints the same command
+        assert reproduce_command(opened.load(first["run_id"]).record)[0] == command
     again = json.loads(cli(*shlex.split(command)[3:], "--no-store", "--json", cwd=here))
     assert steady(again) == steady(first)
     assert ("what_if" in first) is (case == "provider-from+what-if")
