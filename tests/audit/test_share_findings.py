@@ -243,3 +243,31 @@ def test_findings_over_many_providers_stay_within_the_memory_budget(monkeypatch)
                                                     r"0.97 MB, more than the 0.5 MB one step may allocate; lower the "
                                                     r"bootstrap resamples n_boot .*FAIRRAG_MAX_MEMORY_MB\)$"):
         share_findings(table, n_boot=100, seed=1)
+
+
+def test_the_apps_audit_at_k_all_with_a_provider_per_document_is_bounded(monkeypatch):
+    """The app's Audit at K = all (every document a candidate) on a collection where each of the 92 documents is its
+    own provider: the sweep's findings (comparisons and share findings, as the Audit page runs them) test hundreds of
+    columns with tens of thousands of resamples; under a 5 MB budget they run in pieces and stay near it."""
+    import tracemalloc
+    from dataclasses import replace
+
+    from fairrag_core import SweepConfig, exposure_sweep, load_collection
+    from fairrag_core.audit.comparison_findings import sweep_findings
+    from fairrag_core.retrieval import BM25Retriever
+
+    shoes = load_collection("running-shoes")
+    own = replace(shoes, documents=tuple(replace(d, provider=d.doc_id) for d in shoes.documents))
+    run = exposure_sweep(own, BM25Retriever(own.texts), SweepConfig(alphas=(0, 2, math.inf), n_samples=20, k=5,
+                                                                     seed=1, candidates=10**9))
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "5")
+    first = sweep_findings(run, own)  # imports and caches on the way are not the step's work
+    tracemalloc.start()
+    try:
+        findings = sweep_findings(run, own)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000  # 314 MB at once before (the default budget still allows that)
+    assert [f.text for f in findings] == [f.text for f in first]  # the run's seed: the same findings
+    assert len({f.subject for f in findings}) > 92 and findings[0].kind is not FindingKind.INSUFFICIENT_EVIDENCE
