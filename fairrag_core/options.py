@@ -103,8 +103,7 @@ class Option:
         if not self.flags:
             raise InvalidParameterError("an Option needs at least one flag, e.g. Option(('--seed',), help=...)")
         if self.positional and (len(self.flags) > 1 or self.kind not in (Kind.VALUE, Kind.APPEND)):
-            raise InvalidParameterError(f"the positional option {self.flags[0]!r} takes exactly one name and a value "
-                                        "(Kind.APPEND: one or more values)")
+            raise InvalidParameterError(f"the positional option {self.flags[0]!r} takes one name and its value(s)")
 
     @property
     def positional(self) -> bool:
@@ -252,16 +251,11 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *, skip: Collection[
 def settings_from_args(cls: type, args: argparse.Namespace, *, reset: Collection[str] = (), **overrides: Any) -> Any:
     """``cls`` built from the parsed ``args``: every field whose option the parser has, then ``overrides``. The
     fields of the groups in ``reset`` keep their dataclass default (``--paper-citations``: the paper's rule)."""
-    values = {name: _from_parser(opt, getattr(args, name)) for name, opt in options_of(cls).items()
+    # a repeated option (or a positional taking several values) as a tuple: argparse gives a list, or None for none
+    values = {name: tuple(getattr(args, name) or ()) if opt.kind is Kind.APPEND else getattr(args, name)
+              for name, opt in options_of(cls).items()
               if hasattr(args, name) and name not in overrides and opt.group not in reset}
     return cls(**values, **overrides)
-
-
-def _from_parser(opt: Option, value: Any) -> Any:
-    """A parsed value as its field holds it: a repeated option's list as a tuple, none given as ``()``."""
-    if opt.kind is Kind.APPEND or (opt.positional and isinstance(value, list)):
-        return tuple(value or ())
-    return value
 
 
 @dataclass(frozen=True)
