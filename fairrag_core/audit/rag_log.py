@@ -149,6 +149,8 @@ class LogAuditConfig(CitationPolicy):
             check_seed(self.seed)
         # KEY=ATTRIBUTE words checked and written one way (a key given twice, an unknown key: the fix)
         object.__setattr__(self, "trace_map", TraceMap.parse(self.trace_map).items())
+        if self.what_if_alphas is not None:  # an empty grid is no what-if (and no empty --what-if-alphas)
+            object.__setattr__(self, "what_if_alphas", tuple(self.what_if_alphas) or None)
         if self.control_margin is not None:
             raise InvalidParameterError("a RAG log has no retrieved pool to draw a control document from; leave "
                                         "control_margin unset (None) for log audits")

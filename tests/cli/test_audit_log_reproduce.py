@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 
 from fairrag_core import load_collection
+from fairrag_core.audit.rag_log import LogAuditConfig
 from fairrag_core.audit.store import RunStore
 from fairrag_core.data import assets_dir
+from fairrag_core.errors import InvalidParameterError
+from fairrag_core.options import settings_argv
 from fairrag_studio.identity import reproduce_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +122,16 @@ def test_a_stored_comparison_reopens_with_its_inputs(tmp_path):
     assert json.loads(cli("runs", "show", first["run_id"], "--store", store, "--json", cwd=here))["command"] == command
     again = json.loads(cli(*shlex.split(command)[3:], "--no-store", "--json", cwd=here))
     assert steady(again) == steady(first)
+
+
+def test_the_log_audits_settings_hold_the_reading_options_one_way():
+    """The trace map in the trace fields' order (as the command prints it), an empty what-if grid as none, and a bad
+    map refused when the settings are made, with the fix."""
+    config = LogAuditConfig(log="/srv/log.jsonl", trace_map=["answer=app.reply ", "query_id=app.qid"],
+                            what_if_alphas=())
+    assert config.trace_map == ("query_id=app.qid", "answer=app.reply") and config.what_if_alphas is None
+    assert settings_argv(config, skip_groups=("citation",)) == [
+        "/srv/log.jsonl", "--trace-map", "query_id=app.qid", "--trace-map", "answer=app.reply"]
+    assert LogAuditConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(InvalidParameterError, match="--trace-map maps 'answer' twice"):
+        LogAuditConfig(trace_map=("answer=a", "answer=b"))
