@@ -12,20 +12,29 @@ the reproduce commands are derived from them.
 
 from __future__ import annotations
 
+import ast
 import enum
+import functools
+import importlib
 import math
 import types
 import typing
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from .checks import MAX_SAMPLES, check_at_most, check_positive_int
 from .errors import InvalidParameterError
-from .option_types import positive_arg
+from .option_types import candidates_arg, positive_arg
 from .options import MIN_REL, SEED, option
 from .seeds import check_seed
 
-__all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of"]
+__all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of", "DEFAULT_CANDIDATES"]
+
+#: The first-stage cut-off K every run samples among unless told otherwise: the CLI, the Python API and the app.
+#: Over many more candidates α hardly separates the top documents (scores min-maxed into [1, 2]; see
+#: :func:`fairrag_core.ranking.sampling.separation_note`), so "every document" is a choice, never the default.
+DEFAULT_CANDIDATES = 20
 
 _REGISTRY: dict[str, type[Settings]] = {}
 
@@ -94,11 +103,43 @@ class Settings:
 
 
 def settings_class(name: str) -> type[Settings]:
-    """The settings class called ``name`` (for records that name their config's type)."""
+    """The settings class called ``name`` (for records that name their config's type).
+
+    A class registers itself when its module is imported; a reader of stored runs need not have imported it: the
+    module that defines ``name`` is found in the package's source (:func:`_settings_modules`) and imported here.
+    """
+    if name not in _REGISTRY and name in _settings_modules():
+        importlib.import_module(_settings_modules()[name])
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise InvalidParameterError(f"unknown settings type {name!r}; known: {sorted(_REGISTRY)}") from None
+        known = sorted(set(_REGISTRY) | set(_settings_modules()))
+        raise InvalidParameterError(f"unknown settings type {name!r}; known: {known}") from None
+
+
+@functools.cache
+def _settings_modules() -> dict[str, str]:
+    """Every :class:`Settings` subclass of the package by name → the module that defines it, read from the source
+    (the class statements themselves, so there is no second list to keep): a class counts when one of its bases is
+    ``Settings`` or another such class."""
+    package = Path(__file__).resolve().parent
+    classes: dict[str, tuple[str, set[str]]] = {}
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join((__package__ or "fairrag_core", *path.relative_to(package).with_suffix("").parts))
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                classes.setdefault(node.name, (module.removesuffix(".__init__"), bases))
+    found = {"Settings": __name__}
+    grew = True
+    while grew:
+        grew = False
+        for name, (module, bases) in classes.items():
+            if name not in found and bases & set(found):
+                found[name], grew = module, True
+    found.pop("Settings")
+    return found
 
 
 def fields_of(settings: Settings, *bases: type[Settings]) -> dict[str, Any]:
@@ -115,16 +156,16 @@ def fields_of(settings: Settings, *bases: type[Settings]) -> dict[str, Any]:
 class SamplingSettings(Settings):
     """What every run samples: N rankings of k documents among the top ``candidates``, from ``seed``.
 
-    ``candidates`` is the first-stage cut-off K (None: every document); ``min_rel`` is the qrels grade from
-    which a document counts as useful (for EE-R and the oracle, when no utility labels are given).
+    ``candidates`` is the first-stage cut-off K (:data:`DEFAULT_CANDIDATES`; None: every document); ``min_rel`` is
+    the qrels grade from which a document counts as useful (for EE-R and the oracle, when no utility labels are given).
     ``seed = None`` draws a fresh seed, which the run records so that it can be reproduced.
     """
 
     n_samples: int = option("--samples", "-N", default=100, parse=positive_arg, help="sampled rankings N")
     k: int = option("-k", default=5, parse=positive_arg, help="documents per ranking passed to the generator")
     seed: int | None = SEED.field(default=None)
-    candidates: int | None = option("--candidates", default=None, parse=positive_arg, default_text="every document",
-                                    help="first-stage cut-off K: sample among the top K only")
+    candidates: int | None = option("--candidates", default=DEFAULT_CANDIDATES, parse=candidates_arg,
+                                    help="first-stage cut-off K: sample among the top K only ('all': every document)")
     min_rel: int = MIN_REL.field(default=1)
 
     def __post_init__(self) -> None:
