@@ -170,6 +170,8 @@ def ranking_and_answers() -> None:
         st.error(str(err))
         return
 
+    for note in ranking.notes:  # e.g. K = all on a large collection: α no longer separates the top documents
+        st.warning(f"{note[0].upper()}{note[1:]} (the sidebar's K).")
     summary = ranking.summary
     docs = [collection.documents[i] for i in ranking.candidate_indices]
     distinct = len({tuple(r) for r in ranking.rankings.tolist()})

@@ -16,8 +16,8 @@ from .checks import parse_alpha, parse_alphas, parse_list
 from .errors import InvalidParameterError
 from .seeds import MAX_SEED, check_seed
 
-__all__ = ["alpha_arg", "alphas_arg", "whole_arg", "positive_arg", "count_arg", "seed_arg", "optional_float",
-           "unit_arg", "level_arg", "id_list_arg"]
+__all__ = ["alpha_arg", "alphas_arg", "whole_arg", "positive_arg", "candidates_arg", "count_arg", "seed_arg",
+           "optional_float", "unit_arg", "level_arg", "id_list_arg"]
 
 
 def _argument_type(parse, name: str):
@@ -57,6 +57,16 @@ def positive_arg(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return value
+
+
+def candidates_arg(text: str) -> int | None:
+    """The first-stage cut-off K: a whole number ≥ 1, or ``all`` (also ``none``) for every document."""
+    if text.strip().lower() in ("all", "none"):
+        return None
+    try:
+        return positive_arg(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number or 'all', got {text!r}") from None
 
 
 def count_arg(text: str) -> int:

@@ -12,6 +12,7 @@ from fairrag_core.rag.generation import PROMPT_STYLES
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
+from fairrag_core.settings import DEFAULT_CANDIDATES
 
 from . import resources, uploads
 from .identity import collection_identity
@@ -142,7 +143,7 @@ def render_sidebar() -> Settings:
     max_k = max(1, min(20, len(coll)))
     k = side.slider("k (documents given to the generator)", 1, max_k, min(5, max_k), key="k")
     candidates = side.select_slider("Candidates K (first-stage cut-off)", options=[10, 20, 50, 100, "all"],
-                                    value=20, key="candidates",
+                                    value=DEFAULT_CANDIDATES, key="candidates",
                                     help="The stochastic ranker samples among the K best-scored documents.")
     n_cand = len(coll) if candidates == "all" else min(int(candidates), len(coll))
     if k > n_cand:

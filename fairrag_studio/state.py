@@ -9,6 +9,7 @@ from fairrag_core.models.catalog import DEFAULTS
 from fairrag_core.rag.citations import CitationPolicy
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
+from fairrag_core.settings import DEFAULT_CANDIDATES
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
            "drop_stale", "RESTORE_KEYS", "controls_snapshot", "query_after_collection_change"]
@@ -26,7 +27,7 @@ class Settings:
     k: int = 5
     n_samples: int = 20
     seed: int = 42
-    candidates: int | None = 20  # first-stage cut-off K (None: every document is a candidate)
+    candidates: int | None = DEFAULT_CANDIDATES  # first-stage cut-off K (None: every document is a candidate)
     answers: str = DEFAULT_PRESET  # an answer preset's name (fairrag_core.rag.presets), or "custom"
     generator: str = PRESETS[DEFAULT_PRESET].generator
     prompt_style: str = PRESETS[DEFAULT_PRESET].style

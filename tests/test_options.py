@@ -19,6 +19,7 @@ from fairrag_core.metrics.expeval import ExposureSettings
 from fairrag_core.option_types import (
     alpha_arg,
     alphas_arg,
+    candidates_arg,
     id_list_arg,
     level_arg,
     optional_float,
@@ -99,7 +100,10 @@ def test_a_value_no_option_sets_has_no_command():
                                                     r"option, so no command reproduces these settings"):
         settings_argv(RagSweepConfig(exclude_degenerate=True))
     assert "--seed" not in settings_argv(SamplingSettings())  # a fresh seed is no seed on the command line
-    assert settings_argv(SamplingSettings(seed=3, candidates=20)) == ["--seed", "3", "--candidates", "20"]
+    assert settings_argv(SamplingSettings(seed=3, candidates=50)) == ["--seed", "3", "--candidates", "50"]
+    # K = 20 is the default everywhere (issue 28); every document is written 'none' and read back as None
+    assert settings_argv(SamplingSettings(seed=3, candidates=20)) == ["--seed", "3"]
+    assert settings_argv(SamplingSettings(seed=3, candidates=None)) == ["--seed", "3", "--candidates", "none"]
 
 
 def test_every_parser_default_is_the_declared_one():
@@ -138,7 +142,8 @@ def test_toggles_switches_and_positionals():
 _TEXT = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,10}", fullmatch=True)
 _ALPHA = st.one_of(st.floats(0, 64, allow_nan=False), st.just(math.inf))
 _BY_PARSE = {
-    positive_arg: st.integers(1, 500), whole_arg: st.integers(-3, 5), seed_arg: st.integers(0, 2**63 - 1),
+    positive_arg: st.integers(1, 500), candidates_arg: st.integers(1, 500), whole_arg: st.integers(-3, 5),
+    seed_arg: st.integers(0, 2**63 - 1),
     unit_arg: st.floats(0, 1), level_arg: st.floats(0.01, 0.99), optional_float: st.floats(-1, 1),
     alpha_arg: _ALPHA, alphas_arg: st.lists(_ALPHA, min_size=1, max_size=5, unique=True).map(tuple),
     id_list_arg: st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,6}", fullmatch=True), min_size=1, max_size=3,

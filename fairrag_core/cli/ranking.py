@@ -92,6 +92,7 @@ def rank_payload(run: RankingRun) -> dict:
         "providers_total": int(providers.shape[0]),
         "documents": records(run.documents_table()),
         "providers": records(providers),
+        "notes": list(run.notes),
         "command": rank_command(run),
     }
 
@@ -107,6 +108,8 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
           f"N={run.config.n_samples}, α={run.config.alpha:g}, seed={run.seed}", file=out)
     if labelled:
         print(f"Useful candidates (qrels grade ≥ {run.config.min_rel}): {int(run.labels.sum())}", file=out)
+    for note in run.notes:
+        print(f"Note: {note}.", file=out)
 
     def label(i: int) -> str:
         d = docs.iloc[i]
@@ -199,6 +202,8 @@ def _cmd_sweep(args, out) -> int:
                            "summary": records(summary)}, out, indent=2)
     print(f"Exposure sweep on {record.collection_name} ({record.retriever}, {record.extra['candidates_used']} "
           f"candidates, k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
+    for note in record.extra.get("notes", ()):
+        print(f"Note: {note}.\n", file=out)
     wide = table.pivot(index="query_id", columns="alpha", values=["ee_d", "ee_r"])
     wide.columns = [f"{metric.upper().replace('_', '-')} α={alpha:g}" for metric, alpha in wide.columns]
     print(wide.round(3).to_string(), file=out)

@@ -20,7 +20,7 @@ from ..options import option
 from ..retrieval import Retriever, check_query, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
-from .sampling import deterministic_ranking, sample_rankings
+from .sampling import deterministic_ranking, sample_rankings, separation_note
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -53,6 +53,13 @@ class RankingRun:
     labels: np.ndarray | None  # usefulness of each candidate, when the query has qrels
     summary: ExposureSummary
     deterministic_summary: ExposureSummary
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the reader should know before trusting the numbers (e.g. that α hardly separates the top documents
+        among this many candidates, :func:`~fairrag_core.ranking.sampling.separation_note`)."""
+        note = separation_note(self.scores, self.config.alpha)
+        return () if note is None else (note,)
 
     @property
     def doc_ids(self) -> list[str]:

@@ -42,6 +42,8 @@ __all__ = [
     "sample_rankings",
     "sample_rankings_batch",
     "deterministic_ranking",
+    "top_mass",
+    "separation_note",
 ]
 
 #: Above this α, ``s̄^α`` overflows float64 and the policy equals its deterministic limit anyway.
@@ -98,6 +100,50 @@ def policy_logits(scores: np.ndarray, alpha: float) -> np.ndarray:
     if alpha > ALPHA_DETERMINISTIC:
         raise InvalidParameterError(f"alpha={alpha} has no finite logits; use sample_rankings, which handles it")
     return normalise_scores(scores) ** alpha
+
+
+#: The separation check (:func:`separation_note`): how many top candidates it follows, and the share of the sampler's
+#: first draw under which α is said no longer to separate them from the rest.
+SEPARATION_TOP = 10
+SEPARATION_MIN_MASS = 0.05
+
+
+def top_mass(scores: np.ndarray, alpha: float, top: int = SEPARATION_TOP) -> float:
+    """The probability that the sampler's first draw is one of the ``top`` highest-scored candidates at ``α``:
+    ``Σ_{i ≤ top} exp(s̄_i^α) / Σ_j exp(s̄_j^α)`` (Eq. 2's Plackett-Luce, by log-sum-exp; 1.0 at α = ∞ and when
+    there are at most ``top`` candidates).
+
+    >>> round(top_mass(np.array([3.0, 2.0, 1.0, 0.0]), 0, top=1), 6)
+    0.25
+    """
+    s = _check_scores(scores, ndim=1)
+    if s.size <= top or check_alpha(alpha) > ALPHA_DETERMINISTIC:
+        return 1.0
+    logits = policy_logits(s, alpha)
+    order = np.argsort(-s, kind="stable")
+    shift = logits.max()
+    weights = np.exp(logits - shift)
+    return float(weights[order[:top]].sum() / weights.sum())
+
+
+def separation_note(scores: np.ndarray, alpha: float) -> str | None:
+    """A sentence when ``α`` hardly separates the top candidates from the rest, else None.
+
+    Over many candidates, scores min-maxed into [1, 2] give ``exp(s̄^α)`` weights within a small factor of one another
+    (e^4/e at α = 2), so the thousands of weak candidates together take nearly all of the first draw and the sampled
+    rankings are close to random over the collection (EE-D near 0 whatever α). The note fires when the top
+    :data:`SEPARATION_TOP` hold less than :data:`SEPARATION_MIN_MASS` of the first draw, and names the fix: a smaller
+    first-stage cut-off K.
+    """
+    mass = top_mass(scores, alpha)
+    if mass >= SEPARATION_MIN_MASS:
+        return None
+    from ..settings import DEFAULT_CANDIDATES
+
+    n = int(np.asarray(scores).size)
+    return (f"α = {alpha:g} hardly separates the top documents among K = {n:,} candidates: the top {SEPARATION_TOP} "
+            f"get {mass:.1%} of the sampler's first draw (uniform {SEPARATION_TOP / n:.1%}), so the rankings are "
+            f"close to random; sample among fewer candidates (K = {DEFAULT_CANDIDATES}, the default, or 100)")
 
 
 def deterministic_ranking(scores: np.ndarray, k: int) -> np.ndarray:

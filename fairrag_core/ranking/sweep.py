@@ -7,6 +7,7 @@ sweep is reproducible from ``(collection, retriever, alphas, N, k, seed, candida
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from ..record import RunKind, RunRecord, SweepRun
 from ..retrieval import Retriever, top_candidates
 from ..seeds import new_seed
 from ..settings import SamplingSettings
-from .sampling import sample_rankings_batch
+from .sampling import sample_rankings_batch, separation_note
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -149,6 +150,19 @@ def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[p
     return rows, documents
 
 
+def sweep_notes(plan: ExposurePlan) -> list[str]:
+    """The separation note (:func:`~fairrag_core.ranking.sampling.separation_note`) at the grid's largest finite α,
+    for the first query it holds on, with how many queries it holds on (none: an empty list)."""
+    finite = [a for a in plan.alphas if not math.isinf(a)]
+    if not finite:
+        return []
+    notes = [separation_note(row, max(finite)) for row in plan.scores]
+    held = [note for note in notes if note is not None]
+    if not held:
+        return []
+    return [f"{held[0]} (in {len(held)} of {len(notes)} queries)"]
+
+
 def collect_exposure_sweep(plan: ExposurePlan,
                            parts: Sequence[tuple[list[dict], list[pd.DataFrame]]]) -> SweepRun:
     """The α tasks' outputs (in α order) as one :class:`~fairrag_core.record.SweepRun` with its record."""
@@ -159,7 +173,8 @@ def collect_exposure_sweep(plan: ExposurePlan,
     record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=plan.collection, retriever=plan.retriever,
                        config=plan.config, seed=plan.seed, query_ids=plan.query_ids,
                        sampled_rankings=len(rows) * plan.config.n_samples,
-                       extra={"candidates_used": plan.n_candidates})
+                       extra={"candidates_used": plan.n_candidates} | (
+                           {"notes": notes} if (notes := sweep_notes(plan)) else {}))
     return SweepRun(record=record, table=pd.DataFrame(rows), documents=pd.concat(documents, ignore_index=True))
 
 

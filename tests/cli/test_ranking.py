@@ -24,7 +24,8 @@ def test_rank_readable(capsys):
 def test_rank_json_and_exposure_spreads_as_alpha_falls():
     reached = {}
     for alpha in ("8", "2", "0.5"):
-        code, text = run(["rank", *MARATHON, "--alpha", alpha, "--samples", "100", "-k", "5", "--seed", "3", "--json"])
+        code, text = run(["rank", *MARATHON, "--alpha", alpha, "--samples", "100", "-k", "5", "--seed", "3", "--json",
+                          "--candidates", "all"])
         assert code == 0
         payload = json.loads(text)
         assert len(payload["rankings"]) == 100 and len(payload["deterministic_ranking"]) == 5
@@ -57,7 +58,11 @@ def test_collections_command():
 
 def test_domain_errors_exit_2_with_a_message(capsys):
     code, _ = run(["rank", *MARATHON, "-k", "500"])
+    assert code == 2 and "k=500 is larger than the 20 candidate(s)" in capsys.readouterr().err
+    code, _ = run(["rank", *MARATHON, "-k", "500", "--candidates", "all"])
     assert code == 2 and "k=500 is larger than the 92 candidate(s)" in capsys.readouterr().err
+    code, _ = run(["rank", *MARATHON, "--candidates", "many"])
+    assert code == 2 and "expected a positive whole number or 'all', got 'many'" in capsys.readouterr().err
     code, _ = run(["rank", "--collection", "nowhere", "--query", "x"])
     assert code == 2 and "no collection 'nowhere'" in capsys.readouterr().err
     code, _ = run(["rank", *MARATHON[:2], "--query", "   "])

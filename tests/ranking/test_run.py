@@ -20,7 +20,9 @@ def test_known_query_gets_labels_and_ee_r(shoes, shoes_bm25):
     assert docs["target_exposure"].sum() == pytest.approx(5)
     providers = run.providers_table()
     assert providers["exposure"].sum() == pytest.approx(5)
-    assert set(providers["provider"]) == set(shoes.providers)
+    # the default first stage: the top K = 20 (issue 28: one default K in the CLI, the API and the app)
+    assert run.candidate_indices.size == 20 and len(docs) == 20 and run.notes == ()
+    assert set(providers["provider"]) == {shoes.providers[i] for i in run.candidate_indices}
 
 
 def test_free_query_has_no_ee_r(shoes, shoes_bm25):
@@ -42,8 +44,8 @@ def test_seeded_runs_reproduce(shoes, shoes_bm25):
 def test_lower_alpha_spreads_exposure_over_more_providers(shoes, shoes_bm25):
     reached = []
     for alpha in (8.0, 4.0, 2.0, 0.5):
-        run = run_ranking(shoes, shoes_bm25, MARATHON, RankingConfig(alpha=alpha, n_samples=100, k=5, seed=7),
-                          n_boot=10)
+        run = run_ranking(shoes, shoes_bm25, MARATHON,
+                          RankingConfig(alpha=alpha, n_samples=100, k=5, seed=7, candidates=None), n_boot=10)
         reached.append(int((run.providers_table()["exposure"] > 0).sum()))
     assert reached == sorted(reached) and reached[-1] > reached[0]
     assert reached[-1] == len(set(shoes.providers))

@@ -9,7 +9,13 @@ from scipy import stats
 
 from fairrag_core import InvalidParameterError, normalise_scores, sample_rankings, sample_rankings_batch
 from fairrag_core.ranking import sampling
-from fairrag_core.ranking.sampling import deterministic_ranking, policy_logits
+from fairrag_core.ranking.sampling import (
+    SEPARATION_MIN_MASS,
+    deterministic_ranking,
+    policy_logits,
+    separation_note,
+    top_mass,
+)
 
 
 def _inclusion_z(rankings: np.ndarray, expected: np.ndarray) -> float:
@@ -256,3 +262,25 @@ def test_deterministic_limit_keeps_tie_groups_random_inside_and_at_the_boundary(
     out = sample_rankings(scores, alpha=math.inf, n_samples=8_000, k=4, seed=5)
     fourth = np.bincount(out[:, 3], minlength=8) / 8_000
     assert fourth[[2, 3, 6, 7]] == pytest.approx([0.25] * 4, abs=0.03) and fourth[[0, 1, 4, 5]].sum() == 0
+
+
+def test_top_mass_by_hand():
+    # α = 2 on scores that min-max to [1, 1.5, 2]: weights e^1, e^2.25, e^4; the top one holds e^4 / their sum
+    weights = np.exp([1.0, 2.25, 4.0])
+    assert top_mass(np.array([0.0, 1.0, 2.0]), 2, top=1) == pytest.approx(weights[2] / weights.sum())
+    assert top_mass(np.array([0.0, 1.0, 2.0]), 0, top=2) == pytest.approx(2 / 3)
+    assert top_mass(np.array([0.0, 1.0, 2.0]), math.inf, top=1) == 1.0
+    assert top_mass(np.arange(5.0), 2, top=10) == 1.0  # no more candidates than the top
+
+
+def test_the_separation_note_fires_over_many_candidates_only():
+    # a few strong scores over tens of thousands of weak ones, as BM25 over a 60,000-document corpus gives
+    rng = np.random.default_rng(0)
+    scores = np.concatenate([rng.uniform(20, 25, 15), rng.exponential(2.0, 63_651)])
+    top20 = np.sort(scores)[::-1][:20]
+    assert separation_note(top20, 2) is None and separation_note(top20, 0) is None
+    note = separation_note(scores, 2)
+    assert note is not None and "K = 63,666 candidates" in note and "K = 20, the default" in note
+    mass = top_mass(scores, 2)
+    assert mass < SEPARATION_MIN_MASS and f"{mass:.1%}" in note
+    assert separation_note(scores, math.inf) is None  # the deterministic ranking separates by definition

@@ -18,7 +18,8 @@ def test_sweep_table_and_paper_picture(shoes, shoes_bm25):
     assert np.all(np.diff(summary["ee_r"]) > 0)  # and so does exposure on useful documents
     # uniform at α = 0: E[plug-in EE-D] = k/n + (1 − k/n)/N (the finite-N bias); the EE-D shown (bias-corrected)
     # removes it and lands on the policy's exact k/n
-    uniform = 5 / len(shoes)
+    uniform = 5 / 20  # among the default first-stage K = 20
+    assert run.record.extra["candidates_used"] == 20 and "notes" not in run.record.extra
     plug_in = table[table["alpha"] == 0]["ee_d_plug_in"].mean()
     assert plug_in == pytest.approx(uniform + (1 - uniform) / 50, abs=0.006)
     assert summary["ee_d"].iloc[0] == pytest.approx(uniform, abs=0.004)
