@@ -142,7 +142,7 @@ def separation_note(scores: np.ndarray, alpha: float) -> str | None:
 
     n = int(np.asarray(scores).size)
     return (f"α = {alpha:g} hardly separates the top documents among K = {n:,} candidates: the top {SEPARATION_TOP} "
-            f"get {mass:.1%} of the sampler's first draw (uniform {SEPARATION_TOP / n:.1%}), so the rankings are "
+            f"get {mass:.2%} of the sampler's first draw (uniform {SEPARATION_TOP / n:.2%}), so the rankings are "
             f"close to random; sample among fewer candidates (K = {DEFAULT_CANDIDATES}, the default, or 100)")
 
 

@@ -282,5 +282,5 @@ def test_the_separation_note_fires_over_many_candidates_only():
     note = separation_note(scores, 2)
     assert note is not None and "K = 63,666 candidates" in note and "K = 20, the default" in note
     mass = top_mass(scores, 2)
-    assert mass < SEPARATION_MIN_MASS and f"{mass:.1%}" in note
+    assert mass < SEPARATION_MIN_MASS and f"{mass:.2%}" in note
     assert separation_note(scores, math.inf) is None  # the deterministic ranking separates by definition
