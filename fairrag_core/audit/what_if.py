@@ -301,13 +301,21 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
     averaged = differing = 0
     for qid, entries in by_query.items():
         logged: dict[str, list[float]] = {}  # served order: each document's logged scores
+        non_finite: dict[str, float] = {}  # a NaN or infinite score, the first logged per document
         unscored_lines = 0
         for entry in entries:
             scores = entry.scores or (None,) * len(entry.ranking)
             unscored_lines += not any(map(scored, scores))
             for doc, score in zip(entry.ranking, scores):
                 logged.setdefault(doc, []).extend([float(score)] if scored(score) else [])
+                if score is not None and not scored(score):
+                    non_finite.setdefault(doc, score)
         missing = [d for d, values in logged.items() if not values]
+        bad = [d for d in missing if d in non_finite]
+        if bad:  # finite scores, however extreme, are replayed; NaN and ±inf are no scores
+            skipped[qid] = (f"{len(bad)} of its {len(logged)} served documents have only NaN or infinite logged "
+                            f"scores (first: {bad[0]!r}, {non_finite[bad[0]]}); fix them in the export")
+            continue
         if missing:
             skipped[qid] = (f"{len(missing)} of its {len(logged)} served documents have no logged score (first: "
                             f"{missing[0]!r}; {unscored_lines} of its {len(entries)} lines carry no score)")

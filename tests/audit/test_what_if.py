@@ -267,4 +267,5 @@ def test_finite_extreme_scores_replay_and_only_nan_or_inf_leave_a_query_out(six)
     top = result.documents[result.documents["alpha"] == math.inf].set_index(["query_id", "doc_id"])["exposure"]
     assert top[("q1", "a")] == 1.0 and top[("q1", "c")] == 1.0 and top[("q1", "b")] == 0.0  # k = 2, by score
     assert top[("q2", "d")] == 1.0 and top[("q2", "e")] == 1.0  # both shown at k = 2
-    assert list(result.skipped) == ["q3"] and "no logged score" in result.skipped["q3"]
+    assert result.skipped == {"q3": "1 of its 2 served documents have only NaN or infinite logged scores (first: "
+                                     "'f', inf); fix them in the export"}
