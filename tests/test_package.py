@@ -10,26 +10,10 @@ import fairrag_core as fr
 
 PACKAGE = Path(fr.__file__).resolve().parent
 
-#: The public API (``import fairrag_core as fr``). Change it on purpose, never by accident.
-PUBLIC_API = {
-    "AlphaRecommendation", "Aspect", "Attributor", "LogAuditConfig", "audit_rag_log", "load_rag_log",
-    "ServedRankings", "Judgments", "load_run", "load_judgments", "evaluate_run", "evaluate_run_awrf",
-    "bootstrap_run", "summarise_run", "compare_runs",
-    "evaluate_served", "audit_served", "load_served", "log_summary", "compare_systems",
-    "BM25Retriever", "Collection", "ConfidenceInterval",
-    "CorpusKeywordRefiner", "CrossEncoderAttributor", "DEMO_COLLECTIONS", "DataFormatError", "Document",
-    "ExposureSummary", "FairQRConfig", "FairQRResult", "FairRAGError", "Generator", "InvalidParameterError",
-    "LLMJudgeAttributor", "LLMRefiner", "MissingGroupLabelError", "ModelUnavailableError", "Query", "RagConfig",
-    "RagRun", "RagSweep", "RagSweepConfig", "RankingConfig", "RankingRun", "Retriever", "RetrieverKind", "RunStore",
-    "SweepConfig", "TargetKind", "UndefinedMetricError", "UnknownCollectionError", "UtilityLabelConfig",
-    "UtilityMetric", "awrf",
-    "bootstrap_exposure_ci", "build_prompt", "build_retriever", "default_attributor", "deterministic_ranking",
-    "disparity_quality_table", "ee_disparity", "ee_relevance", "expected_exposure", "exposure_ledger",
-    "exposure_sweep", "fair_qr", "greedy_coverage", "label_utility", "load_collection", "load_corpus", "load_qrels",
-    "load_queries", "load_utility_labels", "ncom", "ndcg", "normalise_scores", "rag_sweep", "recommend_alpha",
-    "run_rag", "run_ranking", "sample_rankings", "sample_rankings_batch", "summarise_exposure", "summarise_sweep",
-    "target_distribution", "target_exposure", "utility", "utility_by_disparity_table",
-}
+ROOT = PACKAGE.parent
+#: Capabilities that the front door once lacked (issue 28): each must stay reachable as ``fr.NAME``.
+NEWER_CAPABILITIES = {"what_if_sampling", "WhatIfSettings", "compare_systems", "load_served", "audit_served",
+                      "evaluate_served", "unbiased_ee_disparity"}
 
 #: Every command and its flags (``python -m fairrag_core …``): scripts and the README depend on them.
 CLI = {
@@ -131,10 +115,29 @@ def _graph() -> dict[str, set[str]]:
     return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
 
 
-def test_public_api_is_pinned():
-    assert set(fr.__all__) == PUBLIC_API
-    assert len(fr.__all__) == len(set(fr.__all__))
-    assert all(hasattr(fr, name) for name in fr.__all__)
+def test_the_front_door_is_its_export_table():
+    """One list: ``__all__`` is the lazy export table itself, each name is found where the table says."""
+    import importlib
+
+    assert fr.__all__ == list(fr._EXPORTS) and len(set(fr.__all__)) == len(fr.__all__)
+    for name, module in fr._EXPORTS.items():
+        assert getattr(importlib.import_module(module, "fairrag_core"), name) is getattr(fr, name), name
+    assert set(fr.__all__) >= NEWER_CAPABILITIES
+
+
+def test_the_docs_name_only_what_the_front_door_exports():
+    """Every ``fr.NAME`` of the README and docs/, and every function of docs/library.md's table of what is computed,
+    is in the front door."""
+    import re
+
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    named = {(path.name, m) for path in texts for m in re.findall(r"\bfr\.([A-Za-z_]\w*)", path.read_text("utf-8"))}
+    missing = sorted((doc, name) for doc, name in named if name not in fr.__all__)
+    assert not missing, f"the docs name names the front door lacks: {missing}"
+    library = (ROOT / "docs" / "library.md").read_text("utf-8")
+    table = library.split("## What is computed", 1)[1].split("\n\n", 2)[1]
+    listed = {m for row in table.splitlines()[2:] for m in re.findall(r"`([a-z_]\w*)[(`]", row.split("|")[1])}
+    assert listed and listed <= set(fr.__all__), sorted(listed - set(fr.__all__))
 
 
 def test_cli_commands_and_flags_are_pinned():
