@@ -205,3 +205,18 @@ def without_what_if(text: str) -> dict:
     for key in ("what_if", "command", "config", "wall_seconds"):
         data.pop(key, None)
     return data
+
+
+def test_finite_extreme_scores_replay_and_the_audit_prints(tmp_path):
+    """Issue 28: a run whose logged scores are finite but near ±1e308 (a document logged twice at 1e308 averages to
+    inf if summed first) said "scores contain NaN or infinity" (false) and printed no audit; now it replays."""
+    ids = ["rs-001", "rs-002", "rs-003", "rs-004"]
+    scores = [1e308, -1e308, 5e307, -1.7e308]
+    path = tmp_path / "extreme.run"
+    path.write_text("".join(f"{q} s{s} {ids[i]} {r} {scores[i]!r} sys\n" for q in ("rs-q01", "rs-q02")
+                            for s, order in enumerate([(0, 1, 2), (0, 2, 3)], 1) for r, i in enumerate(order, 1)))
+    code, text = run(["audit-log", str(path), "--collection", "running-shoes", "--no-store", "--seed", "1",
+                      "--what-if-alphas", "0,2", "--what-if-samples", "20"])
+    assert code == 0 and "Headline (" in text
+    section = text.split("What if it sampled")[1]
+    assert "2 queries replayed" in section and "α = 0 " in section and "α = 2 " in section
