@@ -63,3 +63,18 @@ def test_ledger_intervals_resample_queries(shoes):
     assert (out["share_gap_low"] <= out["share_gap_high"]).all()
     with pytest.raises(InvalidParameterError, match="needs the columns query_id and doc_id"):
         ledger_intervals(documents.drop(columns="query_id"), shoes)
+
+
+def test_ledger_intervals_check_their_resampled_shares_against_the_memory_budget(shoes, monkeypatch):
+    """B resamples × G groups of three shares and their gaps: 8 B (Q + 8 G) bytes, refused before they are drawn."""
+    ids = shoes.doc_ids
+    documents = pd.DataFrame({"query_id": ["a", "a", "b", "b"], "doc_id": [ids[0], ids[20], ids[0], ids[40]],
+                              "exposure": [1.0, 1.0, 1.0, 1.0], "target_exposure": [1.0, 0.0, 0.5, 0.5]})
+    groups = ledger_intervals(documents, shoes, n_boot=500, seed=1)["group"].size  # the 3 providers shown
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.1")
+    assert groups == 3 and 8 * 450 * (2 + 8 * groups) == 93_600  # fits
+    ledger_intervals(documents, shoes, n_boot=450, seed=1)
+    with pytest.raises(InvalidParameterError, match=r"^600 resamples of 3 groups' shares over 2 queries needs 0.12 MB, "
+                                                    r"more than the 0.1 MB one step may allocate; lower the bootstrap "
+                                                    r"resamples n_boot"):
+        ledger_intervals(documents, shoes, n_boot=600, seed=1)
