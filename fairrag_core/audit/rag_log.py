@@ -25,6 +25,13 @@ apply to what was *served* instead of what was sampled:
 * the exposure ledger per provider and per group with percentile bootstrap intervals over queries, and the gap
   to the fair target, and the headline numbers with their intervals (:mod:`fairrag_core.audit.log_report`).
 
+The audit is named steps, each callable on its own (:func:`audit_rag_log` runs them in order): :func:`read_log`;
+:func:`plan_log_audit` (settings resolved, the log as columns, the judge's items: a :class:`LogAuditPlan`, with
+the distinct pairs the judge will be asked in :meth:`LogAuditPlan.judge_pairs`); the judge
+(:func:`judge_log`); then :func:`finish_log_audit` — the logged citations
+(:func:`logged_citations`), each query's exposure and attribution (:mod:`.log_exposure`), the lines table and the
+record. A backend judges the planned pairs and runs the rest once (``backends/workloads.py``).
+
 Judging is the only slow step: it calls the attributor once per distinct (document, answer, query), reports
 progress through a callback, and the attributor caches every pair. Everything else is vectorised per query:
 a 10,000-line log audits in well under a second on a laptop (``benchmarks/bench_rag_log.py``).
@@ -49,10 +56,7 @@ from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..data.rag_log import RagLog, load_served
 from ..data.traces import MultipleRetrievals, TraceMap
 from ..errors import InvalidParameterError
-from ..metrics.attribution import attributed_exposure, eae_d_per_cited, eae_disparity, expected_attribution_rate
-from ..metrics.bootstrap import line_intervals
 from ..metrics.expeval import METRICS, UserModel
-from ..metrics.exposure import ee_disparity, ee_relevance, target_exposure
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import (
     MIN_REL,
@@ -68,18 +72,20 @@ from ..options import (
 )
 from ..rag.attribution import Attributor
 from ..rag.citations import CitationPolicy
-from ..rag.degenerate import answer_flags
-from ..rag.judging import JudgeItem, judge_answers
+from ..rag.judging import JudgeItem
 from ..record import RunKind, RunRecord, SweepRun
-from ..seeds import check_seed, derive_seed, new_seed
-from .log_shards import LogAggregate, served_exposure
+from ..seeds import check_seed, new_seed
+from .log_exposure import measure_queries
+from .log_judge import Pair, judge_items, judge_verdicts, planned_pairs
+from .log_shards import LogAggregate
 from .served import evaluate_run
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
 
 __all__ = ["AttributionSource", "LogAuditConfig", "LogAuditRun", "audit_served", "audit_rag_log", "SOURCE_LABELS",
-           "EXPEVAL_COLUMNS"]
+           "EXPEVAL_COLUMNS", "LogAuditPlan", "read_log", "plan_log_audit", "judge_log", "logged_citations",
+           "finish_log_audit"]
 
 
 class AttributionSource(str, enum.Enum):
@@ -173,8 +179,7 @@ class LogAuditRun(SweepRun):
         return tuple(s for s in SOURCE_LABELS if f"ear_{s}" in self.table and self.table[f"ear_{s}"].notna().any())
 
 
-def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, attributor: Attributor | None
-                    ) -> AttributionSource:
+def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, judge: bool) -> AttributionSource:
     source = config.attribution
     if isinstance(log, ColumnLog):  # read column-wise: rankings, not citations or answers; exposure only
         if source not in (AttributionSource.AUTO, AttributionSource.NONE):
@@ -191,37 +196,152 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, attributor:
     if source in (AttributionSource.JUDGE, AttributionSource.BOTH):
         if not log.has_answers:
             raise InvalidParameterError(f"{log.source} logs no answers to judge; use attribution 'logged' or 'none'")
-        if attributor is None:
+        if not judge:
             raise InvalidParameterError(f"attribution {source.value!r} needs an NLI attributor; pass "
                                         "attributor=load_attributor('qwen-judge') (or --nli on the command line)")
     return source
 
 
-def _judge(log: RagLog, collection: Collection, texts: dict[str, str], slots: np.ndarray, attributor: Attributor,
-           progress: Callable[[int, int], None] | None, policy: CitationPolicy) -> np.ndarray:
-    """``(lines, k)`` verdicts: the slot's document supports the line's answer under the citation rule ``policy`` —
-    the Playground's judging step (:func:`~fairrag_core.rag.judging.judge_answers`), with each line's query (else
-    ``texts``') as the question and the judge's context. A degenerate answer is not judged when the rule skips it."""
-    items = []
+@dataclass(frozen=True)
+class LogAuditPlan:
+    """A log audit planned (:func:`plan_log_audit`): everything decided before any judging or exposure — the log read
+    as columns, the resolved attribution source, k, the seed and the judge's items — so that a stage can be run or
+    replaced on its own (a backend judges :meth:`judge_pairs` and the rest runs once on the driver).
+
+    ``slots`` are the lines' top-k collection positions (−1: an empty slot; None for the aggregates of a sharded log)
+    and ``judge_items`` the answers to judge, one per line (empty unless the source is ``judge`` or ``both``)."""
+
+    log: RagLog | ColumnLog
+    collection: Collection
+    config: LogAuditConfig
+    source: AttributionSource
+    k: int
+    seed: int
+    columns: LogColumns | LogAggregate
+    slots: np.ndarray | None
+    notes: tuple[str, ...]
+    judge_items: tuple[JudgeItem, ...]
+    started: float
+
+    @property
+    def judged(self) -> bool:
+        """The judge's verdicts are measured (attribution ``judge`` or ``both``)."""
+        return self.source in (AttributionSource.JUDGE, AttributionSource.BOTH)
+
+    def judge_pairs(self) -> list[Pair]:
+        """The distinct (document, claim, question) the judge step will ask, in its order, asking no model
+        (:func:`~fairrag_core.audit.log_judge.planned_pairs`)."""
+        if not self.judged:
+            return []
+        return planned_pairs(self.collection.documents, self.judge_items, self.config.citation_policy)
+
+
+def read_log(log: RagLog | ColumnLog | str | Path, collection: Collection) -> RagLog | ColumnLog:
+    """The log loaded (a path is read by :func:`~fairrag_core.data.rag_log.load_served`) and a loaded log's
+    doc ids checked against ``collection``."""
+    if not isinstance(log, RagLog | ColumnLog):
+        log = load_served(log)
+    if isinstance(log, RagLog):
+        log.check_against(collection)
+    return log
+
+
+def plan_log_audit(log: RagLog | ColumnLog, collection: Collection, config: LogAuditConfig, *, judge: bool,
+                   started: float | None = None) -> LogAuditPlan:
+    """The settings checked and resolved (``judge``: an NLI judge will be given) and the log turned into the
+    columns every later step reads, with the judge's items; no judging, no exposure."""
+    started = time.perf_counter() if started is None else started
+    source = _resolve_source(config, log, judge)
+    check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
+                  fix="1,000 resamples are the usual number")
+    check_open_unit(config.level, "level", hint="e.g. 0.95")
+    shortest, longest = log.ranking_lengths
+    k = check_k(config.k if config.k is not None else longest, len(collection))
+    notes = []
+    if config.k is None and shortest != longest:
+        notes.append(f"rankings hold {shortest}–{longest} documents; k = {k} (the longest); shorter rankings fill "
+                     "fewer slots")
+    # one shape for every log: its lines as columns (a loaded log turned into them here), or — the exception — the
+    # per-query aggregates of its shards (read by workers; no lines)
+    columns = LogColumns.of(log, collection) if isinstance(log, RagLog) else log
+    slots = None if isinstance(columns, LogAggregate) else top_slots(columns.slots, k)
+    plan = LogAuditPlan(log=log, collection=collection, config=config, source=source, k=k,
+                        seed=config.seed if config.seed is not None else new_seed(), columns=columns, slots=slots,
+                        notes=tuple(notes), judge_items=(), started=started)
+    if not plan.judged:
+        return plan
+    return replace(plan, judge_items=judge_items(log, collection, slots, config.citation_policy))
+
+
+def judge_log(plan: LogAuditPlan, attributor: Attributor, progress: Callable[[int, int], None] | None = None
+              ) -> np.ndarray:
+    """The judge step, the slow one: the ``(lines, k)`` verdicts of ``attributor`` — the NLI judge, or a backend's
+    judgements of :meth:`LogAuditPlan.judge_pairs` served as one — under the plan's citation rule
+    (:func:`~fairrag_core.audit.log_judge.judge_verdicts`)."""
+    return judge_verdicts(attributor, plan.collection.documents, plan.judge_items, plan.config.citation_policy,
+                          plan.k, progress)
+
+
+def logged_citations(plan: LogAuditPlan) -> tuple[np.ndarray | None, list[tuple[str, ...]], list[str]]:
+    """The ``(lines, k)`` verdicts of the logged citations (None unless the source is ``logged`` or
+    ``both``), each line's citations outside the top k, and the note that counts them."""
+    log, k = plan.log, plan.k
+    outside: list[tuple[str, ...]] = [()] * (len(log) if isinstance(log, RagLog) else 0)
+    if plan.source not in (AttributionSource.LOGGED, AttributionSource.BOTH):
+        return None, outside, []
+    cited = np.zeros(plan.slots.shape, dtype=bool)
     for i, entry in enumerate(log.entries):
-        question = entry.query or texts.get(entry.query_id) or ""
-        skip = bool(entry.answer) and policy.skip_degenerate and bool(answer_flags(entry.answer, question=question))
-        items.append(JudgeItem(entry.answer or "", tuple(int(p) for p in slots[i]), question=question,
-                               context=question or None, skip=skip))
-    verdicts = judge_answers(attributor, collection.documents, items, policy, batch=8, progress=progress)
-    return np.array([[v.cited for v in row] for row in verdicts], dtype=bool).reshape(slots.shape)
+        if entry.citations:
+            top = entry.ranking[:k]
+            cited[i, :len(top)] = [d in entry.citations for d in top]
+            outside[i] = tuple(d for d in entry.citations if d not in top)
+    count = sum(len(c) for c in outside)
+    notes = [f"{count} citation(s) name documents outside the top {k} the generator read; they count in no "
+             "attribution metric (see the lines table)"] if count else []
+    return cited, outside, notes
 
 
-def _vector(values: np.ndarray, k: int) -> np.ndarray:
-    """Exposure of the served documents, zero-padded to at least k entries (the metrics check k ≤ n)."""
-    return np.pad(values, (0, max(0, k - values.size)))
+def finish_log_audit(plan: LogAuditPlan, entailed: np.ndarray | None = None, *, attributor: Attributor | None = None,
+                     collection_source: str | None = None) -> LogAuditRun:
+    """Everything after the judge, run once: the logged citations, each query's exposure and attribution
+    (:func:`~fairrag_core.audit.log_exposure.measure_queries`), the second user model, the lines table and the
+    record. ``entailed`` are :func:`judge_log`'s verdicts by ``attributor`` (None when the judge is not measured)."""
+    log, collection, config, k = plan.log, plan.collection, plan.config, plan.k
+    cited, cited_outside, cite_notes = logged_citations(plan)
+    table, documents = measure_queries(plan.columns, collection, k, plan.slots, cited, entailed,
+                                       min_rel=config.min_rel, n_boot=config.n_boot, level=config.level,
+                                       seed=plan.seed)
+    doc_ids = np.array(collection.doc_ids, dtype=object)
+    lines_table = (_lines_table(log, plan.slots, doc_ids, cited, entailed, cited_outside) if isinstance(log, RagLog)
+                   else None)
+    if config.user_model is not UserModel.STEP:
+        table = _with_user_model(table, log, collection, config)
+    # the log's absolute path, so that the reproduce command finds it from any directory
+    logged = config.log or log.source
+    if logged and os.path.exists(logged):  # a file, or a folder of shards
+        logged = os.path.abspath(logged)
+    resolved = replace(config, log=logged, k=k if config.k is not None else None,
+                       attribution=plan.source, seed=plan.seed)
+    judged_pairs = int((plan.slots[plan.columns.answered] >= 0).sum()) if entailed is not None else 0
+    record = RunRecord(kind=RunKind.AUDIT_LOG, collection=collection_source or collection.source or collection.name,
+                       retriever="served",
+                       config=resolved, seed=plan.seed, query_ids=tuple(plan.columns.query_ids),
+                       attributor=attributor.name if entailed is not None else None,
+                       attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
+                       wall_seconds=time.perf_counter() - plan.started, sampled_rankings=len(log),
+                       extra={"inputs": audit_inputs(log, collection), "served": log.kind,
+                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": len(log),
+                              "k_used": k, "notes": [*plan.notes, *cite_notes],
+                              "judged_pairs": judged_pairs})
+    return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)
 
 
 def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
                   config: LogAuditConfig = LogAuditConfig(), *, attributor: Attributor | None = None,
                   progress: Callable[[int, int], None] | None = None,
                   collection_source: str | None = None) -> LogAuditRun:
-    """Audit a RAG log against ``collection`` (module docstring: what is measured and how).
+    """Audit a RAG log against ``collection`` (module docstring: what is measured and how): :func:`read_log`,
+    :func:`plan_log_audit`, :func:`judge_log` when the judge is measured, then :func:`finish_log_audit`.
 
     Args:
         log: a loaded :class:`RagLog`, or the path of a RAG log (JSONL) or of a served run (TREC, expeval, TREC Fair
@@ -239,133 +359,11 @@ def audit_rag_log(log: RagLog | ColumnLog | str | Path, collection: Collection,
     Returns:
         A :class:`LogAuditRun` with a :class:`~fairrag_core.record.RunRecord` of kind ``audit-log``.
     """
-    import pandas as pd
-
     started = time.perf_counter()
-    if not isinstance(log, RagLog | ColumnLog):
-        log = load_served(log)
-    if isinstance(log, RagLog):
-        log.check_against(collection)
-    source = _resolve_source(config, log, attributor)
-    check_at_most(config.n_boot, "n_boot", MAX_RESAMPLES, hint="bootstrap resamples, e.g. 1000",
-                  fix="1,000 resamples are the usual number")
-    check_open_unit(config.level, "level", hint="e.g. 0.95")
-    shortest, longest = log.ranking_lengths
-    k = check_k(config.k if config.k is not None else longest, len(collection))
-    notes = []
-    if config.k is None and shortest != longest:
-        notes.append(f"rankings hold {shortest}–{longest} documents; k = {k} (the longest); shorter rankings fill "
-                     "fewer slots")
-    seed = config.seed if config.seed is not None else new_seed()
-    rng = np.random.default_rng(derive_seed(seed, 1))  # per-query intervals; the report bootstraps with `seed`
-    # one shape for every log: its lines as columns (a loaded log turned into them here), or — the exception — the
-    # per-query aggregates of its shards (read by workers; no lines)
-    columns = LogColumns.of(log, collection) if isinstance(log, RagLog) else log
-    aggregated = isinstance(columns, LogAggregate)
-    if not aggregated:
-        slots = top_slots(columns.slots, k)
-        eligible = {"cited": columns.with_citations, "entailed": columns.answered}
-        query_lines = columns.query_lines()
-    cited = entailed = None
-    texts = {x.query_id: x.text for x in collection.queries}
-    cited_outside: list[tuple[str, ...]] = [()] * (len(log) if isinstance(log, RagLog) else 0)
-    if source in (AttributionSource.LOGGED, AttributionSource.BOTH):
-        cited = np.zeros(slots.shape, dtype=bool)
-        for i, entry in enumerate(log.entries):
-            if entry.citations:
-                top = entry.ranking[:k]
-                cited[i, :len(top)] = [d in entry.citations for d in top]
-                cited_outside[i] = tuple(d for d in entry.citations if d not in top)
-        outside = sum(len(c) for c in cited_outside)
-        if outside:
-            notes.append(f"{outside} citation(s) name documents outside the top {k} the generator read; they count "
-                         "in no attribution metric (see the lines table)")
-    judged_pairs = 0
-    if source in (AttributionSource.JUDGE, AttributionSource.BOTH):
-        entailed = _judge(log, collection, texts, slots, attributor, progress, config.citation_policy)
-        judged_pairs = int((slots[columns.answered] >= 0).sum())
-
-    query_ids = columns.query_ids
-    providers = collection.providers
-    doc_ids = np.array(collection.doc_ids, dtype=object)
-    labelled = set(collection.qrels)
-    rows, doc_parts = [], []
-    for q, qid in enumerate(query_ids):
-        lines = None if aggregated else query_lines[q]
-        served, local, counts, eps = columns.exposure(q, k) if aggregated else served_exposure(slots[lines])
-        ee_d = ee_disparity(_vector(eps, k), k)
-        row = {"query_id": qid,
-               "query": columns.query_texts.get(qid) or texts.get(qid),
-               "lines": columns.queries[q].n_lines if aggregated else lines.size, "k": k, "labelled": qid in labelled,
-               "m": np.nan, "fairness_question": False, "ee_d": ee_d,  # bias-corrected below
-               "ee_d_plug_in": ee_d, "ee_r": np.nan, "documents_reached": served.size,
-               "providers_reached": int(np.unique(providers[served]).size),
-               "ee_d_low": np.nan, "ee_d_high": np.nan, "ee_r_low": np.nan, "ee_r_high": np.nan}
-        part = {"doc_ids": doc_ids[served], "exposure": eps, "target": np.full(served.size, np.nan)}
-        relevance_weights = None
-        if qid in labelled:
-            useful = collection.useful(qid, min_rel=config.min_rel)
-            m = int(useful.sum())
-            row.update(m=m, fairness_question=m > 1)
-            if m:
-                full = np.zeros(len(collection))
-                full[served] = eps
-                row["ee_r"] = ee_relevance(full, useful, k)
-                target = target_exposure(useful, k)
-                relevance_weights = target[served] / (target @ target)
-                part = {"doc_ids": doc_ids, "exposure": full, "target": target}
-        if row["lines"] > 1:
-            row.update(line_intervals(local, served.size, k, rng, config.n_boot, config.level, relevance_weights,
-                                      multiplicity=counts))
-        doc_part = pd.DataFrame({"query_id": qid, "doc_id": part["doc_ids"], "exposure": part["exposure"],
-                                 "target_exposure": part["target"]})
-        for name, verdicts in (("cited", cited), ("entailed", entailed)):
-            row[f"ear_{name}"] = row[f"eae_d_{name}"] = row[f"eae_d_per_cited_{name}"] = np.nan
-            row[f"{name}_lines"] = 0
-            doc_part[f"{name}_exposure"] = np.nan
-            if verdicts is None:
-                continue
-            keep = eligible[name][lines]
-            row[f"{name}_lines"] = int(keep.sum())
-            if not keep.any():
-                continue
-            empty_to_dummy = np.where(local[keep] >= 0, local[keep], served.size)  # one item past the served
-            eps_a = attributed_exposure(empty_to_dummy, verdicts[lines][keep], served.size + 1)[:served.size]
-            row[f"ear_{name}"] = expected_attribution_rate(verdicts[lines][keep])
-            # nothing attributed for this query: EAE-D is undefined (NaN), not a "fair" 0
-            row[f"eae_d_{name}"] = eae_disparity(_vector(eps_a, k), k) if eps_a.any() else np.nan
-            row[f"eae_d_per_cited_{name}"] = eae_d_per_cited(eps_a) if eps_a.any() else np.nan
-            credit = pd.Series(eps_a, index=doc_ids[served])
-            doc_part[f"{name}_exposure"] = doc_part["doc_id"].map(credit).fillna(0.0).to_numpy()
-        if cited is not None and entailed is not None:
-            both = eligible["cited"][lines] & eligible["entailed"][lines]
-            c, e = cited[lines][both], entailed[lines][both]
-            row.update(cited_slots=int(c.sum()), entailed_slots=int(e.sum()), agreed_slots=int((c & e).sum()))
-        rows.append(row)
-        doc_parts.append(doc_part)
-
-    lines_table = _lines_table(log, slots, doc_ids, cited, entailed, cited_outside) if isinstance(log, RagLog) else None
-    table = pd.DataFrame(rows)
-    if config.user_model is not UserModel.STEP:
-        table = _with_user_model(table, log, collection, config)
-    documents = pd.concat(doc_parts, ignore_index=True)
-    # the log's absolute path, so that the reproduce command finds it from any directory
-    logged = config.log or log.source
-    if logged and os.path.exists(logged):  # a file, or a folder of shards
-        logged = os.path.abspath(logged)
-    resolved = replace(config, log=logged, k=k if config.k is not None else None,
-                       attribution=source, seed=seed)
-    record = RunRecord(kind=RunKind.AUDIT_LOG, collection=collection_source or collection.source or collection.name,
-                       retriever="served",
-                       config=resolved, seed=seed, query_ids=tuple(query_ids),
-                       attributor=attributor.name if entailed is not None else None,
-                       attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
-                       wall_seconds=time.perf_counter() - started, sampled_rankings=len(log),
-                       extra={"inputs": audit_inputs(log, collection), "served": log.kind,
-                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": len(log),
-                              "k_used": k, "notes": notes,
-                              "judged_pairs": judged_pairs})
-    return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)
+    plan = plan_log_audit(read_log(log, collection), collection, config, judge=attributor is not None,
+                          started=started)
+    entailed = judge_log(plan, attributor, progress) if plan.judged else None
+    return finish_log_audit(plan, entailed, attributor=attributor, collection_source=collection_source)
 
 
 #: One audit for everything served: a RAG log, a served run, later a trace export (``audit_rag_log`` is its first

@@ -9,7 +9,14 @@ from fakes import SubstringAttributor
 
 from fairrag_core import Collection, Document, InvalidParameterError, Query, RunStore, load_collection
 from fairrag_core.audit.log_report import default_ledger_scope, log_ledger, log_summary
-from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
+from fairrag_core.audit.rag_log import (
+    LogAuditConfig,
+    audit_rag_log,
+    finish_log_audit,
+    judge_log,
+    plan_log_audit,
+    read_log,
+)
 from fairrag_core.data import assets_dir, load_rag_log
 from fairrag_core.record import RunKind, RunRecord
 
@@ -254,3 +261,40 @@ def test_the_judge_follows_the_citation_rule_and_the_command_keeps_it(tiny, log_
         LogAuditConfig(control_margin=0.2)
     with pytest.raises(InvalidParameterError, match="min_support"):
         LogAuditConfig(min_support=2.0)
+
+
+class _AskedSubstring(SubstringAttributor):
+    """The substring judge, keeping every (document, claim, question) the model is asked, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = []
+
+    def _class_probabilities(self, premises, hypotheses, contexts):
+        self.asked.extend(zip(premises, hypotheses, contexts))
+        return super()._class_probabilities(premises, hypotheses, contexts)
+
+
+def test_the_plan_lists_the_pairs_the_judge_is_then_asked_and_the_steps_compose_to_the_audit(tiny, log_path):
+    """audit_rag_log is its named steps: the plan lists the distinct pairs the judge will be asked, in the judge's
+    order (grouped by document), asking no model; read, plan, judge and finish by hand give the same run."""
+    config = LogAuditConfig(attribution="both", seed=0)
+    plan = plan_log_audit(read_log(log_path, tiny), tiny, config, judge=True)
+    assert plan.k == 2 and plan.seed == 0 and len(plan.judge_items) == len(LOG)
+    pairs = plan.judge_pairs()
+    judge = _AskedSubstring()
+    run = audit_rag_log(log_path, tiny, config, attributor=judge)
+    assert pairs == judge.asked and judge.scored == 8
+    # line 1 shows d1 d2, line 2 d1 d3, line 3 d3 d1 (line 4 repeats line 1); q2 logs its own question "delta?"
+    assert pairs == [("alpha gamma one", "alpha", "first question"), ("alpha gamma one", "beta", "first question"),
+                     ("alpha gamma one", "gamma", "first question"), ("alpha two", "alpha", "first question"),
+                     ("beta three", "beta", "first question"), ("beta three", "gamma", "first question"),
+                     ("delta five", "delta", "delta?"), ("six", "delta", "delta?")]
+    by_hand = finish_log_audit(plan, judge_log(plan, SubstringAttributor()), attributor=SubstringAttributor())
+    for frame in ("table", "documents", "lines"):
+        pd.testing.assert_frame_equal(getattr(by_hand, frame), getattr(run, frame))
+    assert by_hand.record.extra == run.record.extra and by_hand.record.config == run.record.config
+    # without a judge the plan lists nothing; a judged source still needs one
+    assert plan_log_audit(read_log(log_path, tiny), tiny, LogAuditConfig(seed=0), judge=False).judge_pairs() == []
+    with pytest.raises(InvalidParameterError, match="needs an NLI attributor"):
+        plan_log_audit(read_log(log_path, tiny), tiny, config, judge=False)
