@@ -40,7 +40,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import pandas as pd
 
-from ..audit.rag_log import LogAuditConfig, LogAuditRun, audit_rag_log
+from ..audit.rag_log import LogAuditConfig, LogAuditRun, finish_log_audit, judge_log, plan_log_audit, read_log
 from ..data import Collection, load_collection
 from ..data.disk_cache import CACHE_ENV, default_cache_path
 from ..data.rag_log import RagLog
@@ -292,21 +292,6 @@ def fair_qr_eval_on(backend: Backend, spec: FairQRSpec, *,
 
 
 # -- audit-log -----------------------------------------------------------------------------------------------------
-class _Recorder(Attributor):
-    """Asks nothing: records every pair the audit would judge and calls it neutral (the planning pass)."""
-
-    name = "plan"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.disk = None
-        self.asked: list[tuple[str, str, str | None]] = []
-
-    def _class_probabilities(self, premises, hypotheses, contexts):
-        self.asked.extend(zip(premises, hypotheses, contexts))
-        return np.tile([0.0, 1.0, 0.0], (len(premises), 1))
-
-
 class _Judged(Attributor):
     """The workers' judgements, served under the real attributor's name (the audit pass on the driver)."""
 
@@ -342,20 +327,21 @@ def audit_rag_log_on(backend: Backend, log: RagLog, collection: Collection, conf
                      collection_source: str | None = None) -> LogAuditRun:
     """:func:`~fairrag_core.audit.rag_log.audit_rag_log` with the NLI judge's pairs judged on ``backend``.
 
-    A first pass on the driver lists the distinct (document, answer, question) pairs the audit asks the judge
-    about (a stand-in judge answers them); the pairs, in that order (grouped by document), go to the workers in
-    chunks of ``chunk``; the audit then runs on the driver with their judgements. Only for attribution ``judge``
-    or ``both``: without a judge there is no model work to send anywhere.
+    The audit runs once, as its steps: the driver plans it (:func:`~fairrag_core.audit.rag_log.plan_log_audit`),
+    whose :meth:`~fairrag_core.audit.rag_log.LogAuditPlan.judge_pairs` are the distinct (document, answer, question)
+    pairs the judge will be asked, asking no model; the pairs, in that order (grouped by document), go to the
+    workers in chunks of ``chunk``; the judge step then reads their judgements and the rest of the audit
+    (:func:`~fairrag_core.audit.rag_log.finish_log_audit`) runs on the driver. Only for attribution ``judge`` or
+    ``both``: without a judge there is no model work to send anywhere.
     """
-    config = _seeded(config)
-    recorder = _Recorder()
-    audit_rag_log(log, collection, config, attributor=recorder, collection_source=collection_source)
-    pairs = list(dict.fromkeys(recorder.asked))
+    started = time.perf_counter()
+    plan = plan_log_audit(read_log(log, collection), collection, config, judge=True, started=started)
+    pairs = plan.judge_pairs()
     chunks = [pairs[i:i + chunk] for i in range(0, len(pairs), chunk)]
     rows = backend.map(_judge_task, chunks, spec=spec, progress=progress)
-    judged = dict(zip(pairs, np.concatenate(rows))) if rows else {}
-    return audit_rag_log(log, collection, config, attributor=_Judged(attributor_name, judged),
-                         collection_source=collection_source)
+    judged = _Judged(attributor_name, dict(zip(pairs, np.concatenate(rows))) if rows else {})
+    entailed = judge_log(plan, judged) if plan.judged else None
+    return finish_log_audit(plan, entailed, attributor=judged, collection_source=collection_source)
 
 
 # -- a large log's shards ---------------------------------------------------------------------------------------------
