@@ -7,10 +7,10 @@ app, and its AppTest then reruns a page without this entrypoint (no sidebar). Lo
 import streamlit as st
 
 from fairrag_core import FairRAGError
-from fairrag_studio.jobs_panel import apply_pending_open
-from fairrag_studio.preload import start_preload
-from fairrag_studio.sidebar import render_sidebar
-from fairrag_studio.state import init_session, keep_page_widgets
+from fairrag_studio.panels.jobs import apply_pending_open
+from fairrag_studio.panels.sidebar import render_sidebar
+from fairrag_studio.services.preload import start_preload
+from fairrag_studio.services.state import init_session, keep_page_widgets
 
 # Material icons ship with Streamlit: no emoji font needed on a classroom machine or a projector PC.
 st.set_page_config(page_title="FairRAG Studio", page_icon=":material/balance:", layout="wide")

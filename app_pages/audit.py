@@ -9,8 +9,23 @@ from fairrag_core.audit.compare import Comparison
 from fairrag_core.audit.comparison_findings import comparison_findings, sweep_findings
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
-from fairrag_studio import charts, explain, resources
-from fairrag_studio.audit_view import (
+from fairrag_studio import charts
+from fairrag_studio.panels.compare import render_comparison, show_comparison
+from fairrag_studio.panels.served import render_served_tab, show_served
+from fairrag_studio.panels.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
+from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note, markdown_text
+from fairrag_studio.services import resources
+from fairrag_studio.services.identity import (
+    audit_inputs,
+    collection_label,
+    reproduce_command,
+    served_counts,
+    with_inputs,
+)
+from fairrag_studio.services.run_scope import browser_runs
+from fairrag_studio.services.state import drop_stale
+from fairrag_studio.views import explain
+from fairrag_studio.views.audit import (
     INTERVAL_NOTE,
     build_report,
     default_system_index,
@@ -22,18 +37,11 @@ from fairrag_studio.audit_view import (
     summary_with_intervals,
     system_label,
 )
-from fairrag_studio.compare_panel import render_comparison, show_comparison
-from fairrag_studio.identity import audit_inputs, collection_label, reproduce_command, served_counts, with_inputs
-from fairrag_studio.report import table_csv
-from fairrag_studio.run_scope import browser_runs
-from fairrag_studio.served_panel import render_served_tab, show_served
-from fairrag_studio.state import drop_stale
-from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
-from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note, markdown_text
+from fairrag_studio.views.report import table_csv
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
-store = browser_runs()  # this browser's runs, or the whole store where it is shared (fairrag_studio.run_scope)
+store = browser_runs()  # this browser's runs, or the whole store where it is shared (fairrag_studio.services.run_scope)
 
 st.title("Audit")
 st.caption("Who gets exposure — in the rankings the generator reads and in the answers it gives? Run a batch "

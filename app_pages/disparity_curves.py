@@ -6,13 +6,15 @@ from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha,
 from fairrag_core.glossary import GLOSSARY
 from fairrag_core.rag.labels import has_utility_labels
 from fairrag_core.rag.sweep import Usefulness
-from fairrag_studio import charts, explain, resources
-from fairrag_studio.explain import recommendation_context
-from fairrag_studio.report import table_csv
-from fairrag_studio.run_scope import browser_runs
-from fairrag_studio.state import drop_stale
-from fairrag_studio.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
-from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio import charts
+from fairrag_studio.panels.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
+from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio.services import resources
+from fairrag_studio.services.run_scope import browser_runs
+from fairrag_studio.services.state import drop_stale
+from fairrag_studio.views import explain
+from fairrag_studio.views.explain import recommendation_context
+from fairrag_studio.views.report import table_csv
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)

@@ -10,9 +10,11 @@ from fairrag_core.fairqr import FairQRConfig, fair_qr
 from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_core.models.queue import activity
-from fairrag_studio import charts, explain, resources
-from fairrag_studio.jobs_panel import model_busy_note, show_queue
-from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio import charts
+from fairrag_studio.panels.jobs import model_busy_note, show_queue
+from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio.services import resources
+from fairrag_studio.views import explain
 
 #: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
 SHOWCASE = {"people": "award-winning film directors"}

@@ -15,9 +15,11 @@ from fairrag_core.richrag.aspects import AspectExplorer, AspectSet, AspectSource
 from fairrag_core.richrag.coverage import com_rouge
 from fairrag_core.richrag.flow import rich_rank
 from fairrag_core.richrag.pool import PoolSettings
-from fairrag_studio import charts, explain, resources
-from fairrag_studio.jobs_panel import model_busy_note, show_queue
-from fairrag_studio.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio import charts
+from fairrag_studio.panels.jobs import model_busy_note, show_queue
+from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note
+from fairrag_studio.services import resources
+from fairrag_studio.views import explain
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)

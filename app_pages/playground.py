@@ -15,12 +15,9 @@ from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
 from fairrag_core.ranking.stops import alpha_stops
 from fairrag_core.retrieval import top_candidates
-from fairrag_studio import charts, explain, resources
-from fairrag_studio.answers_job import follow_answers, latest_answers_job, start_answers_job
-from fairrag_studio.grid_html import rankings_grid_html
-from fairrag_studio.identity import collection_label
-from fairrag_studio.state import drop_stale, query_after_collection_change
-from fairrag_studio.widgets import (
+from fairrag_studio import charts
+from fairrag_studio.panels.answers import follow_answers, latest_answers_job, start_answers_job
+from fairrag_studio.panels.widgets import (
     FLAG_WORDS,
     chart_with_downloads,
     explainer,
@@ -29,6 +26,11 @@ from fairrag_studio.widgets import (
     markdown_text,
     metric_with_ci,
 )
+from fairrag_studio.services import resources
+from fairrag_studio.services.identity import collection_label
+from fairrag_studio.services.state import drop_stale, query_after_collection_change
+from fairrag_studio.views import explain
+from fairrag_studio.views.grid_html import rankings_grid_html
 
 #: Seconds each α stop stays on screen while Animate α plays.
 ANIMATION_SECONDS = 1.2
@@ -243,7 +245,7 @@ def ranking_and_answers() -> None:
     st.subheader("Answers and citations")
     run_key = (settings, ranking.query_text, alpha_used)
     runs = st.session_state["rag_runs"]
-    job, partial = latest_answers_job(run_key)  # Generate runs as a background job (fairrag_studio/answers_job.py)
+    job, partial = latest_answers_job(run_key)  # Generate runs as a background job (fairrag_studio/panels/answers.py)
     if run_key not in runs and partial is not None and "rag" in partial:
         runs[run_key] = partial["rag"]
     if (st.button("Generate answers", type="primary", key="generate") and run_key not in runs

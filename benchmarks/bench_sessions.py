@@ -133,7 +133,7 @@ def expected_rows(queries: list[str]) -> list[list[str]]:
     """The deterministic top k of each query at the sidebar's defaults (BM25, K, k), as the grid shows it."""
     from fairrag_core import RankingConfig, load_collection, run_ranking
     from fairrag_core.retrieval import BM25Retriever
-    from fairrag_studio.state import DEFAULT_COLLECTION, Settings
+    from fairrag_studio.services.state import DEFAULT_COLLECTION, Settings
 
     defaults = Settings(collection=DEFAULT_COLLECTION)
     shoes = load_collection(defaults.collection)
@@ -266,7 +266,7 @@ async def bench(args) -> tuple[list[str], int]:
         print(text, flush=True)
         lines.append(text)
 
-    from fairrag_studio.state import DEFAULT_COLLECTION
+    from fairrag_studio.services.state import DEFAULT_COLLECTION
 
     examples = [q.text for q in load_collection(DEFAULT_COLLECTION).queries]
     queries = [f"{examples[i % len(examples)]} s{i:02d}tag" for i in range(args.sessions)]

@@ -11,8 +11,9 @@ Targets: corpus (JSONL, CSV), queries, qrels, aspect qrels, collection folders, 
 runs, judgments (expeval qrels), RAG logs (with and without a collection check), OTLP JSON trace exports (JSON Lines
 and pretty-printed, through ``load_traces`` and the RAG log loader that recognises them, with random trace maps) and
 the app's two upload paths:
-the sidebar's collection upload (``fairrag_studio.resources.save_upload`` then the collection loader) and the Audit
-page's served log or run upload (``served_view.save_served_upload`` then ``read_served``, odd file names included).
+the sidebar's collection upload (``fairrag_studio.services.resources.save_upload`` then the collection loader) and
+the Audit page's served log or run upload (``fairrag_studio.views.served.save_served_upload`` then ``read_served``,
+odd file names included).
 Three more targets feed the shared reader (``fairrag_core.data.files``) what mutations cannot make (issue 19):
 
 * ``non_regular`` — a FIFO, ``/dev/zero`` (directly and through a symlink), ``/dev/null``, a Unix socket and a folder
@@ -439,7 +440,7 @@ def _targets(folder: Path) -> list[Target]:
         return load_collection(sub)
 
     def upload(raw: bytes, tmp: Path, rng: random.Random):
-        from fairrag_studio import resources
+        from fairrag_studio.services import resources
 
         resources.UPLOAD_ROOT = tmp / "uploads"
         names = ["corpus.jsonl", "corpus.csv", "c.JSONL", "x.txt", "..csv", "<b>.csv"]
@@ -454,7 +455,7 @@ def _targets(folder: Path) -> list[Target]:
         return load_collection(resources.save_upload(*parts))
 
     def served_upload(raw: bytes, tmp: Path, rng: random.Random):
-        from fairrag_studio.served_view import read_served, save_served_upload
+        from fairrag_studio.views.served import read_served, save_served_upload
 
         name = rng.choice(["log.jsonl", "log.ndjson", "run.txt", "system.run", "run.tsv", "x.trec", "run.tsv.gz",
                            "LOG.JSONL", "..", ".", "", "../../escape.jsonl", "a/b.txt", "<b>.jsonl", "x" * 300,

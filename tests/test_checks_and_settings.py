@@ -43,7 +43,7 @@ def test_parse_alphas_keeps_order_and_drops_repeats():
 def test_cli_and_app_read_alpha_the_same_way():
     """The two α parsers used to disagree on 'inf'; now both go through parse_alphas."""
     from fairrag_core.cli.common import alphas_arg
-    from fairrag_studio.sweeps import parse_alphas as page_alphas
+    from fairrag_studio.panels.sweeps import parse_alphas as page_alphas
 
     assert alphas_arg("0,2,inf") == parse_alphas("0,2,inf")
     assert page_alphas("2, 0, inf") == (0.0, 2.0)  # the page adds the deterministic baseline itself

@@ -116,7 +116,7 @@ def test_one_memory_budget_read_from_the_environment(monkeypatch):
 
 
 def test_upload_limit_and_a_200_megabyte_upload(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setattr(resources, "UPLOAD_ROOT", tmp_path / "uploads")
     assert max_upload_bytes() == 50_000_000

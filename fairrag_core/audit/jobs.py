@@ -4,7 +4,7 @@ A row says who started the job (``owner``: a key per browser, so that two users 
 what it is (``kind``, ``title``, a ``key`` naming the request it answers), where it stands (``status``:
 queued → running → done | failed | cancelled; ``done`` of ``total`` steps; an ETA), and what it left: an
 ``error`` message, or the ``run_id`` of the finished run in the run store (:mod:`.store`). The work itself runs
-elsewhere (the app's worker threads, :mod:`fairrag_studio.jobs`); this module only keeps the table.
+elsewhere (the app's worker threads, :mod:`fairrag_studio.services.jobs`); this module only keeps the table.
 
 Why SQLite (a file ``jobs.sqlite`` beside the run store) and not a table in the DuckDB run store: a job writes its
 progress after every step while every open page reads the table every two seconds. A DuckDB file admits one

@@ -84,7 +84,7 @@ def run_comparison(args, out) -> int:
 
 def comparison_report(result: Comparison, collection) -> str:
     """The self-contained HTML report of a comparison (the app's download; imported late: it draws charts)."""
-    from fairrag_studio.compare_view import comparison_report_html
+    from fairrag_studio.views.compare import comparison_report_html
 
     return comparison_report_html(result, collection)
 

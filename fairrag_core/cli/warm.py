@@ -26,7 +26,7 @@ from .common import add_command, add_common, add_settings, load_inputs, load_mod
 
 __all__ = ["register"]
 
-#: The Playground's defaults (fairrag_studio/state.py): α = 2 and the Deterministic toggle, k, N, K and seed.
+#: The Playground's defaults (fairrag_studio/services/state.py): α = 2 and the Deterministic toggle, k, N, K and seed.
 PLAYGROUND_ALPHAS = parse_alphas("2,inf")
 PLAYGROUND = {"n_samples": 20, "k": 5, "candidates": 20, "seed": 42}
 

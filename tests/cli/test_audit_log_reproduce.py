@@ -21,7 +21,7 @@ from fairrag_core.audit.store import RunStore
 from fairrag_core.data import assets_dir
 from fairrag_core.errors import InvalidParameterError
 from fairrag_core.options import settings_argv
-from fairrag_studio.identity import reproduce_command
+from fairrag_studio.services.identity import reproduce_command
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = assets_dir() / "logs" / "running-shoes.otlp.jsonl"

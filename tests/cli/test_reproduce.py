@@ -195,9 +195,9 @@ def _log_numbers(run, collection) -> dict:
 
 
 def _app_log_audit(path, collection_source: str, **config):
-    """The Audit page's served tab (fairrag_studio/served_panel.py): read the file as the app does, build the
+    """The Audit page's served tab (fairrag_studio/panels/served.py): read the file as the app does, build the
     LogAuditConfig from the widgets and the sidebar's citation rule, audit."""
-    from fairrag_studio.served_view import read_served
+    from fairrag_studio.views.served import read_served
 
     collection = load_collection(collection_source)
     log, _ = read_served(path, collection)
@@ -220,8 +220,8 @@ def _served_run_file(path: Path) -> bytes:
 
 @pytest.mark.parametrize("source", ["demo log", "uploaded log, judged", "uploaded run file"])
 def test_the_apps_audits_of_served_logs_and_runs_rerun(place, source):
-    from fairrag_studio.served_view import DEMO_LOG as APP_DEMO_LOG
-    from fairrag_studio.served_view import save_served_upload
+    from fairrag_studio.views.served import DEMO_LOG as APP_DEMO_LOG
+    from fairrag_studio.views.served import save_served_upload
 
     uploads = place.tmp / "uploads"
     if source == "demo log":
@@ -243,7 +243,7 @@ def test_the_apps_audits_of_served_logs_and_runs_rerun(place, source):
 
 @pytest.mark.parametrize("answers", [False, True], ids=["exposure", "with answers"])
 def test_the_apps_batch_audits_rerun(place, answers):
-    """The Audit page's simulated audits (fairrag_studio/sweeps.py): planned and run as the app does, saved as
+    """The Audit page's simulated audits (fairrag_studio/panels/sweeps.py): planned and run as the app does, saved as
     kind ``audit``; the command they print reruns from another folder with the same table."""
     collection = load_collection(str(place.data / "shoes"))
     retriever = BM25Retriever(collection.texts)

@@ -15,7 +15,7 @@ from fairrag_core.rag import attribution
 from fairrag_core.rag.generation import AnswerCache, Generator
 from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag
 from fairrag_core.retrieval import BM25Retriever
-from fairrag_studio.state import Settings
+from fairrag_studio.services.state import Settings
 
 
 @pytest.fixture()

@@ -289,7 +289,7 @@ def test_lines_do_not_depend_on_where_the_chunks_end(pieces, cuts, comments):
 
 # -- uploads ----------------------------------------------------------------------------------------------------
 def test_an_upload_is_measured_after_inflating(tmp_path, monkeypatch):
-    from fairrag_studio.served_view import save_served_upload
+    from fairrag_studio.views.served import save_served_upload
 
     monkeypatch.setenv("FAIRRAG_MAX_UPLOAD_MB", "1")
     small = gzip.compress(b'{"query_id": "q1", "ranking": ["d1"]}\n' * 1000)

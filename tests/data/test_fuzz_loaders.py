@@ -136,7 +136,7 @@ def test_an_aspect_index_of_five_thousand_digits(tmp_path):
                                   "a/b\\c.txt"])
 def test_a_served_upload_with_an_odd_file_name_is_read_or_refused_cleanly(tmp_path, name):
     from fairrag_core.data.collection import Collection, Document, Query
-    from fairrag_studio.served_view import read_served, save_served_upload
+    from fairrag_studio.views.served import read_served, save_served_upload
 
     small = Collection("fuzz", tuple(Document(f"d{i}", f"text {i}", provider="P") for i in (1, 2)),
                        (Query("q1", "x"),), {"q1": {"d1": 1}})

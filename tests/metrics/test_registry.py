@@ -29,8 +29,8 @@ from fairrag_core.metrics.registry import (
     register,
 )
 from fairrag_core.rag import attribution
-from fairrag_studio.audit_view import DISPLAY_NAMES, METRIC_COLUMNS
-from fairrag_studio.served_view import queries_table
+from fairrag_studio.views.audit import DISPLAY_NAMES, METRIC_COLUMNS
+from fairrag_studio.views.served import queries_table
 
 #: The per-query metric columns the CLI and the app showed before the registry (issue 28: two copies of one list).
 LOG_QUERY_COLUMNS = ["ee_d", "ee_r", "providers_reached", "ear_cited", "eae_d_cited", "eae_d_per_cited_cited",

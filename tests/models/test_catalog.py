@@ -12,7 +12,7 @@ from fairrag_core.models import catalog, gguf, llama_cpp, transformers_lm
 from fairrag_core.rag.attribution import load_attributor
 from fairrag_core.rag.presets import PRESETS, presets_using
 from fairrag_core.record import RunKind, RunRecord
-from fairrag_studio.methodology import methodology_sections
+from fairrag_studio.views.methodology import methodology_sections
 
 
 class _NamedModel:
@@ -132,8 +132,8 @@ def test_every_package_that_carries_weights_is_pinned_in_the_requirements():
 
 @pytest.mark.parametrize("preset", list(PRESETS.values()), ids=list(PRESETS))
 def test_the_models_panel_names_each_presets_models_from_the_catalogue(preset, monkeypatch):
-    from fairrag_studio.resources import models_panel_rows
-    from fairrag_studio.state import Settings
+    from fairrag_studio.services.resources import models_panel_rows
+    from fairrag_studio.services.state import Settings
 
     class _Loaded:
         loaded = True

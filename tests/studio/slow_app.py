@@ -1,11 +1,11 @@
 """``streamlit run app.py`` with a generator whose model call blocks like llama.cpp's (test_shutdown.py's server).
 
 Nothing here is a test. Run as ``python tests/studio/slow_app.py run app.py [streamlit options]``: it installs the
-stand-in models in :mod:`fairrag_studio.resources` (as the AppTests' fixtures do), then hands over to Streamlit's
-own command line in this process. The stand-in generator's call holds a lock for ``$SLOW_APP_SECONDS`` (default
-60) and cannot be interrupted from Python, and its ``close`` (registered at exit, as the model catalog registers
-the real models') takes that lock: exactly what kept a stopped server alive until the generation in progress
-ended. It touches ``$SLOW_APP_MARKER`` when a call starts, so the test knows a job is inside one.
+stand-in models in :mod:`fairrag_studio.services.resources` (as the AppTests' fixtures do), then hands over to
+Streamlit's own command line in this process. The stand-in generator's call holds a lock for ``$SLOW_APP_SECONDS``
+(default 60) and cannot be interrupted from Python, and its ``close`` (registered at exit, as the model catalog
+registers the real models') takes that lock: exactly what kept a stopped server alive until the generation in
+progress ended. It touches ``$SLOW_APP_MARKER`` when a call starts, so the test knows a job is inside one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the fake
 from fakes import FirstDocumentModel, SubstringAttributor
 
 from fairrag_core.rag.generation import Generator
-from fairrag_studio import resources
+from fairrag_studio.services import resources
 
 
 class BlockingModel(FirstDocumentModel):

@@ -11,9 +11,9 @@ from fairrag_core.models.queue import ModelLock, activity
 from fairrag_core.rag.generation import Generator
 from fairrag_core.rag.pipeline import AnswerStream, RagConfig, run_rag
 from fairrag_core.retrieval import BM25Retriever
-from fairrag_studio.answers_job import answer_progress
-from fairrag_studio.jobs import job_thread_name
-from fairrag_studio.jobs_panel import eta_text, waiting_text
+from fairrag_studio.panels.answers import answer_progress
+from fairrag_studio.panels.jobs import eta_text, waiting_text
+from fairrag_studio.services.jobs import job_thread_name
 
 
 def _toy():

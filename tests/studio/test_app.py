@@ -24,7 +24,7 @@ def _run_store(fresh_run_store):
 @pytest.fixture()
 def fake_models(monkeypatch):
     """Deterministic stand-ins for the generator and the NLI model (plumbing tests; real models are tested below)."""
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     model, attributor = FirstDocumentModel(), SubstringAttributor()
     generator = Generator(model)
@@ -43,8 +43,8 @@ def start(page: str | None = None) -> AppTest:
 
 
 def finish_jobs(at: AppTest, timeout: float = 120) -> None:
-    """Wait for this session's background jobs (fairrag_studio.jobs), then redraw the page."""
-    from fairrag_studio import jobs
+    """Wait for this session's background jobs (fairrag_studio.services.jobs), then redraw the page."""
+    from fairrag_studio.services import jobs
 
     runner = jobs.runner()
     for job in runner.jobs(at.session_state["jobs_owner"]):
@@ -184,7 +184,7 @@ def test_generate_shows_answers_with_citations(fake_models):
 def test_nothing_cited_shows_eae_d_as_undefined_with_the_reason(monkeypatch):
     """EAE-D of no attributed exposure is not 0 ("fair"): the tile says "—" and the page says why."""
     from fairrag_core.models.llm import Completion
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     class Unsupported(FirstDocumentModel):
         def complete(self, prompts, decoding=None):

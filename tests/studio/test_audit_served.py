@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from fairrag_core import DataFormatError
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
-from fairrag_studio.served_view import (
+from fairrag_studio.views.served import (
     DEMO_LOG,
     build_log_report,
     headline_table,
@@ -30,7 +30,7 @@ AUDIT = "app_pages/audit.py"
 
 @pytest.fixture(autouse=True)
 def _run_store(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_DATA_DIR", raising=False)
@@ -111,7 +111,7 @@ def test_a_bad_log_shows_the_loaders_message(tmp_path, monkeypatch):
 
 
 def test_the_judge_source_uses_the_sidebar_attributor(shoe_log, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     judge = SubstringAttributor()
     monkeypatch.setattr(resources, "attributor", lambda name, device: judge)
@@ -196,7 +196,7 @@ def test_the_served_tab_reads_a_trace_export_also_gzipped(tmp_path):
 
     from fairrag_core import load_collection
     from fairrag_core.data import assets_dir
-    from fairrag_studio.served_view import read_served
+    from fairrag_studio.views.served import read_served
 
     collection = load_collection("running-shoes")
     traces = assets_dir() / "logs" / "running-shoes.otlp.jsonl"

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from fairrag_core import DataFormatError, InvalidParameterError, SweepConfig, exposure_sweep, load_collection
-from fairrag_studio.audit_view import build_report, compare_runs, ledger_for, summary_by_system, system_label
-from fairrag_studio.sweeps import parse_alphas
+from fairrag_studio.panels.sweeps import parse_alphas
+from fairrag_studio.views.audit import build_report, compare_runs, ledger_for, summary_by_system, system_label
 
 
 def _table():
@@ -96,7 +96,7 @@ def test_static_report_is_small_and_has_methodology_drill_down_and_intervals(peo
 
 
 def test_summary_intervals_contain_the_means(people_audit):
-    from fairrag_studio.audit_view import default_system_index, summary_with_intervals
+    from fairrag_studio.views.audit import default_system_index, summary_with_intervals
 
     _, run = people_audit
     out = summary_with_intervals(run.table)
@@ -107,7 +107,7 @@ def test_summary_intervals_contain_the_means(people_audit):
 
 
 def test_uploads_go_through_the_core_loaders(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setattr(resources, "UPLOAD_ROOT", tmp_path)
     good = b'{"doc_id": "d1", "text": "a red shoe", "provider": "P"}\n{"doc_id": "d2", "text": "a blue shoe"}\n'

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from fairrag_studio.data_dir import DATA_DIR_ENV, DataDirError, checked_data_file, data_dir, data_files
+from fairrag_studio.services.data_dir import DATA_DIR_ENV, DataDirError, checked_data_file, data_dir, data_files
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "app_pages/audit.py"
@@ -19,7 +19,7 @@ REFUSED = "the app reads server files only from $FAIRRAG_DATA_DIR"
 
 @pytest.fixture(autouse=True)
 def _run_store(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)

@@ -15,10 +15,10 @@ from fairrag_core import SweepConfig, exposure_sweep
 from fairrag_core.glossary import GLOSSARY, term, terms_in
 from fairrag_core.rag.generation import Generator
 from fairrag_core.retrieval import BM25Retriever
-from fairrag_studio import explain
-from fairrag_studio.audit_view import build_report
-from fairrag_studio.explain import markdown_gloss
-from fairrag_studio.widgets import markdown_text
+from fairrag_studio.panels.widgets import markdown_text
+from fairrag_studio.views import explain
+from fairrag_studio.views.audit import build_report
+from fairrag_studio.views.explain import markdown_gloss
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 EXPLAINER = "What am I looking at?"
@@ -31,7 +31,7 @@ def _run_store(fresh_run_store):
 
 @pytest.fixture()
 def fake_models(monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     generator, attributor = Generator(FirstDocumentModel()), SubstringAttributor()
     monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
@@ -69,7 +69,7 @@ def notes(at: AppTest) -> str:
 
 
 def test_every_tile_explainer_and_table_note_uses_the_glossary(fake_models):
-    from fairrag_studio import jobs
+    from fairrag_studio.services import jobs
 
     seen: dict[str, set[str]] = {"tiles": set(), "explainers": set()}
     at = AppTest.from_file(APP, default_timeout=180).run()

@@ -11,8 +11,8 @@ import pytest
 
 from fairrag_core import load_collection
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
-from fairrag_studio import identity, uploads
-from fairrag_studio.served_view import build_log_report, read_served, save_served_upload, served_label
+from fairrag_studio.services import identity, uploads
+from fairrag_studio.views.served import build_log_report, read_served, save_served_upload, served_label
 
 CORPUS = b'{"doc_id": "d1", "text": "a red shoe", "provider": "P"}\n{"doc_id": "d2", "text": "a blue shoe"}\n'
 QUERIES = b'{"query_id": "q1", "text": "red shoe", "answer": "red"}\n'

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from fairrag_core.audit.jobs import JobStatus, JobTable
 from fairrag_core.errors import StoreError
 from fairrag_core.rag.generation import Generator
-from fairrag_studio import jobs, owners
+from fairrag_studio.services import jobs, owners
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PLAYGROUND, CURVES, AUDIT = "app_pages/playground.py", "app_pages/disparity_curves.py", "app_pages/audit.py"
@@ -25,7 +25,7 @@ OWNER_A, OWNER_B = owners.sign("a" * 32, SECRET), owners.sign("b" * 32, SECRET)
 @pytest.fixture(autouse=True)
 def _stores(tmp_path, monkeypatch):
     """A fresh run store and job table per test, with the server secret that issued OWNER_A and OWNER_B."""
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_JOBS", raising=False)
@@ -169,7 +169,7 @@ class GatedModel(FirstDocumentModel):
 
 @pytest.fixture()
 def gated_models(monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     model, attributor = GatedModel(), SubstringAttributor()
     generator = Generator(model)
@@ -284,7 +284,7 @@ class SlowModel(FirstDocumentModel):
 
 
 def test_run_again_after_cancel_starts_from_the_finished_tasks(monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     generator, attributor = Generator(SlowModel()), SubstringAttributor()
     monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
@@ -328,7 +328,7 @@ def test_after_a_reload_show_the_result_puts_the_jobs_settings_back(fake_generat
 
 @pytest.fixture()
 def fake_generator_models(monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     generator, attributor = Generator(FirstDocumentModel()), SubstringAttributor()
     monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
@@ -363,7 +363,7 @@ def test_a_page_s_model_call_does_not_hold_the_server_at_exit(monkeypatch):
     import time
 
     from fairrag_core.models import catalog
-    from fairrag_studio import jobs as jobs_module
+    from fairrag_studio.services import jobs as jobs_module
 
     class Busy:
         name = "busy-model"

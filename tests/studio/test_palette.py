@@ -25,7 +25,7 @@ from fairrag_studio.charts.colour_vision import (
 )
 from fairrag_studio.charts.fairqr import iteration_colours
 from fairrag_studio.charts.style import _PROVIDER_PALETTE, hex_colour
-from fairrag_studio.grid_html import TITLE_CHARS, rankings_grid_html, short_title
+from fairrag_studio.views.grid_html import TITLE_CHARS, rankings_grid_html, short_title
 
 # -- CIEDE2000 -----------------------------------------------------------------------------------------------------
 # All 34 pairs of Sharma, Wu & Dalal (2005), Table 1: (L1, a1, b1), (L2, a2, b2), ΔE00 to four decimals. They

@@ -1,11 +1,11 @@
-"""make app's background preload of the Fast preset's models (fairrag_studio/preload.py)."""
+"""make app's background preload of the Fast preset's models (fairrag_studio/services/preload.py)."""
 
 import threading
 
 import fairrag_core.models.catalog as catalog
 import fairrag_core.rag.attribution as attribution
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
-from fairrag_studio import preload
+from fairrag_studio.services import preload
 
 
 class Recorder:

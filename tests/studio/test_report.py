@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from fairrag_studio.report import ReportSection, audit_report_html, table_csv
+from fairrag_studio.views.report import ReportSection, audit_report_html, table_csv
 
 EVIL = "<script>alert(1)</script>"
 

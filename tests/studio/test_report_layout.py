@@ -18,8 +18,8 @@ from fakes import SubstringAttributor
 from fairrag_core import SweepConfig, exposure_sweep
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.retrieval import BM25Retriever
-from fairrag_studio.audit_view import build_report
-from fairrag_studio.served_view import DEMO_LOG, build_log_report
+from fairrag_studio.views.audit import build_report
+from fairrag_studio.views.served import DEMO_LOG, build_log_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import browser as ui

@@ -43,7 +43,7 @@ class ScriptedModel(LanguageModel):
 
 @pytest.fixture()
 def fake_models(monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     model, attributor = ScriptedModel(), SubstringAttributor()
     monkeypatch.setattr(resources, "generator", lambda name, device, style="short": Generator(model))

@@ -21,8 +21,8 @@ from fairrag_core import DataFormatError
 from fairrag_core.cli import main
 from fairrag_core.data import load_served
 from fairrag_core.data.formats import SERVED_FORMATS, kind_of, served_suffixes, upload_types
-from fairrag_studio.data_dir import DataDirError, checked_data_file, data_files
-from fairrag_studio.served_view import read_served, save_served_upload
+from fairrag_studio.services.data_dir import DataDirError, checked_data_file, data_files
+from fairrag_studio.views.served import read_served, save_served_upload
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "app_pages/audit.py"
@@ -32,7 +32,7 @@ ACCEPTED = ", ".join(served_suffixes())
 
 @pytest.fixture(autouse=True)
 def _stores(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_DATA_DIR", raising=False)
@@ -134,7 +134,7 @@ def test_a_record_without_inputs_takes_its_kind_from_the_table(suffix):
     gzipped .ndjson or .json log (and in record_inputs any gzipped log) was called a run."""
     from types import SimpleNamespace
 
-    from fairrag_studio.identity import record_inputs, served_kind
+    from fairrag_studio.services.identity import record_inputs, served_kind
 
     record = SimpleNamespace(extra={"lines": 3}, config=SimpleNamespace(log=f"/srv/logs/Week1{suffix.upper()}"),
                              collection="")

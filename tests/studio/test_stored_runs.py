@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 from fairrag_core import InvalidParameterError, SweepConfig
 from fairrag_core.audit.store import RunStore
 from fairrag_core.record import RunKind, RunRecord, SweepRun
-from fairrag_studio import owners
-from fairrag_studio.run_scope import SHARED_ENV, BrowserRuns, shared_store
+from fairrag_studio.services import owners
+from fairrag_studio.services.run_scope import SHARED_ENV, BrowserRuns, shared_store
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "app_pages/audit.py"
@@ -24,7 +24,7 @@ ALICE, BOB = owners.sign("a" * 32, SECRET), owners.sign("b" * 32, SECRET)
 
 @pytest.fixture(autouse=True)
 def _stores(tmp_path, monkeypatch):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_JOBS", raising=False)

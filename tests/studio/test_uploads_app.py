@@ -4,8 +4,9 @@ the stored run instead of adding a copy, and changing the collection replaces a 
 collection's examples but keeps a typed one, with a note.
 
 AppTest cannot drive a file uploader, so an upload is made the way the sidebar and the Audit page make it
-(:func:`fairrag_studio.resources.save_upload`, :func:`fairrag_studio.served_view.save_served_upload`, kept for the
-owner by :mod:`fairrag_studio.uploads`); the real upload and reload run in ``test_upload_reload_browser.py``.
+(:func:`fairrag_studio.services.resources.save_upload`, :func:`fairrag_studio.views.served.save_served_upload`, kept
+for the owner by :mod:`fairrag_studio.services.uploads`); the real upload and reload run in
+``test_upload_reload_browser.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 
 from fairrag_core import load_collection
 from fairrag_core.audit.store import RunStore
-from fairrag_studio import identity, owners, uploads
-from fairrag_studio.served_view import read_served, save_served_upload
+from fairrag_studio.services import identity, owners, uploads
+from fairrag_studio.views.served import read_served, save_served_upload
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 AUDIT = "app_pages/audit.py"
@@ -32,7 +33,7 @@ QRELS = b"h1 0 n1 1\nh1 0 n2 1\n"
 @pytest.fixture(autouse=True)
 def _stores(tmp_path, monkeypatch):
     """A fresh run store and upload folder per test (and the owner-key secret beside that run store)."""
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
     monkeypatch.delenv("FAIRRAG_DATA_DIR", raising=False)
@@ -57,7 +58,7 @@ def session(owner: str | None = None, page: str | None = None) -> AppTest:
 
 
 def test_an_uploaded_collection_keeps_its_name_and_comes_back_after_a_reload():
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     owner = owners.new_key()
     folder = resources.save_upload(("my-news.jsonl", CORPUS), ("queries.jsonl", QUERIES), ("qrels.txt", QRELS))
@@ -101,7 +102,7 @@ def served_session(owner: str) -> AppTest:
 
 
 def test_an_uploaded_run_survives_a_reload_and_a_second_audit_reopens_the_stored_run(shoes):
-    from fairrag_studio import resources
+    from fairrag_studio.services import resources
 
     owner = owners.new_key()
     data = run_file(shoes)

@@ -12,8 +12,8 @@ from fairrag_core import load_collection
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.audit.what_if import what_if_sampling
 from fairrag_core.data import assets_dir, load_served
-from fairrag_studio.served_view import build_log_report
-from fairrag_studio.what_if_view import curve_table
+from fairrag_studio.views.served import build_log_report
+from fairrag_studio.views.what_if import curve_table
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TRACES = assets_dir() / "logs" / "running-shoes.otlp.jsonl"

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from fairrag_core import Collection
 from fairrag_core.audit.compare import Comparison
 
-from .charts.style import label
+from ..charts.style import label
 from .report import ReportSection, audit_report_html
 
 __all__ = ["metrics_table", "shares_table", "share_difference_chart", "comparison_sections",

@@ -24,11 +24,11 @@ from fairrag_core.rag.sweep import RagSweep, RagSweepConfig, Usefulness
 from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
 from fairrag_core.record import RunKind, SweepRun
 
-from . import jobs, resources
-from .answers_job import answer_progress
-from .jobs_panel import follow_job, owner_key
-from .run_scope import browser_runs
-from .state import Settings, controls_snapshot
+from ..services import jobs, resources
+from ..services.run_scope import browser_runs
+from ..services.state import Settings, controls_snapshot
+from .answers import answer_progress
+from .jobs import follow_job, owner_key
 
 __all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "request_key", "rag_job"]
 

@@ -1,7 +1,7 @@
 """The Audit page's "Served log or run" tab: pick a log or run (demo, upload, a file of the server's data folder
 ``$FAIRRAG_DATA_DIR``: :mod:`.data_dir`), audit it, show the headline with intervals, the ledger, the per-query
 drill-down and the report. Streamlit widgets only; the computing is in :mod:`fairrag_core.audit.rag_log` and the
-tables in :mod:`fairrag_studio.served_view`."""
+tables in :mod:`fairrag_studio.views.served`."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_
 from fairrag_core.data.formats import is_log, upload_types
 from fairrag_core.record import RunKind
 
-from . import charts, explain, resources, uploads
-from .audit_view import display_ledger, groupings
-from .data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
-from .identity import (
+from .. import charts
+from ..services import resources, uploads
+from ..services.data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
+from ..services.identity import (
     collection_identity,
     collection_label,
     qrels_identity,
@@ -28,10 +28,12 @@ from .identity import (
     served_kind,
     with_inputs,
 )
-from .identity import fingerprint as identity_fingerprint
-from .jobs_panel import owner_key
-from .report import table_csv
-from .served_view import (
+from ..services.identity import fingerprint as identity_fingerprint
+from ..services.state import Settings
+from ..views import explain
+from ..views.audit import display_ledger, groupings
+from ..views.report import table_csv
+from ..views.served import (
     DEMO_LOG,
     build_log_report,
     headline_table,
@@ -42,8 +44,8 @@ from .served_view import (
     save_served_upload,
     served_label,
 )
-from .state import Settings
-from .what_if_view import render_what_if
+from ..views.what_if import render_what_if
+from .jobs import owner_key
 from .widgets import chart_with_downloads, explainer, glossary_note, markdown_text
 
 __all__ = ["render_served_tab", "show_served"]
@@ -96,7 +98,7 @@ def _served_source(settings: Settings):
 
 def _kept_upload():
     """With the uploader empty (e.g. after a reload): the logs and runs this browser uploaded before, kept under
-    its owner key (:mod:`fairrag_studio.uploads`); the newest is offered first."""
+    its owner key (:mod:`fairrag_studio.services.uploads`); the newest is offered first."""
     kept = {item.path: item for item in uploads.kept_uploads(resources.UPLOAD_ROOT, owner_key()).served}
     if not kept:
         return None

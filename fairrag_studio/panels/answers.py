@@ -18,9 +18,9 @@ from fairrag_core import RagConfig, run_rag
 from fairrag_core.audit.jobs import Job
 from fairrag_core.rag.pipeline import AnswerStream, ListAnswer
 
-from . import jobs
-from .jobs_panel import eta_text, owner_key, waiting_text
-from .state import controls_snapshot
+from ..services import jobs
+from ..services.state import controls_snapshot
+from .jobs import eta_text, owner_key, waiting_text
 
 __all__ = ["answers_key", "latest_answers_job", "start_answers_job", "follow_answers"]
 

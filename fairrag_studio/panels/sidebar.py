@@ -14,10 +14,10 @@ from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
 from fairrag_core.settings import DEFAULT_CANDIDATES
 
-from . import resources, uploads
-from .identity import collection_identity
-from .jobs_panel import owner_key, render_jobs_panel
-from .state import DEFAULT_COLLECTION, Settings, drop_stale
+from ..services import resources, uploads
+from ..services.identity import collection_identity
+from ..services.state import DEFAULT_COLLECTION, Settings, drop_stale
+from .jobs import owner_key, render_jobs_panel
 from .widgets import markdown_text
 
 __all__ = ["render_sidebar"]
@@ -29,7 +29,7 @@ UPLOADED = " (your upload)"  # the collection box's entry for this browser's upl
 def _upload_panel() -> None:
     """Three uploaders validated by the core loaders; a bad file shows the loader's message and changes nothing.
     A loaded upload keeps its name (the field, else the corpus file's) and is kept for this browser's owner key,
-    so a reload finds it again (:mod:`fairrag_studio.uploads`)."""
+    so a reload finds it again (:mod:`fairrag_studio.services.uploads`)."""
     with st.sidebar.expander("Upload a collection", expanded=st.session_state["collection_choice"] == UPLOAD):
         st.caption("corpus.jsonl or corpus.csv (doc_id, text, title, provider, groups), optional queries.jsonl "
                    "(query_id, text, answer) and qrels.txt (TREC: query_id 0 doc_id rel).")
@@ -62,7 +62,8 @@ def upload_option(folder: str) -> str:
 
 def restore_uploads(state) -> None:
     """Once per session, before the collection box is drawn: put back this browser's uploaded collection (kept
-    under its owner key, :mod:`fairrag_studio.uploads`), selected again if it was selected before the reload."""
+    under its owner key, :mod:`fairrag_studio.services.uploads`), selected again if it was selected before the
+    reload."""
     if state.get("uploads_restored"):
         return
     state["uploads_restored"] = True

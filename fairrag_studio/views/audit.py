@@ -18,8 +18,9 @@ from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, 
 from fairrag_core.metrics.registry import LEDGER, METRICS, SWEEP, keys
 from fairrag_core.record import SweepRun
 
-from . import charts, explain
-from .identity import record_inputs, reproduce_command
+from .. import charts
+from ..services.identity import record_inputs, reproduce_command
+from . import explain
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 

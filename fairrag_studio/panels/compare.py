@@ -11,7 +11,7 @@ from fairrag_core.audit.compare import Comparison, ComparisonConfig, compare_sys
 from fairrag_core.audit.comparison_findings import with_findings
 from fairrag_core.record import SweepRun
 
-from .compare_view import comparison_report_html, metrics_table, share_difference_chart, shares_table
+from ..views.compare import comparison_report_html, metrics_table, share_difference_chart, shares_table
 
 __all__ = ["render_comparison", "show_comparison"]
 

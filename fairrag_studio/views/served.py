@@ -31,10 +31,10 @@ from fairrag_core.glossary import term
 from fairrag_core.metrics.registry import LOG_QUERY, METRICS, keys
 from fairrag_core.record import SweepRun
 
-from . import charts
-from .audit_view import display_ledger, groupings, with_interval
+from .. import charts
+from ..services.identity import InputIdentity, record_inputs, reproduce_command, served_counts, served_kind
+from .audit import display_ledger, groupings, with_interval
 from .explain import SERVED_REPORT_INTRO
-from .identity import InputIdentity, record_inputs, reproduce_command, served_counts, served_kind
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 
@@ -235,7 +235,7 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
              *(["attributed share"] if attributed else []), "target share", "gap (retrieval − target)",
              *(["gap (attributed − target)"] if attributed else [])]
     if record.extra.get("what_if"):  # the replay the CLI stored or the page ran: after the ledgers it changes
-        from .what_if_view import what_if_section
+        from .what_if import what_if_section
 
         sections.append(what_if_section(record.extra["what_if"]))
     sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,

@@ -19,11 +19,11 @@ from fairrag_core import FairRAGError
 from fairrag_core.audit.what_if import AS_SERVED, p_text, value_text
 from fairrag_core.checks import parse_alphas
 
-from . import charts
+from .. import charts
+from ..panels.widgets import markdown_text
+from ..services.run_scope import browser_runs
 from .report import ReportSection
-from .run_scope import browser_runs
-from .served_view import read_served
-from .widgets import markdown_text
+from .served import read_served
 
 __all__ = ["curve_table", "what_if_section", "render_what_if", "DEFAULT_ALPHAS"]
 

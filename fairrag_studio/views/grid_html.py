@@ -11,7 +11,7 @@ from html import escape
 
 import numpy as np
 
-from .charts import provider_colours, text_colour_on
+from ..charts import provider_colours, text_colour_on
 
 __all__ = ["TITLE_CHARS", "rankings_grid_html", "short_title"]
 

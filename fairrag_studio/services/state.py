@@ -45,7 +45,7 @@ class Settings:
 #: Session-state keys and their initial values. Pages only use these keys.
 SESSION_DEFAULTS: dict[str, object] = {
     "collection_choice": DEFAULT_COLLECTION,
-    "uploaded_collection": None,  # folder of the last valid upload (fairrag_studio.uploads; kept per owner key)
+    "uploaded_collection": None,  # folder of the last valid upload (services.uploads; kept per owner key)
     "uploads_restored": False,  # whether this session has read back its owner's uploads (after a reload)
     "upload_selected_saved": None,  # whether the owner's index says the uploaded collection is selected
     "query_collection": None,  # the collection whose example queries the Playground's query was taken from
@@ -55,7 +55,7 @@ SESSION_DEFAULTS: dict[str, object] = {
     "deterministic": False,
     "alpha_animation": [],  # the Playground's Animate α: the stops still to show, next first
     "presenter": False,  # projector mode: large type, high contrast, titles instead of ids
-    "jobs_owner": None,  # this browser's job owner key (fairrag_studio.jobs_panel.owner_key; also in the URL)
+    "jobs_owner": None,  # this browser's job owner key (fairrag_studio.panels.jobs.owner_key; also in the URL)
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store

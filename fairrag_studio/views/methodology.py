@@ -2,7 +2,7 @@
 and N, what every metric means and which way is better, and the command that reproduces the run.
 
 Pure functions (no Streamlit): a stored :class:`~fairrag_core.record.RunRecord` and its collection in,
-:class:`~fairrag_studio.report.ReportSection` parts out, so a reviewer can check how every number was made.
+:class:`~fairrag_studio.views.report.ReportSection` parts out, so a reviewer can check how every number was made.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fairrag_core.models.catalog import model_for
 from fairrag_core.models.gguf import package_version
 from fairrag_core.record import RunKind, RunRecord
 
-from .identity import InputIdentity, record_inputs, reproduce_command, served_kind
+from ..services.identity import InputIdentity, record_inputs, reproduce_command, served_kind
 from .report import ReportSection
 
 __all__ = ["metric_glossary", "model_rows", "methodology_sections", "code_version"]

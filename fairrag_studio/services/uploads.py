@@ -5,7 +5,7 @@
   ``upload.json`` beside them: the upload's name, the collection's sha256 (:mod:`.identity`) and each file's own
   name and sha256. The folder's last part is the name, so the loaded collection is called ``my-news``, not
   ``upload-a4697d23cc``; the same files under the same name land in the same folder.
-* A log or run upload is written by :func:`fairrag_studio.served_view.save_served_upload` under its own name.
+* A log or run upload is written by :func:`fairrag_studio.views.served.save_served_upload` under its own name.
 * Each browser's uploads are listed in ``<root>/owners/<sha256 of its owner key>.json`` (the key itself is not
   written anywhere): its collection upload (and whether the sidebar had it selected) and its log and run uploads,
   newest first. A new session with the same ``?owner=`` key (a reload) reads it back, so the sidebar still shows

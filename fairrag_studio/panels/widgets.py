@@ -8,8 +8,8 @@ import streamlit as st
 
 from fairrag_core.glossary import terms_in
 
-from .charts import figure_html, figure_png
-from .report import table_csv
+from ..charts import figure_html, figure_png
+from ..views.report import table_csv
 
 __all__ = ["explainer", "chart_with_downloads", "metric_with_ci", "fmt", "markdown_text", "FLAG_WORDS",
            "glossary_note", "glossary_markdown"]

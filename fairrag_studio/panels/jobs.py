@@ -24,7 +24,7 @@ import streamlit as st
 from fairrag_core.audit.jobs import Job, JobStatus
 from fairrag_core.models.queue import QueueState, model_queues, on_wait, waiting_for
 
-from . import jobs, owners
+from ..services import jobs, owners
 
 __all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text", "show_queue",
            "model_busy_note",
@@ -39,7 +39,7 @@ _ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":ma
 
 def owner_key() -> str:
     """This browser's owner key (from the session, else the URL, else a new one), written back to the URL. Only
-    keys this server issued are kept (:func:`fairrag_studio.owners.is_issued`)."""
+    keys this server issued are kept (:func:`fairrag_studio.services.owners.is_issued`)."""
     owner = st.session_state.get("jobs_owner")
     if not owners.is_issued(owner):
         owner = st.query_params.get("owner")
