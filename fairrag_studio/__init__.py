@@ -1,7 +1,8 @@
 """FairRAG Studio: the Streamlit app's package. ``app.py`` is the entrypoint, ``app_pages/`` holds one thin page
 each, and the logic they show comes from ``fairrag_core`` (which never imports Streamlit). The folders say which
 side of Streamlit a module is on, and the import arrows point one way: pages → panels → services and views →
-charts; views and charts never import Streamlit, a panel or a page (``tests/test_package.py`` checks it)::
+charts; views and charts never import Streamlit, and no view, chart or service imports a panel or a page
+(``tests/test_package.py`` checks both)::
 
     fairrag_studio/
       views/      pure view models and report builders, no Streamlit: the tables, texts and HTML reports
@@ -15,7 +16,7 @@ charts; views and charts never import Streamlit, a panel or a page (``tests/test
                   report.py       the self-contained HTML report and CSV tables every download uses
       panels/     Streamlit rendering that pages share
                   sidebar.py      every page: collection, models, presenter mode, the jobs panel
-                  jobs.py         the sidebar's jobs panel; FAIR-QR and Multi-faceted queue notes; owner key
+                  jobs.py         the sidebar's jobs panel; FAIR-QR and Multi-faceted queue notes
                   answers.py      the Playground's Generate (answers as a background job)
                   sweeps.py       Disparity curves and the Audit page: planning and running exposure/RAG sweeps
                   served.py       the Audit page's served tab
@@ -23,7 +24,7 @@ charts; views and charts never import Streamlit, a panel or a page (``tests/test
                   compare.py      the Audit page's comparison of stored runs
                   widgets.py      charts with downloads, explainers, glossary notes (every page)
       services/   state and resources that pages and panels use, no page rendering
-                  state.py        session settings and page widgets kept across pages
+                  state.py        session settings, page widgets kept across pages, this browser's owner key
                   resources.py    cached collections, retrievers and models (st.cache_resource)
                   jobs.py         background jobs (worker threads, the job table)
                   owners.py       owner keys for a browser's jobs and runs

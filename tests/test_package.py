@@ -82,16 +82,27 @@ LAYERS = [
 ]
 
 
+#: The app's code beside the library: its package and its pages (``app_pages/`` has no ``__init__``).
+STUDIO = ROOT / "fairrag_studio"
+PAGES = ROOT / "app_pages"
+ALL_ROOTS = ("fairrag_core", "fairrag_studio", "app_pages")
+
+
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every fairrag_core module ``path`` imports, at any depth (function-level imports count too)."""
+def _sources(roots: tuple[str, ...]) -> list[Path]:
+    return [p for root in roots for p in sorted((ROOT / root).rglob("*.py"))]
+
+
+def _imports(path: Path, roots: tuple[str, ...] = ("fairrag_core",), modules: set[str] | None = None) -> set[str]:
+    """Every module of ``roots`` that ``path`` imports, at any depth (function-level imports count too)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    if modules is None:
+        modules = {_module_name(p) for p in _sources(roots)}
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -101,18 +112,20 @@ def _imports(path: Path) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if not target.startswith("fairrag_core"):
+            if target.split(".")[0] not in roots:
                 continue
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 found.add(sub if sub in modules else target)
         elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("fairrag_core")}
+            found |= {a.name for a in node.names if a.name.split(".")[0] in roots}
     return found - {name}
 
 
-def _graph() -> dict[str, set[str]]:
-    return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+def _graph(roots: tuple[str, ...] = ("fairrag_core",)) -> dict[str, set[str]]:
+    paths = _sources(roots)
+    modules = {_module_name(p) for p in paths}
+    return {_module_name(p): _imports(p, roots, modules) for p in paths}
 
 
 def test_the_front_door_is_its_export_table():
@@ -151,7 +164,8 @@ def test_cli_commands_and_flags_are_pinned():
 
 
 def test_no_import_cycles():
-    graph = _graph()
+    """No module of the library, the app's package or its pages reaches itself through its imports."""
+    graph = _graph(ALL_ROOTS)
     # __init__ re-exports pull in whole subpackages; a cycle is a module reachable from itself through the others
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
@@ -173,6 +187,54 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """``start`` and every module its imports reach, at any depth; importing ``a.b.c`` runs ``a.b``'s ``__init__``."""
+    seen, todo = set(), [start]
+    while todo:
+        module = todo.pop()
+        if module in seen or module not in graph:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo += [*graph[module], *(".".join(parts[:i]) for i in range(1, len(parts)))]
+    return seen
+
+
+def _imports_streamlit(module: str) -> bool:
+    path = ROOT / Path(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any((isinstance(node, ast.Import) and any(a.name.split(".")[0] == "streamlit" for a in node.names))
+               or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "streamlit")
+               for node in ast.walk(tree))
+
+
+def test_the_apps_folders_say_which_side_of_streamlit_they_are_on():
+    """Views and charts never import Streamlit, directly or through the app's modules they import (function-level
+    imports count); they, and services, never import a panel or a page: the arrows point pages → panels → services,
+    views → charts."""
+    graph = _graph(("fairrag_studio", "app_pages"))
+    assert {"fairrag_studio.views.served", "fairrag_studio.panels.served", "app_pages.audit"} <= set(graph)
+    assert _imports_streamlit("fairrag_studio.panels.served") and not _imports_streamlit("fairrag_studio.views.served")
+    for module in sorted(graph):
+        if not module.startswith(("fairrag_studio.views", "fairrag_studio.charts", "fairrag_studio.services")):
+            continue
+        reached = _reached(graph, module)
+        upward = sorted(m for m in reached if m.startswith(("fairrag_studio.panels", "app_pages")))
+        assert not upward, f"{module} imports {upward}: a view, chart or service never imports a panel or a page"
+        if not module.startswith("fairrag_studio.services"):  # services may hold st.cache_resource
+            through = sorted(m for m in reached if _imports_streamlit(m))
+            assert not through, f"{module} reaches Streamlit through {through}: keep views and charts pure"
+
+
+def test_the_report_builders_run_without_streamlit():
+    """The reports the CLI writes (``compare-runs --report``, the log report with its what-if) load no Streamlit."""
+    code = ("import sys, fairrag_studio.views.served, fairrag_studio.views.compare, fairrag_studio.views.audit; "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "False"
+
+
 def test_modules_never_import_the_package_root():
     offenders = [m for m, deps in _graph().items() if "fairrag_core" in deps and m != "fairrag_core"]
     assert not offenders, f"import the submodule instead of fairrag_core: {offenders}"
@@ -190,7 +252,7 @@ def test_imports_point_down_the_layers():
 
 
 def test_source_files_stay_small_or_say_why():
-    for path in [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "fairrag_studio").rglob("*.py")]:
+    for path in _sources(ALL_ROOTS):
         text = path.read_text(encoding="utf-8")
         lines = text.count("\n")
         if lines > 420:

@@ -19,8 +19,8 @@ from fairrag_core.audit.jobs import Job
 from fairrag_core.rag.pipeline import AnswerStream, ListAnswer
 
 from ..services import jobs
-from ..services.state import controls_snapshot
-from .jobs import eta_text, owner_key, waiting_text
+from ..services.state import controls_snapshot, owner_key
+from .jobs import eta_text, waiting_text
 
 __all__ = ["answers_key", "latest_answers_job", "start_answers_job", "follow_answers"]
 

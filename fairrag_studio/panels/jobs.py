@@ -1,12 +1,12 @@
-"""This browser's jobs on every page: the owner key, the sidebar panel, and a page's view of its own job.
+"""This browser's jobs on every page: the sidebar panel, and a page's view of its own job.
 
-Owner key: a key issued by the server (:mod:`.owners`: 128 random bits and an HMAC tag), kept in the URL
-(``?owner=…``) and in the session. Streamlit's session id changes on a reload, the URL does not: a reload of the
-same address finds its jobs (and, on a served app, its stored runs), and another browser (another key) never sees
-them. A key the server did not issue (``?owner=00000000``) is replaced by a fresh one. The key is set once when
-missing and put back after every page switch (``st.navigation`` drops query parameters when it changes page).
-Anyone given the full address sees the jobs it started: share the address without ``owner`` to share only the
-page.
+Owner key (:func:`fairrag_studio.services.state.owner_key`): a key issued by the server
+(:mod:`fairrag_studio.services.owners`: 128 random bits and an HMAC tag), kept in the URL (``?owner=…``) and in the
+session. Streamlit's session id changes on a reload, the URL does not: a reload of the same address finds its jobs (and,
+on a served app, its stored runs), and another browser (another key) never sees them. A key the server did not issue
+(``?owner=00000000``) is replaced by a fresh one. The key is set once when missing and put back after every page switch
+(``st.navigation`` drops query parameters when it changes page). Anyone given the full address sees the jobs it started:
+share the address without ``owner`` to share only the page.
 
 While a job runs, the panel and the page's progress view are fragments that redraw themselves every two seconds
 (``st.fragment(run_every=2)``); when a job they follow ends they rerun the whole app once, so the page shows the
@@ -24,9 +24,10 @@ import streamlit as st
 from fairrag_core.audit.jobs import Job, JobStatus
 from fairrag_core.models.queue import QueueState, model_queues, on_wait, waiting_for
 
-from ..services import jobs, owners
+from ..services import jobs
+from ..services.state import owner_key
 
-__all__ = ["owner_key", "render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text", "show_queue",
+__all__ = ["render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting_text", "show_queue",
            "model_busy_note",
            "apply_pending_open"]
 
@@ -35,20 +36,6 @@ POLL_SECONDS = 2.0
 _ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":material/autorenew:",
          JobStatus.DONE: ":material/check_circle:", JobStatus.FAILED: ":material/error:",
          JobStatus.CANCELLED: ":material/stop_circle:"}
-
-
-def owner_key() -> str:
-    """This browser's owner key (from the session, else the URL, else a new one), written back to the URL. Only
-    keys this server issued are kept (:func:`fairrag_studio.services.owners.is_issued`)."""
-    owner = st.session_state.get("jobs_owner")
-    if not owners.is_issued(owner):
-        owner = st.query_params.get("owner")
-    if not owners.is_issued(owner):
-        owner = owners.new_key()
-    st.session_state["jobs_owner"] = owner
-    if st.query_params.get("owner") != owner:
-        st.query_params["owner"] = owner
-    return owner
 
 
 def eta_text(job: Job) -> str:

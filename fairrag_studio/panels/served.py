@@ -29,7 +29,7 @@ from ..services.identity import (
     with_inputs,
 )
 from ..services.identity import fingerprint as identity_fingerprint
-from ..services.state import Settings
+from ..services.state import Settings, owner_key
 from ..views import explain
 from ..views.audit import display_ledger, groupings
 from ..views.report import table_csv
@@ -44,8 +44,7 @@ from ..views.served import (
     save_served_upload,
     served_label,
 )
-from ..views.what_if import render_what_if
-from .jobs import owner_key
+from .what_if import render_what_if
 from .widgets import chart_with_downloads, explainer, glossary_note, markdown_text
 
 __all__ = ["render_served_tab", "show_served"]

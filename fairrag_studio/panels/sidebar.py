@@ -16,8 +16,8 @@ from fairrag_core.settings import DEFAULT_CANDIDATES
 
 from ..services import resources, uploads
 from ..services.identity import collection_identity
-from ..services.state import DEFAULT_COLLECTION, Settings, drop_stale
-from .jobs import owner_key, render_jobs_panel
+from ..services.state import DEFAULT_COLLECTION, Settings, drop_stale, owner_key
+from .jobs import render_jobs_panel
 from .widgets import markdown_text
 
 __all__ = ["render_sidebar"]

@@ -26,9 +26,9 @@ from fairrag_core.record import RunKind, SweepRun
 
 from ..services import jobs, resources
 from ..services.run_scope import browser_runs
-from ..services.state import Settings, controls_snapshot
+from ..services.state import Settings, controls_snapshot, owner_key
 from .answers import answer_progress
-from .jobs import follow_job, owner_key
+from .jobs import follow_job
 
 __all__ = ["SweepRequest", "parse_alphas", "run_exposure_request", "request_key", "rag_job"]
 

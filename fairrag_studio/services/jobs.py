@@ -12,7 +12,7 @@ total)``, calls ``ctx.tick()`` between steps (and passes it to the models as
 what it finished in ``ctx.partial`` (a plain dict the page reads; finished answers are also in the disk caches).
 The thread never touches Streamlit: models and plans are made in the page script (with their spinners) and handed
 over. One process holds the threads; the registry is a module singleton per job-table file, so every session of
-the server shares it while each sees only its own jobs (the owner key, :func:`fairrag_studio.panels.jobs.owner_key`).
+the server shares it while each sees only its own jobs (the owner key, :func:`fairrag_studio.services.state.owner_key`).
 
 Stopping the server (SIGTERM, or Ctrl+C) must not wait for a job. Streamlit's handler stops the server and the
 interpreter then runs its exit handlers; the first is :func:`_stop_jobs_at_exit` (registered with the first runner,

@@ -1,6 +1,6 @@
 """Which stored runs a browser sees: the whole run store, or only the runs saved from that browser.
 
-The app saves every run under the browser's owner key (:func:`fairrag_studio.panels.jobs.owner_key`). Whether it
+The app saves every run under the browser's owner key (:func:`fairrag_studio.services.state.owner_key`). Whether it
 lists, reopens and deletes the whole store or only a browser's own runs depends on who can reach the app:
 
 * **shared** when Streamlit listens on this machine only (``server.address`` is ``localhost``, ``127.0.0.1`` or
@@ -116,7 +116,7 @@ def browser_runs() -> BrowserRuns:
     """This browser's view of the app's run store (its owner key; shared or not by the server's address)."""
     import streamlit as st
 
-    from ..panels.jobs import owner_key
     from . import resources
+    from .state import owner_key
 
     return BrowserRuns(resources.run_store(), owner_key(), shared_store(st.get_option("server.address")))

@@ -1,4 +1,5 @@
-"""The app's settings (what the sidebar chose) and every session-state key, initialised in one place."""
+"""The app's settings (what the sidebar chose), every session-state key, initialised in one place, and this browser's
+owner key (the session's ``jobs_owner``, kept in the URL)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fairrag_core.retrieval import RetrieverKind
 from fairrag_core.settings import DEFAULT_CANDIDATES
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
-           "drop_stale", "RESTORE_KEYS", "controls_snapshot", "query_after_collection_change"]
+           "drop_stale", "RESTORE_KEYS", "controls_snapshot", "query_after_collection_change", "owner_key"]
 
 DEFAULT_COLLECTION = "running-shoes"
 
@@ -55,7 +56,7 @@ SESSION_DEFAULTS: dict[str, object] = {
     "deterministic": False,
     "alpha_animation": [],  # the Playground's Animate α: the stops still to show, next first
     "presenter": False,  # projector mode: large type, high contrast, titles instead of ids
-    "jobs_owner": None,  # this browser's job owner key (fairrag_studio.panels.jobs.owner_key; also in the URL)
+    "jobs_owner": None,  # this browser's job owner key (owner_key below; also in the URL)
     "exposure_sweeps": {},  # sweep key → (table, documents)
     "rag_runs": {},  # playground ranking key → RagRun
     "audit_saved": {},  # audit request → run id in the store
@@ -133,3 +134,22 @@ def query_after_collection_change(query: str, previous: str | None, collection, 
     except FairRAGError:  # an upload whose folder is gone: the query cannot be told apart, keep it
         return query
     return first if old.find_query(query) is not None else query
+
+
+def owner_key() -> str:
+    """This browser's owner key (from the session, else the URL, else a new one), written back to the URL. Only
+    keys this server issued are kept (:func:`fairrag_studio.services.owners.is_issued`); the jobs panel
+    (:mod:`fairrag_studio.panels.jobs`) says why the key lives in the URL."""
+    import streamlit as st
+
+    from . import owners
+
+    owner = st.session_state.get("jobs_owner")
+    if not owners.is_issued(owner):
+        owner = st.query_params.get("owner")
+    if not owners.is_issued(owner):
+        owner = owners.new_key()
+    st.session_state["jobs_owner"] = owner
+    if st.query_params.get("owner") != owner:
+        st.query_params["owner"] = owner
+    return owner

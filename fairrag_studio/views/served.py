@@ -37,6 +37,7 @@ from .audit import display_ledger, groupings, with_interval
 from .explain import SERVED_REPORT_INTRO
 from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
+from .what_if import what_if_section
 
 __all__ = ["DEMO_LOG", "save_served_upload", "safe_upload_name", "read_served",
            "headline_table", "queries_table", "lines_table", "build_log_report", "served_label", "served_input",
@@ -235,8 +236,6 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
              *(["attributed share"] if attributed else []), "target share", "gap (retrieval − target)",
              *(["gap (attributed − target)"] if attributed else [])]
     if record.extra.get("what_if"):  # the replay the CLI stored or the page ran: after the ledgers it changes
-        from .what_if import what_if_section
-
         sections.append(what_if_section(record.extra["what_if"]))
     sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,
                                      attribution=_attribution_text(run), inputs=inputs)
