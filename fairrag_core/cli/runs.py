@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..metrics.registry import SWEEP, keys
+from ..errors import InvalidParameterError
+from ..metrics.registry import LOG_HEADLINE, METRICS, SWEEP, keys
 
 __all__ = ["register"]
 
@@ -42,13 +43,13 @@ def _cmd_runs(args, out) -> int:
                 print(f"deleted {run_id}", file=out)
             return 0
         if args.action == "compare":
-            columns = {}
-            for run_id in args.run_ids:
-                table = store.load(run_id).table
-                present = [m for m in keys(SWEEP) if m in table.columns]  # the per-system metrics
-                means = table.assign(alpha=table["alpha"].fillna(float("inf"))).groupby("alpha")[present].mean()
-                columns[run_id] = means
-            merged = pd.concat(columns, axis=1)
+            runs = {run_id: store.load(run_id) for run_id in args.run_ids}
+            logs = {_is_log(run) for run in runs.values()}
+            if len(logs) > 1 or any("alpha" not in run.table.columns for run in runs.values() if not _is_log(run)):
+                raise InvalidParameterError(
+                    "`runs compare` puts sweeps (per α) or log audits side by side, not a mix or a comparison; "
+                    "compare them with `python -m fairrag_core compare-runs run:ID run:ID --collection NAME`")
+            merged = pd.concat({run_id: _means(run) for run_id, run in runs.items()}, axis=1)
             print(merged.to_json(orient="split") if args.json else merged.round(3).to_string(), file=out)
             return 0
         run = store.load(args.run_ids[0])
@@ -60,3 +61,25 @@ def _cmd_runs(args, out) -> int:
             print(json.dumps(run.record.to_dict(), indent=2, default=str), file=out)
             print(run.table.to_string(index=False), file=out)
     return 0
+
+
+def _is_log(run) -> bool:
+    from ..record import RunKind
+
+    return run.record.kind is RunKind.AUDIT_LOG
+
+
+def _means(run):
+    """A stored run's mean metrics: per α for a sweep (its :data:`~fairrag_core.metrics.registry.SWEEP` metrics), or
+    one row over the queries for a log audit, which has no α (its headline metrics, the attribution ones per source,
+    ``ear_cited``; metrics it did not measure left out)."""
+    from ..audit.rag_log import SOURCE_LABELS
+
+    table = run.table
+    if not _is_log(run):
+        present = [m for m in keys(SWEEP) if m in table.columns]  # the per-system metrics
+        return table.assign(alpha=table["alpha"].fillna(float("inf"))).groupby("alpha")[present].mean()
+    columns = [column for key in keys(LOG_HEADLINE)
+               for column in (METRICS[key].columns(tuple(SOURCE_LABELS)) if METRICS[key].per_source else (key,))]
+    present = [c for c in columns if c in table.columns and table[c].notna().any()]
+    return table[present].mean().to_frame("mean over queries").T

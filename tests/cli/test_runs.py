@@ -1,0 +1,71 @@
+"""``runs compare``: sweeps per α, log audits over their queries, and a mix refused with the command that fits."""
+
+import io
+import json
+
+import pytest
+
+from fairrag_core.audit.store import RunStore
+from fairrag_core.cli import main
+from fairrag_core.ranking.sweep import SweepConfig, exposure_sweep
+
+
+def run(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+@pytest.fixture()
+def log_path(tmp_path, shoes):
+    ids = shoes.doc_ids
+    rows = [{"query_id": "rs-q01", "ranking": ids[:5], "answer": "x", "citations": [ids[0]]},
+            {"query_id": "rs-q01", "ranking": ids[1:6], "answer": "y", "citations": []},
+            {"query_id": "walk-in", "query": "shoes for walking", "ranking": ids[10:15], "citations": [ids[12]]}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _audit(log_path, store, *extra):
+    code, text = run(["audit-log", str(log_path), "--collection", "running-shoes", "--seed", "4", "--boot", "50",
+                      "--store", str(store), "--json", *extra])
+    assert code == 0
+    payload = json.loads(text)
+    return payload["run_id"], {r["metric"]: r["estimate"] for r in payload["summary"]}
+
+
+def test_compare_puts_two_log_audits_side_by_side_with_their_headline_means(log_path, tmp_path):
+    store = tmp_path / "runs.duckdb"
+    first, first_headline = _audit(log_path, store)
+    second, second_headline = _audit(log_path, store, "--k", "3")
+    code, text = run(["runs", "compare", first, second, "--store", str(store), "--json"])
+    assert code == 0  # it raised KeyError: 'alpha' (a log audit's table has no α column)
+    table = json.loads(text)
+    assert table["index"] == ["mean over queries"]
+    columns = [tuple(c) for c in table["columns"]]
+    assert columns == [(run_id, metric) for run_id in (first, second)
+                       for metric in ("ee_d", "ee_r", "ear_cited", "eae_d_cited", "eae_d_per_cited_cited")]
+    means = dict(zip(columns, table["data"][0], strict=True))
+    for run_id, headline in ((first, first_headline), (second, second_headline)):
+        assert means[run_id, "ee_d"] == pytest.approx(headline["ee_d"])  # the audit's own headline
+        assert means[run_id, "ee_r"] == pytest.approx(headline["ee_r"])
+    assert means[first, "ear_cited"] == pytest.approx(0.15)  # (0.1 + 0.2) / 2: 1 of 5 shown cited, then 1 of 10
+    code, text = run(["runs", "compare", first, second, "--store", str(store)])
+    assert code == 0 and text.splitlines()[-1].startswith("mean over queries")
+
+
+def test_compare_refuses_a_log_audit_beside_a_sweep_naming_compare_runs(log_path, tmp_path, capsys, shoes,
+                                                                         shoes_bm25):
+    store = tmp_path / "runs.duckdb"
+    audit, _ = _audit(log_path, store)
+    swept = exposure_sweep(shoes, shoes_bm25, SweepConfig(alphas=(0.0, 2.0), n_samples=4, k=3, seed=1,
+                                                          query_ids=("rs-q01",)))
+    with RunStore(store) as runs:
+        sweep = runs.save(swept)
+    code, text = run(["runs", "compare", sweep, sweep, "--store", str(store)])
+    lines = text.splitlines()
+    assert code == 0 and lines[1].split() == ["ee_d", "ee_r"] and lines[2].split() == ["alpha"]  # per α, as before
+    assert [line.split()[0] for line in lines[3:]] == ["0.0", "2.0"]
+    code, _ = run(["runs", "compare", sweep, audit, "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2 and "compare-runs run:ID run:ID --collection NAME" in err and len(err.strip().splitlines()) == 1
