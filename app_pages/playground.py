@@ -133,12 +133,36 @@ def query_stops(scores: np.ndarray, k: int, candidates: int | None) -> tuple[flo
 # and the query box (the interactive-latency budget is a few hundred milliseconds).
 @st.fragment
 def ranking_and_answers() -> None:
+    """The Playground below the query box, in the order it draws: the α knob, the ranking's tiles, the sampled
+    rankings and their exposure, Generate, then the answers' tiles and cards (each step a function below)."""
     try:
         scores = resources.scores_for(settings, query)
     except FairRAGError as err:
         st.error(str(err))
         return
-    stops = query_stops(scores, settings.k, settings.candidates)
+    alpha_used = _alpha_knob(query_stops(scores, settings.k, settings.candidates))
+
+    config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
+                           candidates=settings.candidates)
+    try:
+        ranking = run_ranking(collection, resources.retriever_for(settings), query, config, scores=scores, n_boot=300)
+    except FairRAGError as err:
+        st.error(str(err))
+        return
+
+    docs = [collection.documents[i] for i in ranking.candidate_indices]
+    distinct = len({tuple(r) for r in ranking.rankings.tolist()})
+    _ranking_tiles(ranking, docs, distinct, alpha_used)
+    _rankings_and_exposure(ranking, docs, distinct)
+    rag = _answers(ranking, scores, alpha_used, distinct)
+    if rag is not None:
+        _answer_tiles(rag)
+        _answer_cards(rag, ranking)
+
+
+def _alpha_knob(stops: tuple[float, ...]) -> float:
+    """The α slider over this query's stops, the Deterministic toggle and Animate α; the α to rank at (∞ when
+    deterministic)."""
     playing = st.session_state["alpha_animation"]
     if playing:  # Animate α: show the next stop (the slider follows), then come back after a pause
         st.session_state["alpha"] = playing.pop(0)
@@ -162,21 +186,14 @@ def ranking_and_answers() -> None:
         alpha = st.select_slider("α — fairness knob (0 = uniform over candidates, large = deterministic)",
                                  options=list(stops), format_func=lambda a: f"{a:g}", key="alpha",
                                  disabled=deterministic)
-    alpha_used = math.inf if deterministic else float(alpha)
+    return math.inf if deterministic else float(alpha)
 
-    config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
-                           candidates=settings.candidates)
-    try:
-        ranking = run_ranking(collection, resources.retriever_for(settings), query, config, scores=scores, n_boot=300)
-    except FairRAGError as err:
-        st.error(str(err))
-        return
 
+def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> None:
+    """The ranking's notes and tiles (EE-D, EE-R, providers reached, distinct rankings) with their captions."""
     for note in ranking.notes:  # e.g. K = all on a large collection: α no longer separates the top documents
         st.warning(f"{note[0].upper()}{note[1:]} (the sidebar's K).")
     summary = ranking.summary
-    docs = [collection.documents[i] for i in ranking.candidate_indices]
-    distinct = len({tuple(r) for r in ranking.rankings.tolist()})
     distinct_sets = len({frozenset(r) for r in ranking.rankings.tolist()})
     providers_reached = len({docs[p].provider for p in np.unique(ranking.rankings)})
     in_pool = len({d.provider for d in docs})
@@ -207,6 +224,10 @@ def ranking_and_answers() -> None:
     glossary_note(["EE-D", "EE-R", "providers reached"])
     explainer(explain.METRICS)
 
+
+def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
+    """The sampled rankings grid (with its PNG and HTML downloads) beside, or on a projector under, the exposure
+    chart by provider or by document."""
     # On a projector the grid shows titles in large type: it takes the full width (all k columns in view) and the
     # exposure chart goes under it.
     left, right = (st.container(), st.container()) if presenter else st.columns([3, 2])
@@ -240,7 +261,10 @@ def ranking_and_answers() -> None:
                                  key="providers")
         explainer(explain.EXPOSURE)
 
-    # -- generation ---------------------------------------------------------------------------------------------------
+
+def _answers(ranking, scores: np.ndarray, alpha_used: float, distinct: int):
+    """Generate answers as a background job and follow it; the finished run (a RagRun), or None while there is
+    none (the job's progress, or what Generate would cost, is shown instead)."""
     st.divider()
     st.subheader("Answers and citations")
     run_key = (settings, ranking.query_text, alpha_used)
@@ -269,7 +293,7 @@ def ranking_and_answers() -> None:
         if job.active:
             follow_answers(job, partial, lambda answer: answer_card(answer, ranking, collection, settings.n_samples,
                                                                     live=True))
-            return
+            return None
         if job.error:
             st.error(job.error)
         elif job.status.value == "cancelled":
@@ -291,8 +315,12 @@ def ranking_and_answers() -> None:
                 f"{shown_docs} documents) with {settings.generator} and check its citations with "
                 f"{settings.attributor}.{estimate}")
         explainer(explain.ANSWERS)
-        return
+        return None
+    return rag
 
+
+def _answer_tiles(rag) -> None:
+    """The answers' tiles (EU, EU normalised, EAR, EAE-D, EAE-D/cited) with their captions."""
     tiles = st.columns(5)
     metric_words = METRIC_WORDS.get(rag.metric.value, rag.metric.value)
     tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {metric_words}."))
@@ -316,6 +344,10 @@ def ranking_and_answers() -> None:
             st.caption(f"{'EAE-D and EAE-D/cited' if name == 'eae_d' else 'EU normalised'} have no value: {reason}.")
     explainer(explain.ANSWERS)
 
+
+def _answer_cards(rag, ranking) -> None:
+    """Where the answers came from, the 20 most frequent answers' cards, retrieval against attributed exposure per
+    document, and every answer as a table."""
     cached = sum(a.cached for a in rag.answers)
     prepared = prepared_class()
     source = (f"{cached} of {len(rag.answers)} answers came from the disk cache"
