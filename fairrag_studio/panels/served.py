@@ -1,7 +1,7 @@
 """The Audit page's "Served log or run" tab: pick a log or run (demo, upload, a file of the server's data folder
-``$FAIRRAG_DATA_DIR``: :mod:`.data_dir`), audit it, show the headline with intervals, the ledger, the per-query
-drill-down and the report. Streamlit widgets only; the computing is in :mod:`fairrag_core.audit.rag_log` and the
-tables in :mod:`fairrag_studio.views.served`."""
+``$FAIRRAG_DATA_DIR``: :mod:`fairrag_studio.services.data_dir`), audit it, show the headline with intervals, the ledger,
+the per-query drill-down and the report. Streamlit widgets only; the computing is in :mod:`fairrag_core.audit.rag_log`
+and the tables in :mod:`fairrag_studio.views.served`."""
 
 from __future__ import annotations
 

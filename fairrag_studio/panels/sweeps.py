@@ -1,10 +1,10 @@
 """Running sweeps from a page: fast exposure sweeps at once, RAG sweeps as background jobs.
 
-A sweep with answers is planned in the page script (the models load there, under their spinners) and handed to a
-job (:mod:`.jobs`): a worker thread runs its (query, α) tasks one by one, reports progress, stops at Cancel within
-one answer, keeps every finished task in the job, and saves the finished sweep to the run store. The page follows
-the job and shows what is finished; leaving the page or reloading the browser does not stop it. A new job for the
-same request starts from the tasks an earlier (cancelled or failed) one finished.
+A sweep with answers is planned in the page script (the models load there, under their spinners) and handed to a job
+(:mod:`fairrag_studio.services.jobs`): a worker thread runs its (query, α) tasks one by one, reports progress, stops at
+Cancel within one answer, keeps every finished task in the job, and saves the finished sweep to the run store. The page
+follows the job and shows what is finished; leaving the page or reloading the browser does not stop it. A new job for
+the same request starts from the tasks an earlier (cancelled or failed) one finished.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A page script stops when its user moves to another page, reloads, or touches a w
 minutes to hours. So a page hands the work to :class:`JobRunner`, which starts one daemon thread per job and keeps
 the job's row in the job table (:class:`fairrag_core.audit.jobs.JobTable`, a SQLite file beside the run store):
 status, progress, ETA, the error message or the run it saved. Every page draws this session's jobs in the sidebar
-(:mod:`.jobs_panel`), and the page that started a job shows its result when it is done.
+(:mod:`fairrag_studio.panels.jobs`), and the page that started a job shows its result when it is done.
 
 The work is a function ``work(ctx) -> run_id | None`` of a :class:`JobContext`. It reports ``ctx.progress(done,
 total)``, calls ``ctx.tick()`` between steps (and passes it to the models as
