@@ -268,6 +268,6 @@ def test_core_imports_without_streamlit_torch_or_llama_cpp():
 
 
 def test_every_subpackage_says_what_it_implements():
-    for init in PACKAGE.rglob("__init__.py"):
+    for init in [*PACKAGE.rglob("__init__.py"), *STUDIO.rglob("__init__.py")]:
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc and len(doc) > 80, f"{init} needs a docstring that says what it implements and cites its source"
