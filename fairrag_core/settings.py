@@ -29,7 +29,7 @@ from .option_types import candidates_arg, positive_arg
 from .options import MIN_REL, SEED, option
 from .seeds import check_seed
 
-__all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of", "DEFAULT_CANDIDATES"]
+__all__ = ["Settings", "SamplingSettings", "settings_class", "fields_of", "DEFAULT_CANDIDATES", "PLAYGROUND_SAMPLING"]
 
 #: The first-stage cut-off K every run samples among unless told otherwise: the CLI, the Python API and the app.
 #: Over many more candidates α hardly separates the top documents (scores min-maxed into [1, 2]; see
@@ -176,3 +176,8 @@ class SamplingSettings(Settings):
         check_positive_int(self.k, "k", hint="documents given to the generator, e.g. 5")
         if self.seed is not None:
             check_seed(self.seed)
+
+
+#: What the app's Playground samples by default (its sidebar's k, N, K and seed): small N for a live page, a fixed
+#: seed so a class sees the same grid. ``warm`` prepares exactly these answers (``make class``).
+PLAYGROUND_SAMPLING = SamplingSettings(n_samples=20, k=5, seed=42)

@@ -22,13 +22,14 @@ from ..rag.pipeline import RagConfig
 from ..rag.prepared import PreparedClass, mark_prepared_class
 from ..rag.presets import PRESETS
 from ..ranking.sweep import SweepConfig
+from ..settings import PLAYGROUND_SAMPLING
 from .common import add_command, add_common, add_settings, load_inputs, load_models, print_json, settings
 
 __all__ = ["register"]
 
 #: The Playground's defaults (fairrag_studio/services/state.py): α = 2 and the Deterministic toggle, k, N, K and seed.
 PLAYGROUND_ALPHAS = parse_alphas("2,inf")
-PLAYGROUND = {"n_samples": 20, "k": 5, "candidates": 20, "seed": 42}
+PLAYGROUND = {name: getattr(PLAYGROUND_SAMPLING, name) for name in ("n_samples", "k", "candidates", "seed")}
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ from fairrag_core.rag.generation import PROMPT_STYLES
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
 from fairrag_core.retrieval import RetrieverKind
-from fairrag_core.settings import DEFAULT_CANDIDATES
+from fairrag_core.settings import PLAYGROUND_SAMPLING
 
 from ..services import resources, uploads
 from ..services.identity import collection_identity
@@ -142,18 +142,19 @@ def render_sidebar() -> Settings:
         embedder = side.selectbox("Embedder", list(EMBEDDERS), key="embedder",
                                   help="minilm ships offline; others need the Hugging Face hub or a local copy.")
     max_k = max(1, min(20, len(coll)))
-    k = side.slider("k (documents given to the generator)", 1, max_k, min(5, max_k), key="k")
+    k = side.slider("k (documents given to the generator)", 1, max_k, min(PLAYGROUND_SAMPLING.k, max_k), key="k")
     candidates = side.select_slider("Candidates K (first-stage cut-off)", options=[10, 20, 50, 100, "all"],
-                                    value=DEFAULT_CANDIDATES, key="candidates",
+                                    value=PLAYGROUND_SAMPLING.candidates, key="candidates",
                                     help="The stochastic ranker samples among the K best-scored documents.")
     n_cand = len(coll) if candidates == "all" else min(int(candidates), len(coll))
     if k > n_cand:
         side.warning(f"k={k} is larger than the {n_cand} candidates; using k={n_cand}.")
         k = n_cand
-    n_samples = side.slider("N (sampled rankings)", 5, 200, 20, step=5, key="n_samples",
+    n_samples = side.slider("N (sampled rankings)", 5, 200, PLAYGROUND_SAMPLING.n_samples, step=5, key="n_samples",
                             help="How many rankings the stochastic retriever draws. Generation runs once per "
                                  "distinct ranking, so larger N costs more only when rankings differ.")
-    seed = int(side.number_input("Seed", min_value=0, max_value=2**31 - 1, value=42, step=1, key="seed",
+    seed = int(side.number_input("Seed", min_value=0, max_value=2**31 - 1, value=PLAYGROUND_SAMPLING.seed, step=1,
+                                 key="seed",
                                  help="Same seed, same settings → the same rankings and answers."))
 
     side.header("Answers")

@@ -10,7 +10,7 @@ from fairrag_core.models.catalog import DEFAULTS
 from fairrag_core.rag.citations import CitationPolicy
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS
 from fairrag_core.retrieval import RetrieverKind
-from fairrag_core.settings import DEFAULT_CANDIDATES
+from fairrag_core.settings import PLAYGROUND_SAMPLING
 
 __all__ = ["Settings", "DEFAULT_COLLECTION", "SESSION_DEFAULTS", "PAGE_WIDGETS", "init_session", "keep_page_widgets",
            "drop_stale", "RESTORE_KEYS", "controls_snapshot", "query_after_collection_change", "owner_key"]
@@ -25,10 +25,10 @@ class Settings:
     collection: str  # a demo collection's name, or the folder of an uploaded one
     retriever: RetrieverKind = RetrieverKind.BM25
     embedder: str = DEFAULTS["embedder"]
-    k: int = 5
-    n_samples: int = 20
-    seed: int = 42
-    candidates: int | None = DEFAULT_CANDIDATES  # first-stage cut-off K (None: every document is a candidate)
+    k: int = PLAYGROUND_SAMPLING.k
+    n_samples: int = PLAYGROUND_SAMPLING.n_samples
+    seed: int = PLAYGROUND_SAMPLING.seed
+    candidates: int | None = PLAYGROUND_SAMPLING.candidates  # first-stage cut-off K (None: every document)
     answers: str = DEFAULT_PRESET  # an answer preset's name (fairrag_core.rag.presets), or "custom"
     generator: str = PRESETS[DEFAULT_PRESET].generator
     prompt_style: str = PRESETS[DEFAULT_PRESET].style
