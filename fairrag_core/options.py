@@ -385,10 +385,9 @@ MODEL = Option(("--model",), "dense model: short name (minilm), HF id or local f
 #: ``--device``: where models run (not part of a run's record: it does not change its numbers).
 DEVICE = Option(("--device",), "where models run: cpu, cuda or mps", default_text="auto")
 #: ``--generator``, ``--nli``, ``--prompt-style``: the models a run with answers used (the CLI binds their defaults
-#: from the model catalog and the answer presets).
+#: from the model catalog and the answer presets, and completes ``--nli``'s help with the catalogue's attributors).
 GENERATOR = Option(("--generator",), "generator: a catalog name, any HF id or folder", always=True)
-NLI = Option(("--nli",), "NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder",
-             always=True)
+NLI = Option(("--nli",), "NLI attributor", always=True)
 PROMPT_STYLE = Option(("--prompt-style",), "how the generator is asked ('short' is the original few-word prompt; "
                       "docs/answers.md compares them)", always=True)
 #: ``--json``: the output's form (no part of a reproduce command).

@@ -57,6 +57,7 @@ from ..data.rag_log import RagLog, load_served
 from ..data.traces import MultipleRetrievals, TraceMap
 from ..errors import InvalidParameterError
 from ..metrics.expeval import METRICS, UserModel
+from ..models.catalog import DEFAULTS
 from ..option_types import level_arg, positive_arg, unit_arg
 from ..options import (
     MIN_REL,
@@ -198,7 +199,8 @@ def _resolve_source(config: LogAuditConfig, log: RagLog | ColumnLog, judge: bool
             raise InvalidParameterError(f"{log.source} logs no answers to judge; use attribution 'logged' or 'none'")
         if not judge:
             raise InvalidParameterError(f"attribution {source.value!r} needs an NLI attributor; pass "
-                                        "attributor=load_attributor('qwen-judge') (or --nli on the command line)")
+                                        f"attributor=load_attributor({DEFAULTS['attributor']!r}) (or --nli on the "
+                                        "command line)")
     return source
 
 

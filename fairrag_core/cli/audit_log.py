@@ -22,6 +22,7 @@ from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
 from ..errors import FairRAGError, InvalidParameterError
 from ..metrics.attribution import HOW_TO_READ
+from ..models.catalog import DEFAULTS
 from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, add_options
 from .backend_options import add_backend, models_spec, on_backend
 from .common import add_command, add_settings, add_store, keep_run, print_undefined, records, settings, stderr_progress
@@ -53,7 +54,7 @@ def register(sub) -> None:
                                                    "--provider-map"), default=None)
     for name in _READING:
         add_options(p, LogAuditConfig, only=(name,))
-    add_option(p, replace(NLI, help="NLI attributor for judge/both", default_text="the offline qwen-judge"))
+    add_option(p, replace(NLI, help=f"{NLI.help} for judge/both", default_text=f"the offline {DEFAULTS['attributor']}"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
     add_settings(p, LogAuditConfig, skip=("log", *_READING, *_WHAT_IF))

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..checks import parse_list as id_list  # --queries q1,q2 → ("q1", "q2"); absent → ()
@@ -85,13 +85,15 @@ def add_common(parser: argparse.ArgumentParser, cls: type = SamplingSettings, *,
     add_option(parser, MODEL)
     add_option(parser, DEVICE)
     if models:
-        from ..models.catalog import DEFAULTS
+        from ..models.catalog import ATTRIBUTORS, DEFAULTS, listed
         from ..rag.generation import PROMPT_STYLES
         from ..rag.presets import DEFAULT_PRESET, PRESETS
 
         add_option(parser, GENERATOR, default=DEFAULTS["generator"])
         if attributor:
-            add_option(parser, NLI, default=DEFAULTS["attributor"])
+            menu = listed(ATTRIBUTORS, DEFAULTS["attributor"], marked="offline default")
+            add_option(parser, replace(NLI, help=f"{NLI.help}: {menu}, an HF id or folder"),
+                       default=DEFAULTS["attributor"])
         add_option(parser, PROMPT_STYLE, default=PRESETS[DEFAULT_PRESET].style, choices=list(PROMPT_STYLES))
     add_settings(parser, cls, **options)
     add_option(parser, JSON)

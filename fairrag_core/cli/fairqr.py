@@ -8,6 +8,7 @@ import json
 import sys
 
 from ..data.export import write_table
+from ..models.catalog import REFINER, listed, role_models
 from ..retrieval import build_retriever
 from .backend_options import add_backend, on_backend
 from .common import add_command, count_arg, id_list, load_inputs, positive_arg, print_json, records
@@ -47,8 +48,8 @@ def register(sub) -> None:
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collection", default="people", help="collection with group labels (default: people)")
     parser.add_argument("--refiner", default="keywords",
-                        help="'keywords' (corpus keywords, no model; default) or an LLM: qwen2.5-1.5b, smollm2-135m, "
-                             "an HF id or a local folder (the paper's prompt)")
+                        help=f"'keywords' (corpus keywords, no model; default) or an LLM: "
+                             f"{listed(role_models(REFINER))}, an HF id or a local folder (the paper's prompt)")
     parser.add_argument("--top-k", type=positive_arg, default=20, help="documents per retrieval K (default 20)")
     parser.add_argument("--max-iterations", type=count_arg, default=5,
                         help="maximum refinements (default 5, as the paper)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..models.catalog import DEFAULTS, EXPLORER, listed, role_models
+from ..options import MODEL
 from ..retrieval import RetrieverKind
 from . import richrag_ranker
 from .common import add_command, load_inputs, positive_arg, print_json
@@ -31,9 +33,10 @@ def register(sub) -> None:
                                 "[sn]), parse the reply robustly, and fall back (with a note) to the collection's own "
                                 "aspects or to keyword aspects of the top documents when the reply is unusable.")
     _add_source_options(p)
-    p.add_argument("--explorer", default="qwen2.5-1.5b",
-                   help="explorer LLM: qwen2.5-1.5b (default), smollm2-135m, an HF id or folder; 'none' skips the "
-                        "model (collection aspects, else keywords)")
+    explorer = DEFAULTS["explorer"]
+    p.add_argument("--explorer", default=explorer,
+                   help=f"explorer LLM: {listed(role_models(EXPLORER), explorer)}, an HF id or folder; 'none' skips "
+                        "the model (collection aspects, else keywords)")
 
     p = add_command(
         sub, "rich-rank", _cmd_rich_rank, help="RichRAG pool for one query and its ranked lists (relevance, MMR, "
@@ -46,7 +49,7 @@ def register(sub) -> None:
                    help="LLM for queries the collection does not hold (default none: keyword aspects)")
     p.add_argument("--retriever", default="bm25", choices=[k.value for k in RetrieverKind],
                    help="first-stage scorer per aspect (default bm25)")
-    p.add_argument("--model", default=None, help="dense model: short name (minilm), HF id or local folder")
+    p.add_argument("--model", default=None, help=MODEL.help)
     p.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     p.add_argument("--per-aspect", "-N", type=positive_arg, default=10, help="documents per aspect N (default 10)")
     p.add_argument("--capacity", "-M", type=positive_arg, default=40, help="pool capacity M (default 40)")

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from ..checks import parse_alphas
+from ..models.catalog import DEFAULTS
 from .common import add_command, alphas_arg, count_arg, positive_arg, print_json, records, seed_arg
 
 __all__ = ["register"]
@@ -43,7 +44,8 @@ def register(sub) -> None:
                         "fixed split (default)")
     p.add_argument("--answers", action="store_true",
                    help="also write a rich answer from every system's top k and score its Com-ROUGE (slow)")
-    p.add_argument("--generator", default="smollm2-135m", help="generator for --answers (default smollm2-135m)")
+    writer = DEFAULTS["rich_writer"]
+    p.add_argument("--generator", default=writer, help=f"generator for --answers (default {writer})")
     p.add_argument("--answer-queries", type=positive_arg, default=0,
                    help="--answers on the first N evaluated queries only (default: all; about a minute per answer "
                         "on a busy 2-core CPU)")

@@ -37,7 +37,8 @@ from .gguf import GGUFWeights
 __all__ = [
     "ModelSpec", "Use", "CatalogModel", "CATALOG", "EMBEDDERS", "GENERATORS", "ATTRIBUTORS", "DEFAULTS",
     "model_for", "use_of", "language_model_name", "attributor_option", "pinned_weights", "resolve_embedder",
-    "describe_model", "load_language_model", "loaded_models", "shared", "OFFLINE_LLMS", "HUB_NLI",
+    "describe_model", "load_language_model", "loaded_models", "shared", "OFFLINE_LLMS", "HUB_NLI", "role_models",
+    "offline_language_models", "listed", "JUDGE", "REFINER", "EXPLORER", "DEFAULT_EMBEDDER",
 ]
 
 #: The roles a name fills (:attr:`Use.role`) and the further roles a language model fills (:attr:`CatalogModel.roles`).
@@ -207,6 +208,9 @@ HUB_NLI = {u.name: _NAMES[u.name][0].hub_id for u in _uses(ATTRIBUTOR) if u.back
 #: The offline default of every role (``judge``: the language model behind the default attributor).
 DEFAULTS = {"embedder": "minilm", "generator": "qwen2.5-0.5b", "attributor": "qwen-judge"}
 DEFAULTS["judge"] = QWEN_1_5B.llm_name
+#: ``aspects``' explorer; ``rich-eval --answers``' writer: the smallest model, as it writes one answer per system and
+#: query (about a minute each on a busy 2-core CPU).
+DEFAULTS["explorer"], DEFAULTS["rich_writer"] = QWEN_1_5B.llm_name, SMOLLM2_135M.llm_name
 DEFAULT_EMBEDDER = DEFAULTS["embedder"]
 
 
@@ -244,6 +248,25 @@ def attributor_option(stored: str | None) -> str:
     if stored.startswith("judge:") and (model := model_for(plain)) is not None and model.llm_name == plain:
         return next((u.name for u in model.uses if u.backend == "llm-judge"), plain)
     return plain
+
+
+def role_models(role: str) -> tuple[str, ...]:
+    """The language models offered for ``role`` (:data:`JUDGE`, :data:`REFINER`, :data:`EXPLORER`), by the names
+    that load them, the largest weights first: menus and help texts offer the most capable first."""
+    found = [m for m in CATALOG if role in m.all_roles and m.llm_name]
+    return tuple(m.llm_name for m in sorted(found, key=lambda m: -(m.weights.size if m.weights else 0)))
+
+
+def offline_language_models() -> tuple[str, ...]:
+    """The language models that load without the hub (their llama-cpp names), in the catalogue's order."""
+    return tuple(m.llm_name for m in CATALOG if m.offline and m.llm_name)
+
+
+def listed(names: tuple[str, ...] | list[str], default: str | None = None, *, marked: str = "default") -> str:
+    """``names`` as a help text lists them, the ``default`` first and marked: ``qwen-judge (offline default),
+    roberta-large-mnli``."""
+    first = [f"{default} ({marked})"] if default is not None else []
+    return ", ".join(first + [name for name in names if name != default])
 
 
 def pinned_weights() -> tuple[GGUFWeights, ...]:
@@ -347,9 +370,11 @@ def load_language_model(name: str, *, device: str | None = None):
                 built = LlamaCppModel(resolve_gguf(model.weights), name=name, device=device)
             elif use is not None and model.weights is not None:
                 path = resolve_gguf(model.weights)
-                built = TransformersModel(str(path.parent), name=name, gguf_file=path.name, device=device)
+                built = TransformersModel(str(path.parent), name=name, gguf_file=path.name, device=device,
+                                          offline=offline_language_models())
             else:
-                built = TransformersModel(model.hub_id if use is not None else name, name=name, device=device)
+                built = TransformersModel(model.hub_id if use is not None else name, name=name, device=device,
+                                          offline=offline_language_models())
             _loaded[key] = built
         return _loaded[key]
 

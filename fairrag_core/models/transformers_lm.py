@@ -21,13 +21,16 @@ __all__ = ["TransformersModel"]
 
 
 class TransformersModel(LanguageModel):
-    """A Hugging Face causal or seq2seq model (any hub id or local folder; ``gguf_file`` for GGUF)."""
+    """A Hugging Face causal or seq2seq model (any hub id or local folder; ``gguf_file`` for GGUF).
+
+    ``offline``: the models that load without the hub, which the error names when this one cannot load (the
+    catalogue's loader passes them: the catalogue imports this module, not the other way round)."""
 
     backend = "transformers"
 
     def __init__(self, source: str, *, name: str | None = None, gguf_file: str | None = None,
                  device: str | None = None, batch_size: int = 8, num_beams: int = 1,
-                 max_input_tokens: int = 2048) -> None:
+                 max_input_tokens: int = 2048, offline: Sequence[str] = ()) -> None:
         batch_size = check_positive_int(batch_size, "batch_size", hint="prompts per forward pass")
         num_beams = check_positive_int(num_beams, "num_beams", hint="1 = greedy decoding")
         self.source = source
@@ -37,6 +40,7 @@ class TransformersModel(LanguageModel):
         self.batch_size = batch_size
         self.num_beams = num_beams
         self.max_input_tokens = max_input_tokens
+        self.offline = tuple(offline)
         self._model = None
         self._tokenizer = None
         self._lock = ModelLock(self.name)  # first come, first served; the app shows the queue
@@ -66,9 +70,10 @@ class TransformersModel(LanguageModel):
                 config = AutoConfig.from_pretrained(self.source, **kwargs)
                 tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
             except (OSError, ValueError) as err:
+                instead = f"an offline model ({', '.join(self.offline)}) or " if self.offline else ""
                 raise ModelUnavailableError(
-                    f"cannot load {self.source!r} ({err.__class__.__name__}). Without the Hugging Face hub use an "
-                    "offline model (smollm2-135m, qwen2.5-1.5b) or a local folder"
+                    f"cannot load {self.source!r} ({err.__class__.__name__}). Without the Hugging Face hub use "
+                    f"{instead}a local folder"
                 ) from err
             device = self.device
             dtype = torch.float16 if device.startswith("cuda") else torch.float32

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..errors import InvalidParameterError
 from ..metrics.intervals import bootstrap_mean, paired_comparison
+from ..models.catalog import DEFAULTS
 from ..settings import Settings
 from .baselines import BASELINES, pool_lists
 from .coverage import greedy_coverage, ncom
@@ -123,7 +124,7 @@ class RichEvalConfig(Settings):
     k: int = 5
     ks: tuple[int, ...] = (3, 5, 10)
     answers: bool = False
-    generator: str = "smollm2-135m"
+    generator: str = DEFAULTS["rich_writer"]
     max_new_tokens: int = 320
     answer_queries: int = 0
     answer_systems: tuple[str, ...] = ()

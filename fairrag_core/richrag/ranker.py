@@ -31,6 +31,7 @@ import numpy as np
 from ..checks import check_k
 from ..data.demo import assets_dir
 from ..errors import InvalidParameterError, ModelUnavailableError
+from ..models.catalog import DEFAULT_EMBEDDER
 from .pool import aspect_query
 
 __all__ = ["RankerFeatures", "EncodingCache", "fid_text", "ranker_features", "ListwiseRanker",
@@ -199,7 +200,7 @@ class ListwiseRanker:
         if self._cache is None:
             from ..models.embedder import Embedder
 
-            self._cache = EncodingCache(Embedder(self.manifest.get("encoder", "minilm"), device=self._device))
+            self._cache = EncodingCache(Embedder(self.manifest.get("encoder", DEFAULT_EMBEDDER), device=self._device))
         return self._cache
 
     def features(self, query: str, aspects: Sequence[str], documents: Sequence[str],

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..data import Collection
 from ..errors import InvalidParameterError
+from ..models.catalog import DEFAULT_EMBEDDER
 from .evaluate import (
     RichEvalConfig,
     RichEvaluation,
@@ -42,7 +43,8 @@ def _cache_file(encoder: str) -> Path:
     return cache_dir() / "richrag" / f"encodings-{encoder.replace('/', '_')}.npz"
 
 
-def encoding_cache(encoder: str = "minilm", *, device: str | None = None, persist: bool = True) -> EncodingCache:
+def encoding_cache(encoder: str = DEFAULT_EMBEDDER, *, device: str | None = None,
+                   persist: bool = True) -> EncodingCache:
     """An encoding cache over the frozen ``encoder``, pre-filled from disk when ``persist``."""
     from ..models.embedder import Embedder
 
@@ -113,7 +115,7 @@ def evaluate_saved(collection: Collection, folder: str | Path | None = None, con
     config = config or RichEvalConfig()
     folder = Path(folder) if folder is not None else shipped_ranker_dir()
     own_cache = cache is None
-    encoder = "minilm"
+    encoder = DEFAULT_EMBEDDER
     if own_cache:
         if (folder / MANIFEST_FILE).is_file():
             encoder = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8")).get("encoder", encoder)

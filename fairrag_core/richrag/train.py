@@ -38,6 +38,7 @@ import numpy as np
 from ..checks import check_positive_int
 from ..data import Collection
 from ..errors import InvalidParameterError
+from ..models.catalog import DEFAULT_EMBEDDER
 from ..seeds import derive_seed
 from ..settings import Settings
 from .coverage import coverage_matrix, greedy_coverage, ncom
@@ -80,7 +81,7 @@ class RankerTrainConfig(Settings):
     coverage_bias: bool = True
     pointer_init: float = 1.0
     detach_coverage: bool = True
-    encoder: str = "minilm"
+    encoder: str = DEFAULT_EMBEDDER
 
     def __post_init__(self) -> None:
         super().__post_init__()

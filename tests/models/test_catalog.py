@@ -2,12 +2,15 @@
 
 import dataclasses
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from fairrag_core import InvalidParameterError, RagSweepConfig
 from fairrag_core.cli import build_parser
+from fairrag_core.errors import ModelUnavailableError
 from fairrag_core.models import catalog, gguf, llama_cpp, transformers_lm
 from fairrag_core.rag.attribution import load_attributor
 from fairrag_core.rag.presets import PRESETS, presets_using
@@ -59,7 +62,7 @@ def test_the_menus_and_defaults_come_from_the_catalogue():
     assert catalog.HUB_NLI == {"roberta-large-mnli": "FacebookAI/roberta-large-mnli"}
     assert list(catalog.OFFLINE_LLMS) == ["smollm2-135m", "smollm2-135m-hf", "qwen2.5-0.5b", "qwen2.5-1.5b"]
     assert catalog.DEFAULTS == {"embedder": "minilm", "generator": "qwen2.5-0.5b", "attributor": "qwen-judge",
-                                "judge": "qwen2.5-1.5b"}
+                                "judge": "qwen2.5-1.5b", "explorer": "qwen2.5-1.5b", "rich_writer": "smollm2-135m"}
     judge = catalog.describe_model("qwen-judge")
     assert (judge.source, judge.offline, judge.backend) == ("qwen2.5-1.5b", True, "llm-judge")
     assert catalog.describe_model("flan-t5-base").source == "google/flan-t5-base"
@@ -150,3 +153,43 @@ def test_the_models_panel_names_each_presets_models_from_the_catalogue(preset, m
     assert rows["NLI attributor"].model == "qwen-judge — qwen2.5-1.5b as a prompted 3-way NLI judge"
     assert rows["NLI attributor"].loaded
     assert rows["generator"].loaded == (catalog.language_model_name(preset.generator) == "qwen2.5-1.5b")
+
+
+def test_roles_and_help_lists_come_from_the_catalogue():
+    assert catalog.role_models(catalog.REFINER) == ("qwen2.5-1.5b", "smollm2-135m")  # the largest first
+    assert catalog.role_models(catalog.EXPLORER) == ("qwen2.5-1.5b", "smollm2-135m")
+    assert catalog.role_models(catalog.JUDGE) == ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m")
+    assert catalog.offline_language_models() == ("smollm2-135m", "qwen2.5-0.5b", "qwen2.5-1.5b")
+    assert catalog.listed(catalog.ATTRIBUTORS, "roberta-large-mnli", marked="paper") == \
+        "roberta-large-mnli (paper), qwen-judge"
+    assert catalog.listed(("a", "b")) == "a, b"
+
+
+def test_the_cli_help_names_the_catalogues_models(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapping inside a name (roberta-large-mnli)
+    helps = {}
+    for command in ("aspects", "fair-qr", "rag", "audit-log", "rich-eval"):
+        with pytest.raises(SystemExit):
+            build_parser(command).parse_args([command, "--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    assert "explorer LLM: qwen2.5-1.5b (default), smollm2-135m, an HF id or folder" in helps["aspects"]
+    assert "or an LLM: qwen2.5-1.5b, smollm2-135m, an HF id or a local folder" in helps["fair-qr"]
+    assert "NLI attributor: qwen-judge (offline default), roberta-large-mnli, an HF id or folder (default " \
+           "qwen-judge)" in helps["rag"]
+    assert "NLI attributor for judge/both (default the offline qwen-judge)" in helps["audit-log"]
+    assert "generator for --answers (default smollm2-135m)" in helps["rich-eval"]
+
+
+def test_the_hub_error_names_the_offline_language_models(monkeypatch):
+    def offline(*args, **kwargs):
+        raise OSError("no hub")
+
+    hub = types.SimpleNamespace(from_pretrained=offline)  # stand-ins: the error comes before any weights load
+    fake = types.SimpleNamespace(AutoConfig=hub, AutoTokenizer=hub, AutoModelForCausalLM=hub,
+                                 AutoModelForSeq2SeqLM=hub)
+    monkeypatch.setitem(sys.modules, "transformers", fake)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace())
+    monkeypatch.setattr(catalog, "_loaded", {})
+    with pytest.raises(ModelUnavailableError, match=r"use an offline model \(smollm2-135m, qwen2.5-0.5b, "
+                                                    r"qwen2.5-1.5b\) or a local folder"):
+        catalog.load_language_model("no/such-model")._load()

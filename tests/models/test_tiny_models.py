@@ -158,9 +158,13 @@ def test_seq2seq_backend(tmp_path, tokenizer):
 def test_unreachable_model_names_the_offline_alternatives(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from fairrag_core import ModelUnavailableError
+    from fairrag_core.models import catalog
 
-    with pytest.raises(ModelUnavailableError, match="smollm2-135m, qwen2.5-1.5b"):
-        TransformersModel("google/flan-t5-small").generate([ChatPrompt("", "q")])
+    monkeypatch.setattr(catalog, "_loaded", {})
+    with pytest.raises(ModelUnavailableError, match=r"offline model \(smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b\)"):
+        catalog.load_language_model("google/flan-t5-small").generate([ChatPrompt("", "q")])
+    with pytest.raises(ModelUnavailableError, match="Without the Hugging Face hub use a local folder$"):
+        TransformersModel("google/flan-t5-small").generate([ChatPrompt("", "q")])  # built by hand: no catalogue
 
 
 def test_loaded_reports_whether_the_weights_are_in_memory(tmp_path):
