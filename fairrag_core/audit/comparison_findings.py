@@ -66,7 +66,7 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
                                n_queries=int(row["n_queries"]), detail=True, **common))
         if "ee_d" in rows.index:
             ee_d = rows.loc["ee_d"]
-            change = f"EE-D {_change(ee_d['difference'], ee_d['low'], ee_d['high'])}"
+            change = f"{ee_d['label']} {_change(ee_d['difference'], ee_d['low'], ee_d['high'])}"
             costs = [f"{r['label']} {'falls' if r['difference'] < 0 else 'rises'} {abs(r['difference']):.3f} "
                      f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
                      f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"

@@ -65,6 +65,7 @@ from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.exposure import least_ee_disparity, target_exposure
 from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
+from ..metrics.registry import METRICS
 from ..options import WHAT_IF_ALPHAS, WHAT_IF_SAMPLES
 from ..ranking.sampling import sample_rankings_batch
 from ..seeds import check_seed, derive_seed, new_seed
@@ -541,7 +542,7 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
                        per_query[per_query["alpha"].isin(finite)].assign(system="stochastic")[columns]],
                       ignore_index=True)
     table["fairness_question"] = table["query_id"].map(question).fillna(False).astype(bool)
-    rec = recommend_alpha(table, tolerance=tolerance, metric="ee_r", metric_label="EE-R")
+    rec = recommend_alpha(table, tolerance=tolerance, metric="ee_r", metric_label=METRICS["ee_r"].label)
     asked = table["fairness_question"].any()
     kept = (table[table["fairness_question"]] if asked else table).dropna(subset=["ee_r"])
     over = (f"over the {kept['query_id'].nunique()} judged queries"
@@ -791,7 +792,8 @@ def what_if_text(result: WhatIf) -> list[str]:
     lines = [f"What if it sampled (Plackett-Luce over each query's logged candidates and scores; N = "
              f"{result.n_samples} rankings per query and α, k = {result.k}; {int(result.curve['queries'].iloc[0])} "
              f"queries replayed; {result.level:.0%} intervals over queries; seed {result.seed}):"]
-    lines.append(f"  {'system':<24} {'EE-D':>6} {'interval':<16} {'EE-R':>6} {'interval':<16} largest provider "
+    disparity, relevance = METRICS["ee_d"].label, METRICS["ee_r"].label
+    lines.append(f"  {'system':<24} {disparity:>6} {'interval':<16} {relevance:>6} {'interval':<16} largest provider "
                  "share changes (points vs as served; * beyond noise, Holm)")
     for row in result.curve.itertuples():
         ee_d_int = interval(row.ee_d_low, row.ee_d_high).strip() or "—"
@@ -802,7 +804,8 @@ def what_if_text(result: WhatIf) -> list[str]:
                      f"{changes}".rstrip())
     lines.append(f"  (EE-D per query bias-corrected over its N rankings, as everywhere; shares over "
                  f"{result.shares_over})")
-    lines += [f"  — {'EE-R' if metric == 'ee_r' else metric}: {reason}" for metric, reason in result.undefined.items()]
+    lines += [f"  — {METRICS[metric].label if metric in METRICS else metric}: {reason}"
+              for metric, reason in result.undefined.items()]
     lines += [f"Recommender: {result.recommendation_text}", "What-if findings:"]
     lines += [f"  - [{f.severity.value}] {f.text}" for f in result.findings]
     lines += [f"note: {note}" for note in result.notes]

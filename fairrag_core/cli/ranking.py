@@ -9,6 +9,7 @@ import numpy as np
 
 from ..data import DEMO_COLLECTIONS, load_collection
 from ..data.export import write_table
+from ..metrics.registry import METRICS
 from ..option_types import count_arg
 from ..options import COLLECTION, MODEL, RETRIEVER, Entry, Option, add_option, argv, setting_entries
 from ..ranking import (
@@ -138,7 +139,8 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
     summary = run.summary
     # the estimate printed is always the one inside the interval (bias-corrected for EE-D, the plug-in for EE-R)
     ee_d = summary.ee_d.describe() if summary.ee_d is not None else f"{summary.ee_d_plug_in:.3f} (no interval)"
-    print(f"EE-D (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {k / n:.3f}]", file=out)
+    print(f"{METRICS['ee_d'].label} (disparity, lower is fairer): {ee_d}   [deterministic 1.000, uniform {k / n:.3f}]",
+          file=out)
     if summary.ee_d is not None:
         print(f"     plug-in over these N={run.config.n_samples} samples {summary.ee_d_plug_in:.3f} (biased upward by "
               "the finite N)", file=out)
@@ -146,7 +148,7 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
         ee_r = summary.ee_r.describe() if summary.ee_r is not None else (
             "—" if summary.ee_r_plug_in is None else f"{summary.ee_r_plug_in:.3f} (no interval)")
         det = run.deterministic_summary.ee_r_plug_in
-        print(f"EE-R (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
+        print(f"{METRICS['ee_r'].label} (exposure on useful docs):    {ee_r}   [deterministic {fmt(det)}]", file=out)
     print_undefined(summary.undefined, out)
     print(f"Reproduce with: {rank_command(run)}", file=out)
 
