@@ -7,6 +7,7 @@ import sys
 
 from ..errors import InvalidParameterError
 from ..metrics.registry import LOG_HEADLINE, METRICS, SWEEP, keys
+from ..record import RunKind
 
 __all__ = ["register"]
 
@@ -15,7 +16,8 @@ def register(sub) -> None:
     """Add ``runs`` to the command parser ``sub``."""
     p = sub.add_parser("runs", help="list, show, compare or delete saved runs in the DuckDB run store",
                        description="`runs` lists saved runs; `runs show ID` prints one with the command that "
-                                   "reproduces it; `runs compare ID ID…` puts mean metrics per α side by side.")
+                                   "reproduces it; `runs compare ID ID…` puts mean metrics per α side by side (log "
+                                   "audits: their means over queries).")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "delete"])
     p.add_argument("run_ids", nargs="*", default=[])
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
@@ -64,8 +66,7 @@ def _cmd_runs(args, out) -> int:
 
 
 def _is_log(run) -> bool:
-    from ..record import RunKind
-
+    """Whether ``run`` is a log audit (``audit-log``), whose table is per query with no α."""
     return run.record.kind is RunKind.AUDIT_LOG
 
 
