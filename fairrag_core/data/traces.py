@@ -2,8 +2,9 @@
 the documents of a log (with their providers) when no curated collection exists.
 
 Long because it is one path from a file to served lines — OTLP JSON read and checked with JSON paths, spans reduced
-to what is read, traces assembled under two attribute conventions and a trace map — whose steps share private
-helpers; the last section (documents and providers without a collection) is the part that could stand alone.
+to what is read, traces assembled under two attribute conventions and a trace map, nested retrieval spans made one
+retrieval — whose steps share private helpers; the last section (documents and providers without a collection) is
+the part that could stand alone.
 
 A deployed RAG system that is traced logs spans, not our JSONL log. :func:`read_traces` reads the export the
 OpenTelemetry collector's file exporter writes — one ``{"resourceSpans": [...]}`` object per line (JSON Lines,
@@ -38,12 +39,22 @@ lines, whatever the order of its spans and lines.
 
 A trace that cannot make a served line is **left out and counted** (:attr:`TraceExport.notes`): no retrieval
 span (a health check, a chat turn without retrieval), a retrieval without document ids, a document listed twice,
-citations that are not a list of ids, no query id and no query text, or **several retrieval spans**. The last is
-common in agents; by default such a trace is left out (:attr:`MultipleRetrievals.SKIP`): keeping one of the
-rankings would credit exposure to one retrieval and ignore the others, and merging them would invent an order no
-generator saw. ``FIRST`` or ``LAST`` (by start time) keeps one, for systems where that is known to be the ranking the
-generator read. Only when no trace is usable does the load fail. A malformed export (a value of the wrong type
-where OTLP JSON says what it must be) fails at once, naming the file, the line and the JSON path
+citations that are not a list of ids, no query id and no query text, or **several independent retrieval spans**.
+
+A retrieval span **nested** in another retrieval span of the trace (its descendant through ``parentSpanId``, at any
+depth, through spans of any kind, kept or not) is part of that **one retrieval**: the stock
+openinference-instrumentation-llama-index writes ``BM25Retriever.retrieve`` with the documents and its child
+``BM25Retriever._retrieve`` without; a wrapper may hold them on the inner call instead. The retrieval's documents
+are those of its outermost span that lists any (the outermost span's output is what the caller received; the
+spans inside are its steps). When a span nested in it lists other document ids (a fusion retriever's inputs), the
+outermost list is kept and the trace is counted in the notes. Rerankers nested in a reranker follow the same rule.
+Retrievals **independent** of each other (neither an ancestor of the other: an agent's sub-questions, two
+retrievers side by side) are left out by default (:attr:`MultipleRetrievals.SKIP`), the note naming, for the first
+such trace, the span that holds each one's documents and how many: keeping one of the rankings would credit
+exposure to one retrieval and ignore the others, and merging them would invent an order no generator saw. ``FIRST``
+or ``LAST`` (by the start of each retrieval's outermost span) keeps one, for systems where that one is known to be
+the ranking the generator read. Only when no trace is usable does the load fail. A malformed export (a value of
+the wrong type where OTLP JSON says what it must be) fails at once, naming the file, the line and the JSON path
 (``resourceSpans[0].scopeSpans[1].spans[4].attributes[2].value``).
 
 Without a collection, :func:`documents_from_log` makes one from the logged doc ids (rankings and citations), each
@@ -124,8 +135,9 @@ _EMPTY: Mapping[str, object] = MappingProxyType({})
 
 
 class MultipleRetrievals(str, enum.Enum):
-    """What a trace with several retrieval spans (or several rerankers) gives: nothing (``skip``, counted), or the
-    ranking of the ``first`` or ``last`` of them by start time."""
+    """What a trace with several independent retrievals (or rerankers; spans nested in one another are one, module
+    docstring) gives: nothing (``skip``, counted), or the ranking of the ``first`` or ``last`` of them by the start
+    of their outermost span."""
 
     SKIP = "skip"
     FIRST = "first"
@@ -142,7 +154,7 @@ class TraceMap:
     objects, as ``gen_ai.retrieval.documents``) make the spans that carry them retrieval spans; ``document_id``,
     ``document_score`` and ``document_metadata`` rename the parts of a retrieved document (``document.id`` in
     ``retrieval.documents.{i}.document.id``, ``id`` in a JSON document). ``multiple`` says what a trace with
-    several retrieval spans gives.
+    several independent retrievals gives.
 
     >>> TraceMap.parse(["query_id=app.intent", "answer=app.reply"]).attributes["answer"]
     'app.reply'
@@ -308,6 +320,8 @@ class _Span:
 
     trace_id: str
     span_id: str
+    parent: str  # the parent's span id, "" for a root span
+    name: str
     root: bool
     start: int
     kind: str
@@ -387,8 +401,9 @@ def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
         if _object(event, here, where).get("name") == _GENAI_COMPLETION_EVENT:
             for key, value in _pairs(event, "attributes", here, where, _GENAI_COMPLETION.__eq__):
                 attributes.setdefault(key, value)
-    kind, operation = attributes.get(_KIND), attributes.get(_OPERATION)
-    return _Span(trace_id.strip().lower(), span_id, not parent.strip(), start,
+    kind, operation, name = attributes.get(_KIND), attributes.get(_OPERATION), span.get("name")
+    name = shared.setdefault(name, name) if isinstance(name, str) else ""
+    return _Span(trace_id.strip().lower(), span_id, parent.strip(), name, not parent.strip(), start,
                  kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else "",
                  attributes)
 
@@ -456,11 +471,12 @@ def _exports(path: Path, read: dict) -> Iterator[tuple[int | None, dict]]:
 
 # -- assembling a trace into a served line -----------------------------------------------------------------------
 class _Skip(Exception):
-    """This trace makes no served line; the reason (its one argument) is counted."""
+    """This trace makes no served line; the reason (its first argument) is counted, and the detail (an optional
+    second, e.g. which spans hold documents) is told for the first trace with that reason."""
 
 
 _NO_RETRIEVAL = "no retrieval span"
-_SEVERAL = "several retrieval spans (keep the first or the last with --multi-retrieval)"
+_SEVERAL = "several independent retrieval spans (keep the first or the last with --multi-retrieval)"
 _NO_DOCUMENTS = "a retrieval span without document ids"
 _NO_ID = "a retrieved document without an id"
 _TWICE = "a ranking that lists a document twice"
@@ -679,10 +695,58 @@ class TraceExport:
     sha256: str = ""
 
 
-def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict) -> tuple[int, LogEntry, int]:
+def _nested(candidates: list[_Span], spans: list[_Span], links: Mapping[str, str]) -> list[list[_Span]]:
+    """``candidates`` (retrieval spans, or reranker spans, in order of start) grouped by nesting: each group is an
+    outermost candidate and the candidates below it at any depth (``parentSpanId`` links through any spans of the
+    trace, ``links`` holding those of the spans not kept), outermost first; the groups in order of their outermost
+    span's start. A span id that links back to itself (a malformed export) ends the walk."""
+    parent_of = {**links, **{s.span_id.strip(): s.parent for s in spans if s.span_id.strip()}}
+    ids: dict[str, _Span] = {}
+    for s in candidates:
+        ids.setdefault(s.span_id.strip(), s)
+    groups: dict[int, list[tuple[int, _Span]]] = {}
+    outers: dict[int, _Span] = {}
+    for s in candidates:
+        outer, depth, at, seen = s, 0, s.parent, set()
+        while at and at not in seen:
+            seen.add(at)
+            if at in ids and ids[at] is not s:
+                outer, depth = ids[at], depth + 1
+            at = parent_of.get(at, "")
+        outers[id(outer)] = outer
+        groups.setdefault(id(outer), []).append((depth, s))
+    order = sorted(groups, key=lambda k: (outers[k].start, outers[k].span_id))
+    return [[s for _, s in sorted(groups[k], key=lambda d: (d[0], d[1].start, d[1].span_id))] for k in order]
+
+
+def _held(group: list[_Span], trace_map: TraceMap) -> tuple[_Span, list[tuple[object, object, object]], bool]:
+    """The span of a nested group whose documents make the ranking (the outermost that lists any; the outermost
+    when none does), those documents, and whether a span nested in it lists other document ids."""
+    listed = [(s, docs) for s in group if (docs := _documents(s, trace_map))]
+    if not listed:
+        return group[0], [], False
+    (span, docs), *inner = listed
+    ids = [_doc_id(doc_id) for doc_id, _, _ in docs]
+    return span, docs, any([_doc_id(doc_id) for doc_id, _, _ in other] != ids for _, other in inner)
+
+
+def _which(groups: list[list[_Span]], trace_map: TraceMap) -> str:
+    """The independent retrievals of a trace, each by the span that holds its documents and how many it holds."""
+    told = []
+    for group in groups:
+        span, docs, _ = _held(group, trace_map)
+        name = span.name or (f"span {span.span_id}" if span.span_id else "an unnamed span")
+        told.append(f"{name} with {len(docs) or 'no'} document{'' if len(docs) == 1 else 's'}")
+    return "its retrievals: " + ", ".join(told)
+
+
+def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict,
+              links: Mapping[str, str] = _EMPTY) -> tuple[int, LogEntry, int, bool]:
     """One trace as a served line (its strings and id tuples the objects in ``shared``, one per distinct value;
     ``line`` 0 until the traces are ordered) with the root span's start (nanoseconds since the epoch; 0 when not
-    logged) and the count of its documents' unreadable metadata, or :class:`_Skip` with the reason."""
+    logged), the count of its documents' unreadable metadata and whether nested retrieval spans listed different
+    documents, or :class:`_Skip` with the reason. ``links`` maps the span ids of the trace's spans that were not
+    kept to their parents', to follow nesting through them."""
     by_start = sorted(spans, key=lambda s: (s.start, s.span_id))
     lookup = sorted(spans, key=lambda s: (not s.root, s.start, s.span_id))  # the root first
     rerankers = [s for s in by_start if _is_reranker(s)]
@@ -690,15 +754,17 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     candidates = rerankers or retrievals
     if not candidates:
         raise _Skip(_NO_RETRIEVAL)
-    if len(candidates) > 1 and trace_map.multiple is MultipleRetrievals.SKIP:
-        raise _Skip(_SEVERAL)
-    chosen = candidates[-1] if trace_map.multiple is MultipleRetrievals.LAST else candidates[0]
-    ranking, scores, doc_metadata, unreadable = _checked_documents(_documents(chosen, trace_map), shared)
+    groups = _nested(candidates, spans, links) if len(candidates) > 1 else [candidates]
+    if len(groups) > 1 and trace_map.multiple is MultipleRetrievals.SKIP:
+        raise _Skip(_SEVERAL, _which(groups, trace_map))
+    group = groups[-1] if trace_map.multiple is MultipleRetrievals.LAST else groups[0]
+    chosen, documents, differ = _held(group, trace_map)
+    ranking, scores, doc_metadata, unreadable = _checked_documents(documents, shared)
     m = trace_map.attributes
     if "query" in m:
         query = _text(_first(lookup, m["query"]))
     else:
-        sources = [chosen] + ([r for r in retrievals if r is not chosen] if chosen in rerankers else [])
+        sources = [chosen, *(s for s in group if s is not chosen), *(retrievals if rerankers else ())]
         query = next((_text(s.attributes[key]) for s in sources
                       for key in (_GENAI_QUERY, _RERANKER_QUERY, _INPUT)
                       if key in s.attributes and (key != _INPUT or s.kind in ("RETRIEVER", "RERANKER"))
@@ -722,7 +788,7 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
         0, share(shared, query_id), ranking, share(shared, query), share(shared, answer),
         None if citations is None else share_ids(shared, citations), share(shared, session), _timestamp(start),
         {"trace_id": trace_id}, scores, doc_metadata,
-    ), unreadable
+    ), unreadable, differ
 
 
 def share(shared: dict, value):
@@ -743,7 +809,8 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
     The file is read once, one line at a time (:func:`~fairrag_core.data.loaders.json_lines`: gzip inflated, the
     sha256 of its bytes taken on the way; a pretty-printed file is read whole, up to ``$FAIRRAG_MAX_LINE_MB``). At
     most :func:`~fairrag_core.checks.max_log_lines` traces, and 8 times as many spans that the assembly reads, are
-    held. :func:`~fairrag_core.data.rag_log.load_traces` makes the result a RAG log.
+    held; of the other spans only their parent links (two ids each, to find nested retrievals), as many at most.
+    :func:`~fairrag_core.data.rag_log.load_traces` makes the result a RAG log.
 
     Raises:
         DataFormatError: naming the file, the line (JSON Lines) and the JSON path, and the fix: malformed JSON or
@@ -772,7 +839,8 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
     most_traces = max_log_lines()
     most_spans = _SPANS_PER_LINE * most_traces
     traces: dict[str, list[_Span]] = {}
-    held, other_signals, read = 0, 0, {}
+    links: dict[str, dict[str, str]] = {}  # per trace, the parent of each span not kept (nesting runs through it)
+    held, linked, other_signals, read = 0, 0, 0, {}
     for lineno, export in _exports(path, read):
         where = _Where(path, lineno)
         if "resourceSpans" not in export:
@@ -783,7 +851,12 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
                                           f"field(s) {sorted(export)[:5]}")
         for span in _spans(export, where, wanted):
             if not span.attributes and not span.root and span.trace_id in traces:
-                continue  # nothing the assembly reads (an HTTP call, a tool's internals)
+                if span.span_id.strip():  # nothing the assembly reads (an HTTP call, a tool's internals) but its link
+                    linked += 1
+                    if linked > most_spans:
+                        raise where.too_many(f"{most_spans:,} span links to follow")
+                    links.setdefault(span.trace_id, {})[span.span_id.strip()] = span.parent
+                continue
             spans = traces.get(span.trace_id)
             if spans is None:
                 if len(traces) == most_traces:
@@ -799,30 +872,39 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
                               "spans), see docs/traces.md", path=path)
     lines: list[tuple[int, str, LogEntry]] = []
     skipped: Counter = Counter()
-    examples: dict[str, str] = {}
-    unreadable, shared = 0, {}
+    examples: dict[str, tuple[str, str | None]] = {}  # reason: the first trace, and what it told
+    unreadable, shared, differ, first_differ = 0, {}, 0, ""
     for trace_id in list(traces):
         spans = traces.pop(trace_id)  # freed as it is assembled
         try:
-            start, entry, bad = _assemble(trace_id, spans, trace_map, shared)
+            start, entry, bad, nested = _assemble(trace_id, spans, trace_map, shared, links.pop(trace_id, _EMPTY))
         except _Skip as skip:
             skipped[skip.args[0]] += 1
-            examples.setdefault(skip.args[0], trace_id)
+            examples.setdefault(skip.args[0], (trace_id, skip.args[1] if len(skip.args) > 1 else None))
             continue
         unreadable += bad
+        differ += nested
+        first_differ = first_differ or (trace_id if nested else "")
         lines.append((start, trace_id, entry))
-    del traces, shared
-    if not lines:
-        reasons = "; ".join(f"{n} with {r}" for r, n in skipped.most_common())
+    del traces, shared, links
+
+    def first(reason: str) -> str:
+        trace, detail = examples[reason]
+        return f" (first: trace {trace[:16]}{f'; {detail}' if detail else ''})"
+
+    if not lines:  # the first trace named only where it tells more than the reason
+        reasons = "; ".join(f"{n} with {r}{first(r) if examples[r][1] else ''}" for r, n in skipped.most_common())
         raise DataFormatError(f"none of the {sum(skipped.values())} traces makes a served answer ({reasons}); a trace "
                               "needs a retrieval span with document ids (OpenInference RETRIEVER, or GenAI "
                               "gen_ai.retrieval.documents): name other attributes with --trace-map (docs/traces.md)",
                               path=path)
     notes = []
     if skipped:
-        parts = ", ".join(f"{n} with {reason} (first: trace {examples[reason][:16]})"
-                          for reason, n in skipped.most_common())
+        parts = ", ".join(f"{n} with {reason}{first(reason)}" for reason, n in skipped.most_common())
         notes.append(f"{sum(skipped.values())} of {len(lines) + sum(skipped.values())} traces left out: {parts}")
+    if differ:
+        notes.append(f"{differ} trace(s) have a retrieval span nested in another that lists other documents; each "
+                     f"keeps the outermost span's list (first: trace {first_differ[:16]})")
     if unreadable:
         notes.append(f"{unreadable} retrieved document(s) have metadata that is not a JSON object; it is left out")
     if other_signals:

@@ -1,8 +1,10 @@
 """OTLP JSON trace exports read as RAG logs: assembly in any order, the OpenInference and GenAI conventions, the
-trace map, skipped traces, errors with file, line, JSON path and fix; documents and providers without a collection;
+trace map, nested retrieval spans as one retrieval (the stock LlamaIndex trace), skipped traces, errors with file,
+line, JSON path and fix; documents and providers without a collection;
 and the audit of a trace export equal to the audit of the same lines written as JSONL."""
 
 import gzip
+import io
 import json
 import random
 
@@ -42,9 +44,11 @@ def value(v):
     return {"stringValue": v}
 
 
-def span(trace, span_id, attrs, *, parent=None, start=T0, events=None):
+def span(trace, span_id, attrs, *, parent=None, start=T0, events=None, name=None):
     out = {"traceId": trace, "spanId": span_id, "startTimeUnixNano": str(start),
            "attributes": [{"key": k, "value": value(v)} for k, v in attrs.items()]}
+    if name:
+        out["name"] = name
     if parent:
         out["parentSpanId"] = parent
     if events:
@@ -242,10 +246,161 @@ def test_several_retrieval_spans_are_skipped_by_default_or_one_is_kept(tmp_path)
     path = write_lines(tmp_path, [export(*agent, *rag_trace("b", "q", ["d1"]))])
     log = load_traces(path)
     assert [e.ranking for e in log.entries] == [("d1",)]
-    assert log.notes[0].startswith("1 of 2 traces left out: 1 with several retrieval spans (keep the first or the "
-                                   "last with --multi-retrieval) (first: trace a)")
+    assert log.notes == ("1 of 2 traces left out: 1 with several independent retrieval spans (keep the first or the "
+                         "last with --multi-retrieval) (first: trace a; its retrievals: span s1 with 1 document, span "
+                         "s2 with 1 document)",)
     assert load_traces(path, trace_map=TraceMap(multiple="first")).entries[0].ranking == ("early",)
     assert load_traces(path, trace_map=TraceMap(multiple=MultipleRetrievals.LAST)).entries[0].ranking == ("late",)
+
+
+# -- nested retrieval spans: one retrieval ------------------------------------------------------------------------
+def llama_trace(trace, qid, docs, *, shape="outer", start=T0, **more):
+    """The trace openinference-instrumentation-llama-index writes for one request (:func:`rag_trace`'s spans, the
+    RETRIEVER span named ``BM25Retriever.retrieve`` with a child RETRIEVER ``BM25Retriever._retrieve``): the
+    documents on the outer span (``shape="outer"``, as the instrumentor writes them), on the inner one
+    (``"inner"``, the reverse) or on both (``"both"``)."""
+    root, outer, llm = rag_trace(trace, qid, docs, start=start, **more)
+    listed = [a for a in outer["attributes"] if a["key"].startswith("retrieval.documents.")]
+    bare = [a for a in outer["attributes"] if a not in listed]
+    outer = {**outer, "name": "BM25Retriever.retrieve", "attributes": bare + (listed if shape != "inner" else [])}
+    inner = span(trace, f"{trace}-i", {}, parent=f"{trace}-s", start=start + 1500, name="BM25Retriever._retrieve")
+    inner["attributes"] = bare + (listed if shape != "outer" else [])
+    return [root, outer, inner, llm]
+
+
+def retriever(trace, span_id, docs, *, parent, start, name):
+    attrs = {"openinference.span.kind": "RETRIEVER", "input.value": "a question"}
+    attrs.update({f"retrieval.documents.{i}.document.id": d for i, d in enumerate(docs)})
+    return span(trace, span_id, attrs, parent=parent, start=start, name=name)
+
+
+def rankings(path, multiple=MultipleRetrievals.SKIP):
+    log = load_traces(path, trace_map=TraceMap(multiple=multiple))
+    return [(e.query_id, e.ranking, e.query) for e in log.entries], log.notes
+
+
+@pytest.mark.parametrize("shape", ["outer", "inner", "both"])
+def test_a_retrieval_span_nested_in_another_is_one_retrieval_whichever_holds_the_documents(tmp_path, shape):
+    """Issue 29: the stock LlamaIndex trace (documents on BM25Retriever.retrieve, none on its child _retrieve) was
+    refused as several retrievals, and --multi-retrieval last failed on it."""
+    path = write_lines(tmp_path, [export(*llama_trace("t1", "q1", ["d1", "d2"], shape=shape, citations=["d2"]),
+                                         *llama_trace("t2", "q2", ["d3"], shape=shape, start=T0 + 10))])
+    want = ([("q1", ("d1", "d2"), "a question"), ("q2", ("d3",), "a question")], ())
+    for multiple in MultipleRetrievals:
+        assert rankings(path, multiple) == want, multiple
+    single = write_lines(tmp_path, [export(*rag_trace("t1", "q1", ["d1", "d2"], citations=["d2"]),
+                                           *rag_trace("t2", "q2", ["d3"], start=T0 + 10))], "single.jsonl")
+    assert served(load_traces(path)) == served(load_traces(single))
+
+
+def test_nesting_three_levels_deep_through_a_span_that_is_not_kept(tmp_path):
+    """Router → BM25 → an HTTP call (no attribute the reader keeps, so only its parent link is held) → the search
+    client's span with the documents: one retrieval."""
+    spans = [span("t", "r", {"openinference.span.kind": "CHAIN", "fairrag.query_id": "q"}),
+             retriever("t", "a", [], parent="r", start=T0 + 1, name="RouterRetriever.retrieve"),
+             retriever("t", "b", [], parent="a", start=T0 + 2, name="BM25Retriever.retrieve"),
+             span("t", "h", {}, parent="b", start=T0 + 3, name="POST /search"),
+             retriever("t", "c", ["d1", "d2", "d3"], parent="h", start=T0 + 4, name="SearchClient.retrieve")]
+    path = write_lines(tmp_path, [export(*spans)])
+    for multiple in MultipleRetrievals:
+        assert rankings(path, multiple) == ([("q", ("d1", "d2", "d3"), "a question")], ()), multiple
+    spans[1] = retriever("t", "a", ["d1", "d2", "d3"], parent="r", start=T0 + 1, name="RouterRetriever.retrieve")
+    assert rankings(write_lines(tmp_path, [export(*spans)], "same.jsonl")) == ([("q", ("d1", "d2", "d3"),
+                                                                                 "a question")], ())
+
+
+def test_nested_spans_that_list_different_documents_keep_the_outermost_list_and_say_so(tmp_path):
+    """A fusion retriever: its span lists the fused ranking the caller received, the two retrievers nested in it list
+    their own; the outermost list is the retrieval's result."""
+    spans = [span("f", "r", {"fairrag.query_id": "q"}),
+             retriever("f", "a", ["d2", "d1"], parent="r", start=T0 + 1, name="QueryFusionRetriever.retrieve"),
+             retriever("f", "b", ["d1", "d3"], parent="a", start=T0 + 2, name="BM25Retriever.retrieve"),
+             retriever("f", "c", ["d2"], parent="a", start=T0 + 3, name="VectorIndexRetriever.retrieve"),
+             *llama_trace("g", "q2", ["d4"], start=T0 + 10)]
+    path = write_lines(tmp_path, [export(*spans)])
+    note = ("1 trace(s) have a retrieval span nested in another that lists other documents; each keeps the outermost "
+            "span's list (first: trace f)")
+    for multiple in MultipleRetrievals:
+        assert rankings(path, multiple) == ([("q", ("d2", "d1"), "a question"), ("q2", ("d4",), "a question")],
+                                            (note,)), multiple
+
+
+@pytest.mark.parametrize("under", ["root", "chain"])
+def test_independent_retrievals_are_still_refused_naming_the_spans_that_hold_documents(tmp_path, under):
+    """Two LlamaIndex retrievals (each a retrieve span with its _retrieve child) side by side, under the root or
+    under a sub-question step that is no retrieval: two retrievals, refused by default; first and last keep one."""
+    parent = "r" if under == "root" else "c"
+    spans = [span("t", "r", {"openinference.span.kind": "CHAIN", "fairrag.query_id": "q"}),
+             span("t", "c", {"openinference.span.kind": "CHAIN"}, parent="r", start=T0 + 1,
+                  name="SubQuestionQueryEngine.query"),
+             retriever("t", "v", ["d1", "d2"], parent=parent, start=T0 + 2, name="VectorIndexRetriever.retrieve"),
+             retriever("t", "vi", [], parent="v", start=T0 + 3, name="VectorIndexRetriever._retrieve"),
+             retriever("t", "b", [], parent=parent, start=T0 + 4, name="BM25Retriever.retrieve"),
+             retriever("t", "bi", ["d3", "d4", "d5"], parent="b", start=T0 + 5, name="BM25Retriever._retrieve"),
+             retriever("t", "e", [], parent=parent, start=T0 + 6, name="EmptyRetriever.retrieve")]
+    path = write_lines(tmp_path, [export(*spans, *llama_trace("k", "q2", ["d9"], start=T0 + 10))])
+    assert rankings(path) == ([("q2", ("d9",), "a question")], (
+        "1 of 2 traces left out: 1 with several independent retrieval spans (keep the first or the last with "
+        "--multi-retrieval) (first: trace t; its retrievals: VectorIndexRetriever.retrieve with 2 documents, "
+        "BM25Retriever._retrieve with 3 documents, EmptyRetriever.retrieve with no documents)",))
+    assert rankings(path, MultipleRetrievals.FIRST)[0][0] == ("q", ("d1", "d2"), "a question")
+    with pytest.raises(DataFormatError) as err:  # the last is the one without documents
+        load_traces(write_lines(tmp_path, [export(*spans)], "alone.jsonl"))
+    assert str(err.value) == (
+        f"{tmp_path / 'alone.jsonl'}: none of the 1 traces makes a served answer (1 with several independent "
+        "retrieval spans (keep the first or the last with --multi-retrieval) (first: trace t; its retrievals: "
+        "VectorIndexRetriever.retrieve with 2 documents, BM25Retriever._retrieve with 3 documents, "
+        "EmptyRetriever.retrieve with no documents)); a trace needs a retrieval span with document ids (OpenInference "
+        "RETRIEVER, or GenAI gen_ai.retrieval.documents): name other attributes with --trace-map (docs/traces.md)")
+    last = write_lines(tmp_path, [export(*spans[:-1])], "two.jsonl")
+    assert rankings(last, MultipleRetrievals.LAST) == ([("q", ("d3", "d4", "d5"), "a question")], ())
+
+
+def test_a_reranker_nested_in_a_reranker_is_one_reranking(tmp_path):
+    spans = [*llama_trace("t", "q", ["d1", "d2", "d3"]),
+             span("t", "k", {"openinference.span.kind": "RERANKER", "reranker.output_documents.0.document.id": "d3",
+                             "reranker.output_documents.1.document.id": "d1"}, parent="t-r", start=T0 + 1800,
+                  name="SentenceTransformerRerank._postprocess_nodes"),
+             span("t", "k2", {"openinference.span.kind": "RERANKER", "reranker.query": "inner",
+                              "reranker.output_documents.0.document.id": "d3",
+                              "reranker.output_documents.1.document.id": "d1"}, parent="k", start=T0 + 1900)]
+    for multiple in MultipleRetrievals:
+        assert rankings(write_lines(tmp_path, [export(*spans)]), multiple) == ([("q", ("d3", "d1"), "inner")],
+                                                                              ()), multiple
+
+
+def test_an_export_of_nested_retrievals_audits_with_no_option_as_single_retrieval_traces(tmp_path, shoes):
+    """20 requests of the demo log written as the stock LlamaIndex traces (the documents on the outer span, with
+    scores) and as single-retrieval traces: the same audit, from the API and from ``audit-log`` with no option."""
+    from fairrag_core.cli import main
+
+    entries = load_served(DEMO_LOG).entries[:20]
+    nested, single = [], []
+    for i, e in enumerate(entries):
+        docs = [(d, float(10 - r), json.dumps({"source": "x"})) for r, d in enumerate(e.ranking)]
+        common = {"start": T0 + i * 1_000_000_000, "query": e.query or "a question", "answer": e.answer or "-",
+                  "session": e.session or "s", "citations": None if e.citations is None else list(e.citations)}
+        nested.append(export(*llama_trace(f"t{i:02d}", e.query_id, docs, **common)))
+        single.append(export(*rag_trace(f"t{i:02d}", e.query_id, docs, **common)))
+    nested_path, single_path = write_lines(tmp_path, nested, "nested.jsonl"), write_lines(tmp_path, single, "one.jsonl")
+    log = load_served(nested_path)
+    assert len(log) == 20 and log.notes == () and [e.ranking for e in log.entries] == [e.ranking for e in entries]
+    run = _same_audit(log, load_served(single_path), shoes, shoes, LogAuditConfig(seed=7, n_boot=200))
+    assert len(run.table) == len({e.query_id for e in entries})
+    payloads = []
+    for path in (nested_path, single_path):
+        out = io.StringIO()
+        assert main(["audit-log", str(path), "--collection", "running-shoes", "--no-store", "--seed", "7",
+                     "--boot", "200", "--json"], out=out) == 0
+        payload = json.loads(out.getvalue())
+        config = payload.pop("config")
+        del payload["command"], config["wall_seconds"], config["config"]["log"], config["extra"]["log_sha256"]
+        log_input = config["extra"]["inputs"][0]
+        assert (log_input["role"], log_input.pop("name"), log_input.pop("rankings")) == ("log", path.name, 20)
+        del log_input["sha256"], log_input["path"]
+        payloads.append((payload, config))
+    assert payloads[0] == payloads[1]
+    assert payloads[0][0]["notes"] == payloads[1][0]["notes"] and len(payloads[0][0]["queries"]) == len(run.table)
 
 
 def test_traces_that_make_no_served_answer_are_counted_and_none_left_is_an_error(tmp_path):
