@@ -4,6 +4,7 @@ import streamlit as st
 
 from fairrag_core import FairRAGError, disparity_quality_table, recommend_alpha, utility_by_disparity_table
 from fairrag_core.glossary import GLOSSARY
+from fairrag_core.metrics.registry import METRICS
 from fairrag_core.rag.labels import has_utility_labels
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_studio import charts
@@ -143,10 +144,11 @@ with cols[1]:
 
 st.subheader("α recommender")
 metric = "eu" if generate else "ee_r"
-tolerance = st.slider(f"Tolerance: how much mean {'EU' if generate else 'EE-R'} (%) may drop below the "
+quality = METRICS[metric].label  # the recommender's quality measure
+tolerance = st.slider(f"Tolerance: how much mean {quality} (%) may drop below the "
                       "deterministic baseline", 0.0, 50.0, step=1.0, key="tolerance")
 try:
-    rec = recommend_alpha(table, tolerance=tolerance / 100, metric=metric, metric_label="EU" if generate else "EE-R")
+    rec = recommend_alpha(table, tolerance=tolerance / 100, metric=metric, metric_label=quality)
 except FairRAGError as err:
     st.caption(str(err))
 else:
@@ -157,7 +159,7 @@ else:
     st.caption(recommendation_context(table, settings.k, metric))
     if not generate:
         st.caption("Without answers the recommender uses EE-R as the quality measure; run with answers to use EU.")
-    st.dataframe(rec.per_alpha.rename(columns={"ee_d": "EE-D", "utility": "mean EU" if generate else "mean EE-R",
+    st.dataframe(rec.per_alpha.rename(columns={"ee_d": METRICS["ee_d"].label, "utility": f"mean {quality}",
                                                "eligible": "within tolerance"}), hide_index=True)
 explainer(explain.RECOMMENDER)
 

@@ -10,6 +10,7 @@ import streamlit as st
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
+from fairrag_core.metrics.registry import METRICS as REGISTERED
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
@@ -207,7 +208,7 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
                    value=summary.ee_r_plug_in,
                    reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
     among = providers_among(in_pool, len(set(collection.providers)), len(docs))
-    tiles[2].metric("Providers reached", f"{providers_reached} of {in_pool}",
+    tiles[2].metric(REGISTERED["providers_reached"].on_tile, f"{providers_reached} of {in_pool}",
                     help=help_text("providers reached", f"{among[0].upper()}{among[1:]} (raise K in the sidebar to "
                                    "sample from more)."))
     tiles[2].caption(f"{among[0].upper()}{among[1:]}.")
@@ -323,12 +324,10 @@ def _answer_tiles(rag) -> None:
     """The answers' tiles (EU, EU normalised, EAR, EAE-D, EAE-D/cited) with their captions."""
     tiles = st.columns(5)
     metric_words = METRIC_WORDS.get(rag.metric.value, rag.metric.value)
-    tiles[0].metric("EU (utility)", fmt(rag.eu), help=help_text("EU", f"Here: {metric_words}."))
-    tiles[1].metric("EU normalised", fmt(rag.eu_normalised), help=help_text("EU normalised"))
-    tiles[2].metric("EAR", fmt(rag.ear), help=help_text("EAR"))
-    tiles[3].metric("EAE-D", fmt(rag.eae_d), help=help_text("EAE-D"))
-    tiles[4].metric("EAE-D/cited", fmt(rag.eae_d_per_cited),
-                    help=help_text("EAE-D/cited", f"EE-D above: {rag.ee_d:.3f}."))
+    extra = {"eu": f"Here: {metric_words}.", "eae_d_per_cited": f"EE-D above: {rag.ee_d:.3f}."}
+    for tile, key in zip(tiles, ("eu", "eu_normalised", "ear", "eae_d", "eae_d_per_cited"), strict=True):
+        tile.metric(REGISTERED[key].on_tile, fmt(getattr(rag, key)), help=help_text(REGISTERED[key].label,
+                                                                                    extra.get(key, "")))
     if rag.eae_d_per_cited is not None:
         relation = ("more concentrated than" if rag.eae_d_per_cited > rag.ee_d + 0.005 else
                     "more spread than" if rag.eae_d_per_cited < rag.ee_d - 0.005 else "as concentrated as")

@@ -97,7 +97,8 @@ _TERMS = tuple(Term(metric) for metric in METRICS.values())
 
 #: Every metric the product shows, by canonical name.
 GLOSSARY: dict[str, Term] = {t.key: t for t in _TERMS}
-_BY_NAME: dict[str, Term] = {name.casefold(): t for t in _TERMS for name in (t.key, *t.aliases)}
+_BY_NAME: dict[str, Term] = {name.casefold(): t for t in _TERMS
+                              for name in (t.key, *t.aliases, t.metric.short, t.metric.tile) if name}
 _TAIL = re.compile(r"\s*(?:\([^()]*\)|\[[^\[\]]*\]|95% interval|@\d+)\s*$")
 
 

@@ -9,7 +9,8 @@ metrics it can be read against. The lists the commands and pages print (:func:`k
 a metric touches this table and the function that computes it.
 
 Where a place names a metric in other words than its label, the entry says so in one field (``phrase``:
-``normalised EU`` in a sentence; ``short``: ``providers`` in a table header; ``headline_direction`` and
+``normalised EU`` in a sentence; ``short``: ``providers`` in a table header; ``tile``: ``EU (utility)`` on the
+Playground's tile; ``headline_direction`` and
 ``comparison_direction``: the words of the log audit's headline and of the comparisons), so every output reads the
 same as before the table existed.
 
@@ -54,7 +55,8 @@ class Metric:
     ``key``: its column and JSON key (``ee_d``); ``label``: its printed name (``EE-D``), also its glossary name;
     ``meaning``: one line, no final full stop; ``direction``: which way is better in words (``lower = fairer``);
     ``better``: ``"lower"``, ``"higher"`` or None (a share, a gap: read against a reference); ``source``: paper and
-    section; ``long``: what the abbreviation stands for; ``aliases``: the other names the product prints for it.
+    section; ``long``: what the abbreviation stands for; ``aliases``: the other names the product prints for it
+    (besides those of the fields below).
 
     ``tables``: the lists it is in (:data:`SWEEP`, :data:`COMPARISON`, :data:`LOG_QUERY`, :data:`LOG_HEADLINE`,
     :data:`LEDGER`).
@@ -65,7 +67,8 @@ class Metric:
     ``comparable_with``: the keys of the metrics on its scale (compare them, not others).
 
     Other words for it where a place prints them: ``phrase`` (in a sentence, ``normalised EU``), ``short`` (a
-    per-query table's header, ``providers``), ``headline_direction`` (a log audit's headline) and
+    per-query table's header, ``providers``), ``tile`` (the Playground's tile, ``EU (utility)``),
+    ``headline_direction`` (a log audit's headline) and
     ``comparison_direction`` (a comparison's table); each empty when the label or the direction is used."""
 
     key: str
@@ -84,6 +87,7 @@ class Metric:
     comparable_with: tuple[str, ...] = ()
     phrase: str = ""
     short: str = ""
+    tile: str = ""
     headline_direction: str = ""
     comparison_direction: str = ""
 
@@ -101,6 +105,11 @@ class Metric:
     def header(self) -> str:
         """A per-query table's header for it (``providers``; else the label)."""
         return self.short or self.label
+
+    @property
+    def on_tile(self) -> str:
+        """The label of the Playground's tile for it (``EU (utility)``; else the label)."""
+        return self.tile or self.label
 
     @property
     def in_headline(self) -> str:
@@ -181,18 +190,18 @@ register(Metric(
     "eu", "EU", "expected utility: mean score of the answers against the gold answer — short-answer match (1 when "
     "the answer names an acceptable short answer) where the collection has short answers, else ROUGE-L; a "
     "degenerate answer scores 0; needs a gold answer", "higher = better", "higher", f"{KIM_DIAZ}, Eq. 7",
-    long="expected utility", aliases=("EU (utility)", "mean EU"), tables=frozenset({SWEEP, COMPARISON}),
-    needs="a gold answer", on_answers=True, comparable_with=("eu_normalised",),
+    long="expected utility", aliases=("mean EU",), tables=frozenset({SWEEP, COMPARISON}),
+    needs="a gold answer", on_answers=True, tile="EU (utility)", comparable_with=("eu_normalised",),
     comparison_direction="higher = better answers"))
 register(Metric(
     "eu_normalised", "EU (normalised)", "EU divided by the best utility seen, from the oracle's rankings in a sweep or "
     "among the answers of this run in the Playground", "higher = better", "higher", f"{KIM_DIAZ}, App. C.3",
-    aliases=("EU normalised", "EU, normalised"), tables=frozenset({SWEEP}), needs="a gold answer",
-    comparable_with=("eu",), phrase="normalised EU", on_answers=True))
+    aliases=("EU, normalised",), tables=frozenset({SWEEP}), needs="a gold answer",
+    comparable_with=("eu",), phrase="normalised EU", tile="EU normalised", on_answers=True))
 register(Metric(
     "providers_reached", "providers reached", "providers with at least one document in some shown top k",
     "higher = exposure reaches more sources", "higher", "this app", aliases=("providers",),
-    tables=frozenset({LOG_QUERY}), short="providers"))
+    tables=frozenset({LOG_QUERY}), short="providers", tile="Providers reached"))
 register(Metric(
     "ear", "EAR", "expected attribution rate: the share of the k shown documents the answer rests on (the NLI judge "
     "finds that the document supports it as the answer to the question, or the system cited it)",

@@ -11,6 +11,7 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 
 from fairrag_core.glossary import GLOSSARY
+from fairrag_core.metrics.registry import METRICS
 
 from .style import (
     ALPHA_TITLE,
@@ -252,9 +253,10 @@ def what_if_curve(curve: pd.DataFrame) -> go.Figure:
     served = curve[curve["system"] == "as served"]
     grid = curve[curve["system"] != "as served"]
     fig = go.Figure()
-    metrics = [("ee_d", "EE-D", "lower = fairer", STOCHASTIC_COLOUR)]
+    ee_d, ee_r = METRICS["ee_d"], METRICS["ee_r"]  # a comparison with the system as served: its directions
+    metrics = [("ee_d", ee_d.label, ee_d.in_comparison, STOCHASTIC_COLOUR)]
     if "ee_r" in curve and numeric(curve, "ee_r").notna().any():
-        metrics.append(("ee_r", "EE-R", "higher = more exposure on useful documents", DETERMINISTIC_COLOUR))
+        metrics.append(("ee_r", ee_r.label, ee_r.in_comparison, DETERMINISTIC_COLOUR))
     x = grid["label"].tolist()
     for column, short, meaning, colour in metrics:
         value, low, high = (numeric(grid, c) for c in (column, f"{column}_low", f"{column}_high"))

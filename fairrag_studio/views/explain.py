@@ -4,6 +4,7 @@ for each metric it shows (:mod:`fairrag_core.glossary`: the same words as the ti
 import math
 
 from fairrag_core.glossary import GLOSSARY
+from fairrag_core.metrics.registry import METRICS as REGISTERED
 
 RANKINGS = (
     "Each row is one ranking the stochastic retriever drew; each cell is a document, coloured by its provider. "
@@ -119,7 +120,7 @@ def recommendation_context(table, k: int, metric: str) -> str:
     lowest = stochastic.loc[stochastic.groupby("query_id")["alpha"].idxmin()].set_index("query_id")[metric]
     lowest, baseline = lowest.align(baseline, join="inner")
     up, down = int((lowest > baseline + 1e-9).sum()), int((lowest < baseline - 1e-9).sum())
-    name = {"ee_r": "EE-R", "eu": "EU"}.get(metric, metric)
+    name = REGISTERED[metric].label if metric in REGISTERED else metric
     text = (f"Over these {len(lowest)} queries, {up} gain {name} at the lowest α and {down} lose it, compared with "
             "the deterministic retriever; the recommender weighs the whole set, so it follows the majority")
     if metric == "ee_r":

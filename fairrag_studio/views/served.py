@@ -28,7 +28,7 @@ from fairrag_core.data import RagLog, assets_dir, load_served
 from fairrag_core.data.files import check_upload
 from fairrag_core.data.formats import kind_of
 from fairrag_core.glossary import term
-from fairrag_core.metrics.registry import LOG_QUERY, METRICS, keys
+from fairrag_core.metrics.registry import LEDGER, LOG_HEADLINE, LOG_QUERY, METRICS, SWEEP, keys
 from fairrag_core.record import SweepRun
 
 from .. import charts
@@ -185,6 +185,14 @@ def _attribution_text(run: SweepRun) -> str:
                             "that source's EAR and EAE-D." if source != "none" else "")
 
 
+def _explained(attributed: bool, more: tuple[str, ...] = ()) -> list[str]:
+    """The labels of the metrics the log report explains: the paper's metrics that a log audit shares with the
+    sweeps (:data:`~fairrag_core.metrics.registry.LOG_HEADLINE` and :data:`~fairrag_core.metrics.registry.SWEEP`:
+    EE-D, EE-R, EAR, EAE-D), then ``more``; those measured on answers only when the answers were ``attributed``."""
+    shared = [key for key in keys(LOG_HEADLINE) if key in keys(SWEEP)]
+    return [METRICS[key].label for key in (*shared, *more) if attributed or not METRICS[key].on_answers]
+
+
 def build_log_report(run: SweepRun, collection: Collection, *, title: str | None = None, figures: str = "static",
                      renderer=None) -> str:
     """A self-contained HTML report of a log audit: every input by name and sha256, how to read it, the headline
@@ -219,7 +227,7 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
                               "groups):\n\n" + "\n\n".join(f"{f.severity.value.capitalize()}: {f.text}"
                                                              for f in findings)),
                 ReportSection("How to read this report", SERVED_REPORT_INTRO.format(unit=unit),
-                              metrics=("EE-D", "EE-R", *(("EAR", "EAE-D") if attributed else ()))),
+                              metrics=tuple(_explained(attributed))),
                 ReportSection("Headline", f"{headline.attrs['note'].capitalize()}; the interval contains the value "
                                           f"beside it.\n\n{notes}", table=headline)]
     for by in groupings(collection):
@@ -232,9 +240,7 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
                 "credited to (attributed) and under the fair target, each with a 95% percentile bootstrap interval "
                 "over queries; the chart's lower panel draws the gaps to the target.",
                 table=display_ledger(ledger, compact=True), figure=charts.exposure_ledger_chart(ledger)))
-    names = ["EE-D", "EE-R", *(["EAR", "EAE-D"] if attributed else []), "retrieval share",
-             *(["attributed share"] if attributed else []), "target share", "gap (retrieval − target)",
-             *(["gap (attributed − target)"] if attributed else [])]
+    names = _explained(attributed, keys(LEDGER))
     if record.extra.get("what_if"):  # the replay the CLI stored or the page ran: after the ledgers it changes
         sections.append(what_if_section(record.extra["what_if"]))
     sections += methodology_sections(record, collection, lines_per_query=run.table["lines"], metrics=names,
