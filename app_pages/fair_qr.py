@@ -9,6 +9,7 @@ from fairrag_core import FairRAGError
 from fairrag_core.fairqr import FairQRConfig, fair_qr
 from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
+from fairrag_core.models.catalog import REFINER, role_models
 from fairrag_core.models.queue import activity
 from fairrag_studio import charts
 from fairrag_studio.panels.jobs import model_busy_note, show_queue
@@ -56,7 +57,7 @@ target_kind = TargetKind(row[0].selectbox("Target", [k.value for k in TargetKind
 mix = row[0].toggle("Mix with corpus", key="fqr_mix",  # short: a narrow column cut the longer label
                     disabled=target_kind is not TargetKind.RELEVANT,
                     help="Target = 50/50 mix of the relevant documents' groups and the corpus's (TREC Fair 2022).")
-refiner_name = row[1].selectbox("Refiner", ["qwen2.5-1.5b", "smollm2-135m", "corpus keywords"], key="fqr_refiner",
+refiner_name = row[1].selectbox("Refiner", [*role_models(REFINER), "corpus keywords"], key="fqr_refiner",
                                 help="An LLM with the paper's prompt, or the transparent corpus-keyword refiner "
                                      "(no model: words that mark the group's documents on this topic).")
 top_k = row[2].slider("K (documents per retrieval)", 5, min(50, len(collection)), min(20, len(collection)),

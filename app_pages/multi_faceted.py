@@ -8,7 +8,7 @@ import streamlit as st
 
 from fairrag_core import FairRAGError
 from fairrag_core.glossary import help_text
-from fairrag_core.models.catalog import load_language_model
+from fairrag_core.models.catalog import EXPLORER, load_language_model, role_models
 from fairrag_core.models.queue import activity
 from fairrag_core.richrag.answer import write_rich_answer
 from fairrag_core.richrag.aspects import AspectExplorer, AspectSet, AspectSource, user_aspects
@@ -38,7 +38,7 @@ examples = [q.text for q in with_aspects] or [q.text for q in collection.queries
 top = st.columns([3, 1])
 query = top[0].selectbox("Query (or type your own)", examples, key=f"rr_query:{collection.name}",
                          accept_new_options=True) or ""
-explorer_name = top[1].selectbox("Explorer LLM", ["qwen2.5-1.5b", "smollm2-135m"], key="rr_explorer",
+explorer_name = top[1].selectbox("Explorer LLM", role_models(EXPLORER), key="rr_explorer",
                                  help="The model asked to list the aspects (greedy decoding).")
 if not query.strip():
     st.info("Pick or type a query.")

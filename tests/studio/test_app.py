@@ -310,6 +310,8 @@ def test_fair_qr_page_shows_iterations_final_ranking_and_baselines():
     # the page opens on a query and category where the refinements show
     assert at.text_input(key="fqr_query:people").value == "award-winning film directors"
     assert at.multiselect(key="fqr_categories:people").value == ["region"]
+    # the catalogue's refiners, the largest first, then the model-free one
+    assert at.selectbox(key="fqr_refiner").options == ["qwen2.5-1.5b", "smollm2-135m", "corpus keywords"]
     at.selectbox(key="fqr_refiner").set_value("corpus keywords").run()
     at.button(key="fqr_run").click().run()
     assert not at.exception

@@ -63,6 +63,8 @@ def open_page() -> AppTest:
 def test_page_shows_aspects_pool_lists_with_ncom_and_the_coverage_heatmap():
     at = open_page()
     assert at.title[0].value == "Multi-faceted (RichRAG)"
+    # the catalogue's aspect explorers, the largest first
+    assert at.selectbox(key="rr_explorer").options == ["qwen2.5-1.5b", "smollm2-135m"]
     box = at.text_area(key=f"rr_aspects_text:multi-faceted:{COMPOST}")
     assert box.value.splitlines()[0] == "what can go in the bin"
     ncom = {m.label: m.value for m in at.metric if m.label.startswith("NCOM")}
