@@ -40,6 +40,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,6 +55,7 @@ from ..errors import (
     StoreReadOnlyError,
 )
 from ..record import RunKind, RunRecord, SweepRun
+from ..settings import Settings
 
 __all__ = ["RunStore", "default_store_path", "DEFAULT_TIMEOUT", "StoreReadOnlyError", "StoreFullError",
            "StoreDamagedError"]
@@ -297,12 +299,16 @@ class RunStore:
                          label, config, len(records), owner])
         return run_id
 
-    def add_extra(self, run_id: str, key: str, value: object, *, owner: str | None = None) -> None:
+    def add_extra(self, run_id: str, key: str, value: object, *, config: Settings | None = None,
+                  owner: str | None = None) -> None:
         """Keep ``value`` under ``key`` in the stored run's record (``extra``): a result computed later about the
-        same run, such as the what-if replay of a log audit run from the app. The numbers of the run are untouched.
-        With ``owner``, only that owner's runs can be changed."""
+        same run, such as the what-if replay of a log audit run from the app. With ``config``, the record's settings
+        become ``config`` (they gain the options that result used, e.g. the what-if's grid and N, so the run's
+        reproduce command includes them). The numbers of the run are untouched. With ``owner``, only that owner's
+        runs can be changed."""
         with self._connection(write=True) as con:
-            data = self._record(con, run_id, owner).to_dict()
+            record = self._record(con, run_id, owner)
+            data = (record if config is None else replace(record, config=config)).to_dict()
             data["extra"] = {**data.get("extra", {}), key: value}
             con.execute("UPDATE runs SET config = ? WHERE run_id = ?", [json.dumps(data), run_id])
 

@@ -5,6 +5,7 @@ and the tables in :mod:`fairrag_studio.views.served`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
@@ -107,9 +108,21 @@ def _kept_upload():
     return Path(picked)
 
 
+#: The :class:`LogAuditConfig` fields the served tab's fingerprints held from the start (issue 20), at any value.
+_FIRST_FINGERPRINTED = frozenset({"per_claim", "entail_threshold", "control_margin", "skip_degenerate", "min_support",
+                                 "k", "attribution", "min_rel", "user_model", "patience", "utility", "n_boot",
+                                 "level", "seed"})
+
+
 def _settings_fingerprint(config: LogAuditConfig, attribution: str, attributor: str) -> dict:
-    """The settings that make two log audits give the same numbers (not where the file lies)."""
-    settings = {k: v for k, v in config.to_dict().items() if k != "log"}
+    """The settings that make two log audits give the same numbers (not where the file lies).
+
+    A field :class:`LogAuditConfig` gained later (the trace map, the provider source, the what-if grid and N…)
+    counts only when it is away from its default: an audit stored before the field existed keeps its fingerprint,
+    and is reopened instead of re-run, as long as the new option is unused."""
+    defaults = LogAuditConfig().to_dict()
+    settings = {k: v for k, v in config.to_dict().items()
+                if k != "log" and (k in _FIRST_FINGERPRINTED or v != defaults[k])}
     return {"config": settings, "attributor": attributor if attribution in ("judge", "both") else None}
 
 
@@ -202,8 +215,9 @@ def _audit(log, coll, config, settings: Settings, attribution: str, source_colle
         return None
 
 
-def show_served(run, coll, key: str) -> None:
-    """Headline, ledger, per-query drill-down and report of a log audit (fresh or reopened)."""
+def show_served(run, coll, key: str):
+    """Headline, ledger, per-query drill-down and report of a log audit (fresh or reopened). Returns the run as
+    shown (with a what-if replayed here, :func:`~fairrag_studio.panels.what_if.render_what_if`'s)."""
     for note in run.record.extra.get("notes", []):
         st.warning(note)
     inputs = record_inputs(run.record)
@@ -248,7 +262,7 @@ def show_served(run, coll, key: str) -> None:
                    else f"The served lines stay in the log file ({name}).")
     else:
         st.dataframe(lines, hide_index=True)
-    render_what_if(run, coll, key)
+    run = render_what_if(run, coll, key)
     st.subheader("Report")
     left, middle, right = st.columns([1, 1, 2])
     figures = "interactive" if right.toggle("Interactive charts in the report (+4.6 MB)",
@@ -261,6 +275,7 @@ def show_served(run, coll, key: str) -> None:
     st.code(command, language="bash")
     if where:
         st.caption(markdown_text(where))
+    return run
 
 
 def render_served_tab(settings: Settings, store) -> None:
@@ -272,4 +287,8 @@ def render_served_tab(settings: Settings, store) -> None:
         st.error(str(err))
         return
     if run is not None:
-        show_served(run, coll, "served")
+        shown = show_served(run, coll, "served")
+        if shown is not run:  # a what-if replayed: this session's audit keeps it, with its grid and N
+            runs = st.session_state["served_runs"]
+            for key in [key for key in runs if key[2] == shown.record.extra.get("fingerprint")]:
+                runs[key] = replace(runs[key], record=shown.record)

@@ -13,7 +13,7 @@ from fairrag_core.checks import parse_alphas
 
 from ..services.run_scope import browser_runs
 from ..views.served import read_served
-from ..views.what_if import DEFAULT_ALPHAS, ESTIMATE_NOTE, curve_table, what_if_figure
+from ..views.what_if import DEFAULT_ALPHAS, DEFAULT_SAMPLES, ESTIMATE_NOTE, curve_table, what_if_figure, with_what_if
 from .widgets import markdown_text
 
 __all__ = ["render_what_if"]
@@ -28,9 +28,10 @@ def _replay(run, coll, alphas: list[float], n_samples: int, seed: int | None) ->
     return what_if_sampling(log, coll, settings, audit=run).to_dict(details=False)
 
 
-def render_what_if(run, coll, key: str) -> None:
-    """The served tab's what-if: the stored replay when the audit has one, else a form that runs it; the result is
-    kept with the run (and so goes into its HTML report)."""
+def render_what_if(run, coll, key: str):
+    """The served tab's what-if: the stored replay when the audit has one, else a form that runs it. Returns the
+    run as shown: with a replay just run, the replay and its grid and N are kept in its record (so its HTML report
+    includes the replay and its reproduce command the ``--what-if-*`` options) and in the run store."""
     st.subheader("What if it had sampled?")
     st.caption("Replays the logged candidates of each query under the fair Plackett-Luce retriever at each α, from "
                "the retrieval scores the system logged, and sets the exposure it would have delivered beside what it "
@@ -40,20 +41,20 @@ def render_what_if(run, coll, key: str) -> None:
         cols = st.columns([2, 1, 1])
         alphas_text = cols[0].text_input("α grid", DEFAULT_ALPHAS, key=f"{key}_wi_alphas",
                                          help="Comma-separated; 'inf' is the deterministic ranking by logged score.")
-        n_samples = int(cols[1].number_input("Rankings per α", 10, 1000, 100, 10, key=f"{key}_wi_n"))
+        n_samples = int(cols[1].number_input("Rankings per α", 10, 1000, DEFAULT_SAMPLES, 10, key=f"{key}_wi_n"))
         if not cols[2].button("Replay", key=f"{key}_wi_run"):
-            return
+            return run
         try:
             alphas = list(parse_alphas(alphas_text))
             with st.spinner("Replaying the log at each α…"):
                 data = _replay(run, coll, alphas, n_samples, run.record.seed)
         except (FairRAGError, OSError) as err:
             st.error(f"No replay: {err}")
-            return
-        run.record.extra["what_if"] = data  # kept with the run: the report below includes it
+            return run
+        run = with_what_if(run, data)  # kept with the run: the report and the reproduce command below include it
         if run.run_id:  # and in the run store, so the replay is there when the run is reopened
             try:
-                browser_runs().add_extra(run.run_id, "what_if", data)
+                browser_runs().add_extra(run.run_id, "what_if", data, config=run.record.config)
             except FairRAGError as err:
                 st.warning(f"The replay was not saved with the stored run: {err}")
     findings = [f for f in data["findings"] if not f.get("detail")]
@@ -63,3 +64,4 @@ def render_what_if(run, coll, key: str) -> None:
     st.plotly_chart(what_if_figure(data), key=f"{key}_wi_chart")
     st.dataframe(curve_table(data), hide_index=True)
     st.caption(ESTIMATE_NOTE + f" Not estimated: {data['not_estimated']}.")
+    return run

@@ -22,6 +22,7 @@ import pandas as pd
 from fairrag_core import InvalidParameterError
 from fairrag_core.audit.store import RunStore
 from fairrag_core.record import SweepRun
+from fairrag_core.settings import Settings
 
 __all__ = ["SHARED_ENV", "LOCAL_ADDRESSES", "shared_store", "BrowserRuns", "browser_runs"]
 
@@ -80,9 +81,10 @@ class BrowserRuns:
     def delete(self, run_id: str) -> None:
         self.store.delete(run_id, owner=self._scope)
 
-    def add_extra(self, run_id: str, key: str, value: object) -> None:
-        """Keep ``value`` under ``key`` in a run's record (e.g. the what-if replay of a log audit)."""
-        self.store.add_extra(run_id, key, value, owner=self._scope)
+    def add_extra(self, run_id: str, key: str, value: object, *, config: Settings | None = None) -> None:
+        """Keep ``value`` under ``key`` in a run's record (e.g. the what-if replay of a log audit), and ``config`` as
+        its settings when given (:meth:`~fairrag_core.audit.store.RunStore.add_extra`)."""
+        self.store.add_extra(run_id, key, value, config=config, owner=self._scope)
 
     def find(self, fingerprint: str, *, kind: str, collection: str | None = None) -> str | None:
         """The newest run this browser sees whose request had ``fingerprint`` (``record.extra["fingerprint"]``,

@@ -13,16 +13,24 @@ served tab's form and result are :mod:`fairrag_studio.panels.what_if`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 
-from fairrag_core.audit.what_if import AS_SERVED, p_text, value_text
+from fairrag_core.audit.what_if import AS_SERVED, WhatIfSettings, p_text, value_text
+from fairrag_core.metrics.registry import METRICS
 
 from .. import charts
 from .report import ReportSection
 
-__all__ = ["curve_table", "what_if_figure", "what_if_section", "DEFAULT_ALPHAS", "ESTIMATE_NOTE"]
+__all__ = ["curve_table", "what_if_figure", "what_if_section", "with_what_if", "DEFAULT_ALPHAS", "DEFAULT_SAMPLES",
+           "ESTIMATE_NOTE", "REPLAYED"]
 
-DEFAULT_ALPHAS = "0, 1, 2, 4, 8"
+#: The form's α grid and N: ``audit-log``'s (:class:`~fairrag_core.audit.what_if.WhatIfSettings`), ``0, 1, 2, 4, 8``.
+DEFAULT_ALPHAS = ", ".join(f"{alpha:g}" for alpha in WhatIfSettings().alphas)
+DEFAULT_SAMPLES = WhatIfSettings().n_samples
+#: The metrics the replay estimates per α (the registry's keys; :attr:`~fairrag_core.audit.what_if.WhatIf.curve`).
+REPLAYED = ("ee_d", "ee_r")
 ESTIMATE_NOTE = ("Each value is the mean over the replayed queries of the per-query estimate (EE-D bias-corrected); "
                  "the interval is a 95% percentile bootstrap over queries and contains the value; a change is "
                  "paired over queries, with a sign-flip test.")
@@ -39,10 +47,15 @@ def curve_table(data: dict) -> pd.DataFrame:
         return (value_text(r[f"{metric}_change"], r[f"{metric}_change_low"], r[f"{metric}_change_high"], signed=True)
                 + f" ({p_text(r[f'{metric}_p'])})")
 
-    rows = [{"system": r["label"], "EE-D": value_text(r["ee_d"], r["ee_d_low"], r["ee_d_high"]),
-             "EE-D change": changed(r, "ee_d"), "EE-R": value_text(r["ee_r"], r["ee_r_low"], r["ee_r_high"]),
-             "EE-R change": changed(r, "ee_r"), "queries": r["queries"]} for r in data["curve"]]
-    return pd.DataFrame(rows)
+    def row(r: dict) -> dict:
+        cells = {"system": r["label"]}
+        for key in REPLAYED:
+            label = METRICS[key].label
+            cells[label] = value_text(r[key], r[f"{key}_low"], r[f"{key}_high"])
+            cells[f"{label} change"] = changed(r, key)
+        return cells | {"queries": r["queries"]}
+
+    return pd.DataFrame([row(r) for r in data["curve"]])
 
 
 def what_if_figure(data: dict):
@@ -66,4 +79,13 @@ def _summary_text(data: dict) -> str:
 def what_if_section(data: dict) -> ReportSection:
     """The report's section for a replay (``WhatIf.to_dict(details=False)``)."""
     return ReportSection("What if it had sampled?", _summary_text(data), table=curve_table(data),
-                         figure=what_if_figure(data), metrics=("EE-D", "EE-R"))
+                         figure=what_if_figure(data), metrics=tuple(METRICS[key].label for key in REPLAYED))
+
+
+def with_what_if(run, data: dict):
+    """``run`` (a log audit) with the replay ``data`` (``WhatIf.to_dict(details=False)``) kept in its record: under
+    ``extra["what_if"]``, and its grid and N in the audit's settings (``what_if_alphas``, ``what_if_samples``), so
+    the run's reproduce command replays it as ``audit-log --what-if-alphas … --what-if-samples …`` does."""
+    config = replace(run.record.config, what_if_alphas=tuple(float(a) for a in data["alphas"]),
+                     what_if_samples=int(data["n_samples"]))
+    return replace(run, record=replace(run.record, config=config, extra={**run.record.extra, "what_if": data}))

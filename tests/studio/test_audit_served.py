@@ -208,3 +208,21 @@ def test_the_served_tab_reads_a_trace_export_also_gzipped(tmp_path):
         log, what = read_served(path, collection)
         assert (what, kind, log.format) == ("log", "log", "otlp")
         assert [e.ranking for e in log.entries] == [e.ranking for e in jsonl.entries]
+
+
+def test_an_audit_stored_before_the_newer_options_keeps_its_fingerprint():
+    from fairrag_studio.panels.served import _settings_fingerprint
+
+    config = LogAuditConfig(log="served.jsonl", k=5, user_model="gerr", n_boot=200, seed=7)
+    # the settings the served tab fingerprinted before LogAuditConfig gained the trace map, the provider source and
+    # the what-if (every field then, defaults included, but not the log's path)
+    before = {"per_claim": False, "entail_threshold": None, "control_margin": None, "skip_degenerate": False,
+              "min_support": None, "k": 5, "attribution": "auto", "min_rel": 1, "user_model": "gerr",
+              "patience": 0.5, "utility": 0.5, "n_boot": 200, "level": 0.95, "seed": 7}
+    assert _settings_fingerprint(config, "auto", "qwen-judge") == {"config": before, "attributor": None}
+    assert _settings_fingerprint(config, "judge", "qwen-judge") == {"config": before, "attributor": "qwen-judge"}
+    # a newer option in use makes another request
+    replayed = LogAuditConfig(log="served.jsonl", k=5, user_model="gerr", n_boot=200, seed=7,
+                              what_if_alphas=(0.0, 2.0), what_if_samples=50, provider_from="domain:metadata.url")
+    assert _settings_fingerprint(replayed, "auto", "x")["config"] == before | {
+        "provider_from": "domain:metadata.url", "what_if_alphas": [0.0, 2.0], "what_if_samples": 50}

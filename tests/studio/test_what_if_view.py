@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -10,10 +11,12 @@ from streamlit.testing.v1 import AppTest
 
 from fairrag_core import load_collection
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
-from fairrag_core.audit.what_if import what_if_sampling
+from fairrag_core.audit.store import RunStore
+from fairrag_core.audit.what_if import WhatIfSettings, what_if_sampling
 from fairrag_core.data import assets_dir, load_served
+from fairrag_studio.services.identity import reproduce_command
 from fairrag_studio.views.served import build_log_report
-from fairrag_studio.views.what_if import curve_table
+from fairrag_studio.views.what_if import curve_table, with_what_if
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TRACES = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
@@ -56,11 +59,15 @@ def test_a_trace_export_is_replayed_on_the_page(tmp_path, monkeypatch):
         assert low <= value <= high
     assert table["EE-D change"].iloc[0] == "" and "p" in table["EE-D change"].iloc[1]
     assert any("Sampling at α = 0" in m.value for m in at.markdown)
+    replayed = " --what-if-alphas 0,8 --what-if-samples 20"  # the audit's settings keep the grid and N
+    assert [c.value.endswith(replayed) for c in at.code] == [True]
     stored = at.multiselect(key="stored_pick")  # reopened from the run store: the replay came along
     stored.set_value(stored.options[:1]).run()
     assert not at.exception
     again = [f.value for f in at.dataframe if "EE-D change" in f.value.columns]
     assert again and again[-1].equals(table)
+    # the served tab (kept in the session) and the stored run (above it and in its own view) print the same command
+    assert len(at.code) == 3 and all(c.value.endswith(replayed) for c in at.code)
 
 
 def test_a_log_without_scores_says_what_the_replay_needs(tmp_path, monkeypatch):
@@ -84,3 +91,23 @@ def test_the_report_carries_the_replay_with_its_numbers():
     html = build_log_report(run, shoes)
     assert "What if it had sampled?" in html and replay.findings[0].text.split(" (")[0][:40] in html
     assert "Not estimated:" in html
+
+
+def test_a_replay_run_in_the_app_is_in_the_runs_reproduce_command(tmp_path):
+    shoes = load_collection("running-shoes")
+    log = load_served(TRACES, collection=shoes)
+    run = audit_rag_log(log, shoes, LogAuditConfig(log=str(TRACES), seed=3, n_boot=200))
+    before = reproduce_command(run.record)[0]
+    assert "--what-if" not in before
+    replay = what_if_sampling(log, shoes, WhatIfSettings(alphas=(0, math.inf), n_samples=20, seed=3), audit=run)
+    data = replay.to_dict(details=False)
+    kept = with_what_if(run, data)
+    assert kept.record.config.what_if_alphas == (0.0, math.inf) and kept.record.config.what_if_samples == 20
+    assert reproduce_command(kept.record)[0] == before + " --what-if-alphas 0,inf --what-if-samples 20"
+    assert kept.record.extra["what_if"] is data and "what_if" not in run.record.extra  # the audit itself unchanged
+    store = RunStore(tmp_path / "runs.duckdb")  # the store keeps both, so a reopened run prints the same command
+    run_id = store.save(run)
+    store.add_extra(run_id, "what_if", data, config=kept.record.config)
+    reopened = store.load(run_id).record
+    assert reproduce_command(reopened)[0] == reproduce_command(kept.record)[0]
+    assert reopened.extra["what_if"]["n_samples"] == 20
