@@ -140,7 +140,8 @@ def render_sidebar() -> Settings:
     embedder = DEFAULTS["embedder"]
     if kind is RetrieverKind.DENSE:
         embedder = side.selectbox("Embedder", list(EMBEDDERS), key="embedder",
-                                  help="minilm ships offline; others need the Hugging Face hub or a local copy.")
+                                  help=f"{DEFAULTS['embedder']} ships offline; others need the Hugging Face hub or a "
+                                       "local copy.")
     max_k = max(1, min(20, len(coll)))
     k = side.slider("k (documents given to the generator)", 1, max_k, min(PLAYGROUND_SAMPLING.k, max_k), key="k")
     candidates = side.select_slider("Candidates K (first-stage cut-off)", options=[10, 20, 50, 100, "all"],
