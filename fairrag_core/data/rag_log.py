@@ -46,7 +46,7 @@ from pathlib import Path
 from ..checks import max_log_lines
 from ..errors import DataFormatError
 from .collection import Collection
-from .formats import is_log
+from .formats import format_of, is_log, run_suffixes
 from .loaders import json_lines
 from .served import ServedRankings, load_run
 from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
@@ -338,7 +338,11 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
     path = Path(path)
     if is_log(path):
         return load_rag_log(path, collection=collection, trace_map=trace_map)
-    log = RagLog.from_served(load_run(path, format=format))
+    # a run format with its own reader in the table (fairrag_core.data.formats) is read by it; TREC and TREC Fair
+    # 2022 share load_run, which tells them apart (and names the fix) itself
+    table = format_of(path) if format == "auto" and path.name.lower().endswith(run_suffixes()) else None
+    own_reader = table is not None and table.reader != "fairrag_core.data.served:load_run"
+    log = RagLog.from_served(table.load(path) if own_reader else load_run(path, format=format))
     if collection is not None:
         log.check_against(collection)
     return log
