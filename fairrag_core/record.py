@@ -151,10 +151,11 @@ def _audit_log_argv(record: RunRecord) -> list[str]:
 
 def _comparison_argv(record: RunRecord) -> list[str]:
     """``compare-runs A B … --collection …``: the compared files (or stored runs, ``run:ID``), which are the
-    settings' positional inputs, and the other settings."""
+    settings' positional inputs, and the other settings; no ``--collection`` when the providers came from the logs
+    (``--provider-from``, ``--provider-map``)."""
     settings = replace(record.config, systems=())  # the systems' labels come from the inputs
-    return ["compare-runs", *argv([Entry(COLLECTION, record.collection),
-                                   *setting_entries(settings, values={"seed": record.seed})])]
+    inputs = [] if settings.providers_from_logs else [Entry(COLLECTION, record.collection)]
+    return ["compare-runs", *argv([*inputs, *setting_entries(settings, values={"seed": record.seed})])]
 
 
 #: The command that reproduces each kind of run.

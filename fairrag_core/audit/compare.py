@@ -31,6 +31,8 @@ import numpy as np
 
 from ..checks import MAX_RESAMPLES, check_at_most, check_open_unit, rows_in_budget
 from ..data import Collection
+from ..data.rag_log import RagLog
+from ..data.traces import LogDocuments, MultipleRetrievals, TraceMap
 from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import paired_comparison
@@ -38,7 +40,7 @@ from ..metrics.registry import COMPARISON, keys
 from ..metrics.registry import METRICS as REGISTRY
 from ..metrics.significance import holm_adjust
 from ..option_types import level_arg, positive_arg
-from ..options import MIN_REL, SEED, Kind, no_option, option
+from ..options import MIN_REL, MULTI_RETRIEVAL, PROVIDER_FROM, PROVIDER_MAP, SEED, TRACE_MAP, Kind, no_option, option
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
@@ -47,7 +49,8 @@ from .query_bootstrap import check_share_resamples, percentile_bounds, pooled_sh
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
 
-__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS"]
+__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS",
+           "documents_of_logs"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better (the metric registry's
 #: comparison list, :mod:`fairrag_core.metrics.registry`).
@@ -128,7 +131,12 @@ class ComparisonConfig(Settings):
 
     ``inputs`` are ``compare-runs``' positional INPUTs (a file's absolute path, or a stored run ``run:ID``), so the
     reproduce command names them from the settings; ``systems`` are the labels the comparison gave them (set by
-    :func:`compare_systems`, no input)."""
+    :func:`compare_systems`, no input).
+
+    How every served file is read — ``trace_map``, ``multi_retrieval``, and ``provider_from`` or ``provider_map``
+    (the providers from the logs themselves, no collection) — are :class:`~fairrag_core.audit.rag_log.LogAuditConfig`'s
+    fields with the same options (:mod:`fairrag_core.options`), so ``compare-runs`` reads a file as ``audit-log``
+    does and its reproduce command holds them."""
 
     systems: tuple[str, ...] = no_option(default=())
     inputs: tuple[str, ...] = option("inputs", kind=Kind.APPEND, default=(), path=True, metavar="INPUT",
@@ -149,6 +157,35 @@ class ComparisonConfig(Settings):
                                  help="random swaps and sign flips of the permutation tests (exact when few queries)")
     level: float = option("--level", default=0.95, parse=level_arg, help="interval level")
     seed: int | None = SEED.field(default=None)
+    # how each served file is read, as audit-log reads it (printed in this order after the seed)
+    trace_map: tuple[str, ...] = TRACE_MAP.field(default=())
+    multi_retrieval: MultipleRetrievals = MULTI_RETRIEVAL.field(default=MultipleRetrievals.SKIP)  # noqa: RUF009
+    provider_from: str | None = PROVIDER_FROM.field(default=None)
+    provider_map: str | None = PROVIDER_MAP.field(default=None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "trace_map", TraceMap.parse(self.trace_map).items())
+
+    @property
+    def providers_from_logs(self) -> bool:
+        """The providers come from the logs themselves (``provider_from`` or ``provider_map``): no collection."""
+        return self.provider_from is not None or self.provider_map is not None
+
+
+def documents_of_logs(logs: Sequence[RagLog], *, provider_from: str | None = None,
+                      provider_map: str | None = None) -> LogDocuments:
+    """One collection of the documents every log in ``logs`` names, with their providers from the logs themselves
+    (:func:`~fairrag_core.data.traces.documents_from_log` over the logs' entries together, so a document two logs
+    name has one provider: the first that says), for comparing logs audited without a collection.
+    ``provider_from`` is a :class:`~fairrag_core.data.traces.ProviderSource` text, ``provider_map`` a CSV's path."""
+    from ..data.traces import ProviderSource, documents_from_log, load_provider_map
+
+    together = RagLog(" + ".join(log.name for log in logs), tuple(e for log in logs for e in log.entries),
+                      format=logs[0].format if len({log.format for log in logs}) == 1 else "jsonl")
+    return documents_from_log(together,
+                              provider_from=None if provider_from is None else ProviderSource.parse(provider_from),
+                              provider_map=None if provider_map is None else load_provider_map(provider_map))
 
 
 @dataclass(frozen=True)

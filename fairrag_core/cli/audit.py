@@ -35,9 +35,11 @@ from ..options import (
     add_options,
     argv,
     option,
+    option_default,
     setting_entries,
 )
 from ..seeds import new_seed
+from .audit_log import READING
 from .common import add_command, add_store, fmt, print_json, records, settings
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
@@ -118,6 +120,8 @@ def register(sub) -> None:
     _add_options(p, CompareOptions)
     add_option(p, COLLECTION, default=None)
     add_options(p, ComparisonConfig, only=("baseline", "by", "attribution", "min_rel"))
+    for name in READING:  # how each served file is read, as audit-log reads it (its options, its order)
+        add_options(p, ComparisonConfig, only=(name,))
     p.add_argument("--report", default=None, metavar="FILE.html",
                    help="with --collection: also write the comparison's self-contained HTML report")
     add_store(p, "the comparison")
@@ -265,10 +269,13 @@ def _print_trec_eval(rows: list[dict], awrf: pd.DataFrame | None, out) -> None:
 
 
 def _cmd_compare(args, out) -> int:
-    if args.collection is not None:
+    if args.collection is not None or args.provider_from is not None or args.provider_map is not None:
         from .compare import run_comparison
 
         return run_comparison(args, out)
+    if args.trace_map or args.multi_retrieval != option_default(ComparisonConfig, "multi_retrieval"):
+        raise InvalidParameterError("--trace-map and --multi-retrieval read trace exports compared as systems: add "
+                                    "--collection C, or --provider-from/--provider-map")
     if len(args.inputs) != 3:
         raise InvalidParameterError(f"compare-runs got {len(args.inputs)} inputs: give QRELS RUN_A RUN_B (expeval's "
                                     "comparison), or two or more logs, runs or run:ID with --collection C")

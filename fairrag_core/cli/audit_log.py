@@ -29,9 +29,9 @@ from .common import add_command, add_settings, add_store, keep_run, print_undefi
 
 __all__ = ["register"]
 
-#: The settings that say how the log is read and where its providers come from, and the what-if's (in the help's
-#: order); the other settings are the audit's own.
-_READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval")
+#: The settings that say how the log is read and where its providers come from (in the help's order; compare-runs
+#: reads each of its files with the same), and the what-if's; the other settings are the audit's own.
+READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval")
 _WHAT_IF = ("what_if_alphas", "what_if_samples")
 
 
@@ -52,12 +52,12 @@ def register(sub) -> None:
     add_settings(p, LogAuditConfig, only=("log",))
     add_option(p, replace(COLLECTION, default_text=f"{COLLECTION.cli_default}; none with --provider-from or "
                                                    "--provider-map"), default=None)
-    for name in _READING:
+    for name in READING:
         add_options(p, LogAuditConfig, only=(name,))
     add_option(p, replace(NLI, help=f"{NLI.help} for judge/both", default_text=f"the offline {DEFAULTS['attributor']}"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
-    add_settings(p, LogAuditConfig, skip=("log", *_READING, *_WHAT_IF))
+    add_settings(p, LogAuditConfig, skip=("log", *READING, *_WHAT_IF))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     add_store(p, "the audit")
     for name in _WHAT_IF:

@@ -5,7 +5,9 @@ Each served file is audited as ``audit-log`` audits it (the one audit, :func:`~f
 audit_served`); a stored run brings its systems (one per α of a sweep or batch audit). The comparison — paired
 per-query differences with intervals and tests, per-provider share differences, and what they mean — is printed,
 saved in the run store and, with ``--report``, written as the same self-contained HTML report the app offers.
-Without ``--collection``, ``compare-runs QRELS RUN_A RUN_B`` is expeval's comparison (:mod:`.audit`).
+With ``--provider-from`` or ``--provider-map`` instead of ``--collection``, the files' providers come from the files
+themselves, as ``audit-log`` reads them (one collection of the documents they name). Without either,
+``compare-runs QRELS RUN_A RUN_B`` is expeval's comparison (:mod:`.audit`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
+from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, documents_of_logs, systems_of
 from ..audit.comparison_findings import with_findings
 from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
@@ -28,7 +30,9 @@ __all__ = ["run_comparison", "STORED"]
 STORED = "run:"
 
 
-def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path) -> list[System]:
+def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path, served: dict) -> list[System]:
+    """One system per input: a stored run's (one per α), or the audit of a served file (``served``: each file's
+    loaded log), read and audited as ``audit-log`` reads and audits it."""
     systems: list[System] = []
     for i, value in enumerate(inputs):
         if value.startswith(STORED):
@@ -37,27 +41,61 @@ def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path
             run_id = value[len(STORED):]
             systems += systems_of(RunStore(store_path).load(run_id), label=f"{STORED}{run_id}")
             continue
-        served = load_served(value, collection=collection)
-        audit = audit_served(served, collection, LogAuditConfig(
+        log = served[value]
+        audit = audit_served(log, collection, LogAuditConfig(
             k=config.k, attribution=AttributionSource(config.attribution), min_rel=config.min_rel,
-            n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i)))
-        systems.append(System(served.name, audit))
+            n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i), trace_map=config.trace_map,
+            multi_retrieval=config.multi_retrieval, provider_from=config.provider_from,
+            provider_map=config.provider_map))
+        systems.append(System(log.name, audit))
     labels = [s.label for s in systems]  # two files of the same name: number them
     return [replace(s, label=f"{s.label} ({i + 1})") if labels.count(s.label) > 1 else s for i, s in enumerate(systems)]
 
 
+def _served(inputs: list[str], collection_name: str | None, config: ComparisonConfig):
+    """The collection and each served file's log: from ``--collection``, or — with ``--provider-from`` or
+    ``--provider-map`` — one collection of the documents the files name, with their providers from the files."""
+    from ..data.traces import MultipleRetrievals, TraceMap
+
+    trace_map = TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)
+    from_log = config.providers_from_logs
+    if from_log and collection_name is not None:
+        raise InvalidParameterError("--provider-from and --provider-map name the providers of logs compared without "
+                                    "a collection; drop them to use the providers of --collection, or drop "
+                                    "--collection")
+    if from_log and any(value.startswith(STORED) for value in inputs):
+        raise InvalidParameterError("a stored run (run:ID) is compared against --collection; with --provider-from or "
+                                    "--provider-map give the files it audited instead")
+    if from_log and config.attribution in ("judge", "both"):
+        raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; compare "
+                                    "with --collection, or attribute from the logged citations (--attribution logged)")
+    collection = None if from_log else load_collection(collection_name)
+    served = {value: load_served(value, collection=collection, trace_map=trace_map)
+              for value in inputs if not value.startswith(STORED)}
+    for log in served.values():
+        if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
+            raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
+                                        f"{log.what}: drop them")
+    if from_log:
+        collection = documents_of_logs(list(served.values()), provider_from=config.provider_from,
+                                       provider_map=config.provider_map).collection
+    return collection, served
+
+
 def run_comparison(args, out) -> int:
-    """The systems mode of ``compare-runs`` (``--collection`` given)."""
+    """The systems mode of ``compare-runs`` (``--collection``, ``--provider-from`` or ``--provider-map`` given)."""
     inputs = list(args.inputs)
     if len(inputs) < 2:
         raise InvalidParameterError("compare at least two systems: compare-runs A B [C …] --collection C (RAG logs, "
                                     "run files or stored runs run:ID)")
-    collection = load_collection(args.collection)
     config = settings(ComparisonConfig, args)
+    # the files' (and the provider map's) absolute paths, so that the reproduce command finds them from any directory
     config = ComparisonConfig(**{**config.to_dict(), "seed": config.seed if config.seed is not None else new_seed(),
                                  "inputs": tuple(value if value.startswith(STORED) else os.path.abspath(value)
-                                                 for value in inputs)})
-    systems = _systems(inputs, collection, config, getattr(args, "store", None))
+                                                 for value in inputs),
+                                 "provider_map": config.provider_map and os.path.abspath(config.provider_map)})
+    collection, served = _served(inputs, args.collection, config)
+    systems = _systems(inputs, collection, config, getattr(args, "store", None), served)
     if args.baseline and args.baseline not in [s.label for s in systems]:
         raise InvalidParameterError(f"--baseline {args.baseline!r} is not one of the systems: "
                                     f"{', '.join(s.label for s in systems)}")

@@ -98,3 +98,83 @@ def test_bad_inputs_name_the_fix(served, monkeypatch, capsys):
     assert code == 2 and "give QRELS RUN_A RUN_B" in capsys.readouterr().err
     code, _ = run(["compare-runs", "A.trec", "B.trec", "--collection", "running-shoes", "--baseline", "Z"])
     assert code == 2 and "--baseline 'Z' is not one of the systems" in capsys.readouterr().err
+
+
+# -- the same audit everywhere (issue 29): compare-runs reads files as audit-log reads them --------------------------
+def _kv(key, value):
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _otlp_export(path, rankings):
+    """An OpenInference export, one trace per (query id, ranking): a CHAIN root with ``fairrag.query_id`` and the first
+    document cited, and a RETRIEVER span whose documents carry ``metadata.source`` (``d3`` → ``P3``)."""
+    spans = []
+    for t, (qid, ranking) in enumerate(rankings):
+        trace = f"{path.stem.replace('.', '')}{t:04x}"
+        spans.append({"traceId": trace, "spanId": f"{trace}r", "startTimeUnixNano": str(1_772_442_960_000_000_000 + t),
+                      "attributes": [_kv("openinference.span.kind", "CHAIN"), _kv("fairrag.query_id", qid),
+                                     _kv("fairrag.citations", json.dumps([ranking[0]]))]})
+        docs = [_kv("openinference.span.kind", "RETRIEVER")]
+        for i, doc in enumerate(ranking):
+            docs += [_kv(f"retrieval.documents.{i}.document.id", doc),
+                     _kv(f"retrieval.documents.{i}.document.metadata", json.dumps({"source": f"P{doc[1:]}"}))]
+        spans.append({"traceId": trace, "spanId": f"{trace}s", "parentSpanId": f"{trace}r",
+                      "startTimeUnixNano": str(1_772_442_960_000_000_001 + t), "attributes": docs})
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """Deployment A always serves d0 d1 d2 (P0 first); B rotates the six documents: 12 queries, 3 requests each."""
+    folder = tmp_path_factory.mktemp("exports")
+    queries = [f"q{n:02d}" for n in range(12)]
+    a = [(q, ["d0", "d1", "d2"]) for q in queries for _ in range(3)]
+    b = [(q, [f"d{(n + s + j) % 6}" for j in range(3)]) for n, q in enumerate(queries) for s in range(3)]
+    return _otlp_export(folder / "A.otlp.jsonl", a), _otlp_export(folder / "B.otlp.jsonl", b)
+
+
+def test_two_trace_exports_compare_with_providers_from_the_traces_and_no_collection(exports, tmp_path, monkeypatch):
+    a, b = exports
+    monkeypatch.chdir(a.parent)
+    argv = ["compare-runs", a.name, b.name, "--provider-from", "metadata.source", "--multi-retrieval", "first",
+            "--seed", "4", "--n-boot", "200", "--n-permutations", "500", "--no-store"]
+    code, text = run(argv)
+    assert code == 0 and "Comparison of 2 systems on documents of A.otlp.jsonl + B.otlp.jsonl, each against " \
+                          "A.otlp.jsonl" in text
+    payload = json.loads(run([*argv, "--json"])[1])
+    shares = {(s["kind"], s["group"]): s for s in payload["shares"]}
+    assert shares[("retrieval", "P0")]["share_system"] == pytest.approx(1 / 6)  # B: each of six documents equally
+    assert shares[("retrieval", "P0")]["share_baseline"] == pytest.approx(1 / 3)  # A: d0 d1 d2 only
+    assert shares[("attributed", "P0")]["share_baseline"] == pytest.approx(1.0)  # A always cites d0
+    assert {m["system"] for m in payload["metrics"]} == {"B.otlp.jsonl"} and "ee_r" not in {
+        m["metric"] for m in payload["metrics"]}  # no relevance labels: EE-R is not compared
+    assert any(f["text"].startswith("B.otlp.jsonl is fairer than A.otlp.jsonl") for f in payload["findings"])
+    command = payload["command"]
+    assert "--collection" not in command and command.endswith(
+        "--seed 4 --multi-retrieval first --provider-from metadata.source")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    from fairrag_core.record import RunRecord
+
+    command = RunRecord.from_dict(payload["config"]).command()
+    assert f"compare-runs {a} {b}" in command
+    again = json.loads(run([*shlex.split(command)[3:], "--no-store", "--json"])[1])
+    assert again["metrics"] == payload["metrics"] and again["shares"] == payload["shares"]
+
+
+def test_compare_runs_reading_options_and_their_errors(exports, served, capsys):
+    a, b = map(str, exports)
+    assert run(["compare-runs", a, b, "--provider-from", "metadata.source", "--collection", "running-shoes"])[0] == 2
+    assert "--provider-from and --provider-map name the providers of logs compared without a collection" in \
+        capsys.readouterr().err
+    assert run(["compare-runs", a, "run:abc", "--provider-from", "metadata.source"])[0] == 2
+    assert "a stored run (run:ID) is compared against --collection" in capsys.readouterr().err
+    assert run(["compare-runs", a, b, "--trace-map", "answer=app.reply"])[0] == 2
+    assert "--trace-map and --multi-retrieval read trace exports compared as systems" in capsys.readouterr().err
+    log = str(served / "log.jsonl")
+    assert run(["compare-runs", log, log, "--collection", "running-shoes", "--trace-map", "answer=app.reply",
+                "--no-store"])[0] == 2
+    assert "--trace-map and --multi-retrieval read trace exports; log.jsonl is a RAG log: drop them" in \
+        capsys.readouterr().err
