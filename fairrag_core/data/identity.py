@@ -61,7 +61,8 @@ class InputIdentity:
     name the user knows (an upload keeps its own); ``sha256``: of its bytes (a collection: see the module
     docstring), empty when unknown; ``path``: where this server keeps it; ``upload``: whether it came from a
     browser; ``lines``: the file's lines (a log or run); ``rankings``: the rankings it holds (a log: its lines; a
-    run: its samples)."""
+    run: its samples; a trace export: its requests, one trace each); ``format``: the served format
+    (:mod:`~fairrag_core.data.formats`; ``otlp`` is counted in requests, empty when not recorded)."""
 
     role: str
     name: str
@@ -70,6 +71,7 @@ class InputIdentity:
     upload: bool = False
     lines: int | None = None
     rankings: int | None = None
+    format: str = ""
 
     @property
     def text(self) -> str:
@@ -85,7 +87,10 @@ class InputIdentity:
 
     @property
     def counts(self) -> str:
-        """``5,000 lines holding 500 rankings`` (a run) or ``200 lines`` (a log: one ranking per line)."""
+        """``5,000 lines holding 500 rankings`` (a run), ``200 lines`` (a log: one ranking per line) or ``200
+        requests`` (a trace export: its lines are export batches, not requests)."""
+        if self.format == "otlp" and self.rankings is not None:
+            return f"{self.rankings:,} requests"
         if self.role == "run":
             lines = f"{self.lines:,} lines" if self.lines is not None else "lines not counted"
             return f"{lines} holding {self.rankings:,} rankings" if self.rankings is not None else lines
@@ -177,12 +182,13 @@ def count_lines(path: str | os.PathLike) -> int:
 
 
 def served_identity(path: str | os.PathLike, kind: str, *, rankings: int, sha256: str = "",
-                    upload: bool = False) -> InputIdentity:
+                    upload: bool = False, format: str = "") -> InputIdentity:
     """A RAG log (``kind="log"``) or a run file (``"run"``) at ``path``: its name, the sha256 of its bytes
-    (``sha256`` when the loader took it on the way, else read here), its lines and the ``rankings`` it holds."""
+    (``sha256`` when the loader took it on the way, else read here), its lines, the ``rankings`` it holds and its
+    ``format``."""
     path = Path(path)
     return InputIdentity(kind, path.name, sha256 or file_sha256(path), str(path), upload=upload,
-                         lines=count_lines(path), rankings=int(rankings))
+                         lines=count_lines(path), rankings=int(rankings), format=format)
 
 
 def audit_inputs(log, collection) -> list[dict]:
@@ -190,7 +196,7 @@ def audit_inputs(log, collection) -> list[dict]:
     lines and rankings, from the :class:`~fairrag_core.data.rag_log.RagLog` that read it), the collection and, when
     it has them, its qrels."""
     items = [InputIdentity(log.kind, log.name, log.sha256, log.source, lines=log.identity()["lines"],
-                           rankings=len(log))]
+                           rankings=len(log), format=log.format)]
     if collection.source:
         items.append(collection_identity(collection.source))
         qrels = qrels_identity(collection.source)

@@ -5,21 +5,27 @@ and the tables in :mod:`fairrag_studio.views.served`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
 
 from fairrag_core import FairRAGError
+from fairrag_core.audit.compare import documents_of_logs
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
 from fairrag_core.data.formats import is_log, upload_types
+from fairrag_core.data.traces import MultipleRetrievals, TraceMap
+from fairrag_core.errors import InvalidParameterError
+from fairrag_core.options import COLLECTION, MULTI_RETRIEVAL, PROVIDER_FROM, PROVIDER_MAP, TRACE_MAP
 from fairrag_core.record import RunKind
 
 from .. import charts
 from ..services import resources, uploads
 from ..services.data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
 from ..services.identity import (
+    InputIdentity,
     collection_identity,
     collection_label,
     qrels_identity,
@@ -42,6 +48,7 @@ from ..views.served import (
     measured_sources,
     queries_table,
     read_served,
+    save_provider_map,
     save_served_upload,
     served_label,
 )
@@ -126,13 +133,68 @@ def _settings_fingerprint(config: LogAuditConfig, attribution: str, attributor: 
     return {"config": settings, "attributor": attributor if attribution in ("judge", "both") else None}
 
 
+#: The page's control for each reading option of audit-log, so that a message written for the command line names
+#: what the page offers (:func:`_as_on_page`).
+_CONTROLS = {PROVIDER_FROM.flags[0]: "'Providers from'", PROVIDER_MAP.flags[0]: "'Providers from' (a provider map)",
+             MULTI_RETRIEVAL.flags[0]: "'Several retrieval spans'", TRACE_MAP.flags[0]: "a trace map (the CLI's "
+             f"{TRACE_MAP.flags[0]})", COLLECTION.flags[0]: "the sidebar's collection"}
+
+#: Where the documents' providers come from: the sidebar's collection, or the log itself
+#: (:class:`~fairrag_core.data.traces.ProviderSource` text for a metadata key, or a provider map).
+_PROVIDERS = {"collection": "the collection", "metadata": "a metadata key", "domain": "the domain of a URL key",
+              "map": "a provider map (CSV)"}
+
+
+def _as_on_page(message: str) -> str:
+    """A loader's or the audit's message with each command-line flag replaced by the page's control for it."""
+    for flag, control in sorted(_CONTROLS.items(), key=lambda item: -len(item[0])):
+        message = re.sub(rf"{re.escape(flag)}(?![\w-])", control, message)
+    return message
+
+
+def _reading() -> tuple[str, str | None, str | None, MultipleRetrievals]:
+    """Where the providers come from (a :data:`_PROVIDERS` key) and the retrieval choice, as :class:`LogAuditConfig`'s
+    ``provider_from``, ``provider_map`` (an uploaded CSV's saved path; None until one is uploaded) and
+    ``multi_retrieval``."""
+    cols = st.columns([2, 1, 1])
+    source = cols[0].radio("Providers from", list(_PROVIDERS), format_func=_PROVIDERS.get, horizontal=True,
+                           key="served_providers",
+                           help="Without a collection, each document's provider comes from the log: a key of its "
+                                "logged metadata (e.g. source), the domain of a logged URL, or a CSV "
+                                "doc_id,provider[,group columns]. EE-R and the fair target then need relevance labels "
+                                "the log does not have.")
+    multi = MultipleRetrievals(cols[2].selectbox("Several retrieval spans", [m.value for m in MultipleRetrievals],
+                                                 key="served_multi", help=MULTI_RETRIEVAL.help))
+    if source == "collection":
+        return source, None, None, multi
+    if source in ("metadata", "domain"):
+        key = cols[1].text_input("Metadata key", "source" if source == "metadata" else "url",
+                                 key=f"served_{source}_key")
+        text = f"metadata.{key.strip()}"
+        return source, (text if source == "metadata" else f"domain:{text}"), None, multi
+    upload = cols[1].file_uploader("Provider map", type=["csv"], key="served_provider_map")
+    if upload is None:
+        return source, None, None, multi
+    return source, None, str(save_provider_map(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)), multi
+
+
 def _served_audit(settings: Settings, store, path, source_collection, uploaded: bool = False):
     """Audit the chosen log with the chosen settings (cached per file content and settings, and reopened from the
     store when this browser audited the same input with the same settings before); show its errors."""
-    coll = resources.collection(source_collection)
-    st.caption(f"Doc ids are checked against **{markdown_text(collection_label(source_collection))}** "
-               f"({len(coll)} documents); "
-               "its relevance labels give EE-R and the fair target.")
+    source, provider_from, provider_map, multi = _reading()
+    from_log = source != "collection"
+    if source == "map" and provider_map is None:
+        st.info("Upload the provider map (doc_id,provider[,group columns]).")
+        return None, None
+    if from_log:
+        coll = None
+        st.caption("Providers from the log: its documents are the collection; no relevance labels, so EE-R and the "
+                   "fair target are not measured.")
+    else:
+        coll = resources.collection(source_collection)
+        st.caption(f"Doc ids are checked against **{markdown_text(collection_label(source_collection))}** "
+                   f"({len(coll)} documents); "
+                   "its relevance labels give EE-R and the fair target.")
     cols = st.columns(4)
     attribution = cols[0].selectbox("Attribution", ["auto", "none", "logged", "judge", "both"], key="served_attr",
                                     help="logged: the citations the system showed; judge: the sidebar's NLI "
@@ -149,20 +211,35 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         st.info("Pick a log or a run file.")
         return None, coll
     try:
-        log, kind = read_served(path, coll)
+        log, kind = read_served(path, coll, TraceMap.parse(multiple=multi))
+        if log.format != "otlp":  # the retrieval choice reads trace exports only (as audit-log's)
+            multi = MultipleRetrievals.SKIP
+        notes = ()
+        if from_log:
+            documents = documents_of_logs([log], provider_from=provider_from, provider_map=provider_map)
+            coll, notes = documents.collection, documents.notes
         citation = settings.citation.citation_fields() | {"control_margin": None}  # no pool in a log
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
-                                patience=float(patience), seed=settings.seed, **citation)
-        served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded)
+                                patience=float(patience), seed=settings.seed, multi_retrieval=multi,
+                                provider_from=provider_from, provider_map=provider_map, **citation)
+        if from_log and attribution in ("judge", "both"):
+            raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; "
+                                        "take providers from the collection, or attribution 'logged'")
+        served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded,
+                                 format=log.format)
     except FairRAGError as err:
-        st.error(f"That {'log' if is_log(path) else 'file'} was not audited: {err}")
+        st.error(f"That {'log' if is_log(path) else 'file'} was not audited: {_as_on_page(str(err))}")
         return None, coll
     if uploaded:
         _remember(served)
-    inputs = [served, collection_identity(source_collection)]
-    qrels = qrels_identity(source_collection)
-    if qrels is not None:
-        inputs.append(qrels)
+    if from_log:  # the collection is the log's documents, named by their providers' sha256; no qrels
+        source_collection = coll.name
+        inputs = [served, InputIdentity("collection", coll.name, coll.sha256)]
+    else:
+        inputs = [served, collection_identity(source_collection)]
+        qrels = qrels_identity(source_collection)
+        if qrels is not None:
+            inputs.append(qrels)
     fingerprint = identity_fingerprint("audit-log", inputs,
                                        _settings_fingerprint(config, attribution, settings.attributor))
     key = (served.sha256, source_collection, fingerprint)
@@ -173,13 +250,17 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
             runs[key], saved[key] = store.load(before), before
             st.session_state["served_reopened"].add(key)
         else:
-            run = _audit(log, coll, config, settings, attribution, source_collection)
+            run = _audit(log, coll, config, settings, attribution, None if from_log else source_collection)
+            if run is not None and (log.notes or notes):  # what the loader left out, what was assumed
+                extra = {**run.record.extra, "notes": [*log.notes, *notes, *run.record.extra["notes"]]}
+                run = replace(run, record=replace(run.record, extra=extra))
             if run is None:
                 return None, coll
             runs[key] = with_inputs(run, inputs, fingerprint_of=fingerprint)
             saved[key] = store.save(runs[key], label=f"{kind} · {served_label(runs[key])}")
     if key not in runs:
-        st.info(f"{kind.capitalize()} read: {len(log)} served rankings over {len(log.query_ids)} queries, from "
+        what = "Trace export" if log.format == "otlp" else kind.capitalize()
+        st.info(f"{what} read: {len(log)} served rankings over {len(log.query_ids)} queries, from "
                 f"{markdown_text(served.text)} ({served.counts}). Press **Audit the served rankings**.")
         return None, coll
     if key in st.session_state["served_reopened"]:
@@ -199,7 +280,7 @@ def _remember(served) -> None:
         done.add(served.path)
 
 
-def _audit(log, coll, config, settings: Settings, attribution: str, source_collection: str):
+def _audit(log, coll, config, settings: Settings, attribution: str, source_collection: str | None):
     judge = attribution in ("judge", "both")
     bar = st.progress(0.0, "Judging answers…") if judge else None
 
@@ -211,7 +292,7 @@ def _audit(log, coll, config, settings: Settings, attribution: str, source_colle
                              attributor=resources.attributor(settings.attributor, settings.device) if judge
                              else None, collection_source=source_collection)
     except FairRAGError as err:
-        st.error(str(err))
+        st.error(_as_on_page(str(err)))
         return None
 
 
@@ -219,10 +300,11 @@ def show_served(run, coll, key: str):
     """Headline, ledger, per-query drill-down and report of a log audit (fresh or reopened). Returns the run as
     shown (with a what-if replayed here, :func:`~fairrag_studio.panels.what_if.render_what_if`'s)."""
     for note in run.record.extra.get("notes", []):
-        st.warning(note)
+        st.warning(_as_on_page(note))
     inputs = record_inputs(run.record)
     words = {"collection": "collection", "qrels": "qrels", "log": "RAG log", "run": "run file"}
-    st.caption("Inputs: " + " · ".join(f"{words.get(i.role, i.role)} **{markdown_text(i.text)}**"
+    st.caption("Inputs: " + " · ".join(f"{'trace export' if i.format == 'otlp' else words.get(i.role, i.role)} "
+                                       f"**{markdown_text(i.text)}**"
                                        + (f" ({i.counts})" if i.counts else "") for i in inputs))
     findings = [f for f in log_findings(run, coll) if not f.detail]
     st.subheader("Findings")

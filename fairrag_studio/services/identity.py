@@ -58,8 +58,9 @@ def served_kind(record: RunRecord) -> str:
 
 
 def served_counts(record: RunRecord) -> str:
-    """``5,000 lines holding 500 rankings`` for a run, ``200 lines`` for a log (from the recorded inputs; older
-    records only know the rankings, which for a run they called lines)."""
+    """``5,000 lines holding 500 rankings`` for a run, ``200 lines`` for a log, ``200 requests`` for a trace export
+    (from the recorded inputs, :attr:`InputIdentity.counts`; older records only know the rankings, which for a run
+    they called lines)."""
     for item in record_inputs(record, compute=False):
         if item.role in ("log", "run"):
             return item.counts

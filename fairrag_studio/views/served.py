@@ -27,6 +27,7 @@ from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
 from fairrag_core.data import RagLog, assets_dir, load_served
 from fairrag_core.data.files import check_upload
 from fairrag_core.data.formats import kind_of
+from fairrag_core.data.traces import TraceMap
 from fairrag_core.glossary import term
 from fairrag_core.metrics.registry import LEDGER, LOG_HEADLINE, LOG_QUERY, METRICS, SWEEP, keys
 from fairrag_core.record import SweepRun
@@ -39,7 +40,7 @@ from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 from .what_if import what_if_section
 
-__all__ = ["DEMO_LOG", "save_served_upload", "safe_upload_name", "read_served",
+__all__ = ["DEMO_LOG", "save_served_upload", "save_provider_map", "safe_upload_name", "read_served",
            "headline_table", "queries_table", "lines_table", "build_log_report", "served_label", "served_input",
            "measured_sources"]
 
@@ -78,18 +79,33 @@ def save_served_upload(name: str, data: bytes, root: Path) -> Path:
     return target
 
 
-def read_served(path: str | Path, collection: Collection) -> tuple[RagLog, str]:
-    """The log at ``path`` (``.jsonl``/``.json``, also gzipped: a RAG log or an OTLP trace export; otherwise a served
-    run, converted to a log of its samples; :func:`~fairrag_core.data.load_served`), with its doc ids checked against
-    ``collection``, and what it is (``"log"`` or ``"run"``)."""
-    log = load_served(path, collection=collection)  # a RAG log, an OTLP trace export (also gzipped) or a run
+def read_served(path: str | Path, collection: Collection | None, trace_map: TraceMap | None = None
+                ) -> tuple[RagLog, str]:
+    """The log at ``path`` (``.jsonl``/``.json``, also gzipped: a RAG log or an OTLP trace export, read with
+    ``trace_map``; otherwise a served run, converted to a log of its samples; :func:`~fairrag_core.data.load_served`),
+    with its doc ids checked against ``collection`` (None: the providers come from the log), and what it is
+    (``"log"`` or ``"run"``)."""
+    # a RAG log, an OTLP trace export (also gzipped) or a run
+    log = load_served(path, collection=collection, trace_map=trace_map)
     return log, "run" if log.kind == "run" else "log"
+
+
+def save_provider_map(name: str, data: bytes, root: Path) -> Path:
+    """Write an uploaded provider map (``doc_id,provider[,group columns]`` CSV, as ``--provider-map`` reads) under
+    ``root/providers-<content hash>/`` with its own (made safe) name; above the upload limit it is a
+    :class:`DataFormatError` before anything is written."""
+    check_upload(name, data)
+    folder = root / f"providers-{hashlib.sha256(data).hexdigest()[:10]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / safe_upload_name(name)
+    target.write_bytes(data)
+    return target
 
 
 def served_label(run: SweepRun) -> str:
     """A short name for a log audit: the log or run by its name and sha256, its size (a log's lines, a run's
-    lines and rankings) and its queries (``run.trec (upload, sha256 3f2a…) · 5,000 lines holding 500 rankings ·
-    50 queries``)."""
+    lines and rankings, a trace export's requests) and its queries (``run.trec (upload, sha256 3f2a…) · 5,000 lines
+    holding 500 rankings · 50 queries``)."""
     record = run.record
     item = next((i for i in record_inputs(record, compute=False) if i.role in ("log", "run")), None)
     name = item.text if item is not None else Path(str(record.config.log)).name
@@ -198,19 +214,21 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
     """A self-contained HTML report of a log audit: every input by name and sha256, how to read it, the headline
     with intervals, the ledgers by provider and group (for every attribution source) with their gaps, the
     methodology, per-query drill-down (the served lines when the run still holds them), the reproduce command and
-    the caveats. A run file's report is titled "served run" and counts its rankings; a log's counts its lines."""
+    the caveats. A run file's report is titled "served run" and counts its rankings; a trace export's counts its
+    requests (one trace each), a log's its lines."""
     record = run.record
     inputs = record_inputs(record)
     served = next((i for i in inputs if i.role in ("log", "run")), None)
     kind = served.role if served is not None else served_kind(record)
-    thing = "served run" if kind == "run" else "RAG log"
+    traces = served is not None and served.format == "otlp"  # counted in requests: its lines are export batches
+    thing = "served run" if kind == "run" else "trace export" if traces else "RAG log"
     title = title or f"Fairness audit of a {thing}"
     headline = headline_table(run)
     labelled_only = default_ledger_scope(run)
     scope = "the queries with relevance labels" if labelled_only else "every query"
     by_role = {i.role: i for i in inputs}
     summary = {thing: served.full_text if served is not None else record.config.log,
-               ("run file" if kind == "run" else "lines"): served_counts(record),
+               ("run file" if kind == "run" else "requests" if traces else "lines"): served_counts(record),
                "queries": len(run.table), "k": record.extra.get("k_used"),
                "attribution": record.config.attribution.value, "NLI judge": record.attributor or "—",
                "collection": by_role["collection"].full_text if "collection" in by_role else record.collection,
@@ -220,7 +238,7 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
     notes = "\n\n".join(f"Note: {n}" for n in record.extra.get("notes", []))
     measured = measured_sources(run) or (None,)
     attributed = measured != (None,)
-    unit = "sample of the run" if kind == "run" else "line of the log"
+    unit = "sample of the run" if kind == "run" else "request of the trace export" if traces else "line of the log"
     findings = [f for f in log_findings(run, collection) if not f.detail]
     sections = [ReportSection("Findings", "What this audit found, most severe first (each provider's and group's "
                               "share tested against its fair share over the queries, Holm-adjusted across the "
@@ -248,6 +266,7 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
     per_query = queries_table(run)
     details = []
     where = ("The rankings are in the run file named above." if kind == "run"
+             else "The served requests are in the trace export named above." if traces
              else "The served lines are in the log file named above.")
     for qid, (_, row) in zip(run.table["query_id"], per_query.iterrows()):
         metrics = " · ".join(f"{name} {value:.3f}" if isinstance(value, float) else f"{name} {value}"
@@ -256,7 +275,8 @@ def build_log_report(run: SweepRun, collection: Collection, *, title: str | None
         text = metrics + ("" if lines is not None else f"\n\n{where}")
         details.append(ReportSection(str(qid), text, table=lines))
     sections.append(ReportSection("Per query", "Every query's metrics; open one for its served "
-                                  f"{'rankings' if kind == 'run' else 'lines'}.", table=per_query,
+                                  f"{'rankings' if kind == 'run' else 'requests' if traces else 'lines'}.",
+                                  table=per_query,
                                   details=tuple(details)))
     opening = ("The run file holds the rankings this system produced for these queries (each sample one served "
                "ranking), without answers" if kind == "run" else

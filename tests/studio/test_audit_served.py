@@ -226,3 +226,54 @@ def test_an_audit_stored_before_the_newer_options_keeps_its_fingerprint():
                               what_if_alphas=(0.0, 2.0), what_if_samples=50, provider_from="domain:metadata.url")
     assert _settings_fingerprint(replayed, "auto", "x")["config"] == before | {
         "provider_from": "domain:metadata.url", "what_if_alphas": [0.0, 2.0], "what_if_samples": 50}
+
+
+# -- the same audit everywhere (issue 29): the providers from the log, the retrieval choice, requests not lines -----
+def test_the_demo_trace_export_audits_with_providers_from_its_metadata_and_no_collection(tmp_path, monkeypatch):
+    import shutil
+
+    from fairrag_core.data import assets_dir
+
+    shutil.copy(assets_dir() / "logs" / "running-shoes.otlp.jsonl", tmp_path / "shoes.otlp.jsonl")
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path))
+    at = open_audit()
+    pick_data_file(at, "shoes.otlp.jsonl")
+    assert any("Trace export read: 200 served rankings over 20 queries" in i.value and "(200 requests)" in i.value
+               for i in at.info)  # 33 export lines hold the 200 requests
+    at.radio(key="served_providers").set_value("metadata").run()
+    at.selectbox(key="served_multi").set_value("first").run()
+    assert not at.exception and any("Providers from the log" in c.value for c in at.caption)
+    at.button(key="served_run").click().run()
+    assert not at.exception and not at.error
+    headline = frame_with(at, "95% interval")
+    assert "EE-D" in set(headline["metric"]) and "EE-R" not in set(headline["metric"])  # no relevance labels
+    ledger = frame_with(at, "group")
+    assert {"Velocore", "Stridewell"} <= set(ledger["group"])
+    assert any("2 of 202 traces left out" in w.value for w in at.warning)
+    command = next(c.value for c in at.code if "audit-log" in c.value)
+    assert "--collection" not in command and command.endswith("--multi-retrieval first --provider-from metadata.source")
+    inputs = next(c.value for c in at.caption if c.value.startswith("Inputs: "))
+    assert inputs.startswith("Inputs: trace export **shoes\\.otlp\\.jsonl") and "(200 requests)" in inputs
+    assert "collection **documents of shoes\\.otlp\\.jsonl" in inputs  # the log's documents, by their sha256
+
+
+def test_a_trace_export_counts_requests_in_its_identity_and_report(shoes):
+    from fairrag_core.data import assets_dir, load_served
+    from fairrag_core.data.identity import InputIdentity
+
+    traces = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
+    run = audit_rag_log(load_served(traces, collection=shoes), shoes, LogAuditConfig(seed=1, n_boot=100))
+    served = InputIdentity.from_dict(run.record.extra["inputs"][0])
+    assert (served.format, served.lines, served.counts) == ("otlp", 33, "200 requests")
+    assert InputIdentity("log", "a.jsonl", lines=200, rankings=200).counts == "200 lines"  # a RAG log: unchanged
+    html = build_log_report(run, shoes)
+    assert "Fairness audit of a trace export" in html and "200 requests" in html and "33 lines" not in html
+
+
+def test_cli_flags_in_messages_name_the_pages_controls():
+    from fairrag_studio.panels.served import _as_on_page
+
+    assert _as_on_page("several independent retrieval spans (keep the first or the last with --multi-retrieval)") \
+        == "several independent retrieval spans (keep the first or the last with 'Several retrieval spans')"
+    assert _as_on_page("use --provider-from metadata.KEY, or --provider-map") == \
+        "use 'Providers from' metadata.KEY, or 'Providers from' (a provider map)"
