@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fairrag_core.data import assets_dir
 from fairrag_core.data.formats import COMPRESSED
+from fairrag_core.data.otlp_proto import delimited, json_to_request
 from fairrag_core.data.served import ServedRankings
 
 LOGS = assets_dir() / "logs"
@@ -16,7 +17,8 @@ LOGS = assets_dir() / "logs"
 
 def samples() -> dict[str, list[bytes]]:
     """Format name → the bytes of files in that format: the demo RAG log; its trace export, as JSON lines and as
-    one pretty-printed document (as the OpenTelemetry collector's file exporter writes it); the log's rankings as an
+    one pretty-printed document (as the OpenTelemetry collector's file exporter writes it) and as length-delimited
+    protobuf requests (what the SDK exporters send); the log's rankings as an
     expeval/TREC run and as a TREC Fair 2022 run (with and without its header row)."""
     log_bytes = (LOGS / "running-shoes.jsonl").read_bytes()
     traces = (LOGS / "running-shoes.otlp.jsonl").read_bytes()
@@ -29,7 +31,8 @@ def samples() -> dict[str, list[bytes]]:
     trec = ServedRankings.from_lists(rankings, run_id="demo").to_trec().encode()
     fair = "".join(f"{qid}\t{seq}\t{doc}\n" for qid, lists in rankings.items() for seq, ranking in enumerate(lists)
                    for doc in ranking)
-    return {"jsonl": [log_bytes], "otlp": [traces, whole], "trec": [trec],
+    pb = delimited(json_to_request(json.loads(line)) for line in traces.splitlines() if line.strip())
+    return {"jsonl": [log_bytes], "otlp": [traces, whole, pb], "trec": [trec],
             "trec-fair-2022": [fair.encode(), ("id\tseq_no\tpage_id\n" + fair).encode()]}
 
 

@@ -9,14 +9,15 @@ uploader and data folder, and the kind a stored run's identity falls back to. A 
 line) still reads a name with none of them as a run, since TREC runs are often named without one.
 
 A suffix names a *kind*, not always one format: a RAG log and an OTLP JSON trace export share ``.jsonl``/``.json``
-(the log reader tells them apart by the first object), an expeval/TREC run and a TREC Fair 2022 run share ``.txt``,
-``.tsv``, … (the run reader tells them apart by the first line). :func:`format_of` does the same sniffing when the
-file is there to read. Each suffix may also be gzipped (:data:`COMPRESSED`); the readers inflate by the first bytes.
+(the log reader tells them apart by the first object; an OTLP protobuf export is ``.pb``), an expeval/TREC run and
+a TREC Fair 2022 run share ``.txt``, ``.tsv``, … (the run reader tells them apart by the first line).
+:func:`format_of` does the same sniffing when the file is there to read. Each suffix may also be gzipped
+(:data:`COMPRESSED`); the readers inflate by the first bytes.
 
 >>> format_of("week1.jsonl.gz").kind, format_of("run.tsv").name, kind_of("Export.JSON")
 ('log', 'trec', 'log')
 >>> upload_types()
-['jsonl', 'ndjson', 'json', 'gz', 'txt', 'run', 'tsv', 'trec']
+['jsonl', 'ndjson', 'json', 'gz', 'pb', 'txt', 'run', 'tsv', 'trec']
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from ..errors import DataFormatError
 from .files import read_lines
+from .otlp_proto import PROTOBUF_SUFFIXES, is_protobuf
 from .served import RunFormat
 from .served import _detect as detect_format  # the run reader's own look at the first line
 from .traces import is_otlp_export, starts_like_export
@@ -114,10 +116,11 @@ SERVED_FORMATS: tuple[ServedFormat, ...] = (
                  'first object has "query_id" and "ranking"', "fairrag_core.data.rag_log:load_rag_log",
                  lambda p: isinstance(o := _first_object(p), dict) and "query_id" in o and "ranking" in o,
                  shard_suffixes=_JSON_LINES),
-    ServedFormat("otlp", "OTLP JSON trace export", "log", _JSON_FILES,
-                 'first object has "resourceSpans" (one per line or the whole file)',
+    ServedFormat("otlp", "OTLP trace export (JSON, or protobuf ExportTraceServiceRequests in .pb)", "log",
+                 (*_JSON_FILES, *PROTOBUF_SUFFIXES),
+                 'first object has "resourceSpans" (one per line or the whole file); .pb by name',
                  "fairrag_core.data.rag_log:load_traces",
-                 lambda p: starts_like_export(p) or is_otlp_export(_first_object(p))),
+                 lambda p: is_protobuf(p) or starts_like_export(p) or is_otlp_export(_first_object(p))),
     ServedFormat(RunFormat.TREC.value, "expeval/TREC run (qid sample docno rank score run_id)", "run", _RUN_FILES,
                  "six whitespace-separated fields", "fairrag_core.data.served:load_run",
                  lambda p: _run_format(p) is RunFormat.TREC),
@@ -179,14 +182,15 @@ def is_log(name: str | os.PathLike) -> bool:
 
 
 def format_of(path_or_name: str | os.PathLike) -> ServedFormat:
-    """The format of a served file: among the formats of its suffix's kind, the first whose ``sniff`` recognises
-    the file's first line when the file is there to read, else the kind's first format (whose reader also reads
-    the others of its kind).
+    """The format of a served file: among the formats with its suffix, the first whose ``sniff`` recognises the
+    file's first line when the file is there to read, else the first of them (whose reader also reads the others
+    with that suffix).
 
     Raises:
         DataFormatError: the name has none of :func:`served_suffixes` (the message lists them).
     """
-    candidates = [fmt for fmt in SERVED_FORMATS if fmt.kind == kind_of(path_or_name)]
+    kind, lowered = kind_of(path_or_name), Path(path_or_name).name.lower()
+    candidates = [fmt for fmt in SERVED_FORMATS if fmt.kind == kind and lowered.endswith(fmt.suffixes)]
     path = Path(path_or_name)
     if path.is_file():
         found = next((fmt for fmt in candidates if fmt.sniff(path)), None)

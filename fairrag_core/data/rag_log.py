@@ -48,6 +48,7 @@ from ..errors import DataFormatError
 from .collection import Collection
 from .formats import format_of, is_log, run_suffixes
 from .loaders import json_lines
+from .otlp_proto import is_protobuf
 from .served import ServedRankings, load_run
 from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
 
@@ -273,6 +274,8 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     >>> os.remove(f.name)
     """
     path = Path(path)
+    if path.is_dir() or is_protobuf(path):  # a folder of trace files (`fairrag collect`), an OTLP protobuf export
+        return load_traces(path, trace_map=trace_map, collection=collection)
     if path.is_file() and not is_log(path):
         raise DataFormatError("a RAG log must be JSONL (one JSON object per line, .jsonl); a run file (TREC, "
                               "expeval, TREC Fair 2022) is read by load_served", path=path)
@@ -336,7 +339,7 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
     >>> os.remove(f.name)
     """
     path = Path(path)
-    if is_log(path):
+    if is_log(path) or path.is_dir():  # a folder: of trace files
         return load_rag_log(path, collection=collection, trace_map=trace_map)
     # a run format with its own reader in the table (fairrag_core.data.formats) is read by it; TREC and TREC Fair
     # 2022 share load_run, which tells them apart (and names the fix) itself

@@ -78,7 +78,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
@@ -93,9 +93,11 @@ from .collection import Collection, Document
 from .fields import lone_surrogate_field
 from .files import read_lines
 from .loaders import json_lines
+from .otlp_proto import PROTOBUF_SUFFIXES, hex_id, is_protobuf, read_delimited
 
 __all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
-           "is_otlp_export", "starts_like_export",
+           "is_otlp_export", "starts_like_export", "kept_attributes", "slim_export",
+           "trace_files",
            "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS"]
 
 #: The keys ``--trace-map`` accepts: the served line's fields, and the parts of a retrieved document.
@@ -111,6 +113,7 @@ NO_RELEVANCE_LABELS = ("no relevance labels: the documents come from the log (--
 
 _FIX = "write OTLP JSON as the OpenTelemetry collector's file exporter does (docs/traces.md)"
 _MAX_DEPTH = 32  # nesting of arrayValue / kvlistValue
+_JSON_LINES = (".jsonl", ".ndjson")  # the trace files of a folder, with PROTOBUF_SUFFIXES
 _SPANS_PER_LINE = 8  # spans held per log line at most (a bound on memory, like FAIRRAG_MAX_LOG_LINES)
 
 # OpenInference
@@ -351,6 +354,50 @@ class _Wanted:
         return flat is not None and flat.group(3) in self.parts[flat.group(1)]
 
 
+def kept_attributes(trace_map: TraceMap | None = None) -> Callable[[str], bool]:
+    """Whether :func:`read_traces` keeps a span attribute of this name (with ``trace_map``): what a receiver keeps
+    of the spans it is sent (:mod:`~fairrag_core.data.collector`), dropping document texts, prompts and the rest."""
+    return _Wanted(trace_map if trace_map is not None else TraceMap())
+
+
+def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
+    """One OTLP JSON trace export (a parsed request) checked as :func:`read_traces` checks it, with only what the
+    audit reads: each span's ids, name, kind, times, kept attributes (:func:`kept_attributes`) and its events' names
+    with their kept attributes, and each resource's ``service.name``. What a receiver stores.
+
+    Raises:
+        DataFormatError: naming the JSON path, as :func:`read_traces` does.
+    """
+    wanted = _Wanted(trace_map if trace_map is not None else TraceMap())
+    where = _Where("the request", None)
+    if not isinstance(export, dict) or "resourceSpans" not in export:
+        raise where.bad("the request", 'an OTLP trace export is an object with "resourceSpans"')
+    for _ in _spans(export, where, wanted):  # the checks, on what is kept
+        pass
+
+    def attributes(obj: dict, keep) -> list:
+        return [kv for kv in obj.get("attributes") or () if keep(kv["key"])]
+
+    resources = []
+    for resource_spans in export["resourceSpans"]:
+        service = attributes(resource_spans.get("resource") or {}, "service.name".__eq__)
+        scopes = []
+        for scope in resource_spans.get("scopeSpans", resource_spans.get("instrumentationLibrarySpans")) or ():
+            spans = []
+            for span in scope.get("spans") or ():
+                slim = {k: span[k] for k in ("traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano",
+                                             "endTimeUnixNano") if k in span}
+                slim["attributes"] = attributes(span, wanted)
+                events = [{"name": e.get("name"), "attributes": attributes(e, wanted)} for e in span.get("events") or ()
+                          if e.get("name") == _GENAI_COMPLETION_EVENT]
+                if events:
+                    slim["events"] = events
+                spans.append(slim)
+            scopes.append({"spans": spans})
+        resources.append({"resource": {"attributes": service}, "scopeSpans": scopes})
+    return {"resourceSpans": resources}
+
+
 def _document_keys(trace_map: TraceMap, prefix: str) -> tuple[str, ...]:
     """The names of a retrieved document's id, score and metadata (``document.id`` in ``retrieval.documents.{i}.*``,
     ``id`` in a JSON document), unless ``trace_map`` renames them."""
@@ -391,6 +438,8 @@ def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
     if not isinstance(span_id, str) or not isinstance(parent, str):
         raise where.bad(f"{at}.{'spanId' if not isinstance(span_id, str) else 'parentSpanId'}",
                         "expected a span id as a hex string")
+    # hex as OTLP JSON writes ids, or the base64 of protobuf's generic JSON mapping: one id either way
+    trace_id, span_id, parent = hex_id(trace_id, 16), hex_id(span_id, 8), hex_id(parent, 8)
     start = _int(span.get("startTimeUnixNano", 0), f"{at}.startTimeUnixNano", where)
     attributes: dict = {}
     shared = wanted.shared
@@ -454,10 +503,49 @@ def _whole_document(path: Path, read: dict) -> dict:
     return obj
 
 
-def _exports(path: Path, read: dict) -> Iterator[tuple[int | None, dict]]:
-    """The export objects of the file with their line (None for a pretty-printed file, read whole); once they are
-    all read, ``read`` holds the file's ``lines`` and ``sha256``."""
+def trace_files(folder: str | os.PathLike) -> list[Path]:
+    """The trace files of a folder (a :mod:`~fairrag_core.data.collector` store, or exports put side by side), at
+    any depth, in name order: OTLP JSON Lines (``.jsonl``, ``.ndjson``) and protobuf (``.pb``), gzipped or not.
+
+    Raises:
+        DataFormatError: the folder holds none.
+    """
+    folder = Path(folder)
+    suffixes = tuple(s + c for s in (*_JSON_LINES, *PROTOBUF_SUFFIXES) for c in ("", ".gz"))
+    files = sorted((p for p in folder.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes)
+                    and not p.name.startswith(".")), key=lambda p: p.relative_to(folder).parts)
+    if not files:
+        raise DataFormatError(f"the folder holds no trace files ({', '.join(suffixes)}); point at an export file, "
+                              "or at the folder `fairrag collect --store` writes", path=folder)
+    return files
+
+
+def _sources(path: Path, read: dict, keep) -> Iterator[tuple[Path, int | None, dict]]:
+    """The export objects of a file or of a folder's trace files (:func:`trace_files`), each with its file and line
+    (the request's number in a protobuf file); once all are read, ``read`` holds the ``lines`` and ``sha256`` (of a
+    folder: the lines of all its files, and the sha256 of their names and sha256s in order)."""
+    if not path.is_dir():
+        yield from ((path, line, export) for line, export in _exports(path, read, keep))
+        return
+    lines, digest = 0, hashlib.sha256()
+    for file in trace_files(path):
+        one: dict = {}
+        yield from ((file, line, export) for line, export in _exports(file, one, keep))
+        lines += one["lines"]
+        digest.update(f"{file.relative_to(path).as_posix()}\0{one['sha256']}\n".encode())
+    read.update(lines=lines, sha256=digest.hexdigest())
+
+
+def _exports(path: Path, read: dict, keep=None) -> Iterator[tuple[int | None, dict]]:
+    """The export objects of the file with their line (None for a pretty-printed file, read whole; the request's
+    number in a protobuf file, :mod:`~fairrag_core.data.otlp_proto`, whose span attributes ``keep`` filters); once
+    they are all read, ``read`` holds the file's ``lines`` and ``sha256``."""
     digest, last = hashlib.sha256(), 0
+    if is_protobuf(path):
+        for last, export in read_delimited(path, digest=digest, keep=keep):
+            yield last, export
+        read.update(lines=last, sha256=digest.hexdigest())
+        return
     try:
         for last, obj in json_lines(path, where=path, digest=digest):
             yield last, obj
@@ -841,8 +929,8 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
     traces: dict[str, list[_Span]] = {}
     links: dict[str, dict[str, str]] = {}  # per trace, the parent of each span not kept (nesting runs through it)
     held, linked, other_signals, read = 0, 0, 0, {}
-    for lineno, export in _exports(path, read):
-        where = _Where(path, lineno)
+    for source, lineno, export in _sources(path, read, wanted):
+        where = _Where(source, lineno)
         if "resourceSpans" not in export:
             if is_otlp_export(export):
                 other_signals += 1  # logs or metrics written to the same file

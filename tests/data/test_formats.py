@@ -23,11 +23,12 @@ from fairrag_core.data.formats import (
     shard_suffixes,
     upload_types,
 )
+from fairrag_core.data.otlp_proto import is_protobuf
 from fairrag_core.data.served import RunFormat
 
 EXPEVAL = Path(__file__).parent / "expeval"
-ACCEPTED = (".jsonl, .ndjson, .json, .jsonl.gz, .ndjson.gz, .json.gz, .txt, .run, .tsv, .trec, .txt.gz, .run.gz, "
-            ".tsv.gz, .trec.gz")
+ACCEPTED = (".jsonl, .ndjson, .json, .jsonl.gz, .ndjson.gz, .json.gz, .pb, .pb.gz, .txt, .run, .tsv, .trec, .txt.gz, "
+            ".run.gz, .tsv.gz, .trec.gz")
 SAMPLES = samples()
 
 
@@ -39,11 +40,11 @@ def test_the_table_names_each_format_as_its_loader_records_it():
 
 
 def test_the_suffix_lists_are_derived_from_the_table():
-    assert log_suffixes() == (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+    assert log_suffixes() == (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".pb", ".pb.gz")
     assert run_suffixes() == (".txt", ".run", ".tsv", ".trec", ".txt.gz", ".run.gz", ".tsv.gz", ".trec.gz")
     assert served_suffixes() == log_suffixes() + run_suffixes() and ", ".join(served_suffixes()) == ACCEPTED
     assert shard_suffixes() == (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")  # a .json may be one whole document
-    assert upload_types() == ["jsonl", "ndjson", "json", "gz", "txt", "run", "tsv", "trec"]
+    assert upload_types() == ["jsonl", "ndjson", "json", "gz", "pb", "txt", "run", "tsv", "trec"]
 
 
 @pytest.mark.parametrize("suffix", served_suffixes())
@@ -51,8 +52,8 @@ def test_format_of_each_suffix_by_name(suffix):
     kind = "log" if suffix in log_suffixes() else "run"
     for name in (f"served{suffix}", f"SERVED{suffix.upper()}", f"/srv/week.1/served{suffix}", Path(f"x{suffix}")):
         assert kind_of(name) == kind and is_log(name) is (kind == "log")
-        # a name alone: the kind's first format, whose reader also tells the others of its kind apart
-        assert format_of(name).name == ("jsonl" if kind == "log" else "trec")
+        # a name alone: the first format with its suffix, whose reader also tells the others with it apart
+        assert format_of(name).name == ("otlp" if ".pb" in suffix else "jsonl" if kind == "log" else "trec")
 
 
 @pytest.mark.parametrize("name", ["notes.md", "run.gz", "log.jsonl.zip", "README", "served.jsonl.bz2", ".tsvx"])
@@ -68,6 +69,8 @@ def test_an_unknown_suffix_is_refused_naming_the_accepted_ones(name):
                          ids=lambda v: getattr(v, "name", v))
 def test_every_format_in_every_suffix_is_recognised_and_read_as_the_cli_reads_it(tmp_path, fmt, suffix):
     for i, data in enumerate(SAMPLES[fmt.name]):
+        if fmt.name == "otlp" and is_protobuf(suffix) is data.lstrip().startswith(b"{"):
+            continue  # OTLP JSON is .json(l), OTLP protobuf .pb
         path = write(tmp_path / f"served{i}{suffix}", data)
         assert format_of(path) is fmt
         served = load_served(path)  # what audit-log reads
