@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
     import pandas as pd
 
 __all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS",
-           "documents_of_logs"]
+           "documents_of_logs", "logs_of_audits"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better (the metric registry's
 #: comparison list, :mod:`fairrag_core.metrics.registry`).
@@ -186,6 +186,27 @@ def documents_of_logs(logs: Sequence[RagLog], *, provider_from: str | None = Non
     return documents_from_log(together,
                               provider_from=None if provider_from is None else ProviderSource.parse(provider_from),
                               provider_map=None if provider_map is None else load_provider_map(provider_map))
+
+
+def logs_of_audits(records: Sequence[RunRecord]) -> list[RagLog]:
+    """The logs that stored log audits read, read again from their recorded paths as they were read (their trace map
+    and retrieval choice), for the documents of audits made without a collection (:func:`documents_of_logs`).
+
+    Raises:
+        InvalidParameterError: a record is no log audit.
+        FairRAGError: a log is no longer readable where it was (the loader's message).
+    """
+    from ..data.rag_log import load_served
+
+    logs = []
+    for record in records:
+        if record.kind is not RunKind.AUDIT_LOG:
+            raise InvalidParameterError(f"a {record.kind.value} run has no log to take providers from; compare it "
+                                        "against a collection")
+        config = record.config
+        logs.append(load_served(config.log, trace_map=TraceMap.parse(config.trace_map,
+                                                                     multiple=config.multi_retrieval)))
+    return logs
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,15 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ..audit.compare import Comparison, ComparisonConfig, System, compare_systems, documents_of_logs, systems_of
+from ..audit.compare import (
+    Comparison,
+    ComparisonConfig,
+    System,
+    compare_systems,
+    documents_of_logs,
+    logs_of_audits,
+    systems_of,
+)
 from ..audit.comparison_findings import with_findings
 from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
@@ -52,9 +60,10 @@ def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path
     return [replace(s, label=f"{s.label} ({i + 1})") if labels.count(s.label) > 1 else s for i, s in enumerate(systems)]
 
 
-def _served(inputs: list[str], collection_name: str | None, config: ComparisonConfig):
+def _served(inputs: list[str], collection_name: str | None, config: ComparisonConfig, store_path):
     """The collection and each served file's log: from ``--collection``, or — with ``--provider-from`` or
-    ``--provider-map`` — one collection of the documents the files name, with their providers from the files."""
+    ``--provider-map`` — one collection of the documents the files and the stored log audits' logs name, with their
+    providers from the logs."""
     from ..data.traces import MultipleRetrievals, TraceMap
 
     trace_map = TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)
@@ -63,9 +72,6 @@ def _served(inputs: list[str], collection_name: str | None, config: ComparisonCo
         raise InvalidParameterError("--provider-from and --provider-map name the providers of logs compared without "
                                     "a collection; drop them to use the providers of --collection, or drop "
                                     "--collection")
-    if from_log and any(value.startswith(STORED) for value in inputs):
-        raise InvalidParameterError("a stored run (run:ID) is compared against --collection; with --provider-from or "
-                                    "--provider-map give the files it audited instead")
     if from_log and config.attribution in ("judge", "both"):
         raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; compare "
                                     "with --collection, or attribute from the logged citations (--attribution logged)")
@@ -77,7 +83,13 @@ def _served(inputs: list[str], collection_name: str | None, config: ComparisonCo
             raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
                                         f"{log.what}: drop them")
     if from_log:
-        collection = documents_of_logs(list(served.values()), provider_from=config.provider_from,
+        stored = [value[len(STORED):] for value in inputs if value.startswith(STORED)]
+        if stored:
+            from ..audit.store import RunStore
+
+            store = RunStore(store_path)
+            stored = logs_of_audits([store.load_record(run_id) for run_id in stored])
+        collection = documents_of_logs([*served.values(), *stored], provider_from=config.provider_from,
                                        provider_map=config.provider_map).collection
     return collection, served
 
@@ -94,7 +106,7 @@ def run_comparison(args, out) -> int:
                                  "inputs": tuple(value if value.startswith(STORED) else os.path.abspath(value)
                                                  for value in inputs),
                                  "provider_map": config.provider_map and os.path.abspath(config.provider_map)})
-    collection, served = _served(inputs, args.collection, config)
+    collection, served = _served(inputs, args.collection, config, getattr(args, "store", None))
     systems = _systems(inputs, collection, config, getattr(args, "store", None), served)
     if args.baseline and args.baseline not in [s.label for s in systems]:
         raise InvalidParameterError(f"--baseline {args.baseline!r} is not one of the systems: "

@@ -169,8 +169,6 @@ def test_compare_runs_reading_options_and_their_errors(exports, served, capsys):
     assert run(["compare-runs", a, b, "--provider-from", "metadata.source", "--collection", "running-shoes"])[0] == 2
     assert "--provider-from and --provider-map name the providers of logs compared without a collection" in \
         capsys.readouterr().err
-    assert run(["compare-runs", a, "run:abc", "--provider-from", "metadata.source"])[0] == 2
-    assert "a stored run (run:ID) is compared against --collection" in capsys.readouterr().err
     assert run(["compare-runs", a, b, "--trace-map", "answer=app.reply"])[0] == 2
     assert "--trace-map and --multi-retrieval read trace exports compared as systems" in capsys.readouterr().err
     log = str(served / "log.jsonl")
@@ -178,3 +176,30 @@ def test_compare_runs_reading_options_and_their_errors(exports, served, capsys):
                 "--no-store"])[0] == 2
     assert "--trace-map and --multi-retrieval read trace exports; log.jsonl is a RAG log: drop them" in \
         capsys.readouterr().err
+
+
+def test_stored_audits_of_trace_exports_compare_with_their_providers_from_the_logs(exports, tmp_path, capsys):
+    """Audits made with --provider-from (no collection) compare as run:ID with the same provider source: the
+    documents their logs name, read again from the recorded paths; a run that is no log audit is refused."""
+    store = str(tmp_path / "runs.duckdb")
+    ids = []
+    for path in exports:
+        code, text = run(["audit-log", str(path), "--provider-from", "metadata.source", "--seed", "1", "--boot", "100",
+                          "--store", store])
+        assert code == 0
+        ids.append(text.split("Saved as run ")[1].split()[0])
+    argv = ["compare-runs", *(f"run:{i}" for i in ids), "--provider-from", "metadata.source", "--seed", "2",
+            "--n-boot", "200", "--n-permutations", "500", "--store", store, "--json"]
+    code, text = run(argv)
+    payload = json.loads(text)
+    assert code == 0 and {m["system"] for m in payload["metrics"]} == {f"run:{ids[1]}"}
+    shares = {(s["kind"], s["group"]): s for s in payload["shares"]}
+    assert shares[("retrieval", "P0")]["share_system"] == pytest.approx(1 / 6)
+    assert payload["command"].endswith("--seed 2 --provider-from metadata.source")
+    assert "--collection" not in payload["command"]
+    code, again = run([*shlex.split(payload["command"])[3:], "--store", store, "--no-store", "--json"])
+    assert code == 0 and json.loads(again)["shares"] == payload["shares"]
+    assert payload["stored"]  # the comparison itself is a stored run, but no log audit
+    assert run(["compare-runs", f"run:{payload['run_id']}", f"run:{ids[0]}", "--provider-from", "metadata.source",
+                "--store", store, "--no-store"])[0] == 2
+    assert "a comparison run has no log to take providers from" in capsys.readouterr().err
