@@ -38,6 +38,7 @@ from fairrag_studio.views.audit import (
     system_label,
 )
 from fairrag_studio.views.report import table_csv
+from fairrag_studio.views.served import audits_collection
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)
@@ -190,6 +191,10 @@ with tab_stored:
         if len(loaded) == 1 and loaded[0].record.kind is RunKind.COMPARISON:
             stored = loaded[0]
             stored_collection = _collection_of(stored.record.collection)
+            if stored_collection is None and getattr(stored.record.config, "providers_from_logs", False):
+                from_logs = audits_collection([store.load(i.removeprefix("run:")).record  # its audits' documents
+                                               for i in stored.record.config.inputs if i.startswith("run:")])
+                stored_collection = from_logs[0] if from_logs is not None else None
             if stored_collection is None:
                 st.warning(f"Collection {stored.record.collection!r} is not available here to show the comparison.")
             else:
@@ -210,7 +215,8 @@ with tab_stored:
             if where:
                 st.caption(markdown_text(where))
             if record.kind is RunKind.AUDIT_LOG:
-                stored_collection = _collection_of(record.collection)
+                from_logs = audits_collection([record])  # an audit with providers from its log: its documents
+                stored_collection = from_logs[0] if from_logs is not None else _collection_of(record.collection)
                 if stored_collection is None:
                     st.warning(f"Collection {record.collection!r} is not available here to draw the ledger.")
                 else:
@@ -230,8 +236,11 @@ with tab_stored:
                                    file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
             st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))
         elif len(loaded) >= 2:
+            from_logs = audits_collection([r.record for r in loaded])  # providers from their logs: their documents
             shared_collection = _collection_of(loaded[0].record.collection)
-            if any(r.record.collection != loaded[0].record.collection for r in loaded):
+            if from_logs is not None:
+                render_comparison(loaded, from_logs[0], store, reading=from_logs[1])
+            elif any(r.record.collection != loaded[0].record.collection for r in loaded):
                 st.warning("These runs audited different collections; compare runs of one collection.")
             elif shared_collection is None:
                 st.warning(f"Collection {loaded[0].record.collection!r} is not available here to compare.")

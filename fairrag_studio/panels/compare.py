@@ -38,8 +38,11 @@ def show_comparison(result: Comparison, collection: Collection, *, key: str) -> 
                        file_name=f"comparison_{result.run_id or 'new'}.html", mime="text/html", key=f"{key}_report")
 
 
-def render_comparison(runs: list[SweepRun], collection: Collection, store, *, key: str = "compare") -> None:
-    """Pick the systems of the chosen stored runs and a baseline, compare them, save the comparison."""
+def render_comparison(runs: list[SweepRun], collection: Collection, store, *, key: str = "compare",
+                      reading: dict | None = None) -> None:
+    """Pick the systems of the chosen stored runs and a baseline, compare them, save the comparison. ``reading``:
+    :class:`ComparisonConfig`'s provider source when the runs are log audits with providers from their logs
+    (:func:`~fairrag_studio.views.served.audits_collection`), so that its command reruns without a collection."""
     systems = [s for run in runs for s in systems_of(run, label=f"run:{run.run_id}")]
     labels = [s.label for s in systems]
     chosen = st.multiselect("Systems to compare", labels, default=labels[: min(len(labels), 4)],
@@ -55,7 +58,7 @@ def render_comparison(runs: list[SweepRun], collection: Collection, store, *, ke
         try:
             result = with_findings(compare_systems(picked, collection, ComparisonConfig(
                 baseline=baseline, inputs=tuple(dict.fromkeys(f"run:{s.run.run_id}" for s in picked)),
-                seed=picked[0].run.record.seed)))
+                seed=picked[0].run.record.seed, **(reading or {}))))
         except FairRAGError as err:
             st.error(str(err))
             return

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairrag_core import Collection
+from fairrag_core import Collection, FairRAGError
+from fairrag_core.audit.compare import documents_of_logs, logs_of_audits
 from fairrag_core.audit.log_report import (
     default_ledger_scope,
     log_findings,
@@ -30,7 +31,7 @@ from fairrag_core.data.formats import kind_of
 from fairrag_core.data.traces import TraceMap
 from fairrag_core.glossary import term
 from fairrag_core.metrics.registry import LEDGER, LOG_HEADLINE, LOG_QUERY, METRICS, SWEEP, keys
-from fairrag_core.record import SweepRun
+from fairrag_core.record import RunKind, RunRecord, SweepRun
 
 from .. import charts
 from ..services.identity import InputIdentity, record_inputs, reproduce_command, served_counts, served_kind
@@ -41,8 +42,8 @@ from .report import ReportSection, audit_report_html
 from .what_if import what_if_section
 
 __all__ = ["DEMO_LOG", "save_served_upload", "save_provider_map", "safe_upload_name", "read_served",
-           "headline_table", "queries_table", "lines_table", "build_log_report", "served_label", "served_input",
-           "measured_sources"]
+           "audits_collection", "headline_table", "queries_table", "lines_table", "build_log_report", "served_label",
+           "served_input", "measured_sources"]
 
 #: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
@@ -100,6 +101,26 @@ def save_provider_map(name: str, data: bytes, root: Path) -> Path:
     target = folder / safe_upload_name(name)
     target.write_bytes(data)
     return target
+
+
+def audits_collection(records: list[RunRecord]) -> tuple[Collection, dict] | None:
+    """For stored log audits made without a collection (providers from their logs) with one provider source: the
+    collection of the documents their logs name — the logs read again from their recorded paths
+    (:func:`~fairrag_core.audit.compare.logs_of_audits`, :func:`~fairrag_core.audit.compare.documents_of_logs`) —
+    and that source as :class:`~fairrag_core.audit.compare.ComparisonConfig`'s fields, so that such audits can be
+    reopened and compared (``compare-runs run:A run:B --provider-from …``). None when one of them is no log audit or
+    used a collection, the sources differ, or a log is no longer readable."""
+    reading = {(getattr(r.config, "provider_from", None), getattr(r.config, "provider_map", None)) for r in records}
+    if not records or len(reading) != 1 or any(r.kind is not RunKind.AUDIT_LOG for r in records):
+        return None
+    provider_from, provider_map = reading.pop()
+    if provider_from is None and provider_map is None:
+        return None
+    try:
+        documents = documents_of_logs(logs_of_audits(records), provider_from=provider_from, provider_map=provider_map)
+    except (FairRAGError, OSError):
+        return None
+    return documents.collection, {"provider_from": provider_from, "provider_map": provider_map}
 
 
 def served_label(run: SweepRun) -> str:

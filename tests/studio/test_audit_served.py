@@ -235,6 +235,8 @@ def test_the_demo_trace_export_audits_with_providers_from_its_metadata_and_no_co
     from fairrag_core.data import assets_dir
 
     shutil.copy(assets_dir() / "logs" / "running-shoes.otlp.jsonl", tmp_path / "shoes.otlp.jsonl")
+    lines = (tmp_path / "shoes.otlp.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "half.otlp.jsonl").write_text("".join(lines[:17]), encoding="utf-8")  # another deployment's export
     monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path))
     at = open_audit()
     pick_data_file(at, "shoes.otlp.jsonl")
@@ -255,6 +257,18 @@ def test_the_demo_trace_export_audits_with_providers_from_its_metadata_and_no_co
     inputs = next(c.value for c in at.caption if c.value.startswith("Inputs: "))
     assert inputs.startswith("Inputs: trace export **shoes\\.otlp\\.jsonl") and "(200 requests)" in inputs
     assert "collection **documents of shoes\\.otlp\\.jsonl" in inputs  # the log's documents, by their sha256
+    # a second export audited the same way; the two audits, made without a collection, compare in the app
+    pick_data_file(at, "half.otlp.jsonl")
+    at.button(key="served_run").click().run()
+    assert not at.exception and not at.error
+    stored = at.multiselect(key="stored_pick")
+    stored.set_value(stored.options[:2]).run()
+    assert not at.exception and not at.error
+    assert not any("different collections" in w.value or "not available" in w.value for w in at.warning)
+    command = next(c.value for c in at.code if "compare-runs" in c.value)
+    assert "--collection" not in command and command.endswith("--provider-from metadata.source")
+    assert any("is fairer than" in m.value or "not fairer than" in m.value or "Too little evidence" in m.value
+               for m in at.markdown)
 
 
 def test_a_trace_export_counts_requests_in_its_identity_and_report(shoes):
