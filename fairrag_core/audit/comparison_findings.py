@@ -19,7 +19,10 @@ from .share_findings import ledger_findings
 from .share_gaps import alpha_of
 from .wording import num, p_text
 
-__all__ = ["comparison_findings", "sweep_findings", "with_findings"]
+__all__ = ["comparison_findings", "sweep_findings", "with_findings", "NO_RELEVANCE"]
+
+#: What a comparison's headline says of relevance when neither system has relevance labels (no EE-R, no EU).
+NO_RELEVANCE = "relevance was not measured (no relevance labels)"
 
 # a comparison's sentences write every p-value with three decimals, and a change that rounds to 0 with its sign
 _p_text = partial(p_text, exact_one=False, digits=3)
@@ -71,10 +74,13 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
                      f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
                      f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"
                      for m, r in rows.iterrows() if m in ("ee_r", "eu") and r["p_holm"] <= alpha]
+            # never a sentence about a quantity that was not measured: no relevance labels, no EE-R or EU row
+            unchanged = ("relevance does not change beyond noise" if {"ee_r", "eu"} & set(rows.index)
+                         else NO_RELEVANCE)
             if ee_d["p_holm"] <= alpha:
                 verdict = "fairer" if ee_d["difference"] < 0 else "less fair"
                 text = (f"{system} is {verdict} than {base}: {change}, {_p_text(ee_d['p_holm'])}"
-                        + (f"; {'; '.join(costs)}" if costs else "; relevance does not change beyond noise") + ".")
+                        + f"; {'; '.join(costs) if costs else unchanged}.")
                 kind = FindingKind.HEADLINE
             elif 2.0 ** (1 - int(ee_d["n_queries"])) > alpha:  # the smallest p a sign-flip test can give
                 text = (f"Too little evidence to tell whether {system} is fairer than {base}: on "

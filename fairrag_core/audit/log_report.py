@@ -19,6 +19,7 @@ from ..metrics.intervals import ConfidenceInterval
 from ..metrics.registry import LOG_HEADLINE, LOG_QUERY, METRICS, Metric, keys
 from ..record import SweepRun
 from .findings import Finding, sort_findings
+from .label_free import label_free_findings
 from .ledger import exposure_ledger
 from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
 from .rag_log import EXPEVAL_COLUMNS, SOURCE_LABELS
@@ -168,5 +169,8 @@ def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] 
     for by in groupings or ["provider", *collection.categories()]:
         found += ledger_findings(run.documents, collection, by=by, lines=lines, level=config.level,
                                  n_boot=config.n_boot, seed=run.record.seed)
+        found += label_free_findings(run.documents, collection, by=by, lines=lines, level=config.level,
+                                     target_shares=getattr(config, "target_shares", None), n_boot=config.n_boot,
+                                     seed=run.record.seed)
     return sort_findings(found)
 

@@ -80,6 +80,7 @@ from .log_exposure import measure_queries
 from .log_judge import Pair, judge_items, judge_verdicts, planned_pairs
 from .log_shards import LogAggregate
 from .served import evaluate_run
+from .target_shares import target_shares_arg
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -149,6 +150,11 @@ class LogAuditConfig(CitationPolicy):
     provider_map: str | None = PROVIDER_MAP.field(default=None)
     what_if_alphas: tuple[float, ...] | None = WHAT_IF_ALPHAS.field(default=None)
     what_if_samples: int = WHAT_IF_SAMPLES.field(default=100)
+    target_shares: str | None = option(
+        "--target-shares", default=None, path=True, parse=target_shares_arg, metavar="FILE",
+        default_text="none (no stated target)",
+        help="a provider,share CSV (or JSON provider → share) of stated shares (a contract, a policy, a population): "
+             "each provider's retrieval-exposure share is tested against it; needs no relevance labels")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -198,6 +198,25 @@ class _Family:
     share: str                  # "retrieval share"
     title: str                  # "Retrieval exposure"
     tails: str                  # RETRIEVAL_TAILS or ATTRIBUTED_TAILS
+    # what the share is compared with, in words (the label-free families say "its share of retrieval exposure")
+    vs: str = "a fair share"                            # "… of citations vs a fair share of 7.6 %"
+    its: str = "its fair share"
+    their: str = "their fair share"
+    stake: str = "in which it has a fair share or was shown"
+    factor: str = ""            # "for how often it is shown": print the ratio of the two shares (7.0× under-cited)
+    never: str = ""             # the factor's words for a share of 0 ("never cited, though shown")
+
+
+def _factor_text(r: GroupGap, fam: _Family, below: bool) -> str:
+    """``7.0× under-cited for how often it is shown; `` (the reference share over the share, or its inverse), or
+    "" when the family prints no factor."""
+    if not fam.factor:
+        return ""
+    if below and r.point_value <= 0:
+        return f"{fam.never}; "
+    ratio = r.point_reference / r.point_value if below else r.point_value / r.point_reference
+    kind = fam.under if below else fam.over
+    return f"{ratio:.1f}× {kind.value} {fam.factor}; "
 
 
 def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: float, n_queries: int,
@@ -221,8 +240,7 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
                            if r.n_informative < r.n_at_stake - 0.05 else "")
             insufficient.append(f"{r.group} (n = {r.n_at_stake}{informative})")
             text = (f"{r.group}: insufficient evidence (n = {r.n_at_stake} quer{'y' if r.n_at_stake == 1 else 'ies'} "
-                    f"in which it has a fair share or was shown) to tell its {fam.share} of {share} from its fair "
-                    f"share of {fair}: {r.reason}")
+                    f"{fam.stake}) to tell its {fam.share} of {share} from {fam.its} of {fair}: {r.reason}")
             out.append(Finding(FindingKind.INSUFFICIENT_EVIDENCE, r.group, text=text, detail=True,
                                **numbers, **{**common, "test": ""}))
             continue
@@ -232,29 +250,30 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
             below = r.point_value < r.point_reference
             kind, verb = (fam.under, fam.under_text) if below else (fam.over, fam.over_text)
             flagged.append(f"{r.group} ({kind.value})")
-            text = f"{r.group} {verb}: {share} {fam.of_what} vs a fair share of {fair} ({stats_text}; {n_text})"
+            text = (f"{r.group} {verb}: {share} {fam.of_what} vs {fam.vs} of {fair} ("
+                    f"{_factor_text(r, fam, below)}{stats_text}; {n_text})")
             out.append(Finding(kind, r.group, text=text,
                                severity=severity_of(True, numbers["relative"], serious=serious),
                                direction=Direction.BELOW if below else Direction.ABOVE, p_value=r.p_value,
                                p_adjusted=r.p_adjusted, correction=correction, **numbers, **common))
         else:
-            text = f"{r.group}: {fam.share} {share} vs a fair share of {fair}, within noise ({stats_text})"
+            text = f"{r.group}: {fam.share} {share} vs {fam.vs} of {fair}, within noise ({stats_text})"
             out.append(Finding(FindingKind.WITHIN_NOISE, r.group, text=text, p_value=r.p_value,
                                p_adjusted=r.p_adjusted, correction=correction, detail=True, **numbers, **common))
     too_little = (f"; too little evidence to tell for {len(insufficient)} "
                   f"{group_noun(by, plural=len(insufficient) != 1)}: {_names(insufficient)}" if insufficient else "")
     every = f"every {noun}"
     if m == 0:
-        text = f"Too little evidence to test any {noun}'s {fam.share} against its fair share ({n_text}){too_little}"
+        text = f"Too little evidence to test any {noun}'s {fam.share} against {fam.its} ({n_text}){too_little}"
         out.append(Finding(FindingKind.INSUFFICIENT_EVIDENCE, every, text=text, **{**common, "test": ""}))
     elif not flagged:
-        text = (f"No {noun}'s {fam.share} differs from its fair share beyond noise ({tested} tested, Holm-adjusted "
+        text = (f"No {noun}'s {fam.share} differs from {fam.its} beyond noise ({tested} tested, Holm-adjusted "
                 f"at {percent(alpha)}; {n_text}){too_little}")
         out.append(Finding(FindingKind.NO_DIFFERENCE, every, text=text, correction=correction, **common))
     else:
         worst = min((f.severity for f in out if f.kind in (fam.under, fam.over)), key=lambda s: s.rank)
-        verb = "differs from its" if len(flagged) == 1 else "differ from their"
-        text = (f"{fam.title}: {len(flagged)} of {tested} tested {verb} fair share beyond noise — "
+        verb = f"differs from {fam.its}" if len(flagged) == 1 else f"differ from {fam.their}"
+        text = (f"{fam.title}: {len(flagged)} of {tested} tested {verb} beyond noise — "
                 f"{_names(flagged, limit=8)} (Holm-adjusted at {percent(alpha)}; {n_text}){too_little}")
         out.append(Finding(FindingKind.HEADLINE, every, text=text, severity=worst, correction=correction, **common))
     return out
