@@ -60,6 +60,7 @@ CLI = {
                   "--no-skip-degenerate", "--no-store", "--output", "--paper-citations", "--patience", "--per-claim",
                   "--provider-from", "--provider-map", "--ray-address", "--seed", "--skip-degenerate", "--store",
                   "--trace-map", "--user-model", "--utility", "--what-if-alphas", "--what-if-samples", "-k", "log"],
+    "collect": ["--host", "--max-request-mb", "--port", "--queue", "--store", "--trace-map"],
     "warm": ["--alphas", "--cache", "--candidates", "--collection", "--control-margin", "--device",
              "--entail-threshold", "--generator", "--json", "--mark-class", "--metric", "--min-rel", "--min-support",
              "--model", "--nli", "--no-per-claim", "--no-skip-degenerate", "--oracle", "--paper-citations",

@@ -132,6 +132,10 @@ def _columns(args, config, collection):
     exposure_only = (config.attribution.value == "none" and config.user_model is UserModel.STEP
                      and not config.what_if_alphas)
     if os.path.isdir(path):
+        from ..data.traces import is_trace_folder
+
+        if is_trace_folder(path):  # a `collect` store: read as one trace export
+            return None
         if not exposure_only:
             raise InvalidParameterError(f"{path} is a folder: its shards of one log are audited for exposure only "
                                         "(--attribution none, the step user, no --what-if-alphas)")

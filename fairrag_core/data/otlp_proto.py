@@ -103,8 +103,10 @@ def _span(span, keep: Callable[[str], bool] | None) -> dict:
     out: dict = {"traceId": span.trace_id.hex(), "spanId": span.span_id.hex()}
     if span.parent_span_id:
         out["parentSpanId"] = span.parent_span_id.hex()
-    out.update(name=span.name, kind=span.kind, startTimeUnixNano=str(span.start_time_unix_nano),
-               endTimeUnixNano=str(span.end_time_unix_nano))
+    for key, field in (("name", span.name), ("kind", span.kind), ("startTimeUnixNano", span.start_time_unix_nano),
+                       ("endTimeUnixNano", span.end_time_unix_nano)):
+        if field:  # proto3 JSON leaves default values out
+            out[key] = field if key in ("name", "kind") else str(field)
     attributes = _attributes(span.attributes, keep)
     if attributes:
         out["attributes"] = attributes

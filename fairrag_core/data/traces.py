@@ -97,7 +97,7 @@ from .otlp_proto import PROTOBUF_SUFFIXES, hex_id, is_protobuf, read_delimited
 
 __all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
            "is_otlp_export", "starts_like_export", "kept_attributes", "slim_export",
-           "trace_files",
+           "trace_files", "is_trace_folder",
            "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS"]
 
 #: The keys ``--trace-map`` accepts: the served line's fields, and the parts of a retrieved document.
@@ -518,6 +518,28 @@ def trace_files(folder: str | os.PathLike) -> list[Path]:
         raise DataFormatError(f"the folder holds no trace files ({', '.join(suffixes)}); point at an export file, "
                               "or at the folder `fairrag collect --store` writes", path=folder)
     return files
+
+
+def is_trace_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder of trace files (:func:`trace_files`; a ``collect`` store): its first one is
+    protobuf or starts with an OTLP JSON export. A folder of shards of one JSONL RAG log is not."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    try:
+        first = trace_files(path)[0]
+    except DataFormatError:
+        return False
+    if is_protobuf(first):
+        return True
+    try:
+        lines = json_lines(first)
+        try:
+            return is_otlp_export(next(lines, (0, None))[1])
+        finally:
+            lines.close()
+    except DataFormatError:
+        return False
 
 
 def _sources(path: Path, read: dict, keep) -> Iterator[tuple[Path, int | None, dict]]:
