@@ -15,9 +15,10 @@ memory that grows with the load). Loopback (127.0.0.1) unless told another host.
 
 The store is a folder, one JSON Lines file of OTLP JSON per service and hour of receipt:
 ``STORE/<service.name>/<YYYY-MM-DDTHH>.jsonl`` (the name's characters other than letters, digits, ``.``, ``_`` and
-``-`` written ``_``). Each batch is appended as whole lines in one write and synced; a line torn by a crash is cut
-off when the store is opened again. ``audit-log STORE`` reads every service (:func:`~fairrag_core.data.traces.
-trace_files`), ``audit-log STORE/<service>`` one; the spans of a trace are assembled across files.
+``-`` written ``_``; past :data:`SHARD_BYTES` the hour goes on in ``<YYYY-MM-DDTHH>.001.jsonl``, …). Each batch is
+appended as whole lines in one write and synced; a line torn by a crash is cut off when the store is opened again.
+``audit-log STORE`` reads every service (:func:`~fairrag_core.data.traces.trace_files`), ``audit-log
+STORE/<service>`` one; the spans of a trace are assembled across files.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ __all__ = ["TraceStore", "Receiver", "DEFAULT_PORT", "DEFAULT_MAX_BYTES", "DEFAU
 DEFAULT_PORT = 4318
 #: The largest request body taken, sent or inflated (the collector's own default limit is of this order).
 DEFAULT_MAX_BYTES = 16 << 20
+#: A store file's size at which the hour's next part begins (well under the loaders' FAIRRAG_MAX_FILE_MB).
+SHARD_BYTES = 256 << 20
 #: Requests waiting for the writer at most; a request beyond it is answered 503.
 DEFAULT_QUEUE = 256
 
@@ -87,13 +90,23 @@ class TraceStore:
         for service, texts in lines.items():
             folder = self.folder / service
             folder.mkdir(exist_ok=True)
-            fd = os.open(folder / f"{hour}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self._shard(folder, hour), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, ("\n".join(texts) + "\n").encode())
                 os.fsync(fd)
             finally:
                 os.close(fd)
         return spans
+
+
+    def _shard(self, folder: Path, hour: str) -> Path:
+        """The hour's file of the service, or its next part once a part holds :data:`SHARD_BYTES`."""
+        part = 0
+        while True:
+            path = folder / (f"{hour}.jsonl" if not part else f"{hour}.{part:03d}.jsonl")
+            if not path.exists() or path.stat().st_size < SHARD_BYTES:
+                return path
+            part += 1
 
 
 def _cut_torn_line(path: Path) -> None:

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from fairrag_core.audit.rag_log import LogAuditConfig
-from fairrag_core.data import assets_dir, load_served
+from fairrag_core.data import assets_dir, collector, load_served
 from fairrag_core.data.collector import Receiver, TraceStore, gzip_body
 from fairrag_core.data.otlp_proto import json_to_request
 from fairrag_core.data.traces import ProviderSource, documents_from_log
@@ -207,3 +207,13 @@ def test_the_real_sdk_exporter_needs_no_glue(receiver, tmp_path):
     assert [(e.query_id, e.ranking, e.query, e.answer, e.citations) for e in log.entries] == expected
     assert [dict(m)["source"] for m in log.entries[0].doc_metadata] == ["P0", "P1", "P0", "P1"]
     assert log.notes == () and "a long article text" not in next(store.glob("*/*.jsonl")).read_text()
+
+
+def test_an_hour_past_the_shard_size_goes_on_in_parts_read_as_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(collector, "SHARD_BYTES", 50_000)
+    store = TraceStore(tmp_path / "s")
+    for export in demo_exports():
+        store.append([export])
+    parts = sorted(p.name for p in (tmp_path / "s" / "running-shoes-helpbot").iterdir())
+    assert len(parts) > 3 and any(p.endswith(".001.jsonl") for p in parts) and any(p[13:] == ".jsonl" for p in parts)
+    assert served(load_served(tmp_path / "s")) == served(load_served(DEMO_TRACES))
