@@ -11,7 +11,9 @@ on a bounded queue that one writer thread empties into the :class:`TraceStore`.
 Answers: 200 with an empty ``ExportTraceServiceResponse`` (in the request's encoding); 400 with a one-line message
 for a payload that is not OTLP; 413 over ``max_bytes`` (sent or inflated); 415 for another content type; 404 for
 another path; 503 with ``Retry-After`` when the queue is full (back-pressure, which the exporters retry, instead of
-memory that grows with the load). Loopback (127.0.0.1) unless told another host.
+memory that grows with the load; so is a request beyond :data:`READING_AT_ONCE` bodies being read at once, which
+bounds the bodies held to that many times ``max_bytes``). A connection silent for :data:`SOCKET_TIMEOUT` seconds is
+closed. Loopback (127.0.0.1) unless told another host.
 
 The store is a folder, one JSON Lines file of OTLP JSON per service and hour of receipt:
 ``STORE/<service.name>/<YYYY-MM-DDTHH>.jsonl`` (the name's characters other than letters, digits, ``.``, ``_`` and
@@ -48,6 +50,10 @@ DEFAULT_MAX_BYTES = 16 << 20
 SHARD_BYTES = 256 << 20
 #: Requests waiting for the writer at most; a request beyond it is answered 503.
 DEFAULT_QUEUE = 256
+#: Request bodies read and parsed at once at most (each up to ``max_bytes``); one more is answered 503.
+READING_AT_ONCE = 8
+#: Seconds a connection may stay silent (a body shorter than its Content-Length does not hold a thread forever).
+SOCKET_TIMEOUT = 30
 
 _PATH = "/v1/traces"
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
@@ -158,6 +164,7 @@ class Receiver:
         self.max_bytes, self.trace_map = max_bytes, trace_map or TraceMap()
         self.keep = kept_attributes(self.trace_map)
         self.queue: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.reading = threading.BoundedSemaphore(READING_AT_ONCE)
         self.counts = {"requests": 0, "spans": 0, "rejected": 0, "busy": 0}
         self._lock = threading.Lock()
         try:
@@ -246,6 +253,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "fairrag-collect"
+        timeout = SOCKET_TIMEOUT
 
         def log_message(self, format, *args) -> None:
             pass
@@ -280,11 +288,18 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 return self._fail(413, f"the body is {int(length):,} bytes, over the receiver's limit of "
                                        f"{receiver.max_bytes:,}; send smaller batches or raise --max-request-mb",
                                   close=True)
-            body = self.rfile.read(int(length))
+            if not receiver.reading.acquire(blocking=False):
+                receiver._count(busy=1)
+                return self._fail(503, "the receiver is reading as many requests as it may; retry later",
+                                  headers={"Retry-After": "1"}, close=True)
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             try:
+                body = self.rfile.read(int(length))
                 export = receiver.accept(body, content_type, encoding)
+            except TimeoutError:  # the body stopped coming
+                self.close_connection = True
+                return None
             except _TooLarge:
                 return self._fail(413, f"the inflated body is over the receiver's limit of {receiver.max_bytes:,} "
                                        "bytes; send smaller batches or raise --max-request-mb")
@@ -292,6 +307,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 return self._fail(400, str(err))
             except InvalidParameterError as err:
                 return self._fail(415, str(err))
+            finally:
+                receiver.reading.release()
             try:
                 receiver.queue.put_nowait(export)
             except queue.Full:

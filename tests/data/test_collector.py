@@ -4,7 +4,9 @@ not stored; bad payloads 400, too large 413, other types 415, a full queue 503 w
 is cut on reopening; the real OpenTelemetry SDK exporter, pointed at the receiver, needs no glue."""
 
 import json
+import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -217,3 +219,22 @@ def test_an_hour_past_the_shard_size_goes_on_in_parts_read_as_one(tmp_path, monk
     parts = sorted(p.name for p in (tmp_path / "s" / "running-shoes-helpbot").iterdir())
     assert len(parts) > 3 and any(p.endswith(".001.jsonl") for p in parts) and any(p[13:] == ".jsonl" for p in parts)
     assert served(load_served(tmp_path / "s")) == served(load_served(DEMO_TRACES))
+
+
+def test_bodies_read_at_once_are_bounded_and_a_silent_connection_is_let_go(receiver, monkeypatch):
+    monkeypatch.setattr(collector, "READING_AT_ONCE", 1)
+    monkeypatch.setattr(collector, "SOCKET_TIMEOUT", 1)
+    r = receiver()
+    body = json_to_request(demo_exports()[0]).SerializeToString()
+    stalled = socket.create_connection((r.host, r.port), timeout=5)
+    try:
+        stalled.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:100])
+        time.sleep(0.3)  # the receiver is now waiting for the rest of that body
+        status, text, headers = post(r.url, body, PROTOBUF)
+        assert (status, headers["Retry-After"]) == (503, "1") and b"reading as many requests" in text
+        time.sleep(1.5)  # the stalled connection times out and frees its slot
+        assert post(r.url, body, PROTOBUF)[0] == 200
+    finally:
+        stalled.close()
+    assert r.counts["busy"] == 1 and r.counts["requests"] == 1
