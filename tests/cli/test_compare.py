@@ -203,3 +203,24 @@ def test_stored_audits_of_trace_exports_compare_with_their_providers_from_the_lo
     assert run(["compare-runs", f"run:{payload['run_id']}", f"run:{ids[0]}", "--provider-from", "metadata.source",
                 "--store", store, "--no-store"])[0] == 2
     assert "a comparison run has no log to take providers from" in capsys.readouterr().err
+
+
+def test_the_reading_options_survive_compare_runs_own_command_line():
+    """ComparisonConfig's reading fields are audit-log's options: printed by settings_argv, read back by
+    compare-runs' parser to the same settings."""
+    import argparse
+
+    from fairrag_core.audit.compare import ComparisonConfig
+    from fairrag_core.cli import build_parser
+    from fairrag_core.cli.common import settings
+    from fairrag_core.options import settings_argv
+
+    config = ComparisonConfig(inputs=("/srv/a.otlp.jsonl", "/srv/b.otlp.jsonl"), seed=3,
+                              trace_map=("query_id=app.qid", "answer=app.answer"), multi_retrieval="last",
+                              provider_map="/srv/providers.csv")
+    words = settings_argv(config)
+    assert words == ["/srv/a.otlp.jsonl", "/srv/b.otlp.jsonl", "--seed", "3", "--trace-map", "query_id=app.qid",
+                     "--trace-map", "answer=app.answer", "--multi-retrieval", "last", "--provider-map",
+                     "/srv/providers.csv"]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert settings(ComparisonConfig, sub.choices["compare-runs"].parse_args(words)) == config
