@@ -140,8 +140,9 @@ class ComparisonConfig(Settings):
 
     systems: tuple[str, ...] = no_option(default=())
     inputs: tuple[str, ...] = option("inputs", kind=Kind.APPEND, default=(), path=True, metavar="INPUT",
-                                     help="with --collection: two or more RAG logs, run files or stored runs (run:ID); "
-                                          "without: QRELS RUN_A RUN_B")
+                                     help="with --collection (or --provider-from/--provider-map): two or more RAG "
+                                          "logs, trace exports, run files or stored runs (run:ID); without: QRELS "
+                                          "RUN_A RUN_B")
     baseline: str = option("--baseline", default="", default_text="the first system",
                            help="the system the others are compared with (its label: the file name, or run:ID)")
     by: str = option("--by", default="provider", help="share differences per provider (default) or per group of a "

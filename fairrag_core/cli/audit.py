@@ -108,13 +108,15 @@ def register(sub) -> None:
     p = add_command(sub, "compare-runs", _cmd_compare, help="compare served systems: RAG logs, runs and stored runs "
                                                             "(--collection), or two runs with expeval's metrics "
                                                             "(QRELS RUN_A RUN_B)",
-                    description="Is B fairer than A, and at what cost? With --collection: every INPUT (a RAG log, a "
-                                "run file, or a stored run run:ID) is audited as audit-log audits it, and each is "
+                    description="Is B fairer than A, and at what cost? With --collection (or, for logs and trace "
+                                "exports without one, --provider-from or --provider-map): every INPUT (a RAG log, a "
+                                "trace export, a run file, or a stored run run:ID) is read and audited as audit-log "
+                                "reads and audits it (--trace-map, --multi-retrieval as there), and each is "
                                 "compared with the baseline over the queries they share — per-query differences of "
                                 "EE-D, EE-R and attribution with bootstrap intervals and paired sign-flip tests, "
                                 "per-provider share differences with permutation tests, Holm-adjusted — with "
                                 "findings; saved in the run store, --report writes the HTML report. Without "
-                                "--collection: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged queries "
+                                "either: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged queries "
                                 "with expeval's metrics, the interval and the sign-flip p-value.")
     add_options(p, ComparisonConfig, only=("inputs",))
     _add_options(p, CompareOptions)
