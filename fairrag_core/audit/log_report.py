@@ -162,7 +162,9 @@ def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] 
     """What an audit of served data found (:func:`~fairrag_core.audit.share_findings.ledger_findings`): per
     provider, and per group of each of the collection's categories, whether its retrieval share and its attributed
     share differ from its fair share beyond noise (Holm over the groups), most severe first; over the queries with a
-    fair target, with the audit's level, resamples and seed (so the intervals are the ledger's)."""
+    fair target, with the audit's level, resamples and seed (so the intervals are the ledger's); then, over every
+    query, the findings that need no relevance labels (:func:`~fairrag_core.audit.label_free.label_free_findings`:
+    citations given exposure, and retrieval exposure against the audit's ``target_shares`` when given)."""
     config = run.record.config
     lines = run.table.set_index("query_id")["lines"] if "lines" in run.table else None
     found = []
