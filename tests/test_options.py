@@ -5,12 +5,14 @@ import argparse
 import math
 import shlex
 import typing
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fairrag_core.audit.rag_log import LogAuditConfig
+from fairrag_core.audit.target_shares import target_shares_arg
 from fairrag_core.cli import build_parser
 from fairrag_core.cli import common as cli
 from fairrag_core.cli.audit import CompareOptions, EvaluateOptions
@@ -165,6 +167,8 @@ def _values(cls, name: str, opt: Option):
         return st.booleans()
     if opt.choices:
         return st.sampled_from(opt.choices)
+    if opt.parse is target_shares_arg:  # read when parsed: a real file of shares, named absolutely
+        return st.just(str(Path(__file__).resolve().parent / "data" / "target_shares.csv"))
     if opt.path:  # absolute, so the printed path is the value itself wherever the test runs
         return _TEXT.map(lambda t: f"/srv/logs/{t}.jsonl")
     base = _BY_PARSE.get(opt.parse, _TEXT)
