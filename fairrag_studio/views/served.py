@@ -72,12 +72,7 @@ def save_served_upload(name: str, data: bytes, root: Path) -> Path:
     command line audits (:mod:`fairrag_core.data.formats`), is a :class:`DataFormatError` before anything is
     written."""
     kind_of(safe_upload_name(name))
-    check_upload(name, data)
-    folder = root / f"served-{hashlib.sha256(data).hexdigest()[:10]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / safe_upload_name(name)
-    target.write_bytes(data)
-    return target
+    return _save_upload(name, data, root, "served")
 
 
 def read_served(path: str | Path, collection: Collection | None, trace_map: TraceMap | None = None
@@ -95,8 +90,14 @@ def save_provider_map(name: str, data: bytes, root: Path) -> Path:
     """Write an uploaded provider map (``doc_id,provider[,group columns]`` CSV, as ``--provider-map`` reads) under
     ``root/providers-<content hash>/`` with its own (made safe) name; above the upload limit it is a
     :class:`DataFormatError` before anything is written."""
+    return _save_upload(name, data, root, "providers")
+
+
+def _save_upload(name: str, data: bytes, root: Path, prefix: str) -> Path:
+    """``data`` under ``root/<prefix>-<content hash>/<safe name>`` once it passes the upload limit: the same bytes
+    land in the same folder, so a re-upload reuses it."""
     check_upload(name, data)
-    folder = root / f"providers-{hashlib.sha256(data).hexdigest()[:10]}"
+    folder = root / f"{prefix}-{hashlib.sha256(data).hexdigest()[:10]}"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / safe_upload_name(name)
     target.write_bytes(data)
