@@ -6,6 +6,7 @@ at it (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces``) a
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 
 from ..options import TRACE_MAP, add_option
@@ -51,7 +52,11 @@ def _cmd_collect(args, out) -> int:
     print(f"collecting OTLP/HTTP traces at {receiver.url} into {receiver.store.folder}", file=out, flush=True)
     print(f"audit with: python -m fairrag_core audit-log {receiver.store.folder} --provider-from metadata.source",
           file=out, flush=True)
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops it; what is queued is written first
+    # Ctrl-C or a service manager's SIGTERM stops it (what is queued is written first), even where the shell that
+    # started it had SIGINT ignored, as a background job's is
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt):
         receiver.serve_forever()
     c = receiver.counts
     print(f"stopped: {c['requests']:,} requests, {c['spans']:,} spans stored; {c['rejected']:,} refused "

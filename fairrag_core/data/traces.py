@@ -546,11 +546,15 @@ def _sources(path: Path, read: dict, keep) -> Iterator[tuple[Path, int | None, d
     """The export objects of a file or of a folder's trace files (:func:`trace_files`), each with its file and line
     (the request's number in a protobuf file); once all are read, ``read`` holds the ``lines`` and ``sha256`` (of a
     folder: the lines of all its files, and the sha256 of their names and sha256s in order)."""
-    if not path.is_dir():
+    try:
+        files = trace_files(path) if path.is_dir() else None
+    except DataFormatError:  # a folder without trace files: refused as any other non-file is, with the same words
+        files = None
+    if files is None:
         yield from ((path, line, export) for line, export in _exports(path, read, keep))
         return
     lines, digest = 0, hashlib.sha256()
-    for file in trace_files(path):
+    for file in files:
         one: dict = {}
         yield from ((file, line, export) for line, export in _exports(file, one, keep))
         lines += one["lines"]

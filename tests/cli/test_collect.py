@@ -26,28 +26,35 @@ def audit(path, *more):
     return payload
 
 
+def _send_the_demo_export(process: subprocess.Popen, store) -> str:
+    """Read where ``process`` listens, send it the demo export as protobuf requests, stop it with Ctrl-C and return
+    what it printed last."""
+    first = process.stdout.readline()
+    assert first.startswith("collecting OTLP/HTTP traces at http://127.0.0.1:") and str(store) in first
+    url = first.split(" at ", 1)[1].split(" into ", 1)[0]
+    assert url.endswith("/v1/traces")
+    assert process.stdout.readline() == (f"audit with: python -m fairrag_core audit-log {store} --provider-from "
+                                         "metadata.source\n")
+    lines = [line for line in DEMO_TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for line in lines:
+        request = urllib.request.Request(url, data=json_to_request(json.loads(line)).SerializeToString(),
+                                         headers={"Content-Type": "application/x-protobuf"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        process.kill()  # the `with` below then closes its pipes and reaps it
+        raise
+
+
 def test_collect_then_audit_log_equals_audit_log_of_the_export(tmp_path):
     store = tmp_path / "store"
     process = subprocess.Popen([sys.executable, "-m", "fairrag_core", "collect", "--port", "0", "--store", str(store)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = process.stdout.readline()
-        assert first.startswith("collecting OTLP/HTTP traces at http://127.0.0.1:") and str(store) in first
-        url = first.split(" at ", 1)[1].split(" into ", 1)[0]
-        assert url.endswith("/v1/traces")
-        assert process.stdout.readline() == (f"audit with: python -m fairrag_core audit-log {store} --provider-from "
-                                             "metadata.source\n")
-        lines = [line for line in DEMO_TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
-        for line in lines:
-            request = urllib.request.Request(url, data=json_to_request(json.loads(line)).SerializeToString(),
-                                             headers={"Content-Type": "application/x-protobuf"}, method="POST")
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                assert answer.status == 200
-        process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    with process:  # its pipes are closed and it is waited for, whatever happens inside
+        rest = _send_the_demo_export(process, store)
     assert process.returncode == 0
     assert rest == "stopped: 33 requests, 602 spans stored; 0 refused (0 while the queue was full)\n"
     for more in (["--collection", "running-shoes", "--attribution", "logged"], ["--provider-from", "metadata.source"]):
