@@ -238,7 +238,8 @@ def _two_node_cluster(env: dict):
 
 @pytest.mark.slow  # ~2 min on the busy 2-core machine: two Ray nodes, two driver processes
 def test_two_node_cluster_survives_losing_a_node_and_matches_local(shoes, shoes_bm25, tmp_path):
-    config = {"alphas": [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], "n_samples": 800, "k": 5, "seed": 11}
+    # every document a candidate (not the default K = 20): tasks long enough that the killed node holds one
+    config = {"alphas": [0.0, 0.5, 1.0, 2.0, 4.0, 8.0], "n_samples": 800, "k": 5, "seed": 11, "candidates": None}
     local = exposure_sweep(shoes, shoes_bm25, SweepConfig(**{**config, "alphas": tuple(config["alphas"])})).table
     token = secrets.token_hex(32)
     base = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != "PYTHONPATH"}
@@ -281,7 +282,11 @@ def test_two_node_cluster_survives_losing_a_node_and_matches_local(shoes, shoes_
         pd.testing.assert_frame_equal(table, local)
         assert report["killed_at"][:2] == [1, 6]  # the node went down with five of six tasks to do
         stats = report["stats"]
-        assert stats["actors"] == 2 and stats["lost"] + stats["backups"] >= 1  # its task was redone elsewhere
+        # Its task is redone elsewhere (stats lost or backups ≥ 1, printed above) unless the kill falls between two
+        # of its tasks, when its actor has just handed a result back: a fresh-clone CI run saw lost = backups = 0
+        # once. The table matching the local one is what must hold either way; the scheduler's re-queueing of a lost
+        # actor's task is tested deterministically in test_ray_backend.py.
+        assert stats["actors"] == 2
         assert worker.poll() is not None  # the second node is really gone
     print(f"cluster up, two runs, cluster down: {time.perf_counter() - start:.0f} s")
     assert time.perf_counter() - start < 240
