@@ -38,7 +38,8 @@ from .served import _detect as detect_format  # the run reader's own look at the
 from .traces import is_otlp_export, starts_like_export
 
 __all__ = ["ServedFormat", "SERVED_FORMATS", "COMPRESSED", "served_suffixes", "log_suffixes", "run_suffixes",
-           "shard_suffixes", "kind_of", "is_log", "format_of", "upload_types", "not_served_message"]
+           "shard_suffixes", "kind_of", "is_log", "formats_named", "format_of", "upload_types", "not_served_message",
+           "RUN_READER"]
 
 #: Compression suffixes any served suffix may carry (``run.tsv.gz``); the readers inflate by the first bytes.
 COMPRESSED = (".gz",)
@@ -109,6 +110,9 @@ def _with_compressed(plain: tuple[str, ...]) -> tuple[str, ...]:
     return plain + tuple(s + c for c in COMPRESSED for s in plain)
 
 
+#: The run reader that tells the run formats sharing a suffix apart itself (TREC, TREC Fair 2022), by their first line.
+RUN_READER = "fairrag_core.data.served:load_run"
+
 #: The table: every format a served file may have, in the order :func:`format_of` tries them (a name alone gives
 #: the first of its kind).
 SERVED_FORMATS: tuple[ServedFormat, ...] = (
@@ -122,10 +126,10 @@ SERVED_FORMATS: tuple[ServedFormat, ...] = (
                  "fairrag_core.data.rag_log:load_traces",
                  lambda p: is_protobuf(p) or starts_like_export(p) or is_otlp_export(_first_object(p))),
     ServedFormat(RunFormat.TREC.value, "expeval/TREC run (qid sample docno rank score run_id)", "run", _RUN_FILES,
-                 "six whitespace-separated fields", "fairrag_core.data.served:load_run",
+                 "six whitespace-separated fields", RUN_READER,
                  lambda p: _run_format(p) is RunFormat.TREC),
     ServedFormat(RunFormat.TREC_FAIR_2022.value, "TREC Fair 2022 run (id seq_no page_id)", "run", _RUN_FILES,
-                 "two or three tab-separated fields, or its header row", "fairrag_core.data.served:load_run",
+                 "two or three tab-separated fields, or its header row", RUN_READER,
                  lambda p: _run_format(p) is RunFormat.TREC_FAIR_2022),
 )
 
@@ -181,6 +185,14 @@ def is_log(name: str | os.PathLike) -> bool:
     return Path(name).name.lower().endswith(log_suffixes())
 
 
+def formats_named(path_or_name: str | os.PathLike) -> list[ServedFormat]:
+    """The formats a name's suffix allows, of the kind its first matching format has (none for an unknown suffix);
+    nothing is read."""
+    lowered = Path(path_or_name).name.lower()
+    kind = next((fmt.kind for fmt in SERVED_FORMATS if lowered.endswith(fmt.suffixes)), None)
+    return [fmt for fmt in SERVED_FORMATS if fmt.kind == kind and lowered.endswith(fmt.suffixes)]
+
+
 def format_of(path_or_name: str | os.PathLike) -> ServedFormat:
     """The format of a served file: among the formats with its suffix, the first whose ``sniff`` recognises the
     file's first line when the file is there to read, else the first of them (whose reader also reads the others
@@ -189,8 +201,9 @@ def format_of(path_or_name: str | os.PathLike) -> ServedFormat:
     Raises:
         DataFormatError: the name has none of :func:`served_suffixes` (the message lists them).
     """
-    kind, lowered = kind_of(path_or_name), Path(path_or_name).name.lower()
-    candidates = [fmt for fmt in SERVED_FORMATS if fmt.kind == kind and lowered.endswith(fmt.suffixes)]
+    candidates = formats_named(path_or_name)
+    if not candidates:
+        kind_of(path_or_name)  # raises, listing the suffixes
     path = Path(path_or_name)
     if path.is_file():
         found = next((fmt for fmt in candidates if fmt.sniff(path)), None)

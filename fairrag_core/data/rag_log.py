@@ -46,7 +46,7 @@ from pathlib import Path
 from ..checks import max_log_lines
 from ..errors import DataFormatError
 from .collection import Collection
-from .formats import format_of, is_log, run_suffixes
+from .formats import RUN_READER, format_of, formats_named, is_log
 from .loaders import json_lines
 from .otlp_proto import is_protobuf
 from .served import ServedRankings, load_run
@@ -342,10 +342,9 @@ def load_served(path: str | os.PathLike, *, collection: Collection | None = None
     if is_log(path) or path.is_dir():  # a folder: of trace files
         return load_rag_log(path, collection=collection, trace_map=trace_map)
     # a run format with its own reader in the table (fairrag_core.data.formats) is read by it; TREC and TREC Fair
-    # 2022 share load_run, which tells them apart (and names the fix) itself
-    table = format_of(path) if format == "auto" and path.name.lower().endswith(run_suffixes()) else None
-    own_reader = table is not None and table.reader != "fairrag_core.data.served:load_run"
-    log = RagLog.from_served(table.load(path) if own_reader else load_run(path, format=format))
+    # 2022 share load_run, which tells them apart (and names the fix) itself, so they are not sniffed here first
+    own_reader = format == "auto" and any(fmt.reader != RUN_READER for fmt in formats_named(path))
+    log = RagLog.from_served(format_of(path).load(path) if own_reader else load_run(path, format=format))
     if collection is not None:
         log.check_against(collection)
     return log
