@@ -10,12 +10,9 @@ from pathlib import Path
 
 from ..data.export import write_table
 from ..options import (
-    COLLECTION,
     GENERATOR,
-    MODEL,
     NLI,
     PROMPT_STYLE,
-    RETRIEVER,
     Entry,
     add_option,
     argv,
@@ -42,7 +39,7 @@ from .common import (
     settings,
     stderr_progress,
 )
-from .ranking import QUERY, rank_payload
+from .ranking import QUERY, rank_payload, retrieval_inputs
 
 __all__ = ["register"]
 
@@ -89,10 +86,8 @@ def rag_command(run, args) -> str:
     differ from the command line's defaults. ``rag`` answers the oracle's lists always, so ``--no-oracle`` is none of
     its options."""
     ranking = run.ranking
-    kind, _, model = ranking.retriever.partition(":")
-    inputs = [Entry(COLLECTION, ranking.collection.source or ranking.collection.name), Entry(RETRIEVER, kind),
-              Entry(MODEL, model or None), Entry(GENERATOR, args.generator), Entry(NLI, args.nli),
-              Entry(PROMPT_STYLE, args.prompt_style), Entry(QUERY, ranking.query_text)]
+    inputs = retrieval_inputs(ranking) + [Entry(GENERATOR, args.generator), Entry(NLI, args.nli),
+                                          Entry(PROMPT_STYLE, args.prompt_style), Entry(QUERY, ranking.query_text)]
     words = argv(inputs + setting_entries(ranking.config, values={"seed": ranking.seed}, skip=("oracle",)))
     return shlex.join(["python", "-m", "fairrag_core", "rag", *words])
 

@@ -56,11 +56,17 @@ def rank_command(run: RankingRun) -> str:
     """The ``rank`` command that reproduces ``run``, from the option declarations of its inputs and
     :class:`~fairrag_core.ranking.RankingConfig` (collection as :func:`~fairrag_core.options.command_path` names it,
     the seed the run drew)."""
-    kind, _, model = run.retriever.partition(":")
-    inputs = [Entry(COLLECTION, run.collection.source or run.collection.name), Entry(RETRIEVER, kind),
-              Entry(MODEL, model or None), Entry(QUERY, run.query_text)]
+    inputs = retrieval_inputs(run) + [Entry(QUERY, run.query_text)]
     words = argv(inputs + setting_entries(run.config, values={"seed": run.seed}))
     return shlex.join(["python", "-m", "fairrag_core", "rank", *words])
+
+
+def retrieval_inputs(run: RankingRun) -> list[Entry]:
+    """The collection (as :func:`~fairrag_core.options.command_path` names it), the retriever and its model of a
+    ranking run, as a reproduce command (``rank``, ``rag``) writes them."""
+    kind, _, model = run.retriever.partition(":")
+    return [Entry(COLLECTION, run.collection.source or run.collection.name), Entry(RETRIEVER, kind),
+            Entry(MODEL, model or None)]
 
 
 def rank_payload(run: RankingRun) -> dict:
