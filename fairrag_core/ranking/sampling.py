@@ -35,6 +35,7 @@ import numpy as np
 from ..checks import MAX_SAMPLES, check_alpha, check_at_most, check_k, check_work
 from ..errors import InvalidParameterError
 from ..seeds import SeedLike, as_generator
+from ..settings import DEFAULT_CANDIDATES
 
 __all__ = [
     "normalise_scores",
@@ -138,8 +139,6 @@ def separation_note(scores: np.ndarray, alpha: float) -> str | None:
     mass = top_mass(scores, alpha)
     if mass >= SEPARATION_MIN_MASS:
         return None
-    from ..settings import DEFAULT_CANDIDATES
-
     n = int(np.asarray(scores).size)
     return (f"α = {alpha:g} hardly separates the top documents among K = {n:,} candidates: the top {SEPARATION_TOP} "
             f"get {mass:.2%} of the sampler's first draw (uniform {SEPARATION_TOP / n:.2%}), so the rankings are "
