@@ -9,7 +9,8 @@ line and the fix. The four demo collections ship in ``assets/collections/`` (pro
 Modules: :mod:`.collection` (the data model), :mod:`.loaders` (files and folders), :mod:`.demo` (the registry),
 :mod:`.rag_log` (JSONL logs of what a deployed RAG system served), :mod:`.traces` (the same from OTLP JSON
 trace exports, and the documents of a log without a collection), :mod:`.served` (served stochastic runs in expeval's
-and TREC Fair 2022's formats), :mod:`.formats` (the one table of served-file formats: suffixes, sniffing, reader),
+and TREC Fair 2022's formats), :mod:`.formats` (the one table of served-file formats: suffixes, sniffing, reader;
+built on :mod:`.suffixes`, the suffix names the readers share),
 :mod:`.judgments` (qrels with group ids, as expeval reads them),
 :mod:`.files` (the streaming reader every loader reads through: regular files only, byte budget, gzip, lines),
 :mod:`.fields` (whole numbers in ASCII digits, strings without lone surrogates), :mod:`.export` (CSV that spreadsheets

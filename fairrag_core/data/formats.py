@@ -32,21 +32,16 @@ from pathlib import Path
 
 from ..errors import DataFormatError
 from .files import read_lines
-from .otlp_proto import PROTOBUF_SUFFIXES, is_protobuf
+from .otlp_proto import is_protobuf
 from .served import RunFormat
 from .served import _detect as detect_format  # the run reader's own look at the first line
+from .suffixes import COMPRESSED, JSON_FILES, JSON_LINES, PROTOBUF, RUN_FILES, with_compressed
 from .traces import is_otlp_export, starts_like_export
 
 __all__ = ["ServedFormat", "SERVED_FORMATS", "COMPRESSED", "served_suffixes", "log_suffixes", "run_suffixes",
            "shard_suffixes", "kind_of", "is_log", "formats_named", "format_of", "upload_types", "not_served_message",
            "RUN_READER"]
 
-#: Compression suffixes any served suffix may carry (``run.tsv.gz``); the readers inflate by the first bytes.
-COMPRESSED = (".gz",)
-
-_JSON_LINES = (".jsonl", ".ndjson")
-_JSON_FILES = (*_JSON_LINES, ".json")  # a .json file may also hold one whole (pretty-printed) export
-_RUN_FILES = (".txt", ".run", ".tsv", ".trec")
 
 
 def _first_object(path: Path) -> object:
@@ -97,7 +92,7 @@ class ServedFormat:
     @property
     def suffixes(self) -> tuple[str, ...]:
         """Every suffix of this format: the plain ones, then each compressed."""
-        return _with_compressed(self.plain_suffixes)
+        return with_compressed(self.plain_suffixes)
 
     def load(self, path: str | os.PathLike, **options):
         """Read ``path`` with this format's reader (a run reader is told the format; ``options`` go to the reader)."""
@@ -106,9 +101,6 @@ class ServedFormat:
         return read(path, format=self.name, **options) if self.kind == "run" else read(path, **options)
 
 
-def _with_compressed(plain: tuple[str, ...]) -> tuple[str, ...]:
-    return plain + tuple(s + c for c in COMPRESSED for s in plain)
-
 
 #: The run reader that tells the run formats sharing a suffix apart itself (TREC, TREC Fair 2022), by their first line.
 RUN_READER = "fairrag_core.data.served:load_run"
@@ -116,19 +108,19 @@ RUN_READER = "fairrag_core.data.served:load_run"
 #: The table: every format a served file may have, in the order :func:`format_of` tries them (a name alone gives
 #: the first of its kind).
 SERVED_FORMATS: tuple[ServedFormat, ...] = (
-    ServedFormat("jsonl", "RAG log (JSONL, one served answer per line)", "log", _JSON_FILES,
+    ServedFormat("jsonl", "RAG log (JSONL, one served answer per line)", "log", JSON_FILES,
                  'first object has "query_id" and "ranking"', "fairrag_core.data.rag_log:load_rag_log",
                  lambda p: isinstance(o := _first_object(p), dict) and "query_id" in o and "ranking" in o,
-                 shard_suffixes=_JSON_LINES),
+                 shard_suffixes=JSON_LINES),
     ServedFormat("otlp", "OTLP trace export (JSON, or protobuf ExportTraceServiceRequests in .pb)", "log",
-                 (*_JSON_FILES, *PROTOBUF_SUFFIXES),
+                 (*JSON_FILES, *PROTOBUF),
                  'first object has "resourceSpans" (one per line or the whole file); .pb by name',
                  "fairrag_core.data.rag_log:load_traces",
                  lambda p: is_protobuf(p) or starts_like_export(p) or is_otlp_export(_first_object(p))),
-    ServedFormat(RunFormat.TREC.value, "expeval/TREC run (qid sample docno rank score run_id)", "run", _RUN_FILES,
+    ServedFormat(RunFormat.TREC.value, "expeval/TREC run (qid sample docno rank score run_id)", "run", RUN_FILES,
                  "six whitespace-separated fields", RUN_READER,
                  lambda p: _run_format(p) is RunFormat.TREC),
-    ServedFormat(RunFormat.TREC_FAIR_2022.value, "TREC Fair 2022 run (id seq_no page_id)", "run", _RUN_FILES,
+    ServedFormat(RunFormat.TREC_FAIR_2022.value, "TREC Fair 2022 run (id seq_no page_id)", "run", RUN_FILES,
                  "two or three tab-separated fields, or its header row", RUN_READER,
                  lambda p: _run_format(p) is RunFormat.TREC_FAIR_2022),
 )
@@ -138,7 +130,7 @@ def _suffixes(kind: str | None = None, *, shards: bool = False) -> tuple[str, ..
     out: list[str] = []
     for fmt in SERVED_FORMATS:
         if kind is None or fmt.kind == kind:
-            out += [s for s in (_with_compressed(fmt.shard_suffixes) if shards else fmt.suffixes) if s not in out]
+            out += [s for s in (with_compressed(fmt.shard_suffixes) if shards else fmt.suffixes) if s not in out]
     return tuple(out)
 
 

@@ -26,20 +26,20 @@ from pathlib import Path
 
 from ..errors import DataFormatError
 from .files import read_chunks
+from .suffixes import PROTOBUF, with_compressed
 
-__all__ = ["PROTOBUF_SUFFIXES", "is_protobuf", "request_to_json", "json_to_request", "read_delimited",
+__all__ = ["is_protobuf", "request_to_json", "json_to_request", "read_delimited",
            "delimited", "write_delimited", "hex_id"]
 
-#: The plain suffixes of a protobuf trace file (``.otlp.pb`` ends with ``.pb``).
-PROTOBUF_SUFFIXES = (".pb",)
 
 _FIX = "send or write ExportTraceServiceRequest messages as the OTLP exporters do (docs/traces.md)"
 _MAX_DEPTH = 32
 
 
 def is_protobuf(name: str | os.PathLike) -> bool:
-    """Whether a file's name says it holds OTLP protobuf (:data:`PROTOBUF_SUFFIXES`, gzipped or not)."""
-    return Path(name).name.lower().endswith(tuple(s + c for s in PROTOBUF_SUFFIXES for c in ("", ".gz")))
+    """Whether a file's name says it holds OTLP protobuf (:data:`~fairrag_core.data.suffixes.PROTOBUF`, gzipped or
+    not)."""
+    return Path(name).name.lower().endswith(with_compressed(PROTOBUF))
 
 
 def _request_type():

@@ -93,7 +93,8 @@ from .collection import Collection, Document
 from .fields import lone_surrogate_field
 from .files import read_lines
 from .loaders import json_lines
-from .otlp_proto import PROTOBUF_SUFFIXES, hex_id, is_protobuf, read_delimited
+from .otlp_proto import hex_id, is_protobuf, read_delimited
+from .suffixes import COMPRESSED, JSON_LINES, PROTOBUF
 
 __all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
            "is_otlp_export", "starts_like_export", "kept_attributes", "slim_export",
@@ -113,7 +114,6 @@ NO_RELEVANCE_LABELS = ("no relevance labels: the documents come from the log (--
 
 _FIX = "write OTLP JSON as the OpenTelemetry collector's file exporter does (docs/traces.md)"
 _MAX_DEPTH = 32  # nesting of arrayValue / kvlistValue
-_JSON_LINES = (".jsonl", ".ndjson")  # the trace files of a folder, with PROTOBUF_SUFFIXES
 _SPANS_PER_LINE = 8  # spans held per log line at most (a bound on memory, like FAIRRAG_MAX_LOG_LINES)
 
 # OpenInference
@@ -511,7 +511,7 @@ def trace_files(folder: str | os.PathLike) -> list[Path]:
         DataFormatError: the folder holds none.
     """
     folder = Path(folder)
-    suffixes = tuple(s + c for s in (*_JSON_LINES, *PROTOBUF_SUFFIXES) for c in ("", ".gz"))
+    suffixes = tuple(s + c for s in (*JSON_LINES, *PROTOBUF) for c in ("", *COMPRESSED))
     files = sorted((p for p in folder.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes)
                     and not p.name.startswith(".")), key=lambda p: p.relative_to(folder).parts)
     if not files:
