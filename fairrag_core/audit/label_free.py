@@ -35,6 +35,7 @@ from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..seeds import SeedLike
 from .findings import SERIOUS_RATIO, Finding, FindingKind, sort_findings
+from .query_bootstrap import check_share_resamples
 from .share_findings import ShareTable, _Family, _group_findings, share_table
 from .share_gaps import ATTRIBUTED_TAILS, alpha_of, gap_family, test_streams
 from .target_shares import load_target_shares
@@ -86,6 +87,7 @@ def _family(x: np.ndarray, y: np.ndarray, table: ShareTable, fam: _Family, *, le
                         f"Insufficient evidence to test any {group_noun(table.by)}'s {fam.share} against "
                         f"{fam.its}: {why}", level=level, alpha=alpha_of(level), n_queries=n_q,
                         n_lines=table.n_lines, family=f"{fam.metric}, by {table.by}")]
+    check_share_resamples(n_boot, n_q, x.shape[1])  # the same budget as the share findings, before drawing
     boot_seed, test_rng = test_streams(seed)
     counts = resample_counts(n_q, n_boot, boot_seed)
     results = gap_family(x, y, table.groups, counts=counts, test_rng=test_rng, lines=table.lines, level=level,

@@ -215,3 +215,21 @@ def test_bounded_calibration_of_the_issue_deployment():
     small = cal.findings_of(cal.simulate(rng, requests=10), "cited", rng)
     coastal = next(f for f in small if f.subject == "Coastal Times")
     assert coastal.kind is FindingKind.INSUFFICIENT_EVIDENCE and "insufficient evidence (n = " in coastal.text
+
+
+def test_the_label_free_tests_consult_the_memory_budget(monkeypatch):
+    """As the share findings do: resampled shares that would pass the budget are refused before they are drawn."""
+    from fairrag_core.errors import InvalidParameterError
+
+    rng = np.random.default_rng(0)
+    retrieval = rng.gamma(0.3, size=(10, 150))
+    table = ShareTable(groups=tuple(f"p{g:03d}" for g in range(150)), query_ids=tuple(f"q{i}" for i in range(10)),
+                       retrieval=retrieval, target=np.zeros((10, 150)), attributed=retrieval * rng.random((10, 150)))
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "0.5")
+    with pytest.raises(InvalidParameterError, match=r"^100 resamples of 150 groups' shares over 10 queries needs "
+                                                    r"0.97 MB, more than the 0.5 MB one step may allocate"):
+        attribution_findings(table, n_boot=100, seed=1)
+    with pytest.raises(InvalidParameterError, match=r"^100 resamples of 150 groups' shares"):
+        stated_target_findings(table, {g: 1 / 150 for g in table.groups}, n_boot=100, seed=1)
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "400")
+    assert attribution_findings(table, n_boot=100, seed=1)
