@@ -119,9 +119,10 @@ def stated_target_findings(table: ShareTable, shares: dict[str, float], *, level
     counts in every share, and one finding names them with the fix."""
     unlisted = [g for g in table.groups if g not in shares]
     groups = (*sorted(shares), *([_UNLISTED] if unlisted else []))
+    column = {g: j for j, g in enumerate(groups)}
     retrieval = np.zeros((table.retrieval.shape[0], len(groups)))
     for j, g in enumerate(table.groups):
-        retrieval[:, groups.index(g if g in shares else _UNLISTED)] += table.retrieval[:, j]
+        retrieval[:, column[g if g in shares else _UNLISTED]] += table.retrieval[:, j]
     part = _rows(replace(table, groups=groups, retrieval=retrieval, target=np.zeros_like(retrieval), attributed=None),
                  retrieval.sum(axis=1) > 0)
     tau = np.array([shares.get(g, 0.0) for g in groups])
@@ -130,8 +131,8 @@ def stated_target_findings(table: ShareTable, shares: dict[str, float], *, level
                     serious=serious, untested=_UNLISTED)
     if unlisted:
         total = table.retrieval.sum()
-        named = ", ".join(f"{g} ({share_text(table.retrieval[:, table.groups.index(g)].sum() / total)})"
-                          for g in unlisted)
+        named = ", ".join(f"{g} ({share_text(table.retrieval[:, j].sum() / total)})"
+                          for j, g in enumerate(table.groups) if g not in shares)
         found.append(Finding(FindingKind.INSUFFICIENT_EVIDENCE, "providers not in the target file", _STATED.metric,
                              f"Not tested against a stated share (not in the target file): {named} of retrieval "
                              "exposure; add a row for each (share 0 if it should have none)", level=level,
