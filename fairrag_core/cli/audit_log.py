@@ -75,13 +75,36 @@ def served_size(log) -> str:
     return f"{lines:,} lines" if log.kind == "log" else f"{lines:,} lines, {len(log):,} rankings"
 
 
+def check_provider_source(config, *, collection_given: bool, attribution: str, subject: str, verb: str) -> bool:
+    """Whether ``config`` (audit-log's or compare-runs' settings) takes the providers from the logs themselves
+    (``--provider-from``/``--provider-map``), refusing it beside ``--collection`` or with the NLI judge, which reads
+    the documents' texts; ``subject`` and ``verb`` word the message for the command ("a log audited", "audit")."""
+    from_log = config.provider_from is not None or config.provider_map is not None
+    if from_log and collection_given:
+        raise InvalidParameterError(f"--provider-from and --provider-map name the providers of {subject} without "
+                                    "a collection; drop them to use the providers of --collection, or drop "
+                                    "--collection")
+    if from_log and attribution in ("judge", "both"):
+        raise InvalidParameterError(f"the NLI judge reads the documents' texts, which only a collection gives; {verb} "
+                                    "with --collection, or attribute from the logged citations (--attribution logged)")
+    return from_log
+
+
+def check_trace_options(log, trace_map) -> None:
+    """Refuse ``--trace-map`` and ``--multi-retrieval`` for a served file that is no trace export."""
+    from ..data.traces import MultipleRetrievals
+
+    if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
+        raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
+                                    f"{log.what}: drop them")
+
+
 def _served(args, config):
     """The log and the collection to audit it against (from ``--collection``, or made from the log's documents with
     ``--provider-from``/``--provider-map``), the loader's notes, and the metrics left undefined on the way."""
     from ..data import load_collection, load_served
     from ..data.traces import (
         NO_RELEVANCE_LABELS,
-        MultipleRetrievals,
         ProviderSource,
         TraceMap,
         documents_from_log,
@@ -89,23 +112,15 @@ def _served(args, config):
     )
 
     trace_map = TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)
-    from_log = config.provider_from is not None or config.provider_map is not None
-    if from_log and args.collection is not None:
-        raise InvalidParameterError("--provider-from and --provider-map name the providers of a log audited without "
-                                    "a collection; drop them to use the providers of --collection, or drop "
-                                    "--collection")
-    if from_log and config.attribution.value in ("judge", "both"):
-        raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; audit "
-                                    "with --collection, or attribute from the logged citations (--attribution logged)")
+    from_log = check_provider_source(config, collection_given=args.collection is not None,
+                                     attribution=config.attribution.value, subject="a log audited", verb="audit")
     provider_from = ProviderSource.parse(config.provider_from) if config.provider_from is not None else None
     provider_map = load_provider_map(config.provider_map) if config.provider_map is not None else None
     collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)
     log = _columns(args, config, collection) if collection is not None else None
     if log is None:
         log = load_served(args.log, collection=collection, trace_map=trace_map)  # a RAG log, a trace export or a run
-    if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
-        raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
-                                    f"{log.what}: drop them")
+    check_trace_options(log, trace_map)
     notes, undefined = list(log.notes), {}
     if collection is None:
         documents = documents_from_log(log, provider_from=provider_from, provider_map=provider_map)

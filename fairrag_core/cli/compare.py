@@ -30,6 +30,7 @@ from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection, load_served
 from ..errors import InvalidParameterError
 from ..seeds import derive_seed, new_seed
+from .audit_log import check_provider_source, check_trace_options
 from .common import fmt, keep_run, print_json, records, settings
 
 __all__ = ["run_comparison", "STORED"]
@@ -64,24 +65,16 @@ def _served(inputs: list[str], collection_name: str | None, config: ComparisonCo
     """The collection and each served file's log: from ``--collection``, or — with ``--provider-from`` or
     ``--provider-map`` — one collection of the documents the files and the stored log audits' logs name, with their
     providers from the logs."""
-    from ..data.traces import MultipleRetrievals, TraceMap
+    from ..data.traces import TraceMap
 
     trace_map = TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)
-    from_log = config.providers_from_logs
-    if from_log and collection_name is not None:
-        raise InvalidParameterError("--provider-from and --provider-map name the providers of logs compared without "
-                                    "a collection; drop them to use the providers of --collection, or drop "
-                                    "--collection")
-    if from_log and config.attribution in ("judge", "both"):
-        raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; compare "
-                                    "with --collection, or attribute from the logged citations (--attribution logged)")
+    from_log = check_provider_source(config, collection_given=collection_name is not None,
+                                     attribution=config.attribution, subject="logs compared", verb="compare")
     collection = None if from_log else load_collection(collection_name)
     served = {value: load_served(value, collection=collection, trace_map=trace_map)
               for value in inputs if not value.startswith(STORED)}
     for log in served.values():
-        if log.format != "otlp" and (trace_map.attributes or trace_map.multiple is not MultipleRetrievals.SKIP):
-            raise InvalidParameterError(f"--trace-map and --multi-retrieval read trace exports; {log.name} is a "
-                                        f"{log.what}: drop them")
+        check_trace_options(log, trace_map)
     if from_log:
         stored = [value[len(STORED):] for value in inputs if value.startswith(STORED)]
         if stored:
