@@ -230,6 +230,6 @@ def test_the_label_free_tests_consult_the_memory_budget(monkeypatch):
                                                     r"0.97 MB, more than the 0.5 MB one step may allocate"):
         attribution_findings(table, n_boot=100, seed=1)
     with pytest.raises(InvalidParameterError, match=r"^100 resamples of 150 groups' shares"):
-        stated_target_findings(table, {g: 1 / 150 for g in table.groups}, n_boot=100, seed=1)
+        stated_target_findings(table, dict.fromkeys(table.groups, 1 / 150), n_boot=100, seed=1)
     monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "400")
     assert attribution_findings(table, n_boot=100, seed=1)
