@@ -542,12 +542,14 @@ def is_trace_folder(path: str | os.PathLike) -> bool:
         return False
 
 
-def _sources(path: Path, read: dict, keep) -> Iterator[tuple[Path, int | None, dict]]:
-    """The export objects of a file or of a folder's trace files (:func:`trace_files`), each with its file and line
-    (the request's number in a protobuf file); once all are read, ``read`` holds the ``lines`` and ``sha256`` (of a
-    folder: the lines of all its files, and the sha256 of their names and sha256s in order)."""
+def _sources(path: Path, read: dict, keep, files: Iterable[Path] | None = None
+             ) -> Iterator[tuple[Path, int | None, dict]]:
+    """The export objects of a file or of a folder's trace files (:func:`trace_files`, or ``files``, some of them),
+    each with its file and line (the request's number in a protobuf file); once all are read, ``read`` holds the
+    ``lines`` and ``sha256`` (of a folder: the lines of all its files, and the sha256 of their names and sha256s in
+    order)."""
     try:
-        files = trace_files(path) if path.is_dir() else None
+        files = (list(files) if files is not None else trace_files(path)) if path.is_dir() else None
     except DataFormatError:  # a folder without trace files: refused as any other non-file is, with the same words
         files = None
     if files is None:
@@ -917,8 +919,11 @@ def share_ids(shared: dict, ids: tuple[str, ...]) -> tuple[str, ...]:
     return found if found is not None else shared.setdefault(ids, tuple(shared.setdefault(d, d) for d in ids))
 
 
-def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -> TraceExport:
-    """Read an OTLP JSON trace export (module docstring) as its usable traces, in order.
+def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
+                files: Iterable[Path] | None = None) -> TraceExport:
+    """Read an OTLP JSON trace export (module docstring) as its usable traces, in order. ``files``: of a folder,
+    the trace files to read (a selection of a ``collect`` store by service and hour,
+    :mod:`~fairrag_core.data.store_window`); default all of them.
 
     The file is read once, one line at a time (:func:`~fairrag_core.data.loaders.json_lines`: gzip inflated, the
     sha256 of its bytes taken on the way; a pretty-printed file is read whole, up to ``$FAIRRAG_MAX_LINE_MB``). At
@@ -955,7 +960,7 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None) -
     traces: dict[str, list[_Span]] = {}
     links: dict[str, dict[str, str]] = {}  # per trace, the parent of each span not kept (nesting runs through it)
     held, linked, other_signals, read = 0, 0, 0, {}
-    for source, lineno, export in _sources(path, read, wanted):
+    for source, lineno, export in _sources(path, read, wanted, files):
         where = _Where(source, lineno)
         if "resourceSpans" not in export:
             if is_otlp_export(export):
