@@ -27,7 +27,11 @@ A RAG log is JSONL, one served answer per line::
 * ``answer`` — the generated answer (what NLI attribution judges);
 * ``citations`` — doc ids the system showed as sources. A missing field means "not logged"; ``[]`` means the
   system showed none;
-* ``timestamp``, ``session`` — kept as metadata; any other field goes inside ``"metadata": {...}``.
+* ``timestamp``, ``session`` — kept as metadata; any other field goes inside ``"metadata": {...}``;
+* ``candidates`` — what the ranking was chosen from (e.g. the retriever's top 20 before a reranker kept 5), in
+  logged order: a list of doc ids, or of objects ``{"id": ..., "score": ..., "metadata": {...}}`` (score and
+  metadata optional); every ranked document among them. The what-if replays them (with their scores) instead of
+  the served rankings. A missing field means "not logged": the ranking itself is not a candidate set.
 
 :func:`load_rag_log` stops at the first problem with the file, the line and the fix, and returns nothing
 half-loaded. :meth:`RagLog.check_against` reports doc ids that a collection does not know, with the lines.
@@ -42,6 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 
 from ..checks import max_log_lines
 from ..errors import DataFormatError
@@ -56,7 +61,7 @@ __all__ = ["LogEntry", "RagLog", "load_rag_log", "load_traces", "load_served", "
            "NOT_A_LOG"]
 
 #: The fields a log line may have (anything else goes inside ``metadata``).
-LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata")
+LOG_FIELDS = ("query_id", "query", "ranking", "answer", "citations", "timestamp", "session", "metadata", "candidates")
 
 #: The fields every line needs, with what the message about one missing or empty says.
 _NEEDED = {"query_id": "every line needs the id of the query it answered",
@@ -107,7 +112,7 @@ class RagLog:
         """How records and reports name this input: name, path, sha256, kind, format, file lines, rankings."""
         return {"role": self.kind, "name": self.name, "path": self.source, "sha256": self.sha256, "kind": self.kind,
                 "format": self.format, "lines": self.file_lines if self.file_lines is not None else len(self),
-                "rankings": len(self)}
+                "rankings": len(self), **({"requests": len(self)} if self.format == "otlp" else {})}
 
     @cached_property
     def query_ids(self) -> tuple[str, ...]:
@@ -147,14 +152,16 @@ class RagLog:
                    file_lines=run.n_lines)
 
     def check_against(self, collection: Collection) -> None:
-        """Raise :class:`DataFormatError` when a ranking or a citation names a doc id ``collection`` lacks.
+        """Raise :class:`DataFormatError` when a ranking, a citation or a logged candidate names a doc id
+        ``collection`` lacks.
 
         The message gives how many ids are unknown, the first one with its line, and the fix.
         """
         known = set(collection.doc_ids)
         unknown: dict[str, tuple[int, str]] = {}
         for entry in self.entries:
-            for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ())):
+            for where, ids in (("ranking", entry.ranking), ("citations", entry.citations or ()),
+                               ("candidates", entry.candidates or ())):
                 for doc_id in ids:
                     if doc_id not in known and doc_id not in unknown:
                         unknown[doc_id] = (entry.line, where)
@@ -214,6 +221,60 @@ def _text(obj: Mapping, key: str, path: Path, line: int, *, number: bool = False
     return str(value)
 
 
+_NO_METADATA: Mapping[str, object] = MappingProxyType({})
+_CANDIDATES_FIX = ('write "candidates" as a list of doc ids, or of objects {"id": "d1", "score": 0.7, "metadata": '
+                   "{...}} (score and metadata optional), holding every ranked document; or leave it out")
+
+
+def _candidates(value: object, ranking: tuple[str, ...], path: Path, line: int, shared: dict) -> dict[str, object]:
+    """A line's ``candidates`` as :class:`LogEntry`'s ``candidates``, ``candidate_scores`` and ``candidate_metadata``
+    (ids and scores shared with earlier lines, as rankings are); nothing when the field is absent or null.
+
+    Raises:
+        DataFormatError: one line naming the problem and the fix (:data:`_CANDIDATES_FIX`).
+    """
+    if value is None:
+        return {}
+
+    def bad(problem: str) -> DataFormatError:
+        return DataFormatError(f'field "candidates" {problem}; {_CANDIDATES_FIX}', path=path, line=line)
+
+    if not isinstance(value, list) or not value:
+        raise bad("is empty" if isinstance(value, list) else f"must be a list, got {type(value).__name__}")
+    objects = isinstance(value[0], dict)
+    if any(isinstance(v, dict) != objects for v in value):
+        raise bad("mixes doc ids and objects")
+    scores: list[float | None] = []
+    metadata: list[Mapping[str, object]] = []
+    if objects:
+        ids = []
+        for v in value:
+            unknown = set(v).difference(("id", "score", "metadata"))
+            if unknown or "id" not in v:
+                raise bad(f"has an object with the field(s) {sorted(unknown)}" if unknown else
+                          "has an object without \"id\"")
+            score, meta = v.get("score"), v.get("metadata")
+            if score is not None and (isinstance(score, bool) or not isinstance(score, numbers.Real)):
+                raise bad(f"has a score that is no number ({score!r:.40})")
+            if meta is not None and not isinstance(meta, dict):
+                raise bad(f"has metadata that is no object ({type(meta).__name__})")
+            ids.append(v["id"])
+            scores.append(None if score is None else float(score))
+            metadata.append(MappingProxyType(meta) if meta else _NO_METADATA)
+        value = ids
+    ids = _ids({"candidates": value}, "candidates", path, line, allow_empty=False, shared=shared)
+    known = set(ids)
+    missing = next((d for d in ranking if d not in known), None)
+    if missing is not None:
+        raise bad(f"lacks the ranked document {missing!r}")
+    found: dict[str, object] = {"candidates": ids}
+    if any(s is not None for s in scores):
+        found["candidate_scores"] = share(shared, tuple(scores))
+    if any(metadata):
+        found["candidate_metadata"] = tuple(metadata)
+    return found
+
+
 def log_entry(obj: dict, path: Path, line: int, shared: dict, *, first: bool = False) -> LogEntry:
     """One log line as a :class:`LogEntry`. Its ids, rankings and texts are the objects in ``shared`` (one per
     distinct value for the whole log): a log repeats its queries, rankings and answers, and a repeat then costs a
@@ -233,16 +294,19 @@ def log_entry(obj: dict, path: Path, line: int, shared: dict, *, first: bool = F
         raise DataFormatError('field "metadata" must be a JSON object', path=path, line=line)
     citations = (None if obj.get("citations") is None
                  else _ids(obj, "citations", path, line, allow_empty=True, shared=shared))
+    ranking = _ids(obj, "ranking", path, line, allow_empty=False, shared=shared)
+    candidates = _candidates(obj.get("candidates"), ranking, path, line, shared)
     return LogEntry(
         line=line,
         query_id=share(shared, _id(obj["query_id"], '"query_id"', path, line, fix=_NEEDED["query_id"])),
-        ranking=_ids(obj, "ranking", path, line, allow_empty=False, shared=shared),
+        ranking=ranking,
         query=share(shared, _text(obj, "query", path, line) or None),
         answer=share(shared, _text(obj, "answer", path, line)),
         citations=citations,
         session=share(shared, _text(obj, "session", path, line, number=True)),
         timestamp=_text(obj, "timestamp", path, line, number=True),
         metadata=metadata,
+        **candidates,
     )
 
 

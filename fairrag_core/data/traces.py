@@ -37,6 +37,16 @@ kept (:attr:`LogEntry.scores`, :attr:`LogEntry.doc_metadata`; the trace id in it
 ranking. Traces are ordered by the root span's start time (then trace id), so the same export always gives the same
 lines, whatever the order of its spans and lines.
 
+**Candidates** (:attr:`LogEntry.candidates`, with their scores and metadata): what the system chose the ranking
+from, where the trace says it — (a) the reranker's input, ``reranker.input_documents.{i}.document.{id,score,
+metadata}`` (OpenInference; the reranking's outermost span that lists any); else (b) when a reranker chose the
+ranking, the documents of the trace's one retrieval (nested spans as one; none when there are several independent
+ones: which fed the reranker is not told); else (c) a retrieval span nested in the retrieval whose list is the
+ranking that lists more documents, every ranked one among them (the outer list is what was passed on, the inner
+one what it was cut from). Otherwise None: the served ranking itself is not a candidate set. Candidates must hold
+every ranked document; those that do not (a reranker that adds documents) or that cannot be read (an id missing or
+twice) are dropped, and the notes count the traces. Their texts are never read or kept.
+
 A trace that cannot make a served line is **left out and counted** (:attr:`TraceExport.notes`): no retrieval
 span (a health check, a chat turn without retrieval), a retrieval without document ids, a document listed twice,
 citations that are not a list of ids, no query id and no query text, or **several independent retrieval spans**.
@@ -79,7 +89,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
@@ -120,6 +130,7 @@ _SPANS_PER_LINE = 8  # spans held per log line at most (a bound on memory, like 
 _KIND = "openinference.span.kind"
 _INPUT, _OUTPUT, _OUTPUT_MIME = "input.value", "output.value", "output.mime_type"
 _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_QUERY = "retrieval.documents", "reranker.output_documents", "reranker.query"
+_RERANKER_INPUT = "reranker.input_documents"
 _LLM_MESSAGES = "llm.output_messages"
 _SESSION = "session.id"
 # OpenTelemetry GenAI
@@ -132,9 +143,10 @@ _INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
 # ours
 _QUERY_ID, _CITATIONS = "fairrag.query_id", "fairrag.citations"
 
-_FLAT = re.compile(r"(retrieval\.documents|reranker\.output_documents|llm\.output_messages|gen_ai\.completion)"
-                   r"\.(\d{1,9})\.(.+)")
+_FLAT = re.compile(r"(retrieval\.documents|reranker\.output_documents|reranker\.input_documents|llm\.output_messages"
+                   r"|gen_ai\.completion)\.(\d{1,9})\.(.+)")
 _EMPTY: Mapping[str, object] = MappingProxyType({})
+_DOCUMENT_TEXTS = ("content", "text")  # a document object's texts (``document.content``): never kept as metadata
 
 
 class MultipleRetrievals(str, enum.Enum):
@@ -341,11 +353,11 @@ class _Wanted:
         m = trace_map.attributes
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
-                      _RETRIEVAL_DOCS, _RERANKED_DOCS, *m.values()}
+                      _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, *m.values()}
         documents = _document_keys(trace_map, "document.")
         messages = ("message.content", "message.role", "content", "role")
-        self.parts = {_RETRIEVAL_DOCS: documents, _RERANKED_DOCS: documents, _LLM_MESSAGES: messages,
-                      _GENAI_COMPLETION: messages}  # of the flat attributes {prefix}.{i}.{part}
+        self.parts = {_RETRIEVAL_DOCS: documents, _RERANKED_DOCS: documents, _RERANKER_INPUT: documents,
+                      _LLM_MESSAGES: messages, _GENAI_COMPLETION: messages}  # of the flat {prefix}.{i}.{part}
 
     def __call__(self, key: str) -> bool:
         if key in self.names:
@@ -376,7 +388,16 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
         pass
 
     def attributes(obj: dict, keep) -> list:
-        return [kv for kv in obj.get("attributes") or () if keep(kv["key"])]
+        kept = []
+        for kv in obj.get("attributes") or ():
+            if keep(kv["key"]):
+                if kv["key"] == _RERANKER_INPUT:  # the structured list: its ids, scores and metadata, not its texts
+                    value = _without_texts(kv.get("value") or {})
+                    if value is None:
+                        continue
+                    kv = {"key": kv["key"], "value": value}
+                kept.append(kv)
+        return kept
 
     resources = []
     for resource_spans in export["resourceSpans"]:
@@ -396,6 +417,27 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
             scopes.append({"spans": spans})
         resources.append({"resource": {"attributes": service}, "scopeSpans": scopes})
     return {"resourceSpans": resources}
+
+
+def _without_texts(value: dict) -> dict | None:
+    """A structured document list (``reranker.input_documents`` as Phoenix gives it: an array of kvlists, or a JSON
+    string of objects) without the documents' texts (:data:`_DOCUMENT_TEXTS`, also as ``document.content``); None
+    for a value that is no such list (the reader reads nothing from it). The flat form loses them by name."""
+    def text(key: object) -> bool:
+        return isinstance(key, str) and key.removeprefix("document.") in _DOCUMENT_TEXTS
+
+    if "stringValue" in value:
+        parsed = _json_text(value["stringValue"])
+        if not isinstance(parsed, list) or not all(isinstance(doc, dict) for doc in parsed):
+            return None
+        return {"stringValue": json.dumps([{k: v for k, v in doc.items() if not text(k)} for doc in parsed])}
+    docs = (value.get("arrayValue") or {}).get("values")
+    if not isinstance(docs, list) or not all(isinstance(d, dict) and isinstance(d.get("kvlistValue"), dict)
+                                             for d in docs):
+        return None
+    return {"arrayValue": {"values": [
+        {"kvlistValue": {"values": [kv for kv in d["kvlistValue"].get("values") or ()
+                                    if not (isinstance(kv, dict) and text(kv.get("key")))]}} for d in docs]}}
 
 
 def _document_keys(trace_map: TraceMap, prefix: str) -> tuple[str, ...]:
@@ -658,7 +700,7 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
         if not isinstance(doc, dict):
             return None
         doc = {k.removeprefix("document."): v for k, v in doc.items()}
-        extra = {k: v for k, v in doc.items() if k not in (id_key, score_key, meta_key, "content", "text")}
+        extra = {k: v for k, v in doc.items() if k not in (id_key, score_key, meta_key, *_DOCUMENT_TEXTS)}
         meta, _ = _metadata(doc.get(meta_key))
         out.append((doc.get(id_key), doc.get(score_key), {**extra, **meta} if extra else doc.get(meta_key)))
     return out
@@ -672,8 +714,14 @@ def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, o
         return [(v, None, None) for v in ranking] if isinstance(ranking, list) else []
     if m.get("documents") in attrs:
         return _json_documents(attrs[m["documents"]], trace_map) or []
-    keys = (_RERANKED_DOCS,) if span.kind == "RERANKER" else (_RETRIEVAL_DOCS, _GENAI_DOCS)
-    parts = _document_keys(trace_map, "document.")  # flat {keys[0]}.{i}.{part} first, in numeric order of i
+    return _listed(attrs, (_RERANKED_DOCS,) if span.kind == "RERANKER" else (_RETRIEVAL_DOCS, _GENAI_DOCS),
+                   trace_map)
+
+
+def _listed(attrs: Mapping, keys: tuple[str, ...], trace_map: TraceMap) -> list[tuple[object, object, object]]:
+    """The raw documents of the first of ``keys`` a span has: flat ``{keys[0]}.{i}.{part}`` first, in numeric order
+    of ``i``, else a structured list."""
+    parts = _document_keys(trace_map, "document.")
     return ([tuple(doc.get(k) for k in parts) for doc in _indexed(attrs, keys[:1]) if any(k in doc for k in parts)]
             or _json_documents(attrs.get(next((k for k in keys if k in attrs), None)), trace_map) or [])
 
@@ -774,6 +822,14 @@ class LogEntry:
     ``scores`` and ``doc_metadata``, when the source logged them (a trace export does; a JSONL log does not), are
     aligned with ``ranking``: the retriever's score of each document (None where not logged) and its metadata.
 
+    ``candidates`` are the ids of what the system chose the ranking from, in logged order, when the source logged
+    them: a reranker's input, the retrieval list a reranker reordered, a retriever's deeper list than it passed on
+    (:func:`read_traces`), or a JSONL line's ``candidates``. They hold every ranked document. None means that no
+    candidate set was logged: the served ranking itself is **not** one (it is what was chosen, not what it was chosen
+    from). ``candidate_scores`` (None where not logged) and ``candidate_metadata`` are aligned with them. The three
+    are given as keywords and read as attributes, but held in one slot (``_chosen``): a log without candidates pays
+    8 bytes a line for them, not 24, which keeps the default :func:`~fairrag_core.checks.max_log_lines` in bounds.
+
     Slotted, with an empty ``metadata`` shared by every entry that has none, so that a log of millions of lines fits
     in memory (see :func:`~fairrag_core.checks.max_log_lines`). Defined here, beside the trace reader that builds
     one per trace (its ``metadata`` holds the ``trace_id``); :mod:`.rag_log` reads JSONL lines into it too.
@@ -790,14 +846,39 @@ class LogEntry:
     metadata: Mapping[str, object] = field(default_factory=dict)
     scores: tuple[float | None, ...] | None = None
     doc_metadata: tuple[Mapping[str, object], ...] | None = None
+    candidates: InitVar[tuple[str, ...] | None] = None  # read through the properties below
+    candidate_scores: InitVar[tuple[float | None, ...] | None] = None
+    candidate_metadata: InitVar[tuple[Mapping[str, object], ...] | None] = None
+    _chosen: tuple | None = field(default=None, init=False, repr=False)  # (candidates, their scores, metadata)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, candidates, candidate_scores, candidate_metadata) -> None:
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)) if self.metadata else _EMPTY)
         for name in ("scores", "doc_metadata"):
             value = getattr(self, name)
             if value is not None and len(value) != len(self.ranking):
                 raise InvalidParameterError(f"{name} holds {len(value)} values for a ranking of {len(self.ranking)} "
                                             "documents; give one per ranked document (None where not logged)")
+        if candidates is None:
+            if candidate_scores is not None or candidate_metadata is not None:
+                raise InvalidParameterError("candidate scores or metadata without candidates; give the candidates' "
+                                            "ids too")
+            return
+        for name, value in (("candidate_scores", candidate_scores), ("candidate_metadata", candidate_metadata)):
+            if value is not None and len(value) != len(candidates):
+                raise InvalidParameterError(f"{name} holds {len(value)} values for {len(candidates)} candidates; "
+                                            "give one per candidate (None where not logged)")
+        among = set(candidates)
+        missing = next((d for d in self.ranking if d not in among), None)
+        if missing is not None:
+            raise InvalidParameterError(f"the candidates lack the ranked document {missing!r}; candidates are what "
+                                        "the ranking was chosen from: list every ranked document among them")
+        object.__setattr__(self, "_chosen", (candidates, candidate_scores, candidate_metadata))
+
+
+for _i, _name in enumerate(("candidates", "candidate_scores", "candidate_metadata")):  # LogEntry's one slot, read
+    setattr(LogEntry, _name, property(lambda self, i=_i: None if self._chosen is None else self._chosen[i],
+                                      doc=f"LogEntry.{_name} (the class docstring)"))
+del _i, _name
 
 
 @dataclass(frozen=True)
@@ -856,13 +937,36 @@ def _which(groups: list[list[_Span]], trace_map: TraceMap) -> str:
     return "its retrievals: " + ", ".join(told)
 
 
+def _candidate_documents(group: list[_Span], chosen: _Span, documents: list, retrievals: list[_Span], reranked: bool,
+                         spans: list[_Span], links: Mapping[str, str], trace_map: TraceMap
+                         ) -> list[tuple[object, object, object]]:
+    """The raw documents the ranking was chosen from, or ``[]`` when the trace does not say (module docstring,
+    *Candidates*): a reranker's ``reranker.input_documents`` (the outermost span of the reranking that lists them);
+    else, for a reranking, the list of the trace's one retrieval (not of several independent ones: which fed the
+    reranker is not told); else, for a retrieval, a span nested in it that lists more documents, every ranked one
+    among them (the outermost span's list is what was passed on)."""
+    if reranked:
+        inputs = next((docs for s in group if (docs := _listed(s.attributes, (_RERANKER_INPUT,), trace_map))), [])
+        if inputs or not retrievals:
+            return inputs
+        found = _nested(retrievals, spans, links) if len(retrievals) > 1 else [retrievals]
+        return _held(found[0], trace_map)[1] if len(found) == 1 else []
+    ranked = {_doc_id(doc_id) for doc_id, _, _ in documents}
+    for s in group[group.index(chosen) + 1:]:
+        docs = _documents(s, trace_map)
+        if len({_doc_id(doc_id) for doc_id, _, _ in docs} | ranked) == len(docs) > len(ranked):  # a strict superset
+            return docs
+    return []
+
+
 def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: dict,
-              links: Mapping[str, str] = _EMPTY) -> tuple[int, LogEntry, int, bool]:
+              links: Mapping[str, str] = _EMPTY) -> tuple[int, LogEntry, int, bool, str]:
     """One trace as a served line (its strings and id tuples the objects in ``shared``, one per distinct value;
     ``line`` 0 until the traces are ordered) with the root span's start (nanoseconds since the epoch; 0 when not
-    logged), the count of its documents' unreadable metadata and whether nested retrieval spans listed different
-    documents, or :class:`_Skip` with the reason. ``links`` maps the span ids of the trace's spans that were not
-    kept to their parents', to follow nesting through them."""
+    logged), the count of its documents' unreadable metadata, whether nested retrieval spans listed different
+    documents and why its logged candidates were dropped (``""`` when they were not), or :class:`_Skip` with the
+    reason. ``links`` maps the span ids of the trace's spans that were not kept to their parents', to follow nesting
+    through them."""
     by_start = sorted(spans, key=lambda s: (s.start, s.span_id))
     lookup = sorted(spans, key=lambda s: (not s.root, s.start, s.span_id))  # the root first
     rerankers = [s for s in by_start if _is_reranker(s)]
@@ -876,6 +980,9 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     group = groups[-1] if trace_map.multiple is MultipleRetrievals.LAST else groups[0]
     chosen, documents, differ = _held(group, trace_map)
     ranking, scores, doc_metadata, unreadable = _checked_documents(documents, shared)
+    candidates, candidate_scores, candidate_metadata, dropped = _checked_candidates(
+        _candidate_documents(group, chosen, documents, retrievals, bool(rerankers), spans, links, trace_map), ranking,
+        shared)
     m = trace_map.attributes
     if "query" in m:
         query = _text(_first(lookup, m["query"]))
@@ -903,8 +1010,27 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     return start, LogEntry(
         0, share(shared, query_id), ranking, share(shared, query), share(shared, answer),
         None if citations is None else share_ids(shared, citations), share(shared, session), _timestamp(start),
-        {"trace_id": trace_id}, scores, doc_metadata,
-    ), unreadable, differ
+        {"trace_id": trace_id}, scores, doc_metadata, candidates, candidate_scores, candidate_metadata,
+    ), unreadable, differ, dropped
+
+
+_CANDIDATES_UNREADABLE = "a document without an id or listed twice"
+_CANDIDATES_SHORT = "not every served document among them (a reranker that adds documents)"
+
+
+def _checked_candidates(raw: list[tuple[object, object, object]], ranking: tuple[str, ...], shared: dict
+                        ) -> tuple[tuple[str, ...] | None, tuple | None, tuple | None, str]:
+    """The candidates (ids, scores and metadata, as :func:`_checked_documents` checks them; the scores shared too),
+    or Nones with why they were dropped: they must be readable and hold the whole ranking."""
+    if not raw:
+        return None, None, None, ""
+    try:
+        ids, scores, metadata, _ = _checked_documents(raw, shared)
+    except _Skip:
+        return None, None, None, _CANDIDATES_UNREADABLE
+    if not set(ranking).issubset(ids):
+        return None, None, None, _CANDIDATES_SHORT
+    return ids, share(shared, scores), metadata, ""
 
 
 def share(shared: dict, value):
@@ -993,10 +1119,13 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
     skipped: Counter = Counter()
     examples: dict[str, tuple[str, str | None]] = {}  # reason: the first trace, and what it told
     unreadable, shared, differ, first_differ = 0, {}, 0, ""
+    no_candidates: Counter = Counter()  # why a trace's logged candidates were dropped
+    first_without = ""
     for trace_id in list(traces):
         spans = traces.pop(trace_id)  # freed as it is assembled
         try:
-            start, entry, bad, nested = _assemble(trace_id, spans, trace_map, shared, links.pop(trace_id, _EMPTY))
+            start, entry, bad, nested, dropped = _assemble(trace_id, spans, trace_map, shared,
+                                                           links.pop(trace_id, _EMPTY))
         except _Skip as skip:
             skipped[skip.args[0]] += 1
             examples.setdefault(skip.args[0], (trace_id, skip.args[1] if len(skip.args) > 1 else None))
@@ -1004,6 +1133,9 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
         unreadable += bad
         differ += nested
         first_differ = first_differ or (trace_id if nested else "")
+        if dropped:
+            no_candidates[dropped] += 1
+            first_without = first_without or trace_id
         lines.append((start, trace_id, entry))
     del traces, shared, links
 
@@ -1028,6 +1160,10 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
         notes.append(f"{unreadable} retrieved document(s) have metadata that is not a JSON object; it is left out")
     if other_signals:
         notes.append(f"{other_signals} export line(s) hold logs or metrics, not spans; they are left out")
+    if no_candidates:
+        notes.append(f"{sum(no_candidates.values())} trace(s) log candidates that are left out, so they have no "
+                     f"candidate set: {', '.join(f'{n} with {why}' for why, n in no_candidates.most_common())} "
+                     f"(first: trace {first_without[:16]})")
     lines.sort(key=lambda t: t[:2])  # by the root span's start, then trace id; lines numbered in that order
     return TraceExport(tuple(replace(entry, line=i) for i, (_, _, entry) in enumerate(lines, start=1)), tuple(notes),
                        read["lines"], read["sha256"])
@@ -1160,8 +1296,9 @@ def load_provider_map(path: str | os.PathLike) -> dict[str, tuple[str, dict[str,
 
 def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None = None,
                        provider_map: Mapping[str, tuple[str, Mapping[str, str]]] | None = None) -> LogDocuments:
-    """The documents ``log`` names (its rankings' and citations' doc ids, in order of first appearance) as a
-    :class:`~.collection.Collection` with their providers, for an audit without a curated collection.
+    """The documents ``log`` names (its rankings', logged candidates' and citations' doc ids, in order of first
+    appearance) as a :class:`~.collection.Collection` with their providers, for an audit without a curated
+    collection.
 
     A document's provider is its row in ``provider_map``, else what ``provider_from`` reads from its logged metadata
     (the first line that says; a document whose lines disagree keeps the first and is counted in the notes), else
@@ -1181,20 +1318,23 @@ def documents_from_log(log: ServedLog, *, provider_from: ProviderSource | None =
     found: dict[str, str | None] = {}
     disagree: set[str] = set()
     for entry in log.entries:
-        metas = entry.doc_metadata or ()
-        for i, doc_id in enumerate(entry.ranking):
-            try:
-                provider = (None if provider_from is None
-                            else provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY))
-            except DataFormatError as err:  # where it was logged: the line, or the trace of an export
-                trace = entry.metadata.get("trace_id") if getattr(log, "format", "") == "otlp" else None
-                raise DataFormatError(f"query {entry.query_id!r}{f' (trace {trace})' if trace else ''}: {err}",
-                                      path=getattr(log, "source", log.name), line=None if trace else entry.line
-                                      ) from None
-            if doc_id not in found or found[doc_id] is None:
-                found[doc_id] = provider
-            elif provider is not None and provider != found[doc_id]:
-                disagree.add(doc_id)
+        listed = [(entry.ranking, entry.doc_metadata or ())]
+        if entry.candidates is not None:  # what the ranking was chosen from is in the audit's documents too
+            listed.append((entry.candidates, entry.candidate_metadata or ()))
+        for ids, metas in listed:
+            for i, doc_id in enumerate(ids):
+                try:
+                    provider = (None if provider_from is None
+                                else provider_from.provider(doc_id, metas[i] if i < len(metas) else _EMPTY))
+                except DataFormatError as err:  # where it was logged: the line, or the trace of an export
+                    trace = entry.metadata.get("trace_id") if getattr(log, "format", "") == "otlp" else None
+                    raise DataFormatError(f"query {entry.query_id!r}{f' (trace {trace})' if trace else ''}: {err}",
+                                          path=getattr(log, "source", log.name), line=None if trace else entry.line
+                                          ) from None
+                if doc_id not in found or found[doc_id] is None:
+                    found[doc_id] = provider
+                elif provider is not None and provider != found[doc_id]:
+                    disagree.add(doc_id)
         for doc_id in entry.citations or ():
             found.setdefault(doc_id, None)
     mapped = provider_map or {}
