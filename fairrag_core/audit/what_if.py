@@ -7,11 +7,14 @@ could move to a module of their own, ``what_if_findings``, if either grows.)
 Kim & Diaz (2025), §3.2 (the sampler, Eq. 2) and §3.3.1 / App. C (EE-D, EE-R), on served data instead of a
 simulation. Per query of the log:
 
-* **candidates** — the union of the documents the system served for the query (every line, the whole ranking),
-  each with its logged score (a trace's ``document.score``, a TREC run's score column); a document logged with
-  different scores on different lines (paraphrases of the query, an index update) takes its mean score, and the
-  notes say how many did. A query with a served document that no line scored is skipped, with the reason; a log
-  without any score is refused (:data:`NO_SCORES`);
+* **candidates** — what the system chose from, where the log says it: when every line of the query carries
+  logged candidates with scores (:attr:`~fairrag_core.data.rag_log.LogEntry.candidates`: a reranker's input, the
+  retrieval list it reranked, a retriever's deeper list, a JSONL line's ``candidates``), their union with their
+  logged scores (the notes count such queries); else the union of the documents the system served for the query
+  (every line, the whole ranking), each with its logged score (a trace's ``document.score``, a TREC run's score
+  column). A document logged with different scores on different lines (paraphrases of the query, an index update)
+  takes its mean score, and the notes say how many did. A query with a candidate that no line scored is skipped,
+  with the reason; a log without any score is refused (:data:`NO_SCORES`);
 * **replay** — for each α of the grid, N rankings of depth k (the audit's k: the longest served ranking unless
   set; ``min(k, candidates)`` for a query with fewer candidates) from
   :func:`~fairrag_core.ranking.sampling.sample_rankings_batch` (scores min-max normalised to [1, 2], raised to α;
@@ -286,9 +289,16 @@ def _mean_score(values: list[float]) -> float:
     return mean if math.isfinite(mean) else sum(v / len(values) for v in values)
 
 
+def _logged_candidates(entries: list[LogEntry]) -> bool:
+    """Whether a query's lines all carry logged candidates with scores (:attr:`LogEntry.candidates`): then they,
+    not the served rankings, are what the replay samples from."""
+    return all(e.candidates is not None and e.candidate_scores is not None for e in entries)
+
+
 def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates], dict[str, str], list[str]]:
-    """Per query (order of first appearance): the union of its served documents with their mean logged score;
-    the queries skipped and why; notes on averaged scores and differing rankings."""
+    """Per query (order of first appearance): the union of its logged candidates (when every line logs them with
+    scores, :func:`_logged_candidates`), else of its served documents, with their mean logged score; the queries
+    skipped and why; notes on logged candidates, averaged scores and differing rankings."""
     by_query: dict[str, list[LogEntry]] = {}
     for entry in log.entries:
         by_query.setdefault(entry.query_id, []).append(entry)
@@ -296,33 +306,38 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
     def scored(score: float | None) -> bool:
         return score is not None and math.isfinite(score)
 
-    if not any(e.scores is not None and any(map(scored, e.scores)) for e in log.entries):
+    if not any(any(map(scored, scores)) for e in log.entries for scores in (e.scores, e.candidate_scores)
+               if scores is not None):
         raise InvalidParameterError(NO_SCORES)
     replayed, skipped = [], {}
-    averaged = differing = 0
+    averaged = differing = from_candidates = 0
     for qid, entries in by_query.items():
-        logged: dict[str, list[float]] = {}  # served order: each document's logged scores
+        logged: dict[str, list[float]] = {}  # served (or logged) order: each document's logged scores
         non_finite: dict[str, float] = {}  # a NaN or infinite score, the first logged per document
         unscored_lines = 0
+        chosen_from = _logged_candidates(entries)
+        what = "logged candidates" if chosen_from else "served documents"
         for entry in entries:
-            scores = entry.scores or (None,) * len(entry.ranking)
+            docs = entry.candidates if chosen_from else entry.ranking
+            scores = (entry.candidate_scores if chosen_from else entry.scores) or (None,) * len(docs)
             unscored_lines += not any(map(scored, scores))
-            for doc, score in zip(entry.ranking, scores):
+            for doc, score in zip(docs, scores):
                 logged.setdefault(doc, []).extend([float(score)] if scored(score) else [])
                 if score is not None and not scored(score):
                     non_finite.setdefault(doc, score)
         missing = [d for d, values in logged.items() if not values]
         bad = [d for d in missing if d in non_finite]
         if bad:  # finite scores, however extreme, are replayed; NaN and ±inf are no scores
-            skipped[qid] = (f"{len(bad)} of its {len(logged)} served documents have only NaN or infinite logged "
+            skipped[qid] = (f"{len(bad)} of its {len(logged)} {what} have only NaN or infinite logged "
                             f"scores (first: {bad[0]!r}, {non_finite[bad[0]]}); fix them in the export")
             continue
         if missing:
-            skipped[qid] = (f"{len(missing)} of its {len(logged)} served documents have no logged score (first: "
+            skipped[qid] = (f"{len(missing)} of its {len(logged)} {what} have no logged score (first: "
                             f"{missing[0]!r}; {unscored_lines} of its {len(entries)} lines carry no score)")
             continue
         averaged += sum(len(set(values)) > 1 for values in logged.values())
-        differing += len({e.ranking for e in entries}) > 1
+        from_candidates += chosen_from
+        differing += not chosen_from and len({e.ranking for e in entries}) > 1
         replayed.append(_Candidates(qid, np.array([collection.index_of(d) for d in logged], dtype=np.int64),
                                     np.array([_mean_score(values) for values in logged.values()])))
     if not replayed:
@@ -331,6 +346,14 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
                                     f"score (e.g. {first!r}: {why}); export document.score (traces) or the TREC score "
                                     "column for every served document")
     notes = []
+    if from_candidates:
+        source = ("a reranker's input, or the retrieval list it reranked or cut" if log.format == "otlp" else
+                  'the log\'s "candidates"')
+        others = (f"; the other {len(replayed) - from_candidates} replay the union of their served rankings"
+                  if from_candidates < len(replayed) else "")
+        notes.append(f"candidates: the logged candidate sets ({source}) for {from_candidates} of {len(replayed)} "
+                     f"replayed queries, with their logged scores{others}; the replay at α = ∞ ranks by those "
+                     "scores, so it need not match the system as served")
     if averaged:
         notes.append(f"{averaged} (query, document) pair(s) were logged with different scores on different lines "
                      "(paraphrases of a query, an index update); each takes its mean logged score")
