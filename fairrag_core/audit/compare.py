@@ -40,16 +40,29 @@ from ..metrics.registry import COMPARISON, keys
 from ..metrics.registry import METRICS as REGISTRY
 from ..metrics.significance import holm_adjust
 from ..option_types import level_arg, positive_arg
-from ..options import MIN_REL, MULTI_RETRIEVAL, PROVIDER_FROM, PROVIDER_MAP, SEED, TRACE_MAP, Kind, no_option, option
+from ..options import (
+    MIN_REL,
+    MULTI_RETRIEVAL,
+    PROVIDER_FROM,
+    PROVIDER_MAP,
+    SEED,
+    TRACE_MAP,
+    Kind,
+    no_option,
+    option,
+    options_of,
+)
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
 from .query_bootstrap import check_share_resamples, percentile_bounds, pooled_shares
+from .rag_log import LogAuditConfig
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
 
-__all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_systems", "share_differences", "METRICS",
+__all__ = ["System", "systems_of", "stored_systems", "STORED", "ComparisonConfig", "Comparison", "compare_systems",
+           "share_differences", "METRICS",
            "documents_of_logs", "logs_of_audits"]
 
 #: The per-query metrics a comparison reads, with their names and which way is better (the metric registry's
@@ -57,6 +70,10 @@ __all__ = ["System", "systems_of", "ComparisonConfig", "Comparison", "compare_sy
 METRICS = {key: (REGISTRY[key].label, REGISTRY[key].in_comparison) for key in keys(COMPARISON)}
 _ATTRIBUTION = tuple(key for key in METRICS if REGISTRY[key].per_source)  # measured per attribution source
 _EXACT_SWAPS = 12
+#: How a stored run is named among the systems (and on ``compare-runs``' command line): ``run:ID``.
+STORED = "run:"
+#: audit-log's options, of which a comparison takes the store selection and the stated shares (declared there once)
+_AUDIT = options_of(LogAuditConfig)
 
 
 @dataclass(frozen=True)
@@ -113,6 +130,13 @@ class System:
         return out
 
 
+def stored_systems(run: SweepRun, run_id: str | None = None) -> list[System]:
+    """A stored run's systems (:func:`systems_of`), named ``run:ID`` and, for an audit of a served file, by that file
+    too (``run:ID · a.jsonl``), so that a comparison names what each system audited."""
+    name = (run.record.extra.get("inputs") or [{}])[0].get("name") if run.record.kind is RunKind.AUDIT_LOG else None
+    return systems_of(run, label=f"{STORED}{run_id or run.run_id}" + (f" · {name}" if name else ""))
+
+
 def systems_of(run: SweepRun, label: str | None = None) -> list[System]:
     """The systems a stored or fresh run holds: one per α of a sweep or audit (labelled ``α = 2``, ``deterministic``),
     one for a served log or run."""
@@ -133,10 +157,11 @@ class ComparisonConfig(Settings):
     reproduce command names them from the settings; ``systems`` are the labels the comparison gave them (set by
     :func:`compare_systems`, no input).
 
-    How every served file is read — ``trace_map``, ``multi_retrieval``, and ``provider_from`` or ``provider_map``
-    (the providers from the logs themselves, no collection) — are :class:`~fairrag_core.audit.rag_log.LogAuditConfig`'s
-    fields with the same options (:mod:`fairrag_core.options`), so ``compare-runs`` reads a file as ``audit-log``
-    does and its reproduce command holds them."""
+    How every served file is read — ``trace_map``, ``multi_retrieval``, ``provider_from`` or ``provider_map`` (the
+    providers from the logs themselves, no collection), and ``service``, ``since`` and ``until`` (a ``collect`` store's
+    selection) — and ``target_shares`` (the stated shares of each system's label-free findings) are
+    :class:`~fairrag_core.audit.rag_log.LogAuditConfig`'s fields with the same options (:mod:`fairrag_core.options`),
+    so ``compare-runs`` reads a file as ``audit-log`` does and its reproduce command holds them."""
 
     systems: tuple[str, ...] = no_option(default=())
     inputs: tuple[str, ...] = option("inputs", kind=Kind.APPEND, default=(), path=True, metavar="INPUT",
@@ -163,6 +188,11 @@ class ComparisonConfig(Settings):
     multi_retrieval: MultipleRetrievals = MULTI_RETRIEVAL.field(default=MultipleRetrievals.SKIP)  # noqa: RUF009
     provider_from: str | None = PROVIDER_FROM.field(default=None)
     provider_map: str | None = PROVIDER_MAP.field(default=None)
+    # a `collect` store's service and window, and the stated shares of the label-free findings: audit-log's options
+    service: str | None = _AUDIT["service"].field(default=None)
+    since: str | None = _AUDIT["since"].field(default=None)
+    until: str | None = _AUDIT["until"].field(default=None)
+    target_shares: str | None = _AUDIT["target_shares"].field(default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -190,14 +220,15 @@ def documents_of_logs(logs: Sequence[RagLog], *, provider_from: str | None = Non
 
 
 def logs_of_audits(records: Sequence[RunRecord]) -> list[RagLog]:
-    """The logs that stored log audits read, read again from their recorded paths as they were read (their trace map
-    and retrieval choice), for the documents of audits made without a collection (:func:`documents_of_logs`).
+    """The logs that stored log audits read, read again from their recorded paths as they were read (their trace map,
+    retrieval choice and store selection), for the documents of audits made without a collection
+    (:func:`documents_of_logs`).
 
     Raises:
         InvalidParameterError: a record is no log audit.
         FairRAGError: a log is no longer readable where it was (the loader's message).
     """
-    from ..data.rag_log import load_served
+    from ..data.store_window import StoreWindow, load_selected
 
     logs = []
     for record in records:
@@ -205,8 +236,8 @@ def logs_of_audits(records: Sequence[RunRecord]) -> list[RagLog]:
             raise InvalidParameterError(f"a {record.kind.value} run has no log to take providers from; compare it "
                                         "against a collection")
         config = record.config
-        logs.append(load_served(config.log, trace_map=TraceMap.parse(config.trace_map,
-                                                                     multiple=config.multi_retrieval)))
+        logs.append(load_selected(config.log, StoreWindow.of(config),
+                                  trace_map=TraceMap.parse(config.trace_map, multiple=config.multi_retrieval)))
     return logs
 
 

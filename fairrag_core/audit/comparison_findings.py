@@ -8,6 +8,7 @@ the deterministic retriever plus each system's providers against their fair shar
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -19,7 +20,7 @@ from .share_findings import ledger_findings
 from .share_gaps import alpha_of
 from .wording import num, p_text
 
-__all__ = ["comparison_findings", "sweep_findings", "with_findings", "NO_RELEVANCE"]
+__all__ = ["comparison_findings", "sweep_findings", "system_findings", "with_findings", "NO_RELEVANCE"]
 
 #: What a comparison's headline says of relevance when neither system has relevance labels (no EE-R, no EU).
 NO_RELEVANCE = "relevance was not measured (no relevance labels)"
@@ -142,7 +143,33 @@ def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider
     return sort_findings(found)
 
 
-def with_findings(result: Comparison) -> Comparison:
-    """``result`` with its findings (:func:`comparison_findings`)."""
-    return replace(result, findings=tuple(comparison_findings(result)))
+def system_findings(systems: Sequence[System], collection: Collection, config: ComparisonConfig) -> list[Finding]:
+    """What each served system's audit finds on its own, as ``audit-log`` finds it
+    (:func:`~fairrag_core.audit.log_report.log_findings`: the shares against the fair target where there are
+    relevance labels, and the findings that need none, citations given exposure and the stated shares of
+    ``config.target_shares``), per ``config.by``, each sentence led by the system's name. Systems of a simulated
+    sweep (one per α) are left to :func:`sweep_findings`."""
+    from ..record import RunKind
+    from .log_report import log_findings
+
+    found = []
+    for system in systems:
+        record = system.run.record
+        if system.alpha is not None or record.kind is not RunKind.AUDIT_LOG:
+            continue
+        if config.target_shares is not None:  # the comparison's stated shares reach every system's findings
+            record = replace(record, config=replace(record.config, target_shares=config.target_shares))
+        found += [replace(f, subject=f"{f.subject} ({system.label})", text=f"{system.label}: {f.text}")
+                  for f in log_findings(replace(system.run, record=record), collection, groupings=[config.by])]
+    return found
+
+
+def with_findings(result: Comparison, systems: Sequence[System] = (), collection: Collection | None = None
+                  ) -> Comparison:
+    """``result`` with its findings: the comparison's (:func:`comparison_findings`) and, given the systems compared
+    and their collection, each served system's own (:func:`system_findings`), most severe first."""
+    found = comparison_findings(result)
+    if systems and collection is not None:
+        found = sort_findings(found + system_findings(systems, collection, result.record.config))
+    return replace(result, findings=tuple(found))
 

@@ -54,6 +54,7 @@ from ..data import Collection
 from ..data.identity import audit_inputs
 from ..data.log_columns import ColumnLog, LogColumns, top_slots
 from ..data.rag_log import RagLog, load_served
+from ..data.store_window import when_arg
 from ..data.traces import MultipleRetrievals, TraceMap
 from ..errors import InvalidParameterError
 from ..metrics.expeval import METRICS, UserModel
@@ -120,9 +121,11 @@ class LogAuditConfig(CitationPolicy):
     them: ``trace_map`` (``KEY=ATTRIBUTE`` words, in :data:`~fairrag_core.data.traces.TRACE_FIELDS` order) and
     ``multi_retrieval`` read a trace export (:class:`~fairrag_core.data.traces.TraceMap`); ``provider_from`` or
     ``provider_map`` (a CSV's path) name the documents' providers of a log audited without a collection
-    (:func:`~fairrag_core.data.traces.documents_from_log`); ``what_if_alphas`` (None: no what-if) and
-    ``what_if_samples`` replay the logged scores under the fair sampler (:mod:`fairrag_core.audit.what_if`). The
-    audit itself reads none of them: the caller loads the log and runs the what-if with them."""
+    (:func:`~fairrag_core.data.traces.documents_from_log`); ``service``, ``since`` and ``until`` select a ``collect``
+    store's traces by service and root-span start time (:mod:`~fairrag_core.data.store_window`); ``what_if_alphas``
+    (None: no what-if) and ``what_if_samples`` replay the logged scores under the fair sampler
+    (:mod:`fairrag_core.audit.what_if`). The audit itself reads none of them: the caller loads the log and runs the
+    what-if with them."""
 
     control_margin: float | None = no_option(default=None)  # a log has no retrieved pool: no control document
     log: str = option("log", default="", path=True, help="the RAG log (.jsonl), or a served run file (expeval/TREC "
@@ -148,6 +151,17 @@ class LogAuditConfig(CitationPolicy):
     multi_retrieval: MultipleRetrievals = MULTI_RETRIEVAL.field(default=MultipleRetrievals.SKIP)  # noqa: RUF009
     provider_from: str | None = PROVIDER_FROM.field(default=None)
     provider_map: str | None = PROVIDER_MAP.field(default=None)
+    # of a `collect` store: which service and window of root-span start times (fairrag_core.data.store_window)
+    service: str | None = option("--service", default=None, metavar="NAME", default_text="every service",
+                                 help="of a `collect` store: only this service's traces (its service.name)")
+    since: str | None = option("--since", default=None, parse=when_arg, metavar="TIME",
+                               default_text="the store's first trace",
+                               help="of a `collect` store: only traces whose root span started at or after TIME "
+                                    "(UTC: 2026-11-27, 2026-11-27T10:30:00Z, or 90m, 24h, 7d before now)")
+    until: str | None = option("--until", default=None, parse=when_arg, metavar="TIME",
+                               default_text="the store's last trace",
+                               help="of a `collect` store: only traces whose root span started before TIME (as "
+                                    "--since)")
     what_if_alphas: tuple[float, ...] | None = WHAT_IF_ALPHAS.field(default=None)
     what_if_samples: int = WHAT_IF_SAMPLES.field(default=100)
     target_shares: str | None = option(

@@ -31,7 +31,7 @@ __all__ = ["register"]
 
 #: The settings that say how the log is read and where its providers come from (in the help's order; compare-runs
 #: reads each of its files with the same), and the what-if's; the other settings are the audit's own.
-READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval")
+READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval", "service", "since", "until")
 _WHAT_IF = ("what_if_alphas", "what_if_samples")
 
 
@@ -67,11 +67,11 @@ def register(sub) -> None:
 
 
 def served_size(log) -> str:
-    """``200 lines`` for a RAG log (one ranking a line); ``33 lines, 200 traces`` for a trace export; ``5,000 lines,
-    500 rankings`` for a served run."""
-    lines = log.identity()["lines"]
+    """``200 lines`` for a RAG log (one ranking a line); ``200 requests (traces)`` for a trace export (its requests,
+    one trace each, whatever lines the export file has); ``5,000 lines, 500 rankings`` for a served run."""
     if log.format == "otlp":
-        return f"{lines:,} lines, {len(log):,} traces"
+        return f"{len(log):,} request (trace)" if len(log) == 1 else f"{len(log):,} requests (traces)"
+    lines = log.identity()["lines"]
     return f"{lines:,} lines" if log.kind == "log" else f"{lines:,} lines, {len(log):,} rankings"
 
 
@@ -102,7 +102,8 @@ def check_trace_options(log, trace_map) -> None:
 def _served(args, config):
     """The log and the collection to audit it against (from ``--collection``, or made from the log's documents with
     ``--provider-from``/``--provider-map``), the loader's notes, and the metrics left undefined on the way."""
-    from ..data import load_collection, load_served
+    from ..data import load_collection
+    from ..data.store_window import StoreWindow, load_selected
     from ..data.traces import (
         NO_RELEVANCE_LABELS,
         ProviderSource,
@@ -117,9 +118,10 @@ def _served(args, config):
     provider_from = ProviderSource.parse(config.provider_from) if config.provider_from is not None else None
     provider_map = load_provider_map(config.provider_map) if config.provider_map is not None else None
     collection = None if from_log else load_collection(args.collection or COLLECTION.cli_default)
-    log = _columns(args, config, collection) if collection is not None else None
-    if log is None:
-        log = load_served(args.log, collection=collection, trace_map=trace_map)  # a RAG log, a trace export or a run
+    window = StoreWindow.of(config)  # of a `collect` store: a service and a window
+    log = _columns(args, config, collection) if collection is not None and not window.given else None
+    if log is None:  # a RAG log, a trace export, a run, or a store's selection
+        log = load_selected(args.log, window, collection=collection, trace_map=trace_map)
     check_trace_options(log, trace_map)
     notes, undefined = list(log.notes), {}
     if collection is None:

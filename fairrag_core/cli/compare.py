@@ -17,17 +17,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..audit.compare import (
+    STORED,
     Comparison,
     ComparisonConfig,
     System,
     compare_systems,
     documents_of_logs,
     logs_of_audits,
-    systems_of,
+    stored_systems,
 )
 from ..audit.comparison_findings import with_findings
 from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
-from ..data import load_collection, load_served
+from ..data import load_collection
+from ..data.store_window import StoreWindow, load_selected
 from ..errors import InvalidParameterError
 from ..seeds import derive_seed, new_seed
 from .audit_log import check_provider_source, check_trace_options
@@ -35,27 +37,25 @@ from .common import fmt, keep_run, print_json, records, settings
 
 __all__ = ["run_comparison", "STORED"]
 
-#: How a stored run is named on the command line.
-STORED = "run:"
-
-
 def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path, served: dict) -> list[System]:
-    """One system per input: a stored run's (one per α), or the audit of a served file (``served``: each file's
-    loaded log), read and audited as ``audit-log`` reads and audits it."""
+    """One system per input: a stored run's (one per α; named by its id and the file it audited), or the audit of a
+    served file (``served``: each file's loaded log; named by its file), read and audited as ``audit-log`` reads and
+    audits it."""
     systems: list[System] = []
     for i, value in enumerate(inputs):
         if value.startswith(STORED):
             from ..audit.store import RunStore
 
             run_id = value[len(STORED):]
-            systems += systems_of(RunStore(store_path).load(run_id), label=f"{STORED}{run_id}")
+            systems += stored_systems(RunStore(store_path).load(run_id), run_id)
             continue
         log = served[value]
         audit = audit_served(log, collection, LogAuditConfig(
             k=config.k, attribution=AttributionSource(config.attribution), min_rel=config.min_rel,
             n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i), trace_map=config.trace_map,
             multi_retrieval=config.multi_retrieval, provider_from=config.provider_from,
-            provider_map=config.provider_map))
+            provider_map=config.provider_map, service=config.service, since=config.since, until=config.until,
+            target_shares=config.target_shares))
         systems.append(System(log.name, audit))
     labels = [s.label for s in systems]  # two files of the same name: number them
     return [replace(s, label=f"{s.label} ({i + 1})") if labels.count(s.label) > 1 else s for i, s in enumerate(systems)]
@@ -71,7 +71,8 @@ def _served(inputs: list[str], collection_name: str | None, config: ComparisonCo
     from_log = check_provider_source(config, collection_given=collection_name is not None,
                                      attribution=config.attribution, subject="logs compared", verb="compare")
     collection = None if from_log else load_collection(collection_name)
-    served = {value: load_served(value, collection=collection, trace_map=trace_map)
+    window = StoreWindow.of(config)  # of a `collect` store (or one service's folder of it): a service and a window
+    served = {value: load_selected(value, window, collection=collection, trace_map=trace_map)
               for value in inputs if not value.startswith(STORED)}
     for log in served.values():
         check_trace_options(log, trace_map)
@@ -94,17 +95,16 @@ def run_comparison(args, out) -> int:
         raise InvalidParameterError("compare at least two systems: compare-runs A B [C …] --collection C (RAG logs, "
                                     "run files or stored runs run:ID)")
     config = settings(ComparisonConfig, args)
-    # the files' (and the provider map's) absolute paths, so that the reproduce command finds them from any directory
+    # the files', provider map's and stated shares' absolute paths: the reproduce command finds them from any folder
     config = ComparisonConfig(**{**config.to_dict(), "seed": config.seed if config.seed is not None else new_seed(),
                                  "inputs": tuple(value if value.startswith(STORED) else os.path.abspath(value)
                                                  for value in inputs),
-                                 "provider_map": config.provider_map and os.path.abspath(config.provider_map)})
+                                 "provider_map": config.provider_map and os.path.abspath(config.provider_map),
+                                 "target_shares": config.target_shares and os.path.abspath(config.target_shares)})
     collection, served = _served(inputs, args.collection, config, getattr(args, "store", None))
     systems = _systems(inputs, collection, config, getattr(args, "store", None), served)
-    if args.baseline and args.baseline not in [s.label for s in systems]:
-        raise InvalidParameterError(f"--baseline {args.baseline!r} is not one of the systems: "
-                                    f"{', '.join(s.label for s in systems)}")
-    result = with_findings(compare_systems(systems, collection, config))
+    config = replace(config, baseline=_baseline(config.baseline, systems, served))
+    result = with_findings(compare_systems(systems, collection, config), systems, collection)
     outputs = []
     if getattr(args, "report", None):
         outputs.append((args.report, lambda: Path(args.report).write_text(comparison_report(result, collection),
@@ -125,6 +125,22 @@ def run_comparison(args, out) -> int:
     return 0
 
 
+def _baseline(given: str | None, systems: list[System], served: dict) -> str:
+    """``--baseline`` as a system's label: the label itself, or the input as given (a file's path, or ``run:ID`` of a
+    stored run named ``run:ID · a.jsonl``)."""
+    labels = [s.label for s in systems]
+    if not given or given in labels:
+        return given or ""
+    if given in served:
+        found = [label for label in labels if label.split(" (")[0] == served[given].name]
+        if len(found) == 1:
+            return found[0]
+    found = [label for label in labels if label.startswith(f"{given} · ")]
+    if given.startswith(STORED) and found:
+        return found[0]
+    raise InvalidParameterError(f"--baseline {given!r} is not one of the systems: {', '.join(labels)}")
+
+
 def comparison_report(result: Comparison, collection) -> str:
     """The self-contained HTML report of a comparison (the app's download; imported late: it draws charts)."""
     from fairrag_studio.views.compare import comparison_report_html
@@ -138,7 +154,8 @@ def _print(result: Comparison, out) -> None:
     print(f"Comparison of {len(record.extra['systems'])} systems on {record.collection_name}, each against {base} "
           f"(seed {record.seed}):", file=out)
     for item in record.extra["inputs"]:
-        name = f" · {item['name']}" if item.get("name") and item["name"] != item["label"] else ""
+        name = f" · {item['name']}" if item.get("name") and not item["label"].startswith(item["name"]) \
+            and not item["label"].endswith(f" · {item['name']}") else ""
         sha = f" · sha256 {item['sha256'][:12]}…" if item.get("sha256") else ""
         print(f"  {item['label']}{name}{sha}", file=out)
     headline = [f"  - {f.text}" for f in result.findings if not f.detail]  # the details are the tables below

@@ -89,7 +89,8 @@ def test_a_trace_export_audits_without_a_collection_with_providers_from_its_meta
     code, text = run(["audit-log", traces, "--provider-from", "domain:metadata.url", "--seed", "2", "--no-store",
                       "--boot", "200"])
     assert code == 0
-    assert "Trace export" in text and "33 lines, 200 traces, 20 queries, k = 5, attribution: logged" in text
+    assert "Trace export" in text and "200 requests (traces), 20 queries, k = 5, attribution: logged" in text
+    assert " lines" not in text.split("\n")[0]  # a trace export is counted in requests, never in its lines
     assert "note: 2 of 202 traces left out: 2 with no retrieval span" in text
     assert "  — EE-R: no relevance labels: the documents come from the log" in text
     assert "velocore.example" in text and "Exposure ledger by provider over every query" in text
@@ -145,7 +146,7 @@ def test_a_trace_export_with_a_trace_map_and_several_retrievals(tmp_path, shoes)
     code, text = run(["audit-log", str(path), "--collection", "running-shoes", "--no-store", "--seed", "0",
                       "--trace-map", "query_id=app.qid", "--trace-map", "answer=app.answer",
                       "--multi-retrieval", "last"])
-    assert code == 0 and "1 traces, 1 queries, k = 1, attribution: none" in text
+    assert code == 0 and ": 1 request (trace), 1 queries, k = 1, attribution: none" in text
     assert text.split("Reproduce with: ")[1].strip().endswith(
         "--trace-map query_id=app.qid --trace-map answer=app.answer --multi-retrieval last")
 

@@ -87,7 +87,8 @@ def test_stored_runs_compare_as_systems(served, tmp_path, monkeypatch):
                       "--store", store, "--no-store", "--seed", "2", "--json"])
     payload = json.loads(text)
     ee_d = next(m for m in payload["metrics"] if m["metric"] == "ee_d")
-    assert code == 0 and ee_d["system"] == f"run:{ids[1]}" and ee_d["difference"] < -0.5
+    # a stored run is named by its id and the file it audited
+    assert code == 0 and ee_d["system"] == f"run:{ids[1]} · B.trec" and ee_d["difference"] < -0.5
 
 
 def test_bad_inputs_name_the_fix(served, monkeypatch, capsys):
@@ -192,7 +193,7 @@ def test_stored_audits_of_trace_exports_compare_with_their_providers_from_the_lo
             "--n-boot", "200", "--n-permutations", "500", "--store", store, "--json"]
     code, text = run(argv)
     payload = json.loads(text)
-    assert code == 0 and {m["system"] for m in payload["metrics"]} == {f"run:{ids[1]}"}
+    assert code == 0 and {m["system"] for m in payload["metrics"]} == {f"run:{ids[1]} · B.otlp.jsonl"}
     shares = {(s["kind"], s["group"]): s for s in payload["shares"]}
     assert shares[("retrieval", "P0")]["share_system"] == pytest.approx(1 / 6)
     assert payload["command"].endswith("--seed 2 --provider-from metadata.source")
