@@ -207,3 +207,32 @@ def test_a_log_of_entries_with_candidates_names_them_among_its_documents():
     log = RagLog("x", (LogEntry(1, "q1", ("a",), candidates=("a", "b")),))
     docs = documents_from_log(log, provider_from=ProviderSource.parse("id"))
     assert docs.collection.doc_ids == ["a", "b"]
+
+
+def test_the_real_llama_index_instrumentors_reranker_input_is_the_candidate_set(tmp_path, monkeypatch):
+    """The pipeline of tests/data/test_instrumentors.py with its reranker (the retriever's 10 with their keyword
+    scores in, 5 out), traced by openinference-instrumentation-llama-index into ``collect``: every request's
+    candidates are the retriever's 10, with their scores, and the ranking the reranker's 5."""
+    pytest.importorskip("openinference.instrumentation.llama_index")
+    instrumented = pytest.importorskip("data.test_instrumentors")
+    seen = {}
+
+    def keep(tmp_path, log, record, docs):
+        seen["log"], seen["docs"] = log, docs
+        return audited(tmp_path, log, record, docs)
+
+    audited = instrumented.assert_audits_as_the_record
+    monkeypatch.setattr(instrumented, "assert_audits_as_the_record", keep)
+    receiver = instrumented.Receiver(tmp_path / "store", port=0).start()
+    try:
+        instrumented.test_llama_index_instrumented_pipeline_audits_as_its_own_record(receiver, tmp_path, True)
+    finally:
+        receiver.stop()
+    log, docs = seen["log"], seen["docs"]
+    queries = dict(instrumented.queries())
+    for entry in log.entries:
+        retrieved = instrumented.keyword_ranking(docs, queries[entry.query_id], 2 * instrumented.K)
+        assert entry.candidates == tuple(d for d, _ in retrieved)
+        assert entry.candidate_scores == tuple(s for _, s in retrieved)
+        assert entry.ranking == tuple(reversed(entry.candidates[-instrumented.K:]))
+    assert len(log.entries) == 12 and log.notes == ()
