@@ -311,6 +311,7 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
         raise InvalidParameterError(NO_SCORES)
     replayed, skipped = [], {}
     averaged = differing = from_candidates = 0
+    unscored: dict[str, None] = {}  # what the skipped queries lack scores for: served documents, logged candidates
     for qid, entries in by_query.items():
         logged: dict[str, list[float]] = {}  # served (or logged) order: each document's logged scores
         non_finite: dict[str, float] = {}  # a NaN or infinite score, the first logged per document
@@ -330,10 +331,12 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
         if bad:  # finite scores, however extreme, are replayed; NaN and ±inf are no scores
             skipped[qid] = (f"{len(bad)} of its {len(logged)} {what} have only NaN or infinite logged "
                             f"scores (first: {bad[0]!r}, {non_finite[bad[0]]}); fix them in the export")
+            unscored[what] = None
             continue
         if missing:
             skipped[qid] = (f"{len(missing)} of its {len(logged)} {what} have no logged score (first: "
                             f"{missing[0]!r}; {unscored_lines} of its {len(entries)} lines carry no score)")
+            unscored[what] = None
             continue
         averaged += sum(len(set(values)) > 1 for values in logged.values())
         from_candidates += chosen_from
@@ -362,8 +365,9 @@ def _candidates(log: RagLog, collection: Collection) -> tuple[list[_Candidates],
                      "lines; their candidates are the union of what was served, so the replay at α = ∞ (one ranking "
                      "by mean score) need not match the system as served")
     if skipped:
-        notes.append(f"{len(skipped)} of {len(by_query)} queries not replayed (served documents without a logged "
-                     f"score), e.g. {next(iter(skipped))!r}; the comparison covers the {len(replayed)} replayed ones")
+        notes.append(f"{len(skipped)} of {len(by_query)} queries not replayed ({' or '.join(unscored)} without a "
+                     f"logged score), e.g. {next(iter(skipped))!r}; the comparison covers the {len(replayed)} replayed "
+                     "ones")
     return replayed, skipped, notes
 
 

@@ -105,6 +105,8 @@ def test_a_candidate_without_a_score_skips_its_query_with_the_reason(twenty):
     assert result.skipped == {"q1": "1 of its 2 logged candidates have no logged score (first: 'd01'; 0 of its 1 "
                                     "lines carry no score)"}
     assert result.per_query["candidates"].tolist() == [2]
+    assert any(note.startswith("1 of 2 queries not replayed (logged candidates without a logged score), e.g. 'q1'")
+               for note in result.notes)
 
 
 def test_the_cli_replays_a_rerankers_input_without_a_collection(tmp_path):
