@@ -33,6 +33,7 @@ from pathlib import Path
 from ..errors import DataFormatError
 from .files import read_lines
 from .otlp_proto import is_protobuf
+from .phoenix import is_phoenix_spans
 from .served import RunFormat
 from .served import _detect as detect_format  # the run reader's own look at the first line
 from .suffixes import COMPRESSED, JSON_FILES, JSON_LINES, PROTOBUF, RUN_FILES, with_compressed
@@ -112,11 +113,14 @@ SERVED_FORMATS: tuple[ServedFormat, ...] = (
                  'first object has "query_id" and "ranking"', "fairrag_core.data.rag_log:load_rag_log",
                  lambda p: isinstance(o := _first_object(p), dict) and "query_id" in o and "ranking" in o,
                  shard_suffixes=JSON_LINES),
-    ServedFormat("otlp", "OTLP trace export (JSON, or protobuf ExportTraceServiceRequests in .pb)", "log",
-                 (*JSON_FILES, *PROTOBUF),
-                 'first object has "resourceSpans" (one per line or the whole file); .pb by name',
+    # Phoenix's span JSON (data/phoenix.py) is read by the same trace reader, as OTLP: the same traces, format "otlp"
+    ServedFormat("otlp", "OTLP trace export (JSON, or protobuf ExportTraceServiceRequests in .pb), or Phoenix spans "
+                 "(JSON Lines)", "log", (*JSON_FILES, *PROTOBUF),
+                 'first object has "resourceSpans" (one per line or the whole file), or is a Phoenix span '
+                 '("context" with "trace_id" and "span_id"); .pb by name',
                  "fairrag_core.data.rag_log:load_traces",
-                 lambda p: is_protobuf(p) or starts_like_export(p) or is_otlp_export(_first_object(p))),
+                 lambda p: is_protobuf(p) or starts_like_export(p) or is_otlp_export(o := _first_object(p))
+                 or is_phoenix_spans(o)),
     ServedFormat(RunFormat.TREC.value, "expeval/TREC run (qid sample docno rank score run_id)", "run", RUN_FILES,
                  "six whitespace-separated fields", RUN_READER,
                  lambda p: _run_format(p) is RunFormat.TREC),

@@ -54,6 +54,7 @@ from .collection import Collection
 from .formats import RUN_READER, format_of, formats_named, is_log
 from .loaders import json_lines
 from .otlp_proto import is_protobuf
+from .phoenix import is_phoenix_spans
 from .served import ServedRankings, load_run
 from .traces import LogEntry, TraceMap, is_otlp_export, read_traces, share, share_ids, starts_like_export
 
@@ -351,7 +352,7 @@ def load_rag_log(path: str | os.PathLike, *, collection: Collection | None = Non
     entries: list[LogEntry] = []
     try:
         for line, obj in json_lines(path, digest=digest):
-            if not entries and is_otlp_export(obj):  # the first object says what the file is
+            if not entries and (is_otlp_export(obj) or is_phoenix_spans(obj)):  # the first object says what it is
                 return load_traces(path, trace_map=trace_map, collection=collection)
             if len(entries) == most:
                 raise DataFormatError(f"more than {most:,} log lines, more than one load holds in memory; for "

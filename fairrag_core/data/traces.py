@@ -104,6 +104,7 @@ from .fields import lone_surrogate_field
 from .files import read_lines
 from .loaders import json_lines
 from .otlp_proto import hex_id, is_protobuf, read_delimited
+from .phoenix import is_phoenix_spans, phoenix_export
 from .suffixes import COMPRESSED, JSON_LINES, PROTOBUF
 
 __all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
@@ -366,6 +367,50 @@ class _Wanted:
         return flat is not None and flat.group(3) in self.parts[flat.group(1)]
 
 
+class _Unread:
+    """A :class:`_Wanted` that also remembers the first attribute it refuses that looks like the citations or the
+    query id under another name (a key ending in ``citations`` or ``query_id``, a nested ``fairrag`` object), so that
+    :func:`read_traces` can name it in a note instead of a silent "attribution: none" (:func:`_absent_notes`)."""
+
+    __slots__ = ("found", "shared", "wanted")
+
+    def __init__(self, wanted: _Wanted) -> None:
+        self.wanted, self.shared, self.found = wanted, wanted.shared, {}
+
+    def __call__(self, key: str) -> bool:
+        if self.wanted(key):
+            return True
+        lowered = key.lower()
+        kind = ("citations" if lowered.endswith("citations") else
+                "query_id" if lowered.endswith(("query_id", "queryid", "query.id")) else
+                "fairrag" if lowered == "fairrag" else None)
+        if kind is not None and kind not in self.found:
+            self.found[kind] = key
+        return False
+
+
+def _absent_notes(found: Mapping[str, str], entries: Iterable[LogEntry], trace_map: TraceMap) -> list[str]:
+    """Notes for the citations and query id attributes that no trace has while spans carry a look-alike
+    (``found``, by :class:`_Unread`): the key found and the fix (``--trace-map``, or a flat attribute instead of a
+    nested object)."""
+    entries = list(entries)
+    m, notes = trace_map.attributes, []
+    for name, attribute, absent, meaning in (
+            ("citations", m.get("citations", _CITATIONS), all(e.citations is None for e in entries),
+             "attribution: none"),
+            ("query_id", m.get("query_id", _QUERY_ID), all(e.query_id == e.query for e in entries),
+             "each query is known by its text")):
+        if not absent:
+            continue
+        if name in found:
+            notes.append(f"no trace has {attribute} ({meaning}), but spans carry the attribute {found[name]!r}; "
+                         f"read it with --trace-map {name}={found[name]}")
+        elif "fairrag" in found:
+            notes.append(f"no trace has {attribute} ({meaning}), but spans carry a nested {found['fairrag']!r} "
+                         f"object; set {attribute} as an attribute of its own, not inside an object (docs/traces.md)")
+    return notes
+
+
 def kept_attributes(trace_map: TraceMap | None = None) -> Callable[[str], bool]:
     """Whether :func:`read_traces` keeps a span attribute of this name (with ``trace_map``): what a receiver keeps
     of the spans it is sent (:mod:`~fairrag_core.data.collector`), dropping document texts, prompts and the rest."""
@@ -617,8 +662,8 @@ def _exports(path: Path, read: dict, keep=None) -> Iterator[tuple[int | None, di
         read.update(lines=last, sha256=digest.hexdigest())
         return
     try:
-        for last, obj in json_lines(path, where=path, digest=digest):
-            yield last, obj
+        for last, obj in json_lines(path, where=path, digest=digest):  # Phoenix's span JSON read as OTLP
+            yield last, phoenix_export(obj, path=path, line=last) if is_phoenix_spans(obj) else obj
     except DataFormatError as err:
         if last or err.line is None or not starts_like_export(path):
             raise  # only a first line that is no JSON object may start a pretty-printed export
@@ -1080,7 +1125,7 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
     """
     path = Path(path)
     trace_map = trace_map if trace_map is not None else TraceMap()
-    wanted = _Wanted(trace_map)
+    wanted = _Unread(_Wanted(trace_map))  # what is kept, and the look-alikes of what is not found
     most_traces = max_log_lines()
     most_spans = _SPANS_PER_LINE * most_traces
     traces: dict[str, list[_Span]] = {}
@@ -1164,6 +1209,7 @@ def read_traces(path: str | os.PathLike, *, trace_map: TraceMap | None = None,
         notes.append(f"{sum(no_candidates.values())} trace(s) log candidates that are left out, so they have no "
                      f"candidate set: {', '.join(f'{n} with {why}' for why, n in no_candidates.most_common())} "
                      f"(first: trace {first_without[:16]})")
+    notes += _absent_notes(wanted.found, (entry for _, _, entry in lines), trace_map)
     lines.sort(key=lambda t: t[:2])  # by the root span's start, then trace id; lines numbered in that order
     return TraceExport(tuple(replace(entry, line=i) for i, (_, _, entry) in enumerate(lines, start=1)), tuple(notes),
                        read["lines"], read["sha256"])
