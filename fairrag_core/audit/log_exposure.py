@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..data import Collection
     from ..data.log_columns import LogColumns
 
-__all__ = ["measure_queries"]
+__all__ = ["measure_queries", "with_candidates", "CANDIDATE_COLUMNS"]
 
 
 def _vector(values: np.ndarray, k: int) -> np.ndarray:
@@ -106,3 +106,54 @@ def measure_queries(columns: LogColumns | LogAggregate, collection: Collection, 
         rows.append(row)
         doc_parts.append(doc_part)
     return pd.DataFrame(rows), pd.concat(doc_parts, ignore_index=True)
+
+
+#: The per-(query, document) columns of the logged candidate sets (:func:`with_candidates`).
+CANDIDATE_COLUMNS = ("candidate", "candidate_score")
+
+
+def with_candidates(documents: pd.DataFrame, log: object, collection: Collection) -> pd.DataFrame:
+    """``documents`` (:func:`measure_queries`'s) with what each query's lines chose their rankings from, where the log
+    says (:attr:`~fairrag_core.data.traces.LogEntry.candidates`: a reranker's input, a retriever's deeper list):
+
+    * ``candidate`` — the share of the query's lines with logged candidates that list the document,
+      ``(1/N^c_q) Σ_lines 1[d ∈ C_line]`` (the presence of Singh & Joachims' demographic parity, per query as the
+      exposure ε is); NaN for a query without logged candidates;
+    * ``candidate_score`` — its mean logged score over those lines (NaN where none was logged).
+
+    A candidate never served gets a row with exposure 0 (and 0 attributed exposure where the query's attribution is
+    measured). A line whose candidates name a document outside ``collection`` counts as one without candidates (the
+    presence it would give is not known). ``documents`` comes back unchanged, without the two columns, when no line
+    logged candidates (a JSONL log without them, a served run, a log read column-wise)."""
+    import pandas as pd
+
+    entries = getattr(log, "entries", None) or ()
+    known = set(collection.doc_ids)
+    lines: dict[str, int] = {}
+    listed: dict[str, dict[str, int]] = {}
+    scored: dict[str, dict[str, list[float]]] = {}
+    for entry in entries:
+        candidates = getattr(entry, "candidates", None)
+        if not candidates or not known.issuperset(candidates):
+            continue
+        scores = getattr(entry, "candidate_scores", None) or (None,) * len(candidates)
+        lines[entry.query_id] = lines.get(entry.query_id, 0) + 1
+        counts, values = listed.setdefault(entry.query_id, {}), scored.setdefault(entry.query_id, {})
+        for doc_id, score in zip(candidates, scores):
+            counts[doc_id] = counts.get(doc_id, 0) + 1
+            if score is not None and np.isfinite(score):
+                values.setdefault(doc_id, []).append(float(score))
+    if not lines:
+        return documents
+    rows = pd.DataFrame([(q, d, n / lines[q], np.mean(scored[q][d]) if scored[q].get(d) else np.nan)
+                         for q, counts in listed.items() for d, n in counts.items()],
+                        columns=["query_id", "doc_id", *CANDIDATE_COLUMNS])
+    keys = ["query_id", "doc_id"]
+    served = documents.merge(rows, on=keys, how="left")  # the served rows keep their order
+    unseen = rows.merge(documents[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+    unseen = unseen[unseen["_merge"] == "left_only"].drop(columns="_merge").assign(exposure=0.0)
+    for column in ("cited_exposure", "entailed_exposure"):  # 0 where the query's attribution was measured
+        if column in documents:
+            measured = documents[column].notna().groupby(documents["query_id"]).any()
+            unseen[column] = np.where(unseen["query_id"].map(measured).fillna(False).astype(bool), 0.0, np.nan)
+    return pd.concat([served, unseen], ignore_index=True)[[*documents.columns, *CANDIDATE_COLUMNS]]

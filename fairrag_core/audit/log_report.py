@@ -21,6 +21,7 @@ from ..record import SweepRun
 from .findings import Finding, sort_findings
 from .label_free import label_free_findings
 from .ledger import exposure_ledger
+from .merit import DEFAULT_GRADES
 from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_interval, ratio_interval
 from .rag_log import EXPEVAL_COLUMNS, SOURCE_LABELS
 from .share_findings import ledger_findings
@@ -164,15 +165,21 @@ def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] 
     share differ from its fair share beyond noise (Holm over the groups), most severe first; over the queries with a
     fair target, with the audit's level, resamples and seed (so the intervals are the ledger's); then, over every
     query, the findings that need no relevance labels (:func:`~fairrag_core.audit.label_free.label_free_findings`:
-    citations given exposure, and retrieval exposure against the audit's ``target_shares`` when given)."""
+    citations given exposure, retrieval exposure against the audit's ``target_shares`` when given, against presence
+    — the logged candidates, else the collection unless it was made from the log — and against merit from the
+    system's own scores by the audit's ``merit_grades``/``merit_threshold``, where the candidates carry scores)."""
     config = run.record.config
     lines = run.table.set_index("query_id")["lines"] if "lines" in run.table else None
+    from_log = getattr(config, "provider_from", None) is not None or getattr(config, "provider_map", None) is not None
+    merit = {"merit_grades": getattr(config, "merit_grades", DEFAULT_GRADES),
+             "merit_threshold": getattr(config, "merit_threshold", None)}
     found = []
     for by in groupings or ["provider", *collection.categories()]:
         found += ledger_findings(run.documents, collection, by=by, lines=lines, level=config.level,
                                  n_boot=config.n_boot, seed=run.record.seed)
         found += label_free_findings(run.documents, collection, by=by, lines=lines, level=config.level,
                                      target_shares=getattr(config, "target_shares", None), n_boot=config.n_boot,
-                                     seed=run.record.seed)
+                                     seed=run.record.seed, collection_given=not from_log,
+                                     k=run.record.extra.get("k_used"), **merit)
     return sort_findings(found)
 

@@ -77,9 +77,10 @@ from ..rag.citations import CitationPolicy
 from ..rag.judging import JudgeItem
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import check_seed, new_seed
-from .log_exposure import measure_queries
+from .log_exposure import measure_queries, with_candidates
 from .log_judge import Pair, judge_items, judge_verdicts, planned_pairs
 from .log_shards import LogAggregate
+from .merit import DEFAULT_GRADES, grades_arg, threshold_arg
 from .served import evaluate_run
 from .target_shares import target_shares_arg
 
@@ -169,6 +170,13 @@ class LogAuditConfig(CitationPolicy):
         default_text="none (no stated target)",
         help="a provider,share CSV (or JSON provider → share) of stated shares (a contract, a policy, a population): "
              "each provider's retrieval-exposure share is tested against it; needs no relevance labels")
+    # merit from the system's own scores, where the logged candidates carry them (fairrag_core.audit.merit)
+    merit_grades: int = option("--merit-grades", default=DEFAULT_GRADES, parse=grades_arg, metavar="G",
+                               help="merit tiers by score quantile within each query's logged candidates (4: "
+                                    "quartiles) for exposure against merit from the system's own scores")
+    merit_threshold: float | None = option(
+        "--merit-threshold", default=None, parse=threshold_arg, metavar="T", default_text="none (tiers by quantile)",
+        help="instead of quantile tiers: a candidate scored at least T is meritorious, the others not")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -333,6 +341,7 @@ def finish_log_audit(plan: LogAuditPlan, entailed: np.ndarray | None = None, *, 
     table, documents = measure_queries(plan.columns, collection, k, plan.slots, cited, entailed,
                                        min_rel=config.min_rel, n_boot=config.n_boot, level=config.level,
                                        seed=plan.seed)
+    documents = with_candidates(documents, log, collection)  # what each query's lines chose from, where logged
     doc_ids = np.array(collection.doc_ids, dtype=object)
     lines_table = (_lines_table(log, plan.slots, doc_ids, cited, entailed, cited_outside) if isinstance(log, RagLog)
                    else None)

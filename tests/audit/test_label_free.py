@@ -168,7 +168,8 @@ def test_label_free_findings_from_documents_without_relevance_labels():
     stated = [f for f in found if f.metric == "retrieval share − stated share" and f.kind is FindingKind.NO_DIFFERENCE]
     assert len(stated) == 1  # 50 % each, exactly as stated
     by_segment = label_free_findings(docs, shoes, by="segment", seed=0, target_shares={groups[0]: 1.0})
-    assert all(f.metric == "citation share − retrieval share" for f in by_segment)  # stated shares are per provider
+    assert {f.metric for f in by_segment} == {"citation share − retrieval share",  # stated shares are per provider
+                                              "retrieval share − presence share"}  # presence in the collection
 
 
 # -- a comparison without relevance labels -----------------------------------------------------------------------
