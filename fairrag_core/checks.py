@@ -28,6 +28,7 @@ __all__ = [
     "check_bytes", "max_file_bytes", "max_upload_bytes", "max_line_bytes", "max_log_lines", "max_memory_bytes",
     "max_work_cells",
     "MAX_QUERY_CHARS", "MAX_SAMPLES", "MAX_RESAMPLES", "DEFAULT_MEMORY_MB", "MAX_WORK_CELLS", "MAX_ALPHAS", "MAX_GRADE",
+    "MAX_UPLOAD_REQUESTS",
 ]
 
 #: Longest query (characters) a retriever accepts.
@@ -39,6 +40,12 @@ MAX_RESAMPLES = 1_000_000
 #: Default of :func:`max_memory_bytes`, the bytes one step may allocate: 400 MB, a fixed figure (not a measure of
 #: this machine) that leaves room for several such steps, the app's other users and the interpreter on a laptop.
 DEFAULT_MEMORY_MB = 400
+#: Requests (traces) a trace-export upload may hold in the app, counted once it is cut to what the audit reads
+#: (document texts and prompts dropped as it streams in: ``fairrag_studio.services.uploads.slim_trace_upload``), so
+#: the limit a user meets is requests, not bytes of document text; the memory budget (:func:`check_memory`) is
+#: consulted for the requests kept as well. 20,000 requests are 100 times issue 29's deployment; more is work for the
+#: command line (``audit-log``, or ``collect`` for a deployment's exporter).
+MAX_UPLOAD_REQUESTS = 20_000
 #: Cells of one float64 work array at the default budget (e.g. N × candidates random keys, samples × depth of a served
 #: run): 400 MB / 8 bytes = 50 M.
 MAX_WORK_CELLS = DEFAULT_MEMORY_MB * 1_000_000 // 8

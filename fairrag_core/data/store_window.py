@@ -194,7 +194,8 @@ def select_files(folder: str | os.PathLike, window: StoreWindow) -> list[Path]:
 def load_store(folder: str | os.PathLike, window: StoreWindow, *, trace_map=None, collection=None):
     """The traces of a store's selection (:func:`select_files`) whose root span started in the window, as one RAG
     log of format ``otlp`` (:func:`~fairrag_core.data.rag_log.load_traces`' log, of the files opened: its sha256 is
-    theirs, ``file_lines`` their lines); the traces read but outside the window are counted in a note.
+    theirs, ``file_lines`` their lines; named by the chosen service's folder); the traces read but outside the window
+    are counted in a note.
 
     Raises:
         InvalidParameterError: the selection opens no file, or no trace of it started in the window (the message says
@@ -215,7 +216,9 @@ def load_store(folder: str | os.PathLike, window: StoreWindow, *, trace_map=None
     if len(kept) < len(export.traces):
         notes.append(f"{len(export.traces) - len(kept):,} of the {len(export.traces):,} traces read started outside "
                      f"the window ({window.describe()}); they are left out")
-    log = RagLog(str(folder), tuple(replace(entry, line=i) for i, entry in enumerate(kept, start=1)),
+    # named by its service when one is chosen (STORE/<service> is that service's store: the same selection)
+    source = folder / window.service if window.service and (folder / window.service).is_dir() else folder
+    log = RagLog(str(source), tuple(replace(entry, line=i) for i, entry in enumerate(kept, start=1)),
                  export.sha256, format="otlp", file_lines=export.file_lines, notes=tuple(notes))
     if collection is not None:
         log.check_against(collection)

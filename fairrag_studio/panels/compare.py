@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from fairrag_core import Collection, FairRAGError
-from fairrag_core.audit.compare import Comparison, ComparisonConfig, compare_systems, systems_of
+from fairrag_core.audit.compare import STORED, Comparison, ComparisonConfig, compare_systems, stored_systems
 from fairrag_core.audit.comparison_findings import with_findings
 from fairrag_core.record import SweepRun
 
@@ -40,10 +40,11 @@ def show_comparison(result: Comparison, collection: Collection, *, key: str) -> 
 
 def render_comparison(runs: list[SweepRun], collection: Collection, store, *, key: str = "compare",
                       reading: dict | None = None) -> None:
-    """Pick the systems of the chosen stored runs and a baseline, compare them, save the comparison. ``reading``:
+    """Pick the systems of the chosen stored runs (each named by its run id and the file it audited) and a baseline,
+    compare them, save the comparison. ``reading``:
     :class:`ComparisonConfig`'s provider source when the runs are log audits with providers from their logs
     (:func:`~fairrag_studio.views.served.audits_collection`), so that its command reruns without a collection."""
-    systems = [s for run in runs for s in systems_of(run, label=f"run:{run.run_id}")]
+    systems = [s for run in runs for s in stored_systems(run)]  # run:ID · the file it audited
     labels = [s.label for s in systems]
     chosen = st.multiselect("Systems to compare", labels, default=labels[: min(len(labels), 4)],
                             key=f"{key}_systems")
@@ -56,9 +57,11 @@ def render_comparison(runs: list[SweepRun], collection: Collection, store, *, ke
     request = (tuple(chosen), baseline, collection.sha256)
     if request not in cache:
         try:
-            result = with_findings(compare_systems(picked, collection, ComparisonConfig(
-                baseline=baseline, inputs=tuple(dict.fromkeys(f"run:{s.run.run_id}" for s in picked)),
-                seed=picked[0].run.record.seed, **(reading or {}))))
+            config = ComparisonConfig(baseline=baseline, inputs=tuple(dict.fromkeys(f"{STORED}{s.run.run_id}"
+                                                                                    for s in picked)),
+                                      seed=picked[0].run.record.seed, **(reading or {}))
+            # each served system's own findings too, as compare-runs and audit-log find them (label-free included)
+            result = with_findings(compare_systems(picked, collection, config), picked, collection)
         except FairRAGError as err:
             st.error(str(err))
             return

@@ -5,6 +5,7 @@ and the tables in :mod:`fairrag_studio.views.served`."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -16,14 +17,15 @@ from fairrag_core.audit.compare import documents_of_logs
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
 from fairrag_core.data.formats import is_log, upload_types
+from fairrag_core.data.store_window import StoreWindow, is_store, services, store_hours, store_summary, when_arg
 from fairrag_core.data.traces import MultipleRetrievals, TraceMap
 from fairrag_core.errors import InvalidParameterError
-from fairrag_core.options import COLLECTION, MULTI_RETRIEVAL, PROVIDER_FROM, PROVIDER_MAP, TRACE_MAP
+from fairrag_core.options import COLLECTION, MULTI_RETRIEVAL, PROVIDER_FROM, PROVIDER_MAP, TRACE_MAP, options_of
 from fairrag_core.record import RunKind
 
 from .. import charts
 from ..services import resources, uploads
-from ..services.data_dir import DATA_DIR_ENV, checked_data_file, data_dir, data_files
+from ..services.data_dir import DATA_DIR_ENV, checked_data_file, checked_data_store, data_dir, data_files, data_stores
 from ..services.identity import (
     InputIdentity,
     collection_identity,
@@ -82,21 +84,25 @@ def _served_source(settings: Settings):
                                   key="served_upload")
         if upload is None:
             return _kept_upload(), settings.collection, True
-        try:
-            path = save_served_upload(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)
+        try:  # a trace export is slimmed as it is read (uploads.slim_trace_upload); other files are saved as sent
+            path = save_served_upload(upload.name, upload, resources.UPLOAD_ROOT)
         except FairRAGError as err:  # too large for the upload limit
             st.error(f"That file was not saved: {err}")
             path = None
         return path, settings.collection, True
-    files = data_files(folder)
+    stores = data_stores(folder)
+    files = [*(f"{store}/" for store in stores), *data_files(folder)]
     if not files:
         st.info(f"No log or run files in {folder} (${DATA_DIR_ENV}); put .jsonl logs or run files there, or upload "
                 "one.")
         return None, settings.collection, False
     picked = st.selectbox(f"File in {folder}", files, key="served_file",
+                          format_func=lambda f: f"{f} (collected store)" if f.endswith("/") else f,
                           help=f"The app reads server files from ${DATA_DIR_ENV} only: regular files inside that "
-                               "folder, symlinks resolved.")
+                               "folder, symlinks resolved, and the stores `fairrag collect` writes there.")
     try:
+        if picked.endswith("/"):  # a `collect` store: selected by service and window below
+            return checked_data_store(picked.rstrip("/") or ".", folder), settings.collection, False
         return checked_data_file(picked, folder), settings.collection, False
     except FairRAGError as err:  # changed on disk since it was listed
         st.error(f"That file was not read: {err}")
@@ -133,11 +139,13 @@ def _settings_fingerprint(config: LogAuditConfig, attribution: str, attributor: 
     return {"config": settings, "attributor": attributor if attribution in ("judge", "both") else None}
 
 
+_AUDIT_OPTIONS = options_of(LogAuditConfig)  # audit-log's options: their flags and help, declared once there
 #: The page's control for each reading option of audit-log, so that a message written for the command line names
 #: what the page offers (:func:`_as_on_page`).
 _CONTROLS = {PROVIDER_FROM.flags[0]: "'Providers from'", PROVIDER_MAP.flags[0]: "'Providers from' (a provider map)",
              MULTI_RETRIEVAL.flags[0]: "'Several retrieval spans'", TRACE_MAP.flags[0]: "a trace map (the CLI's "
-             f"{TRACE_MAP.flags[0]})", COLLECTION.flags[0]: "the sidebar's collection"}
+             f"{TRACE_MAP.flags[0]})", COLLECTION.flags[0]: "the sidebar's collection",
+             **{_AUDIT_OPTIONS[name].flags[0]: f"'{name.capitalize()}'" for name in ("service", "since", "until")}}
 
 #: Where the documents' providers come from: the sidebar's collection, or the log itself
 #: (:class:`~fairrag_core.data.traces.ProviderSource` text for a metadata key, or a provider map).
@@ -178,6 +186,26 @@ def _reading() -> tuple[str, str | None, str | None, MultipleRetrievals]:
     return source, None, str(save_provider_map(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)), multi
 
 
+def _window(path) -> StoreWindow:
+    """For a ``collect`` store: the service and the window of root-span start times to audit, as ``audit-log
+    --service --since --until`` takes them (:class:`~fairrag_core.data.store_window.StoreWindow`); a relative time
+    (``24h``) is resolved once per session, so that the audit and its fingerprint stay put across reruns."""
+    found = services(path)
+    st.caption(f"A collected store: {store_summary(store_hours(path))} (hours of receipt, UTC).")
+    cols = st.columns(3)
+    service = cols[0].selectbox("Service", ["every service", *found], key="served_service",
+                                help="The deployment's service.name: audit only its traces.")
+    resolved = st.session_state.setdefault("served_window_times", {})
+    times = []
+    for col, name in zip(cols[1:], ("since", "until")):
+        text = col.text_input(name.capitalize(), "", key=f"served_{name}", placeholder="2026-11-27T10:00 or 24h",
+                              help=_AUDIT_OPTIONS[name].help).strip()
+        if text and text not in resolved:
+            resolved[text] = when_arg(text)
+        times.append(resolved[text] if text else None)
+    return StoreWindow(None if service == "every service" else service, *times)
+
+
 def _served_audit(settings: Settings, store, path, source_collection, uploaded: bool = False):
     """Audit the chosen log with the chosen settings (cached per file content and settings, and reopened from the
     store when this browser audited the same input with the same settings before); show its errors."""
@@ -211,7 +239,8 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         st.info("Pick a log or a run file.")
         return None, coll
     try:
-        log, kind = read_served(path, coll, TraceMap.parse(multiple=multi))
+        window = _window(path) if Path(path).is_dir() and is_store(path) else StoreWindow()
+        log, kind = read_served(path, coll, TraceMap.parse(multiple=multi), window)
         if log.format != "otlp":  # the retrieval choice reads trace exports only (as audit-log's)
             multi = MultipleRetrievals.SKIP
         notes = ()
@@ -221,12 +250,18 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         citation = settings.citation.citation_fields() | {"control_margin": None}  # no pool in a log
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
                                 patience=float(patience), seed=settings.seed, multi_retrieval=multi,
-                                provider_from=provider_from, provider_map=provider_map, **citation)
+                                provider_from=provider_from, provider_map=provider_map, service=window.service,
+                                since=window.since, until=window.until, **citation)
         if from_log and attribution in ("judge", "both"):
             raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; "
                                         "take providers from the collection, or attribution 'logged'")
-        served = served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded,
-                                 format=log.format)
+        served = (InputIdentity(kind, log.name, log.sha256, str(path), lines=log.file_lines, rankings=len(log),
+                                format=log.format) if Path(path).is_dir()  # a store: the files of its selection
+                  else served_identity(path, kind, rankings=len(log), sha256=log.sha256, upload=uploaded,
+                                       format=log.format))
+    except argparse.ArgumentTypeError as err:  # a time the window cannot read
+        st.error(f"That window was not read: {err}")
+        return None, coll
     except FairRAGError as err:
         st.error(f"That {'log' if is_log(path) else 'file'} was not audited: {_as_on_page(str(err))}")
         return None, coll

@@ -4,8 +4,10 @@ Anyone who can open the app can type into it (``make app ADDRESS=0.0.0.0`` serve
 page does not read arbitrary paths: it reads files from ``$FAIRRAG_DATA_DIR`` only, and offers no server files at
 all when the variable is unset (the default; uploads and the demo log still work). A file is read when, with every
 symlink resolved, it lies inside that folder, is a regular file (not a device such as ``/dev/zero``, a FIFO or a
-folder) and has a suffix of a log or run the command line audits (:mod:`fairrag_core.data.formats`). The command
-line, run by the user on their own files, reads any path. No Streamlit here.
+folder) and has a suffix of a log or run the command line audits (:mod:`fairrag_core.data.formats`); a folder is
+read when it lies inside and is a ``fairrag collect`` store (:func:`~fairrag_core.data.store_window.is_store`), which
+the Served tab then selects by service and time window. The command line, run by the user on their own files, reads
+any path. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 
 from fairrag_core import InvalidParameterError
 from fairrag_core.data.formats import not_served_message, served_suffixes
+from fairrag_core.data.store_window import is_store
 
-__all__ = ["DATA_DIR_ENV", "DataDirError", "data_dir", "data_files", "checked_data_file"]
+__all__ = ["DATA_DIR_ENV", "DataDirError", "data_dir", "data_files", "checked_data_file", "data_stores",
+           "checked_data_store"]
 
 #: Environment variable naming the folder the app may read served logs and runs from (unset: none).
 DATA_DIR_ENV = "FAIRRAG_DATA_DIR"
@@ -93,4 +97,40 @@ def data_files(folder: Path) -> list[str]:
             found.append(relative.as_posix())
             if len(found) >= _MAX_LISTED:
                 return sorted(found)
+    return sorted(found)
+
+
+def checked_data_store(name: str | os.PathLike, folder: Path) -> Path:
+    """The folder ``name`` (relative to ``folder``) with its symlinks resolved, if it lies inside ``folder`` and is a
+    ``collect`` store (or one service's folder of it). Otherwise :class:`DataDirError` saying why."""
+    root = folder.resolve(strict=True)
+    try:
+        resolved = (root / Path(name).expanduser()).resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise DataDirError(f"no folder {str(name)!r} in {root}; the app reads stores only from ${DATA_DIR_ENV}") \
+            from None
+    if not resolved.is_relative_to(root):
+        raise DataDirError(f"{str(name)!r} is outside the data folder; the app reads stores only from "
+                           f"${DATA_DIR_ENV} ({root})")
+    if not is_store(resolved):
+        raise DataDirError(f"{str(name)!r} is no `fairrag collect` store (<service>/<hour>.jsonl files); point "
+                           "collect --store at a folder inside the data folder")
+    return resolved
+
+
+def data_stores(folder: Path) -> list[str]:
+    """The ``collect`` stores in ``folder`` (itself, ``"."``, or its subfolders, three levels down; a store's own
+    service folders are not listed again), as sorted paths relative to it."""
+    root = folder.resolve(strict=True)
+    found: list[str] = []
+    for current, folders, _ in os.walk(root):  # symlinked folders are not followed
+        here = Path(current)
+        if is_store(here):
+            found.append(here.relative_to(root).as_posix())
+            folders[:] = []
+            continue
+        deep = len(here.relative_to(root).parts) >= _MAX_DEPTH
+        folders[:] = [] if deep else sorted(f for f in folders if not f.startswith("."))
+        if len(found) >= _MAX_LISTED:
+            break
     return sorted(found)

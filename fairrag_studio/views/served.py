@@ -9,9 +9,11 @@ sample (:meth:`RagLog.from_served`) — so both get the same ledger, drill-down 
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 
@@ -25,9 +27,10 @@ from fairrag_core.audit.log_report import (
     query_headers,
 )
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditRun
-from fairrag_core.data import RagLog, assets_dir, load_served
+from fairrag_core.data import RagLog, assets_dir
 from fairrag_core.data.files import check_upload
 from fairrag_core.data.formats import kind_of
+from fairrag_core.data.store_window import StoreWindow, load_selected
 from fairrag_core.data.traces import TraceMap
 from fairrag_core.glossary import term
 from fairrag_core.metrics.registry import LEDGER, LOG_HEADLINE, LOG_QUERY, METRICS, SWEEP, keys
@@ -64,25 +67,33 @@ def safe_upload_name(name: str) -> str:
     return "upload" + cleaned if cleaned.startswith(".") else cleaned
 
 
-def save_served_upload(name: str, data: bytes, root: Path) -> Path:
-    """Write an uploaded log or run under ``root/served-<content hash>/`` with its own (made safe) name, whose
-    suffix says how to read it; the same content lands in the same place, so a re-upload reuses the cached audit.
+def save_served_upload(name: str, data: bytes | BinaryIO, root: Path) -> Path:
+    """Write an uploaded log or run (its bytes, or the uploaded file itself) under ``root/served-<content hash>/``
+    with its own (made safe) name, whose suffix says how to read it; the same content lands in the same place, so a
+    re-upload reuses the cached audit.
 
-    A file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``), or whose name has no suffix of a log or run the
+    A JSON Lines trace export is cut to what the audit reads as it is read
+    (:func:`~fairrag_studio.services.uploads.slim_trace_upload`): its limit is the requests it holds
+    (:data:`~fairrag_core.checks.MAX_UPLOAD_REQUESTS`), the saved file is what is kept, and its hash is of that. Any
+    other file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``), or a name without a suffix of a log or run the
     command line audits (:mod:`fairrag_core.data.formats`), is a :class:`DataFormatError` before anything is
     written."""
+    from ..services.uploads import slim_trace_upload
+
     kind_of(safe_upload_name(name))
-    return _save_upload(name, data, root, "served")
+    slim = slim_trace_upload(name, io.BytesIO(data) if isinstance(data, bytes) else data, root)
+    if slim is not None:
+        return slim
+    return _save_upload(name, data if isinstance(data, bytes) else data.getvalue(), root, "served")
 
 
-def read_served(path: str | Path, collection: Collection | None, trace_map: TraceMap | None = None
-                ) -> tuple[RagLog, str]:
+def read_served(path: str | Path, collection: Collection | None, trace_map: TraceMap | None = None,
+                window: StoreWindow | None = None) -> tuple[RagLog, str]:
     """The log at ``path`` (``.jsonl``/``.json``, also gzipped: a RAG log or an OTLP trace export, read with
-    ``trace_map``; otherwise a served run, converted to a log of its samples; :func:`~fairrag_core.data.load_served`),
-    with its doc ids checked against ``collection`` (None: the providers come from the log), and what it is
-    (``"log"`` or ``"run"``)."""
-    # a RAG log, an OTLP trace export (also gzipped) or a run
-    log = load_served(path, collection=collection, trace_map=trace_map)
+    ``trace_map``; a ``collect`` store, its ``window``'s selection; otherwise a served run, converted to a log of its
+    samples; :func:`~fairrag_core.data.store_window.load_selected`, as ``audit-log`` reads it), with its doc ids
+    checked against ``collection`` (None: the providers come from the log), and what it is (``"log"`` or ``"run"``)."""
+    log = load_selected(path, window or StoreWindow(), collection=collection, trace_map=trace_map)
     return log, "run" if log.kind == "run" else "log"
 
 
