@@ -131,8 +131,24 @@ def assert_audits_as_the_record(tmp_path, log, record, docs):
     ledger = shown(ledger)
     shares = dict(zip(ledger["group"], ledger["attributed_share"]))
     assert shares.get(UNDER_CITED, 0.0) == 0.0 and ledger["retrieval_share"].sum() == pytest.approx(1.0)
-    slots = pd.Series([d for _, r, _ in record for d in r]).map({d: p for d, (p, _) in providers.items()})
-    assert set(ledger["group"]) == set(slots)  # every provider the pipeline showed, and only those
+    # and the shares computed straight from the record: per query, each document's share of the query's requests
+    # that showed it (and showed and cited it), summed over queries, normalised (Kim & Diaz 2025, Eq. 4 and 10)
+    lines = {}
+    for query_id, ranking, citations in record:
+        lines.setdefault(query_id, []).append((ranking, citations))
+    shown, credited = {}, {}
+    for served in lines.values():
+        for ranking, citations in served:
+            for d in ranking:
+                provider = providers[d][0]
+                shown[provider] = shown.get(provider, 0.0) + 1 / len(served)
+                credited[provider] = credited.get(provider, 0.0) + (d in citations) / len(served)
+    by_group = ledger.set_index("group")
+    assert sorted(by_group.index) == sorted(shown)  # every provider the pipeline showed, and only those
+    for provider in shown:
+        assert by_group.loc[provider, "retrieval_share"] == pytest.approx(shown[provider] / sum(shown.values()))
+        assert by_group.loc[provider, "attributed_share"] == pytest.approx(credited[provider]
+                                                                           / sum(credited.values()))
     return ledger
 
 
