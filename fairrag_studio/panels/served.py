@@ -16,6 +16,7 @@ from fairrag_core import FairRAGError
 from fairrag_core.audit.compare import documents_of_logs
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
+from fairrag_core.audit.target_shares import load_target_shares
 from fairrag_core.data.formats import is_log, upload_types
 from fairrag_core.data.store_window import StoreWindow, is_store, services, store_hours, store_summary, when_arg
 from fairrag_core.data.traces import MultipleRetrievals, TraceMap
@@ -52,6 +53,7 @@ from ..views.served import (
     read_served,
     save_provider_map,
     save_served_upload,
+    save_target_shares,
     served_label,
 )
 from .what_if import render_what_if
@@ -143,8 +145,9 @@ _AUDIT_OPTIONS = options_of(LogAuditConfig)  # audit-log's options: their flags 
 #: The page's control for each reading option of audit-log, so that a message written for the command line names
 #: what the page offers (:func:`_as_on_page`).
 _CONTROLS = {PROVIDER_FROM.flags[0]: "'Providers from'", PROVIDER_MAP.flags[0]: "'Providers from' (a provider map)",
-             MULTI_RETRIEVAL.flags[0]: "'Several retrieval spans'", TRACE_MAP.flags[0]: "a trace map (the CLI's "
-             f"{TRACE_MAP.flags[0]})", COLLECTION.flags[0]: "the sidebar's collection",
+             MULTI_RETRIEVAL.flags[0]: "'Several retrieval spans'", TRACE_MAP.flags[0]: "'Trace map'",
+             COLLECTION.flags[0]: "the sidebar's collection",
+             _AUDIT_OPTIONS["target_shares"].flags[0]: "'Stated shares'",
              **{_AUDIT_OPTIONS[name].flags[0]: f"'{name.capitalize()}'" for name in ("service", "since", "until")}}
 
 #: Where the documents' providers come from: the sidebar's collection, or the log itself
@@ -184,6 +187,22 @@ def _reading() -> tuple[str, str | None, str | None, MultipleRetrievals]:
     if upload is None:
         return source, None, None, multi
     return source, None, str(save_provider_map(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)), multi
+
+
+def _trace_map_and_targets() -> tuple[tuple[str, ...], str | None]:
+    """The trace map (``KEY=ATTRIBUTE`` words, as ``--trace-map`` takes them, comma-separated) and the stated shares
+    (an uploaded provider,share file's saved path, as ``--target-shares`` takes it; None until one is uploaded)."""
+    cols = st.columns(2)
+    text = cols[0].text_input("Trace map", "", key="served_trace_map",
+                              placeholder="query_id=app.qid, answer=app.answer", help=TRACE_MAP.help)
+    upload = cols[1].file_uploader("Stated shares", type=["csv", "json"], key="served_target_shares",
+                                   help=_AUDIT_OPTIONS["target_shares"].help)
+    words = tuple(w.strip() for w in text.split(",") if w.strip())
+    if upload is None:
+        return words, None
+    path = save_target_shares(upload.name, upload.getvalue(), resources.UPLOAD_ROOT)
+    load_target_shares(path)  # a bad file: its one-line message, before the audit
+    return words, str(path)
 
 
 def _window(path) -> StoreWindow:
@@ -239,8 +258,9 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         st.info("Pick a log or a run file.")
         return None, coll
     try:
+        trace_map, target_shares = _trace_map_and_targets()
         window = _window(path) if Path(path).is_dir() and is_store(path) else StoreWindow()
-        log, kind = read_served(path, coll, TraceMap.parse(multiple=multi), window)
+        log, kind = read_served(path, coll, TraceMap.parse(trace_map, multiple=multi), window)
         if log.format != "otlp":  # the retrieval choice reads trace exports only (as audit-log's)
             multi = MultipleRetrievals.SKIP
         notes = ()
@@ -251,7 +271,8 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         config = LogAuditConfig(log=str(path), k=k or None, attribution=attribution, user_model=user_model,
                                 patience=float(patience), seed=settings.seed, multi_retrieval=multi,
                                 provider_from=provider_from, provider_map=provider_map, service=window.service,
-                                since=window.since, until=window.until, **citation)
+                                since=window.since, until=window.until, trace_map=trace_map,
+                                target_shares=target_shares, **citation)
         if from_log and attribution in ("judge", "both"):
             raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; "
                                         "take providers from the collection, or attribution 'logged'")

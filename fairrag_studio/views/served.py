@@ -44,9 +44,9 @@ from .methodology import methodology_sections
 from .report import ReportSection, audit_report_html
 from .what_if import what_if_section
 
-__all__ = ["DEMO_LOG", "save_served_upload", "save_provider_map", "safe_upload_name", "read_served",
-           "audits_collection", "headline_table", "queries_table", "lines_table", "build_log_report", "served_label",
-           "served_input", "measured_sources"]
+__all__ = ["DEMO_LOG", "save_served_upload", "save_provider_map", "save_target_shares", "safe_upload_name",
+           "read_served", "audits_collection", "headline_table", "queries_table", "lines_table", "build_log_report",
+           "served_label", "served_input", "measured_sources"]
 
 #: The demo log (200 served answers over running-shoes; provenance in assets/README.md).
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
@@ -102,6 +102,13 @@ def save_provider_map(name: str, data: bytes, root: Path) -> Path:
     ``root/providers-<content hash>/`` with its own (made safe) name; above the upload limit it is a
     :class:`DataFormatError` before anything is written."""
     return _save_upload(name, data, root, "providers")
+
+
+def save_target_shares(name: str, data: bytes, root: Path) -> Path:
+    """Write an uploaded stated-shares file (``provider,share`` CSV or JSON, as ``--target-shares`` reads) under
+    ``root/targets-<content hash>/`` with its own (made safe) name; above the upload limit it is a
+    :class:`DataFormatError` before anything is written."""
+    return _save_upload(name, data, root, "targets")
 
 
 def _save_upload(name: str, data: bytes, root: Path, prefix: str) -> Path:

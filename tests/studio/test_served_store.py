@@ -142,3 +142,20 @@ def test_an_upload_over_the_request_limit_names_the_command_line(tmp_path, monke
            in str(err.value) and "\n" not in str(err.value)
     assert not list((tmp_path / "uploads").glob("served-*"))  # nothing kept of it
     assert save_served_upload("ok.otlp.jsonl", _export(100, 10), tmp_path / "uploads").is_file()
+
+
+def test_the_trace_map_is_a_control_and_in_the_command(tmp_path, monkeypatch):
+    make_store(tmp_path / "data" / "traces")
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(AUDIT).run()
+    at.radio(key="served_source").set_value("Data folder").run()
+    at.selectbox(key="served_file").set_value("traces/").run()
+    at.text_input(key="served_trace_map").input("bogus=x").run()
+    assert not at.exception and any("unknown trace field(s) ['bogus']" in e.value for e in at.error)
+    at.text_input(key="served_trace_map").input("session=app.session").run()
+    at.radio(key="served_providers").set_value("metadata").run()
+    at.button(key="served_run").click().run()
+    assert not at.exception and not at.error
+    command = next(c.value for c in at.code if "audit-log" in c.value)
+    assert "--trace-map session=app.session" in command and "--service" not in command
