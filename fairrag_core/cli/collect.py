@@ -1,6 +1,7 @@
 """``collect``: an OTLP/HTTP trace receiver (:mod:`fairrag_core.data.collector`). Point a deployment's OTLP exporter
 at it (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces``) and audit the store it writes with
-``audit-log STORE`` (every service) or ``audit-log STORE/<service>``: no glue between the exporter and the audit.
+``audit-log STORE`` (every service) or ``audit-log STORE/<service>``, over a window with ``--since``/``--until``
+(:mod:`fairrag_core.data.store_window`): no glue between the exporter and the audit.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ The store is a folder, one JSON Lines file of OTLP JSON per service and hour of 
 ``-`` written ``_``; past :data:`SHARD_BYTES` the hour goes on in ``<YYYY-MM-DDTHH>.001.jsonl``, …). Each batch is
 appended as whole lines in one write and synced; a line torn by a crash is cut off when the store is opened again.
 ``audit-log STORE`` reads every service (:func:`~fairrag_core.data.traces.trace_files`), ``audit-log
-STORE/<service>`` one; the spans of a trace are assembled across files.
+STORE/<service>`` one; the spans of a trace are assembled across files. ``--service``, ``--since`` and ``--until``
+select a service and a window of root-span start times, opening only the hour files that can hold it
+(:mod:`~fairrag_core.data.store_window`, which ``audit-log``, ``compare-runs`` and the app call).
 """
 
 from __future__ import annotations
