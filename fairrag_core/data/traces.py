@@ -343,6 +343,7 @@ class _Span:
     kind: str
     operation: str
     attributes: dict
+    output_ids: tuple[str | None, ...] | None = None  # a RETRIEVER span's output.value documents' ids (_cut_io)
 
 
 class _Wanted:
@@ -352,6 +353,10 @@ class _Wanted:
     def __init__(self, trace_map: TraceMap) -> None:
         self.shared: dict[str, str] = {}  # one object per distinct key or string value: exports repeat them
         m = trace_map.attributes
+        self.mapped = frozenset(m.values())  # kept whole wherever they are (_cut_io)
+        self.documents = frozenset(k for k in (_RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, _GENAI_DOCS,
+                                               m.get("documents")) if k)  # structured lists: kept without texts
+        self.ids = _document_keys(trace_map, "")  # a JSON document's id, score and metadata keys
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
                       _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, *m.values()}
@@ -372,10 +377,10 @@ class _Unread:
     query id under another name (a key ending in ``citations`` or ``query_id``, a nested ``fairrag`` object), so that
     :func:`read_traces` can name it in a note instead of a silent "attribution: none" (:func:`_absent_notes`)."""
 
-    __slots__ = ("found", "shared", "wanted")
+    __slots__ = ("found", "mapped", "shared", "wanted")
 
     def __init__(self, wanted: _Wanted) -> None:
-        self.wanted, self.shared, self.found = wanted, wanted.shared, {}
+        self.wanted, self.shared, self.mapped, self.found = wanted, wanted.shared, wanted.mapped, {}
 
     def __call__(self, key: str) -> bool:
         if self.wanted(key):
@@ -413,14 +418,19 @@ def _absent_notes(found: Mapping[str, str], entries: Iterable[LogEntry], trace_m
 
 def kept_attributes(trace_map: TraceMap | None = None) -> Callable[[str], bool]:
     """Whether :func:`read_traces` keeps a span attribute of this name (with ``trace_map``): what a receiver keeps
-    of the spans it is sent (:mod:`~fairrag_core.data.collector`), dropping document texts, prompts and the rest."""
+    of the spans it is sent (:mod:`~fairrag_core.data.collector`), dropping document texts, prompts and the rest.
+    A name kept here may still be cut by the span it is on (:func:`slim_export`: ``input.value``, ``output.value``,
+    the texts inside a structured document list)."""
     return _Wanted(trace_map if trace_map is not None else TraceMap())
 
 
 def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
     """One OTLP JSON trace export (a parsed request) checked as :func:`read_traces` checks it, with only what the
     audit reads: each span's ids, name, kind, times, kept attributes (:func:`kept_attributes`) and its events' names
-    with their kept attributes, and each resource's ``service.name``. What a receiver stores.
+    with their kept attributes, and each resource's ``service.name``. What a receiver stores, and no document text
+    or prompt: ``input.value`` and ``output.value`` only where the reader reads them (:func:`_cut_io`; a retriever
+    span's ``output.value`` rewritten to its documents' ids) and structured document lists without their texts
+    (:func:`_without_texts`). It reads back as the same served lines as ``export``.
 
     Raises:
         DataFormatError: naming the JSON path, as :func:`read_traces` does.
@@ -436,13 +446,33 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
         kept = []
         for kv in obj.get("attributes") or ():
             if keep(kv["key"]):
-                if kv["key"] == _RERANKER_INPUT:  # the structured list: its ids, scores and metadata, not its texts
-                    value = _without_texts(kv.get("value") or {})
+                if kv["key"] in wanted.documents:  # a structured list: its ids, scores and metadata, not its texts
+                    value = _without_texts(kv.get("value") or {}, wanted.ids)
                     if value is None:
                         continue
                     kv = {"key": kv["key"], "value": value}
                 kept.append(kv)
         return kept
+
+    def cut(kept: list) -> list:
+        """``kept`` without the ``input.value``/``output.value`` the reader does not read on this span."""
+        texts = {kv["key"]: kv.get("value") or {} for kv in kept}
+        if _INPUT not in texts and _OUTPUT not in texts:
+            return kept
+        values = {k: v.get("stringValue") for k, v in texts.items() if k in (_KIND, _OPERATION, _INPUT, _OUTPUT,
+                                                                             _OUTPUT_MIME)}
+        kind, operation = values.get(_KIND), values.get(_OPERATION)
+        ids = _cut_io(values, kind.upper() if isinstance(kind, str) else "",
+                      operation if isinstance(operation, str) else "", wanted.mapped)
+        out = []
+        for kv in kept:
+            if kv["key"] in (_INPUT, _OUTPUT) and kv["key"] not in values:
+                if kv["key"] == _OUTPUT and ids is not None:  # what the reader reads of it: the ids, in order
+                    out.append({"key": _OUTPUT, "value": {"stringValue": json.dumps(
+                        {"documents": [{"id": doc_id} for doc_id in ids]})}})
+                continue
+            out.append(kv)
+        return out
 
     resources = []
     for resource_spans in export["resourceSpans"]:
@@ -453,7 +483,7 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
             for span in scope.get("spans") or ():
                 slim = {k: span[k] for k in ("traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano",
                                              "endTimeUnixNano") if k in span}
-                slim["attributes"] = attributes(span, wanted)
+                slim["attributes"] = cut(attributes(span, wanted))
                 events = [{"name": e.get("name"), "attributes": attributes(e, wanted)} for e in span.get("events") or ()
                           if e.get("name") == _GENAI_COMPLETION_EVENT]
                 if events:
@@ -464,12 +494,15 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
     return {"resourceSpans": resources}
 
 
-def _without_texts(value: dict) -> dict | None:
-    """A structured document list (``reranker.input_documents`` as Phoenix gives it: an array of kvlists, or a JSON
-    string of objects) without the documents' texts (:data:`_DOCUMENT_TEXTS`, also as ``document.content``); None
-    for a value that is no such list (the reader reads nothing from it). The flat form loses them by name."""
+def _without_texts(value: dict, keys: tuple[str, ...]) -> dict | None:
+    """A structured document list (``reranker.input_documents`` as Phoenix gives it, ``gen_ai.retrieval.documents``,
+    a structured ``retrieval.documents``: an array of kvlists, or a JSON string of objects) without the documents'
+    texts (:data:`_DOCUMENT_TEXTS`, also as ``document.content``) unless ``keys`` (the id, score and metadata keys
+    the reader reads) name one; None for a value that is no such list (the reader reads nothing from it). The flat
+    form loses them by name."""
     def text(key: object) -> bool:
-        return isinstance(key, str) and key.removeprefix("document.") in _DOCUMENT_TEXTS
+        return (isinstance(key, str) and key.removeprefix("document.") in _DOCUMENT_TEXTS
+                and key.removeprefix("document.") not in keys)
 
     if "stringValue" in value:
         parsed = _json_text(value["stringValue"])
@@ -485,21 +518,72 @@ def _without_texts(value: dict) -> dict | None:
                                     if not (isinstance(kv, dict) and text(kv.get("key")))]}} for d in docs]}}
 
 
+def _is_generator(kind: str, operation: str) -> bool:
+    """Whether a span generates the answer (an OpenInference ``LLM`` span, a GenAI inference operation)."""
+    return kind == "LLM" or operation in _INFERENCE_OPERATIONS
+
+
+def _plain_output(attrs: Mapping) -> str | None:
+    """A span's ``output.value`` when it is text, not JSON (``output.mime_type``): a generator's answer."""
+    output = attrs.get(_OUTPUT)
+    return output if isinstance(output, str) and "json" not in str(attrs.get(_OUTPUT_MIME, "")).lower() else None
+
+
+def _output_ids(value: object) -> tuple[str | None, ...] | None:
+    """The ids of the documents a retriever span's ``output.value`` lists, by index (None where one has none):
+    LangChain's retriever output, ``{"documents": [{"id", "metadata", "page_content", ...}, ...]}``, the
+    ``Document.id`` of each (openinference-instrumentation-langchain writes every document's content and metadata
+    as ``retrieval.documents.{i}``, but not its id), or a JSON list of such objects; None when none has an id."""
+    parsed = _json_text(value)
+    docs = parsed.get("documents") if isinstance(parsed, dict) else parsed
+    if not isinstance(docs, list):
+        return None
+    ids = tuple(_doc_id(doc.get("id")) if isinstance(doc, dict) else None for doc in docs)
+    return ids if any(doc_id is not None for doc_id in ids) else None
+
+
+def _cut_io(attrs: dict, kind: str, operation: str, mapped: frozenset) -> tuple[str | None, ...] | None:
+    """Cut a span's ``input.value`` and ``output.value`` (in place) to what the assembly reads, since they carry
+    prompts, document texts and whole chain outputs: ``input.value`` on retriever and reranker spans (the query),
+    ``output.value`` on generator spans when it is text (the answer, :func:`_answer_of`). A retriever span's
+    ``output.value`` is read for its documents' ids only (:func:`_output_ids`), returned. An attribute the trace map
+    names (``mapped``) is kept whole."""
+    if _INPUT in attrs and _INPUT not in mapped and kind not in ("RETRIEVER", "RERANKER"):
+        del attrs[_INPUT]
+    if _OUTPUT not in attrs:
+        return None
+    ids = _output_ids(attrs[_OUTPUT]) if kind == "RETRIEVER" else None
+    if _OUTPUT not in mapped and (kind == "RETRIEVER" or not _is_generator(kind, operation)
+                                  or _plain_output(attrs) is None):
+        del attrs[_OUTPUT]
+    return ids
+
+
 def _document_keys(trace_map: TraceMap, prefix: str) -> tuple[str, ...]:
     """The names of a retrieved document's id, score and metadata (``document.id`` in ``retrieval.documents.{i}.*``,
     ``id`` in a JSON document), unless ``trace_map`` renames them."""
     return tuple(trace_map.attributes.get(f"document_{part}", prefix + part) for part in ("id", "score", "metadata"))
 
 
-def _indexed(attributes: Mapping, prefixes: tuple[str, ...]) -> list[dict[str, object]]:
-    """The flat attributes ``{prefix}.{i}.{part}`` (a prefix of ``prefixes``) as ``{part: value}``, in numeric order
-    of ``i`` (``10`` after ``9``)."""
+_IN_METADATA = "metadata."  # --trace-map document_id=metadata.KEY: a document's id is its metadata's KEY
+
+
+def _metadata_key(id_key: str) -> str | None:
+    """The metadata key that holds a document's id (``document_id=metadata.KEY``), or None."""
+    if not id_key.startswith(_IN_METADATA):
+        return None
+    return id_key[len(_IN_METADATA):] or None
+
+
+def _indexed(attributes: Mapping, prefixes: tuple[str, ...]) -> dict[int, dict[str, object]]:
+    """The flat attributes ``{prefix}.{i}.{part}`` (a prefix of ``prefixes``) as ``{i: {part: value}}``, in numeric
+    order of ``i`` (``10`` after ``9``)."""
     found: dict[int, dict[str, object]] = {}
     for key, value in attributes.items():
         flat = _FLAT.fullmatch(key)
         if flat is not None and flat.group(1) in prefixes:
             found.setdefault(int(flat.group(2)), {})[flat.group(3)] = value
-    return [found[i] for i in sorted(found)]
+    return {i: found[i] for i in sorted(found)}
 
 
 def _spans(export: dict, where: _Where, wanted: _Wanted) -> Iterator[_Span]:
@@ -539,9 +623,10 @@ def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
                 attributes.setdefault(key, value)
     kind, operation, name = attributes.get(_KIND), attributes.get(_OPERATION), span.get("name")
     name = shared.setdefault(name, name) if isinstance(name, str) else ""
-    return _Span(trace_id.strip().lower(), span_id, parent.strip(), name, not parent.strip(), start,
-                 kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else "",
-                 attributes)
+    kind, operation = kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else ""
+    output_ids = _cut_io(attributes, kind, operation, wanted.mapped)  # memory for what is read, as the receiver
+    return _Span(trace_id.strip().lower(), span_id, parent.strip(), name, not parent.strip(), start, kind, operation,
+                 attributes, output_ids and share_ids(shared, output_ids))
 
 
 _EXPORT_START = re.compile(r'\{\s*"resource(?:Spans|Logs|Metrics)"')
@@ -740,6 +825,7 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
     if not isinstance(value, list):
         return None
     id_key, score_key, meta_key = _document_keys(trace_map, "")
+    in_metadata = _metadata_key(id_key)
     out = []
     for doc in value:
         if not isinstance(doc, dict):
@@ -747,7 +833,9 @@ def _json_documents(value: object, trace_map: TraceMap) -> list[tuple[object, ob
         doc = {k.removeprefix("document."): v for k, v in doc.items()}
         extra = {k: v for k, v in doc.items() if k not in (id_key, score_key, meta_key, *_DOCUMENT_TEXTS)}
         meta, _ = _metadata(doc.get(meta_key))
-        out.append((doc.get(id_key), doc.get(score_key), {**extra, **meta} if extra else doc.get(meta_key)))
+        doc_id = doc.get(id_key)
+        out.append((meta.get(in_metadata) if doc_id is None and in_metadata else doc_id, doc.get(score_key),
+                    {**extra, **meta} if extra else doc.get(meta_key)))
     return out
 
 
@@ -760,15 +848,35 @@ def _documents(span: _Span, trace_map: TraceMap) -> list[tuple[object, object, o
     if m.get("documents") in attrs:
         return _json_documents(attrs[m["documents"]], trace_map) or []
     return _listed(attrs, (_RERANKED_DOCS,) if span.kind == "RERANKER" else (_RETRIEVAL_DOCS, _GENAI_DOCS),
-                   trace_map)
+                   trace_map, span.output_ids)
 
 
-def _listed(attrs: Mapping, keys: tuple[str, ...], trace_map: TraceMap) -> list[tuple[object, object, object]]:
+def _listed(attrs: Mapping, keys: tuple[str, ...], trace_map: TraceMap,
+            output_ids: tuple[str | None, ...] | None = None) -> list[tuple[object, object, object]]:
     """The raw documents of the first of ``keys`` a span has: flat ``{keys[0]}.{i}.{part}`` first, in numeric order
-    of ``i``, else a structured list."""
+    of ``i``, else a structured list. A flat document without its id part takes it from its metadata when the trace
+    map says so (``document_id=metadata.KEY``), else from ``output_ids`` at the same index ``i`` (a retriever's
+    ``output.value``, :func:`_output_ids`: LangChain's ``Document.id``), which also lists the documents with no
+    flat part kept (a LangChain document with a text but no metadata)."""
     parts = _document_keys(trace_map, "document.")
-    return ([tuple(doc.get(k) for k in parts) for doc in _indexed(attrs, keys[:1]) if any(k in doc for k in parts)]
-            or _json_documents(attrs.get(next((k for k in keys if k in attrs), None)), trace_map) or [])
+    in_metadata = _metadata_key(parts[0])
+    flat: dict[int, tuple[object, object, object]] = {}
+    for i, doc in _indexed(attrs, keys[:1]).items():
+        if any(k in doc for k in parts):
+            doc_id = doc.get(parts[0])
+            if doc_id is None and in_metadata:
+                doc_id = _metadata(doc.get(parts[2]))[0].get(in_metadata)
+            flat[i] = (doc_id, doc.get(parts[1]), doc.get(parts[2]))
+    if not flat:
+        structured = _json_documents(attrs.get(next((k for k in keys if k in attrs), None)), trace_map)
+        if structured or not output_ids:
+            return structured or []
+    if output_ids and (not flat or any(doc_id is None for doc_id, _, _ in flat.values())):
+        for i, doc_id in enumerate(output_ids):
+            found = flat.get(i, (None, None, None))
+            if found[0] is None:
+                flat[i] = (doc_id, *found[1:])
+    return [flat[i] for i in sorted(flat)]
 
 
 def _is_retrieval(span: _Span, trace_map: TraceMap) -> bool:
@@ -789,12 +897,28 @@ def _checked_documents(raw: list[tuple[object, object, object]], shared: dict) -
     document is logged with the same metadata on every line that shows it)."""
     if not raw:
         raise _Skip(_NO_DOCUMENTS)
-    ids = _ids((doc_id for doc_id, _, _ in raw), _NO_ID, _TWICE)
+    try:
+        ids = _ids((doc_id for doc_id, _, _ in raw), _NO_ID, _TWICE)
+    except _Skip as skip:
+        if skip.args[0] == _NO_ID:
+            raise _Skip(_NO_ID, _id_fix(raw)) from None
+        raise
     read = [shared.get(("metadata", meta)) or shared.setdefault(("metadata", meta), _metadata(meta))
             if isinstance(meta, str) else _metadata(meta) for _, _, meta in raw]
     scores, metas = tuple(_number(score) for _, score, _ in raw), tuple(mapping for mapping, _ in read)
     return (share_ids(shared, ids), None if all(x is None for x in scores) else scores,
             metas if any(metas) else None, sum(not readable for _, readable in read))
+
+
+def _id_fix(raw: list[tuple[object, object, object]]) -> str:
+    """How to give a retrieval's documents their ids (the detail of :data:`_NO_ID`): log them, or read them from a
+    key of their metadata, whose keys are named (one ending in ``id`` first)."""
+    keys = sorted({k for _, _, meta in raw for k in _metadata(meta)[0] if isinstance(k, str)},
+                  key=lambda k: (not k.lower().endswith("id"), k))
+    likely = keys[0] if keys and keys[0].lower().endswith("id") else "KEY"
+    held = f" (its keys: {', '.join(keys[:6])}{', …' if len(keys) > 6 else ''})" if keys else ""
+    return (f"log document.id (LangChain: Document.id) or read it from the metadata{held}: --trace-map "
+            f"document_id=metadata.{likely}, docs/traces.md")
 
 
 def _text(value: object) -> str | None:
@@ -822,12 +946,13 @@ def _message_text(message: object) -> str | None:
 
 def _answer_of(span: _Span) -> str | None:
     attrs = span.attributes
-    for parts in _indexed(attrs, (_LLM_MESSAGES, _GENAI_COMPLETION)):  # llm.output_messages.{j}.message.content,
-        message = {k.removeprefix("message."): v for k, v in parts.items()}  # gen_ai.completion.{j}.content
+    # llm.output_messages.{j}.message.content, gen_ai.completion.{j}.content
+    for parts in _indexed(attrs, (_LLM_MESSAGES, _GENAI_COMPLETION)).values():
+        message = {k.removeprefix("message."): v for k, v in parts.items()}
         if isinstance(message.get("content"), str) and message.get("role", "assistant") == "assistant":
             return message["content"]
-    output = attrs.get(_OUTPUT)
-    if isinstance(output, str) and "json" not in str(attrs.get(_OUTPUT_MIME, "")).lower():
+    output = _plain_output(attrs)
+    if output is not None:
         return output
     for key in (_GENAI_OUTPUT, _GENAI_COMPLETION):
         value = attrs.get(key)
@@ -1041,7 +1166,7 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
     if "answer" in m:
         answer = _text(_first(lookup, m["answer"]))
     else:
-        generators = [s for s in by_start if s.kind == "LLM" or s.operation in _INFERENCE_OPERATIONS]
+        generators = [s for s in by_start if _is_generator(s.kind, s.operation)]
         answer = next((a.strip() for a in map(_answer_of, reversed(generators)) if a is not None), None)
     query_id = _doc_id(_first(lookup, m.get("query_id", _QUERY_ID))) or query
     if not query_id:

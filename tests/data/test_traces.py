@@ -415,7 +415,9 @@ def test_traces_that_make_no_served_answer_are_counted_and_none_left_is_an_error
         load_traces(write_lines(tmp_path, [export(*bad)]))
     assert str(err.value) == (
         f"{tmp_path / 'traces.jsonl'}: none of the 6 traces makes a served answer (1 with no retrieval span; 1 with a "
-        "retrieval span without document ids; 1 with a retrieved document without an id; 1 with a ranking that "
+        "retrieval span without document ids; 1 with a retrieved document without an id (first: trace n3; log "
+        "document.id (LangChain: Document.id) or read it from the metadata: --trace-map document_id=metadata.KEY, "
+        "docs/traces.md); 1 with a ranking that "
         "lists a document twice; 1 with no query id and no query text; 1 with citations that are not a list of doc "
         "ids (each once)); a trace needs a retrieval span with document ids (OpenInference RETRIEVER, or GenAI "
         "gen_ai.retrieval.documents): name other attributes with --trace-map (docs/traces.md)")
