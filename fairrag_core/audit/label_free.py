@@ -14,7 +14,6 @@ against it (:mod:`fairrag_core.audit.share_findings`) is undefined. Four referen
   The stated share enters the test as ``y_qg = τ_g X_q`` (X_q the query's retrieval exposure), whose share is τ_g
   exactly in every resample, so the contributions reduce to ``Q (x_qg − τ_g X_q)/ΣX`` (a one-sample test of the
   share against τ).
-
 * **exposure against presence** (:func:`presence_findings`; demographic parity of exposure, Singh & Joachims 2018,
   "Fairness of Exposure in Rankings", KDD): each provider's share of retrieval exposure against its share of what the
   system chose from, ``y_qg = X_q n_qg / n_q`` with ``n_qg`` the provider's logged candidates of q (a reranker's
