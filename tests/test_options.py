@@ -5,6 +5,7 @@ import argparse
 import math
 import shlex
 import typing
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from fairrag_core.audit.target_shares import target_shares_arg
 from fairrag_core.cli import build_parser
 from fairrag_core.cli import common as cli
 from fairrag_core.cli.audit import CompareOptions, EvaluateOptions
+from fairrag_core.data.store_window import when_arg
 from fairrag_core.errors import InvalidParameterError
 from fairrag_core.metrics.expeval import ExposureSettings
 from fairrag_core.option_types import (
@@ -148,6 +150,8 @@ _BY_PARSE = {
     seed_arg: st.integers(0, 2**63 - 1),
     unit_arg: st.floats(0, 1), level_arg: st.floats(0.01, 0.99), optional_float: st.floats(-1, 1),
     alpha_arg: _ALPHA, alphas_arg: st.lists(_ALPHA, min_size=1, max_size=5, unique=True).map(tuple),
+    when_arg: st.datetimes(datetime(2020, 1, 1), datetime(2030, 1, 1)).map(  # --since/--until: as when_arg writes
+        lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")),
     id_list_arg: st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,6}", fullmatch=True), min_size=1, max_size=3,
                           unique=True).map(tuple),
 }
