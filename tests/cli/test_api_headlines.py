@@ -14,6 +14,7 @@ from fairrag_core.audit.comparison_findings import with_findings
 from fairrag_core.cli import main
 from fairrag_core.cli.common import records
 from fairrag_core.metrics.expeval import ExposureSettings
+from fairrag_core.seeds import derive_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPEVAL = ROOT / "tests" / "data" / "expeval"
@@ -95,8 +96,10 @@ def test_compare_runs_with_a_collection_is_compare_systems(reversed_log):
                         "--no-store"])
     shoes = fr.load_collection("running-shoes")
     systems = [System(Path(path).name, fr.audit_served(fr.load_served(path, collection=shoes), shoes,
-                                                       fr.LogAuditConfig(k=3, seed=5))) for path in (LOG, reversed_log)]
-    result = with_findings(fr.compare_systems(systems, shoes, ComparisonConfig(k=3, seed=5)))
+                                                       fr.LogAuditConfig(k=3, seed=derive_seed(5, i))))
+               for i, path in enumerate((LOG, reversed_log))]  # each file audited with its own seed, as the CLI does
+    # with each system's own findings (audit-log's), as compare-runs adds them
+    result = with_findings(fr.compare_systems(systems, shoes, ComparisonConfig(k=3, seed=5)), systems, shoes)
     assert records(result.table) == payload["metrics"]
     assert records(result.documents) == payload["shares"]
     assert [f.to_dict() for f in result.findings] == payload["findings"]
