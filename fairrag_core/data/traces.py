@@ -32,7 +32,11 @@ Where each field comes from (the first that a trace has; ``--trace-map KEY=ATTRI
     citations   fairrag.citations (a JSON list, or an array, of doc ids)
     timestamp   the root span's startTimeUnixNano, as ISO 8601 UTC (``2026-03-02T09:16:00Z``)
 
-Documents are taken in numeric index order (``10`` after ``9``). Their logged **scores** and **metadata** are
+Documents are taken in numeric index order (``10`` after ``9``). A document without ``document.id`` takes its
+metadata's ``KEY`` with ``--trace-map document_id=metadata.KEY``, else the id of the document at its index in the
+retriever span's ``output.value`` (``{"documents": [{"id", ...}]}``: openinference-instrumentation-langchain writes
+each document's content and metadata but not its id, which only LangChain's output holds, :func:`_output_ids`); a
+trace still without ids is left out, the note naming that fix. Their logged **scores** and **metadata** are
 kept (:attr:`LogEntry.scores`, :attr:`LogEntry.doc_metadata`; the trace id in its ``metadata``), aligned with the
 ranking. Traces are ordered by the root span's start time (then trace id), so the same export always gives the same
 lines, whatever the order of its spans and lines.
@@ -357,6 +361,7 @@ class _Wanted:
         self.documents = frozenset(k for k in (_RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, _GENAI_DOCS,
                                                m.get("documents")) if k)  # structured lists: kept without texts
         self.ids = _document_keys(trace_map, "")  # a JSON document's id, score and metadata keys
+        self.id_part = _document_keys(trace_map, "document.")[0]  # a flat document's id part
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
                       _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, *m.values()}
@@ -377,10 +382,11 @@ class _Unread:
     query id under another name (a key ending in ``citations`` or ``query_id``, a nested ``fairrag`` object), so that
     :func:`read_traces` can name it in a note instead of a silent "attribution: none" (:func:`_absent_notes`)."""
 
-    __slots__ = ("found", "mapped", "shared", "wanted")
+    __slots__ = ("found", "id_part", "mapped", "shared", "wanted")
 
     def __init__(self, wanted: _Wanted) -> None:
-        self.wanted, self.shared, self.mapped, self.found = wanted, wanted.shared, wanted.mapped, {}
+        self.wanted, self.shared, self.found = wanted, wanted.shared, {}
+        self.mapped, self.id_part = wanted.mapped, wanted.id_part
 
     def __call__(self, key: str) -> bool:
         if self.wanted(key):
@@ -463,7 +469,7 @@ def slim_export(export: object, trace_map: TraceMap | None = None) -> dict:
                                                                              _OUTPUT_MIME)}
         kind, operation = values.get(_KIND), values.get(_OPERATION)
         ids = _cut_io(values, kind.upper() if isinstance(kind, str) else "",
-                      operation if isinstance(operation, str) else "", wanted.mapped)
+                      operation if isinstance(operation, str) else "", wanted, {kv["key"] for kv in kept})
         out = []
         for kv in kept:
             if kv["key"] in (_INPUT, _OUTPUT) and kv["key"] not in values:
@@ -542,17 +548,34 @@ def _output_ids(value: object) -> tuple[str | None, ...] | None:
     return ids if any(doc_id is not None for doc_id in ids) else None
 
 
-def _cut_io(attrs: dict, kind: str, operation: str, mapped: frozenset) -> tuple[str | None, ...] | None:
+def _lacks_ids(keys: Iterable[str], id_part: str) -> bool:
+    """Whether a span's flat ``retrieval.documents.{i}.*`` (of its attribute ``keys``) lack an id part (``id_part``)
+    for some ``i``, or are none."""
+    listed, identified = set(), set()
+    for key in keys:
+        flat = _FLAT.fullmatch(key)
+        if flat is not None and flat.group(1) == _RETRIEVAL_DOCS:
+            listed.add(flat.group(2))
+            if flat.group(3) == id_part:
+                identified.add(flat.group(2))
+    return not listed or listed != identified
+
+
+def _cut_io(attrs: dict, kind: str, operation: str, wanted: _Wanted | _Unread, keys: Iterable[str] | None = None
+            ) -> tuple[str | None, ...] | None:
     """Cut a span's ``input.value`` and ``output.value`` (in place) to what the assembly reads, since they carry
     prompts, document texts and whole chain outputs: ``input.value`` on retriever and reranker spans (the query),
     ``output.value`` on generator spans when it is text (the answer, :func:`_answer_of`). A retriever span's
-    ``output.value`` is read for its documents' ids only (:func:`_output_ids`), returned. An attribute the trace map
-    names (``mapped``) is kept whole."""
+    ``output.value`` is read for its documents' ids only (:func:`_output_ids`), returned, and only when its flat
+    documents (attribute ``keys``, default those of ``attrs``) lack some. An attribute the trace map names is kept
+    whole."""
+    mapped = wanted.mapped
     if _INPUT in attrs and _INPUT not in mapped and kind not in ("RETRIEVER", "RERANKER"):
         del attrs[_INPUT]
     if _OUTPUT not in attrs:
         return None
-    ids = _output_ids(attrs[_OUTPUT]) if kind == "RETRIEVER" else None
+    ids = (_output_ids(attrs[_OUTPUT]) if kind == "RETRIEVER" and _lacks_ids(attrs if keys is None else keys,
+                                                                             wanted.id_part) else None)
     if _OUTPUT not in mapped and (kind == "RETRIEVER" or not _is_generator(kind, operation)
                                   or _plain_output(attrs) is None):
         del attrs[_OUTPUT]
@@ -624,7 +647,7 @@ def _span(span: object, at: str, where: _Where, wanted: _Wanted) -> _Span:
     kind, operation, name = attributes.get(_KIND), attributes.get(_OPERATION), span.get("name")
     name = shared.setdefault(name, name) if isinstance(name, str) else ""
     kind, operation = kind.upper() if isinstance(kind, str) else "", operation if isinstance(operation, str) else ""
-    output_ids = _cut_io(attributes, kind, operation, wanted.mapped)  # memory for what is read, as the receiver
+    output_ids = _cut_io(attributes, kind, operation, wanted)  # memory for what is read, as the receiver
     return _Span(trace_id.strip().lower(), span_id, parent.strip(), name, not parent.strip(), start, kind, operation,
                  attributes, output_ids and share_ids(shared, output_ids))
 
