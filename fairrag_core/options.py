@@ -47,8 +47,8 @@ from .option_types import alphas_arg, positive_arg, seed_arg, whole_arg
 
 __all__ = ["Kind", "Option", "Entry", "option", "no_option", "options_of", "option_default", "add_option",
            "add_options", "settings_from_args", "setting_entries", "settings_argv", "argv", "render", "command_path",
-           "SEED", "MIN_REL", "COLLECTION", "RETRIEVER", "MODEL", "DEVICE", "GENERATOR", "NLI", "PROMPT_STYLE", "JSON",
-           "TRACE_MAP", "MULTI_RETRIEVAL", "PROVIDER_FROM", "PROVIDER_MAP", "WHAT_IF_ALPHAS", "WHAT_IF_SAMPLES"]
+           "SEED", "MIN_REL", "COLLECTION", "RETRIEVER", "MODEL", "DEVICE", "QUERY", "GENERATOR", "NLI", "PROMPT_STYLE",
+           "JSON", "TRACE_MAP", "MULTI_RETRIEVAL", "PROVIDER_FROM", "PROVIDER_MAP", "WHAT_IF_ALPHAS", "WHAT_IF_SAMPLES"]
 
 _KEY = "fairrag_option"
 
@@ -382,6 +382,8 @@ RETRIEVER = Option(("--retriever",), "first-stage scorer; dense uses the offline
 #: ``--model``: the dense retriever's model.
 MODEL = Option(("--model",), "dense model: short name (minilm), HF id or local folder",
                default_text="MiniLM for dense")
+QUERY = Option(("--query",), "the question; if it is one of the collection's queries, its relevance labels give EE-R "
+               "(and its gold answer EU)", required=True)
 #: ``--device``: where models run (not part of a run's record: it does not change its numbers).
 DEVICE = Option(("--device",), "where models run: cpu, cuda or mps", default_text="auto")
 #: ``--generator``, ``--nli``, ``--prompt-style``: the models a run with answers used (the CLI binds their defaults

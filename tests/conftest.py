@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # No persistent answer/judgement cache unless a test passes its own DiskCache: counts of model calls must not depend
 # on what an earlier test run left in ~/.cache/fairrag/cache.sqlite.
 os.environ.setdefault("FAIRRAG_CACHE_DB", "off")
+# Commands that save their run by default (exposure-sweep, sweep, audit-log) save into a store of this test session,
+# never into ~/.cache/fairrag/runs.duckdb.
+os.environ.setdefault("FAIRRAG_RUNS", str(Path(tempfile.mkdtemp(prefix="fairrag-test-runs-")) / "runs.duckdb"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/exact.py
 
 from fairrag_core import load_collection

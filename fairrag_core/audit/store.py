@@ -283,10 +283,12 @@ class RunStore:
 
         ``owner``: who saved it (the app's key for a browser; None from the CLI). The rows go in first and the
         ``runs`` line last, in one transaction: a reader never lists a run whose rows are not all there, and a
-        process killed mid-save leaves no trace.
+        process killed mid-save leaves no trace. The record keeps its inputs' names and sha256
+        (:meth:`~fairrag_core.record.RunRecord.with_inputs`) and the software that made it, so a stored run names
+        both even after its collection has changed.
         """
         run_id = uuid.uuid4().hex[:12]
-        record = run.record
+        record = run.record.with_inputs()
         records = _records(run.table)
         detail_records = _records(run.documents) if run.documents is not None and len(run.documents) else []
         config = json.dumps(record.to_dict())
@@ -325,7 +327,8 @@ class RunStore:
         records = [RunRecord.from_dict(json.loads(c), kind=k) for c, k in zip(runs.pop("config"), runs["kind"])]
         runs["generator"] = [r.generator for r in records]
         runs["retriever"] = [r.retriever for r in records]
-        runs["alphas"] = [list(getattr(r.config, "alphas", ())) for r in records]
+        runs["alphas"] = [list(getattr(r.config, "alphas", None) or ((r.config.alpha,) if hasattr(r.config, "alpha")
+                                                                     else ())) for r in records]  # a rank: its α
         runs["n_samples"] = [getattr(r.config, "n_samples", None) for r in records]  # a log audit has no N
         runs["k"] = [getattr(r.config, "k", None) for r in records]
         runs["seed"] = [r.seed for r in records]

@@ -46,8 +46,14 @@ def add_command(sub, name: str, handler: Callable, **kwargs: Any) -> argparse.Ar
     return p
 
 
-def add_store(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--store`` and ``--no-store`` (``what``: what the command would save, for the help)."""
+def add_store(parser: argparse.ArgumentParser, what: str, *, opt_in: bool = False) -> None:
+    """``--store`` and ``--no-store`` (``what``: what the command would save, for the help); with ``opt_in``, only
+    ``--store [PATH]``: the command saves ``what`` only when asked (``rank``, a quick look that stays quick)."""
+    if opt_in:
+        parser.add_argument("--store", nargs="?", const="", default=None, metavar="PATH",
+                            help=f"save {what} in the run store: this DuckDB file, or without PATH "
+                                 "~/.cache/fairrag/runs.duckdb (default: not saved)")
+        return
     parser.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
     parser.add_argument("--no-store", action="store_true", help=f"do not save {what} in the run store")
 
@@ -123,11 +129,13 @@ def keep_run(args, run, *, label: str | None = None, outputs: Sequence[tuple[str
     losing the run when one of them fails: a full disk, a read-only or damaged store, an unwritable path each
     becomes a problem line naming the fix, and the caller prints the result all the same (issue: a full store
     printed only the store's error after a finished audit). Each problem is also one warning line on standard error
-    (the result goes to standard output)."""
+    (the result goes to standard output). A command with an opt-in ``--store`` (:func:`add_store`) saves only when
+    it was given."""
     from ..audit.store import RunStore
 
     run_id, problems = None, []
-    if not getattr(args, "no_store", False):
+    opted_out = args.no_store if hasattr(args, "no_store") else args.store is None  # opt-in: --store given
+    if not opted_out:
         try:
             with RunStore(args.store) as store:
                 run_id = store.save(run, label=label)
@@ -152,7 +160,8 @@ def load_inputs(args) -> tuple[DataCollection, Retriever]:
     ``--retriever``)."""
     collection = load_collection(args.collection)
     return collection, build_retriever(getattr(args, "retriever", "bm25"), collection.texts,
-                                       model=getattr(args, "model", None), device=getattr(args, "device", None))
+                                       model=getattr(args, "model", None), device=getattr(args, "device", None),
+                                       collection=collection.name)
 
 
 def load_models(args, *, attributor: bool = True) -> tuple:

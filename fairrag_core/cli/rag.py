@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..data.export import write_table
+from ..data.export import HEADER_KEY, write_table
 from ..options import (
     GENERATOR,
     NLI,
@@ -20,6 +20,7 @@ from ..options import (
 )
 from ..rag.pipeline import AnswerSettings, RagConfig
 from ..rag.sweep import RagSweepConfig
+from ..ranking.sweep import left_out, unjudged_queries
 from ..settings import SamplingSettings
 from .backend_options import add_backend, inputs_spec, models_spec, on_backend
 from .common import (
@@ -222,11 +223,15 @@ def _cmd_rag_sweep(args, out) -> int:
     table2 = utility_by_disparity_table(table)
     base = Path(args.output).with_suffix("") if args.output else None
     paths = [base.with_suffix(".csv"), base.with_suffix(".parquet")] if base else []  # write_table: by suffix
-    outputs = [(str(path), lambda path=path: write_table(table, path)) for path in paths]
+    header = record.header()
+    outputs = [(str(path), lambda path=path: write_table(table, path, header=header)) for path in paths]
     kept = keep_run(args, run, outputs=outputs)
+    omitted = left_out(table, unjudged_queries(collection, table["query_id"].unique()), labelled="EE-R and the oracle",
+                       kept_for="Tables 1–2", everyone="the means per α")
     if args.json:
-        return print_json({**kept.to_dict(), "config": record.to_dict(), "command": record.command(),
-                           "rows": records(table), "table1": records(table1), "table2": records(table2)}, out, indent=2)
+        return print_json({**kept.to_dict(), HEADER_KEY: header, "config": record.to_dict(),
+                           "command": record.command(), "rows": records(table), "table1": records(table1),
+                           "table2": records(table2), "left_out": omitted}, out, indent=2)
     print(f"RAG sweep on {record.collection_name}: {record.generator} + {record.attributor}, k={config.k}, "
           f"N={config.n_samples}, labels={config.usefulness.value}, seed={record.seed}", file=out)
     print(f"{record.sampled_rankings} sampled rankings → {record.generator_calls} generator calls, "
@@ -234,10 +239,12 @@ def _cmd_rag_sweep(args, out) -> int:
     means = table.groupby(["system", "alpha"])[["ee_d", "ee_r", "eu", "eu_normalised", "ear", "eae_d"]].mean()
     print("\nMean per α (all queries):", file=out)
     print(means.round(3).to_string(), file=out)
+    print(f"\n{omitted}", file=out)
     print("\nTable 1 — disparity vs quality (queries with ≥ 2 useful items):", file=out)
     print(table1.round(3).to_string(index=False), file=out)
     print(f"\nTable 2 — EU minus deterministic EU ({table2.attrs['baseline_mean']:.3f}) per EE-D interval:", file=out)
     print(table2.round(3).to_string(index=False), file=out)
     kept.print_text(out)
+    print(f"Made by {header['package']} {header['version']}, commit {header['commit']}", file=out)
     print(f"Reproduce with: {record.command()}", file=out)
     return 0

@@ -1,17 +1,20 @@
 """Commands about rankings and exposure: ``collections``, ``rank`` (one query) and ``exposure-sweep`` (a query set
-× α grid). Kim & Diaz (2025), §3.2–3.3."""
+× α grid). Kim & Diaz (2025), §3.2–3.3.
+
+Both keep a record (:mod:`fairrag_core.record`): ``exposure-sweep`` is saved in the run store unless ``--no-store``;
+``rank``, a quick look, only with ``--store [PATH]`` (:func:`rank_run`: its sampled and deterministic rows as a
+sweep's). Their ``--json`` and ``--output`` carry the record's header (version, commit, inputs' sha256, settings).
+"""
 
 from __future__ import annotations
-
-import shlex
 
 import numpy as np
 
 from ..data import DEMO_COLLECTIONS, load_collection
-from ..data.export import write_table
+from ..data.export import HEADER_KEY, write_table
 from ..metrics.registry import METRICS
 from ..option_types import count_arg
-from ..options import COLLECTION, MODEL, RETRIEVER, Entry, Option, add_option, argv, setting_entries
+from ..options import COLLECTION, MODEL, QUERY, RETRIEVER, Entry, add_option
 from ..ranking import (
     RankingConfig,
     RankingRun,
@@ -21,14 +24,24 @@ from ..ranking import (
     summarise_sweep,
 )
 from ..ranking.run import providers_among
+from ..ranking.sweep import left_out, system_of
+from ..record import RunKind, RunRecord, SweepRun
 from .backend_options import add_backend, on_backend
-from .common import add_command, add_common, bar, fmt, load_inputs, print_json, print_undefined, records, settings
+from .common import (
+    add_command,
+    add_common,
+    add_store,
+    bar,
+    fmt,
+    keep_run,
+    load_inputs,
+    print_json,
+    print_undefined,
+    records,
+    settings,
+)
 
-__all__ = ["register", "rank_payload", "rank_command", "QUERY"]
-
-#: ``--query``: the one question of ``rank`` and ``rag``.
-QUERY = Option(("--query",), "the question; if it is one of the collection's queries, its relevance labels give EE-R "
-               "(and its gold answer EU)", required=True)
+__all__ = ["register", "rank_payload", "rank_command", "rank_run", "QUERY"]
 
 
 def register(sub) -> None:
@@ -43,22 +56,64 @@ def register(sub) -> None:
     add_common(p, RankingConfig)
     add_option(p, QUERY)
     p.add_argument("--show", type=count_arg, default=5, help="sampled rankings to print (default 5)")
+    add_store(p, "the ranking", opt_in=True)
 
     p = add_command(sub, "exposure-sweep", _cmd_sweep, help="collection × α grid → EE-D/EE-R per query and α",
-                    description="Sample rankings at each α for every query with relevance labels and report EE-D and "
-                                "EE-R (the retrieval half of the paper's Figures 3 and 4).")
+                    description="Sample rankings at each α for every query and report EE-D (every query) and EE-R "
+                                "(the queries with relevance labels; the output names those left out and why): the "
+                                "retrieval half of the paper's Figures 3 and 4. Saved in the run store.")
     add_common(p, SweepConfig)
-    p.add_argument("--output", default=None, help="also write the per-query table to this .csv file")
+    p.add_argument("--output", default=None, help="also write the per-query table to this .csv file (after '# key: "
+                                                  "value' header lines: read it with pandas.read_csv(path, "
+                                                  "comment='#')) or .parquet")
+    add_store(p, "the sweep")
     add_backend(p, unit="α (all queries at once, from the α's own seeded stream)")
 
 
 def rank_command(run: RankingRun) -> str:
-    """The ``rank`` command that reproduces ``run``, from the option declarations of its inputs and
-    :class:`~fairrag_core.ranking.RankingConfig` (collection as :func:`~fairrag_core.options.command_path` names it,
-    the seed the run drew)."""
-    inputs = retrieval_inputs(run) + [Entry(QUERY, run.query_text)]
-    words = argv(inputs + setting_entries(run.config, values={"seed": run.seed}))
-    return shlex.join(["python", "-m", "fairrag_core", "rank", *words])
+    """The ``rank`` command that reproduces ``run``: its record's (:func:`rank_record`), from the option declarations
+    of its inputs and :class:`~fairrag_core.ranking.RankingConfig` (collection as
+    :func:`~fairrag_core.options.command_path` names it, the seed the run drew)."""
+    return rank_record(run).command()
+
+
+def rank_record(run: RankingRun) -> RunRecord:
+    """The record of a ``rank`` run: its collection, retriever, settings, the seed it drew and the query (its text
+    in ``extra["query"]``, its id in ``query_ids`` when it is one of the collection's)."""
+    return RunRecord(kind=RunKind.RANK, collection=run.collection.source or run.collection.name,
+                     retriever=run.retriever, config=run.config, seed=run.seed,
+                     query_ids=(run.query.query_id,) if run.query else (), sampled_rankings=run.config.n_samples,
+                     extra={"query": run.query_text, "candidates_used": int(run.candidate_indices.size)})
+
+
+def rank_run(run: RankingRun) -> SweepRun:
+    """A ``rank`` run as the run store keeps it: a sweep's rows (``query_id, system, alpha, n, m,
+    fairness_question, ee_d, ee_d_low, ee_d_high, ee_d_plug_in, ee_r, providers_reached``) for the sampled ranker
+    at α and the deterministic one (α = inf), and their per-candidate exposure as a sweep's documents, so that
+    ``runs show``/``compare`` and the app's Audit page read it as they read a sweep."""
+    import pandas as pd
+
+    docs = run.documents_table()
+    qid = run.query.query_id if run.query else None
+    useful = 0 if run.labels is None else int(run.labels.sum())
+    systems = [(run.config.alpha, run.summary, "exposure")]
+    if not np.isinf(run.config.alpha):
+        systems.append((float("inf"), run.deterministic_summary, "deterministic_exposure"))
+    rows, documents = [], []
+    for alpha, summary, column in systems:
+        interval = summary.ee_d
+        rows.append({"query_id": qid, "system": system_of(alpha), "alpha": alpha, "n": int(docs.shape[0]),
+                     "m": useful, "fairness_question": useful > 1, "ee_d": summary.ee_d_value,
+                     "ee_d_low": None if interval is None else interval.low,
+                     "ee_d_high": None if interval is None else interval.high,
+                     "ee_d_plug_in": summary.ee_d_plug_in,
+                     "ee_r": np.nan if summary.ee_r is None and summary.ee_r_plug_in is None else (
+                         summary.ee_r.estimate if summary.ee_r is not None else summary.ee_r_plug_in),
+                     "providers_reached": int(docs.loc[docs[column] > 0, "provider"].nunique())})
+        documents.append(pd.DataFrame({"query_id": qid, "alpha": alpha, "doc_id": docs["doc_id"],
+                                       "exposure": docs[column], "target_exposure": docs["target_exposure"]}))
+    return SweepRun(record=rank_record(run), table=pd.DataFrame(rows),
+                    documents=pd.concat(documents, ignore_index=True))
 
 
 def retrieval_inputs(run: RankingRun) -> list[Entry]:
@@ -101,6 +156,7 @@ def rank_payload(run: RankingRun) -> dict:
         "providers": records(providers),
         "notes": list(run.notes),
         "command": rank_command(run),
+        HEADER_KEY: rank_record(run).header(),
     }
 
 
@@ -185,9 +241,12 @@ def _right_aligned(rows: list[dict]) -> str:
 def _cmd_rank(args, out) -> int:
     collection, retriever = load_inputs(args)
     run = run_ranking(collection, retriever, args.query, settings(RankingConfig, args))
+    kept = keep_run(args, rank_run(run), label=run.query_text[:60])
     if args.json:
-        return print_json(rank_payload(run), out, indent=2, ensure_ascii=False)
+        stored = kept.to_dict() if args.store is not None else {}
+        return print_json({**rank_payload(run), **stored}, out, indent=2, ensure_ascii=False)
     _print_rank(run, args.show, out)
+    kept.print_text(out)
     return 0
 
 
@@ -203,11 +262,14 @@ def _cmd_sweep(args, out) -> int:
     run = on_backend(args, lambda: exposure_sweep(collection, retriever, config), remote)
     table, record = run.table, run.record
     summary = summarise_sweep(table)
-    if args.output:
-        write_table(table, args.output)
+    header = record.header()
+    outputs = [(args.output, lambda: write_table(table, args.output, header=header))] if args.output else []
+    kept = keep_run(args, run, outputs=outputs)
+    unjudged = record.extra.get("unjudged_queries", ())
     if args.json:
-        return print_json({"config": record.to_dict(), "command": record.command(), "rows": records(table),
-                           "summary": records(summary)}, out, indent=2)
+        return print_json({**kept.to_dict(), HEADER_KEY: header, "config": record.to_dict(),
+                           "command": record.command(), "rows": records(table), "summary": records(summary),
+                           "left_out": left_out(table, unjudged)}, out, indent=2)
     print(f"Exposure sweep on {record.collection_name} ({record.retriever}, {record.extra['candidates_used']} "
           f"candidates, k={config.k}, N={config.n_samples}, seed={record.seed})\n", file=out)
     for note in record.extra.get("notes", ()):
@@ -215,10 +277,12 @@ def _cmd_sweep(args, out) -> int:
     wide = table.pivot(index="query_id", columns="alpha", values=["ee_d", "ee_r"])
     wide.columns = [f"{metric.upper().replace('_', '-')} α={alpha:g}" for metric, alpha in wide.columns]
     print(wide.round(3).to_string(), file=out)
-    dropped = int((~table.drop_duplicates("query_id")["fairness_question"]).sum())
-    print(f"\nMean over queries with ≥ 2 useful documents ({dropped} left out):", file=out)
+    print(f"\n{left_out(table, unjudged)}", file=out)
+    print("Means per α (EE-D over every query, EE-R over ee_r_queries):", file=out)
     print(summary.round(3).to_string(index=False), file=out)
-    if args.output:
+    if args.output and not any(p.startswith(f"{args.output} ") for p in kept.problems):
         print(f"\nPer-query table written to {args.output}", file=out)
+    kept.print_text(out)
+    print(f"Made by {header['package']} {header['version']}, commit {header['commit']}", file=out)
     print(f"Reproduce with: {record.command()}", file=out)
     return 0

@@ -1,4 +1,4 @@
-"""``runs``: list, show, compare or delete the runs saved in the DuckDB run store."""
+"""``runs``: list, show, compare, export or delete the runs saved in the DuckDB run store."""
 
 from __future__ import annotations
 
@@ -14,13 +14,17 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add ``runs`` to the command parser ``sub``."""
-    p = sub.add_parser("runs", help="list, show, compare or delete saved runs in the DuckDB run store",
+    p = sub.add_parser("runs", help="list, show, compare, export or delete saved runs in the DuckDB run store",
                        description="`runs` lists saved runs; `runs show ID` prints one with the command that "
                                    "reproduces it; `runs compare ID ID…` puts mean metrics per α side by side (log "
-                                   "audits: their means over queries).")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "delete"])
+                                   "audits: their means over queries; two sweeps: also the second minus the first); "
+                                   "`runs export ID --output FILE` writes its table with its header (.csv, .parquet "
+                                   "or .json).")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show", "compare", "export", "delete"])
     p.add_argument("run_ids", nargs="*", default=[])
     p.add_argument("--store", default=None, help="DuckDB run store (default ~/.cache/fairrag/runs.duckdb)")
+    p.add_argument("--output", default=None, help="export: the file to write (.csv with '# key: value' header lines, "
+                                                  ".parquet, or .json with the header under 'fairrag')")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_cmd_runs)
 
@@ -52,9 +56,13 @@ def _cmd_runs(args, out) -> int:
                     "`runs compare` puts sweeps (per α) or log audits side by side, not a mix or a comparison; "
                     "compare them with `python -m fairrag_core compare-runs run:ID run:ID --collection NAME`")
             merged = pd.concat({run_id: _means(run) for run_id, run in runs.items()}, axis=1)
+            if len(runs) == 2 and logs == {False}:  # two sweeps
+                merged = _with_difference(merged, *runs)
             print(merged.to_json(orient="split") if args.json else merged.round(3).to_string(), file=out)
             return 0
         run = store.load(args.run_ids[0])
+        if args.action == "export":
+            return _export(run, args.output, out)
         if args.json:
             print(json.dumps({"config": run.record.to_dict(), "command": run.record.command(),
                               "rows": json.loads(run.table.to_json(orient="records"))}), file=out)
@@ -62,6 +70,34 @@ def _cmd_runs(args, out) -> int:
             print(f"Reproduce with: {run.record.command()}\n", file=out)
             print(json.dumps(run.record.to_dict(), indent=2, default=str), file=out)
             print(run.table.to_string(index=False), file=out)
+    return 0
+
+
+def _with_difference(merged, first: str, second: str):
+    """Two sweeps' means per α with ``<second> − <first>`` per metric they share, on the α both ran (NaN
+    elsewhere)."""
+    import pandas as pd
+
+    shared = [m for m in merged[first].columns if m in merged[second].columns]
+    difference = merged[second][shared] - merged[first][shared]
+    return pd.concat([merged, pd.concat({f"{second} − {first}": difference}, axis=1)], axis=1)
+
+
+def _export(run, path: str | None, out) -> int:
+    """``runs export ID --output FILE``: the stored table with the run's header (:meth:`RunRecord.header`): a CSV's
+    ``# key: value`` lines, Parquet's ``attrs``, or JSON ``{"fairrag": header, "rows": […]}``."""
+    from ..data.export import HEADER_KEY, write_table
+    from .common import records
+
+    if not path:
+        raise InvalidParameterError("give the file to write: runs export ID --output FILE (.csv, .parquet or .json)")
+    header = run.record.header()
+    if path.lower().endswith(".json"):
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({HEADER_KEY: header, "rows": records(run.table)}, handle, indent=2, ensure_ascii=False)
+    else:
+        write_table(run.table, path, header=header)
+    print(f"wrote {path} ({len(run.table)} rows of run {run.run_id}, {header['kind']})", file=out)
     return 0
 
 

@@ -3,11 +3,18 @@
 Reproduces the retrieval side of Kim & Diaz (2025), Fig. 3 (EE-D by α) and Fig. 4 (EE-R vs EE-D).
 Sampling is batched over queries for each α, and every (α) draw has its own seeded stream, so a
 sweep is reproducible from ``(collection, retriever, alphas, N, k, seed, candidates, min_rel)``.
+
+Which queries count where (:func:`left_out`): EE-D needs no relevance labels (Kim & Diaz 2025, Eq. 16: ‖ε‖²/k), so a
+sweep runs every query of the collection and EE-D is measured on each. EE-R needs the useful documents (Eq. 28: ε
+against the target ε* of the qrels): it is undefined for a query without judgements or without a useful candidate,
+and its means keep the queries with at least two useful candidates, as the paper's collections do ("we discarded
+entries that have only one useful item", §4: with one useful item there is no fairness question among them).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection as Ids
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,7 +37,8 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
     import pandas as pd
 
 __all__ = ["SweepConfig", "DEFAULT_ALPHAS", "ExposurePlan", "plan_exposure_sweep", "exposure_alpha",
-           "collect_exposure_sweep", "exposure_sweep", "summarise_sweep", "select_queries", "system_of"]
+           "collect_exposure_sweep", "exposure_sweep", "summarise_sweep", "select_queries", "system_of", "left_out",
+           "unjudged_queries"]
 
 #: The paper's grid (Kim & Diaz 2025, §4).
 DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0)
@@ -38,8 +46,8 @@ DEFAULT_ALPHAS: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0)
 
 @dataclass(frozen=True, kw_only=True)
 class SweepConfig(SamplingSettings):
-    """An exposure sweep: the α grid (``inf`` = the deterministic ranker) over a query set (empty: every query
-    with qrels), with the shared sampling settings."""
+    """An exposure sweep: the α grid (``inf`` = the deterministic ranker) over a query set (empty: every query;
+    EE-R is measured on those with relevance labels, module docstring), with the shared sampling settings."""
 
     alphas: tuple[float, ...] = option("--alphas", default=DEFAULT_ALPHAS, parse=alphas_arg,
                                        help="comma-separated α grid (inf = the deterministic ranker)")
@@ -56,10 +64,48 @@ def select_queries(collection: Collection, query_ids: Sequence[str], *, need_qre
     else:
         queries = list(collection.queries)
     if not queries:
-        raise InvalidParameterError(
-            f"collection {collection.name!r} has no queries with relevance labels; add queries.jsonl and qrels.txt"
-        )
+        what = "queries with relevance labels; add queries.jsonl and qrels.txt" if need_qrels else \
+            "queries; add queries.jsonl"
+        raise InvalidParameterError(f"collection {collection.name!r} has no {what}")
     return queries
+
+
+def unjudged_queries(collection: Collection, query_ids: Sequence[str]) -> tuple[str, ...]:
+    """The ids among ``query_ids`` that have no relevance judgements in ``collection``'s qrels."""
+    return tuple(q for q in query_ids if q not in collection.qrels)
+
+
+def left_out(table: pd.DataFrame, unjudged: Ids[str], *, labelled: str = "EE-R", kept_for: str | None = None,
+             everyone: str = "EE-D and providers reached", shown: int = 10) -> str:
+    """Which queries a sweep's means leave out and why (module docstring), from its per-(query, α) ``table``
+    (``query_id``, ``m``: useful candidates) and the swept queries without judgements (``unjudged``). ``labelled``
+    names the metrics that need the labels, ``kept_for`` what keeps only the queries with ≥ 2 useful candidates
+    (default: ``labelled``), ``everyone`` what is measured on every query; the first ``shown`` ids of each reason
+    are named.
+
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"query_id": ["a", "b", "c", "d"], "m": [3, 0, 1, 0]})
+    >>> print(left_out(table, {"d"}))
+    Swept 4 queries: EE-D and providers reached on all 4 (they need no relevance labels); EE-R on the 1 with ≥ 2 \
+useful candidates. Left out of EE-R: 1 of 4 without relevance judgements (EE-R undefined): d; 1 with no useful \
+candidate among the first-stage candidates (EE-R undefined): b; 1 with one useful candidate (no fairness question \
+among one, as in Kim & Diaz 2025, §4): c.
+    """
+    useful = table.drop_duplicates("query_id").set_index("query_id")["m"]
+    total = len(useful)
+    groups = (
+        (f"of {total} without relevance judgements ({labelled} undefined)", [q for q in useful.index if q in unjudged]),
+        (f"with no useful candidate among the first-stage candidates ({labelled} undefined)",
+         [q for q, m in useful.items() if m == 0 and q not in unjudged]),
+        ("with one useful candidate (no fairness question among one, as in Kim & Diaz 2025, §4)",
+         [q for q, m in useful.items() if m == 1]),
+    )
+    kept, kept_for = int((useful >= 2).sum()), kept_for or labelled
+    text = (f"Swept {total} queries: {everyone} on all {total} (they need no relevance labels); "
+            f"{kept_for} on the {kept} with ≥ 2 useful candidates.")
+    parts = [f"{len(ids)} {why}: {', '.join(map(str, ids[:shown]))}{', …' if len(ids) > shown else ''}"
+             for why, ids in groups if ids]
+    return text + (f" Left out of {kept_for}: {'; '.join(parts)}." if parts else f" None left out of {kept_for}.")
 
 
 def system_of(alpha: float) -> str:
@@ -87,6 +133,7 @@ class ExposurePlan:
     useful: np.ndarray  # (queries, n_candidates) bool
     providers: np.ndarray  # (documents,) provider of every document
     doc_ids: np.ndarray  # (documents,) object
+    unjudged: tuple[str, ...] = ()  # the swept queries without relevance judgements (EE-R undefined)
 
     @property
     def tasks(self) -> list[int]:
@@ -99,7 +146,7 @@ def plan_exposure_sweep(collection: Collection, retriever: Retriever, config: Sw
     if not config.alphas:
         raise InvalidParameterError("give at least one α value, e.g. 0,1,2,4,8")
     alphas = tuple(check_alpha(a) for a in config.alphas)
-    queries = select_queries(collection, config.query_ids, need_qrels=True)
+    queries = select_queries(collection, config.query_ids, need_qrels=False)
     seed = config.seed if config.seed is not None else new_seed()
     scores = retriever.score_batch([q.text for q in queries])
     n_cand = len(collection) if config.candidates is None else min(config.candidates, len(collection))
@@ -112,7 +159,8 @@ def plan_exposure_sweep(collection: Collection, retriever: Retriever, config: Sw
         candidates=np.stack([c.indices for c in cands]), scores=np.stack([c.scores for c in cands]),
         useful=np.stack([collection.useful(q.query_id, min_rel=config.min_rel)[c.indices]
                          for q, c in zip(queries, cands)]),
-        providers=np.asarray(collection.providers), doc_ids=np.array(collection.doc_ids, dtype=object))
+        providers=np.asarray(collection.providers), doc_ids=np.array(collection.doc_ids, dtype=object),
+        unjudged=unjudged_queries(collection, [q.query_id for q in queries]))
 
 
 def exposure_alpha(plan: ExposurePlan, a_index: int) -> tuple[list[dict], list[pd.DataFrame]]:
@@ -173,7 +221,7 @@ def collect_exposure_sweep(plan: ExposurePlan,
     record = RunRecord(kind=RunKind.EXPOSURE_SWEEP, collection=plan.collection, retriever=plan.retriever,
                        config=plan.config, seed=plan.seed, query_ids=plan.query_ids,
                        sampled_rankings=len(rows) * plan.config.n_samples,
-                       extra={"candidates_used": plan.n_candidates} | (
+                       extra={"candidates_used": plan.n_candidates, "unjudged_queries": list(plan.unjudged)} | (
                            {"notes": notes} if (notes := sweep_notes(plan)) else {}))
     return SweepRun(record=record, table=pd.DataFrame(rows), documents=pd.concat(documents, ignore_index=True))
 
@@ -197,14 +245,12 @@ def exposure_sweep(collection: Collection, retriever: Retriever, config: SweepCo
 
 
 def summarise_sweep(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean EE-D, EE-R and providers reached per α over the queries that carry a fairness question."""
-    kept = table[table["fairness_question"]]
-    if kept.empty:
-        kept = table
-    summary = kept.groupby("alpha", as_index=False).agg(
-        queries=("query_id", "nunique"),
-        ee_d=("ee_d", "mean"),
-        ee_r=("ee_r", "mean"),
-        providers_reached=("providers_reached", "mean"),
-    )
-    return summary
+    """Per α: mean EE-D and providers reached over every swept query (``queries``), mean EE-R over the queries
+    that carry a fairness question, ≥ 2 useful candidates (``ee_r_queries``; module docstring, :func:`left_out`)."""
+    everyone = table.groupby("alpha", as_index=False).agg(
+        queries=("query_id", "nunique"), ee_d=("ee_d", "mean"), providers_reached=("providers_reached", "mean"))
+    judged = table[table["fairness_question"]].groupby("alpha").agg(
+        ee_r_queries=("query_id", "nunique"), ee_r=("ee_r", "mean"))
+    summary = everyone.join(judged, on="alpha")
+    summary["ee_r_queries"] = summary["ee_r_queries"].fillna(0).astype(int)
+    return summary[["alpha", "queries", "ee_d", "ee_r_queries", "ee_r", "providers_reached"]]

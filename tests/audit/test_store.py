@@ -36,7 +36,9 @@ def test_save_list_load_delete(tmp_path):
         assert listed.loc[0, "generator"] == "smollm2-135m" and listed.loc[0, "seed"] == 7
         assert listed.loc[0, "alphas"] == [0.0, 2.0] and listed.loc[0, "kind"] == "rag-sweep"
         loaded = store.load(run_id)
-        assert loaded.run_id == run_id and loaded.record == run.record
+        assert loaded.run_id == run_id and loaded.record == run.record.with_inputs()  # kept with its inputs
+        assert [i["role"] for i in loaded.record.extra["inputs"]] == ["collection", "queries", "qrels"]
+        assert loaded.record.software == run.record.software and loaded.record.software["package"] == "fairrag-core"
         assert loaded.table["ee_d"].tolist() == [0.1, 1.0] and loaded.table["query_id"].tolist() == ["q1", "q2"]
         assert loaded.documents.empty
         store.delete(run_id)

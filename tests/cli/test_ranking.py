@@ -36,19 +36,63 @@ def test_rank_json_and_exposure_spreads_as_alpha_falls():
 
 
 def test_exposure_sweep_json_and_csv(tmp_path):
+    """The CSV and the JSON carry the same header (issue 30): the run's settings, inputs with sha256, version and
+    commit; pandas reads the CSV's table with comment='#', read_header its header."""
+    import pandas as pd
+
+    from fairrag_core.data.demo import demo_folder
+    from fairrag_core.data.export import read_header
+    from fairrag_core.data.identity import collection_sha256
+    from fairrag_core.record import software
+
     out_csv = tmp_path / "sweep.csv"
     code, text = run(["exposure-sweep", "--collection", "people", "--alphas", "0,4", "--samples", "20",
-                      "--seed", "2", "--json", "--output", str(out_csv)])
+                      "--seed", "2", "--json", "--output", str(out_csv), "--store", str(tmp_path / "runs.duckdb")])
     assert code == 0
     payload = json.loads(text)
     assert payload["config"]["config"]["alphas"] == [0.0, 4.0]
-    assert len(payload["rows"]) == 2 * 22 and out_csv.read_text().startswith("query_id,system,alpha")
+    assert len(payload["rows"]) == 2 * 22
+    table = pd.read_csv(out_csv, comment="#")
+    assert list(table.columns[:3]) == ["query_id", "system", "alpha"] and len(table) == 2 * 22
+    assert table["ee_d"].tolist() == pytest.approx([row["ee_d"] for row in payload["rows"]])
+    header = read_header(out_csv)
+    assert header == payload["fairrag"]
+    assert header["version"] == software()["version"] and header["commit"] == software()["commit"]
+    assert header["seed"] == 2 and header["settings"]["n_samples"] == 20 and header["settings"]["candidates"] == 20
+    assert header["settings"]["k"] == 5 and header["command"] == payload["command"]
+    inputs = {item["role"]: item for item in header["inputs"]}
+    assert inputs["collection"]["sha256"] == collection_sha256(demo_folder("people"))
+    assert set(inputs) == {"collection", "queries", "qrels"} and len(inputs["qrels"]["sha256"]) == 64
+    assert payload["stored"] and payload["run_id"]
 
 
-def test_exposure_sweep_table():
+def test_exposure_sweep_table(tmp_path):
     code, text = run(["exposure-sweep", "--collection", "running-shoes", "--alphas", "0,8", "--samples", "20",
-                      "--seed", "2"])
-    assert code == 0 and "EE-D α=0" in text and "Mean over queries" in text
+                      "--seed", "2", "--no-store"])
+    assert code == 0 and "EE-D α=0" in text and "Swept 18 queries: EE-D and providers reached on all 18" in text
+    assert "Saved as run" not in text and "Made by fairrag-core" in text
+
+
+def test_rank_is_stored_only_when_asked(tmp_path):
+    """``rank --store PATH`` keeps the ranking as a record whose reproduce command is the one rank printed; without
+    --store nothing is saved."""
+    from fairrag_core.audit.store import RunStore
+
+    path = tmp_path / "runs.duckdb"
+    code, text = run(["rank", *MARATHON, "--alpha", "2", "--samples", "30", "--seed", "4", "--json"])
+    assert code == 0 and "run_id" not in json.loads(text) and not path.exists()
+    code, text = run(["rank", *MARATHON, "--alpha", "2", "--samples", "30", "--seed", "4", "--json",
+                      "--store", str(path)])
+    payload = json.loads(text)
+    assert code == 0 and payload["stored"]
+    stored = RunStore(path).load(payload["run_id"])
+    assert stored.record.command() == payload["command"] == payload["fairrag"]["command"]
+    sampled, deterministic = stored.table.to_dict(orient="records")
+    assert sampled["alpha"] == 2.0 and deterministic["system"] == "deterministic"
+    assert sampled["ee_d"] == pytest.approx(payload["ee_d"]["estimate"])
+    assert sampled["ee_d_plug_in"] == pytest.approx(payload["ee_d_plug_in"])
+    assert deterministic["ee_d"] == pytest.approx(payload["deterministic_ee_d"])
+    assert sampled["providers_reached"] == payload["providers_reached"]
 
 
 def test_collections_command():

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -44,8 +46,39 @@ def test_sweep_errors(shoes, shoes_bm25):
         exposure_sweep(shoes, shoes_bm25, SweepConfig(k=500))
 
 
-def test_sweep_needs_qrels(tmp_path):
+def test_sweep_needs_queries(tmp_path):
     (tmp_path / "corpus.jsonl").write_text('{"doc_id": "a", "text": "x"}\n{"doc_id": "b", "text": "y"}\n')
     c = load_collection(tmp_path)
-    with pytest.raises(InvalidParameterError, match="no queries with relevance labels"):
+    with pytest.raises(InvalidParameterError, match="has no queries; add queries.jsonl"):
         exposure_sweep(c, BM25Retriever(c.texts), SweepConfig(k=1))
+
+
+def test_a_sweep_over_partial_qrels_measures_ee_d_on_every_query_and_says_what_ee_r_leaves_out(tmp_path):
+    """Issue 30: 3 of 5 queries without judgements were silently not swept ("0 left out"). EE-D needs no labels
+    (Eq. 16), so every query is swept; EE-R (Eq. 28) is undefined without useful documents, and the means name the
+    queries they leave out and why."""
+    from fairrag_core.ranking.sweep import left_out
+
+    docs = [{"doc_id": f"d{i}", "text": f"shoe {i} marathon trail road {'fast ' * i}", "provider": f"p{i % 3}"}
+            for i in range(8)]
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"query_id": f"q{i}", "text": f"fast shoe {i}"})
+                                                    + "\n" for i in range(5)))
+    (tmp_path / "qrels.txt").write_text("q0 0 d1 1\nq0 0 d2 1\nq0 0 d3 1\nq1 0 d4 1\n")
+    c = load_collection(tmp_path)
+    run = exposure_sweep(c, BM25Retriever(c.texts), SweepConfig(alphas=(0.0, 2.0), n_samples=20, k=2, seed=1))
+    table = run.table
+    assert sorted(table["query_id"].unique()) == ["q0", "q1", "q2", "q3", "q4"]
+    assert table["ee_d"].notna().all()
+    assert table.set_index("query_id")["ee_r"].isna().groupby(level=0).all().to_dict() == {
+        "q0": False, "q1": False, "q2": True, "q3": True, "q4": True}
+    assert run.record.extra["unjudged_queries"] == ["q2", "q3", "q4"]
+    summary = summarise_sweep(table)
+    assert summary["queries"].tolist() == [5, 5] and summary["ee_r_queries"].tolist() == [1, 1]
+    at_zero = table[table["alpha"] == 0.0]
+    assert summary["ee_d"].iloc[0] == pytest.approx(at_zero["ee_d"].mean())
+    assert summary["ee_r"].iloc[0] == pytest.approx(at_zero.loc[at_zero["query_id"] == "q0", "ee_r"].item())
+    assert left_out(table, run.record.extra["unjudged_queries"]) == (
+        "Swept 5 queries: EE-D and providers reached on all 5 (they need no relevance labels); EE-R on the 1 with "
+        "≥ 2 useful candidates. Left out of EE-R: 3 of 5 without relevance judgements (EE-R undefined): q2, q3, q4; "
+        "1 with one useful candidate (no fairness question among one, as in Kim & Diaz 2025, §4): q1.")
