@@ -137,6 +137,7 @@ _INPUT, _OUTPUT, _OUTPUT_MIME = "input.value", "output.value", "output.mime_type
 _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_QUERY = "retrieval.documents", "reranker.output_documents", "reranker.query"
 _RERANKER_INPUT = "reranker.input_documents"
 _LLM_MESSAGES = "llm.output_messages"
+_QUERY_KINDS = ("RETRIEVER", "RERANKER")  # the span kinds whose input.value is the query
 _SESSION = "session.id"
 # OpenTelemetry GenAI
 _OPERATION = "gen_ai.operation.name"
@@ -570,7 +571,7 @@ def _cut_io(attrs: dict, kind: str, operation: str, wanted: _Wanted | _Unread, k
     documents (attribute ``keys``, default those of ``attrs``) lack some. An attribute the trace map names is kept
     whole."""
     mapped = wanted.mapped
-    if _INPUT in attrs and _INPUT not in mapped and kind not in ("RETRIEVER", "RERANKER"):
+    if _INPUT in attrs and _INPUT not in mapped and kind not in _QUERY_KINDS:
         del attrs[_INPUT]
     if _OUTPUT not in attrs:
         return None
@@ -1183,7 +1184,7 @@ def _assemble(trace_id: str, spans: list[_Span], trace_map: TraceMap, shared: di
         sources = [chosen, *(s for s in group if s is not chosen), *(retrievals if rerankers else ())]
         query = next((_text(s.attributes[key]) for s in sources
                       for key in (_GENAI_QUERY, _RERANKER_QUERY, _INPUT)
-                      if key in s.attributes and (key != _INPUT or s.kind in ("RETRIEVER", "RERANKER"))
+                      if key in s.attributes and (key != _INPUT or s.kind in _QUERY_KINDS)
                       and _text(s.attributes[key]) is not None), None)
     query = query or None
     if "answer" in m:

@@ -4,7 +4,9 @@ llama-index-retrievers-bm25's ``BM25Retriever``; with and without a reranking no
 LangChain chain, each with a mock LLM, over 30 documents from 3 providers and 12 queries. What the receiver
 collected, read with the default options (no ``--multi-retrieval``) and audited with the providers from the documents'
 logged metadata (``--provider-from metadata.source``), must give every request's ranking and citations, and every
-provider's retrieval and citation shares, exactly as the pipeline's own record of what it retrieved and cited does.
+provider's retrieval and citation shares, exactly as the pipeline's own record of what it retrieved and cited does;
+and the store must hold no document text (not as content, nor inside a prompt or an output). LangChain's trace has no
+``document.id``: the ids are read from its retriever span's ``output.value``, which the receiver keeps as ids only.
 
 The instrumentors and the SDK are dev requirements (requirements-dev.txt); nothing is downloaded, no model, no
 network beyond the loopback receiver.
