@@ -64,6 +64,7 @@ CLI = {
                   "--skip-degenerate", "--store", "--target-shares", "--trace-map", "--until", "--user-model",
                   "--utility", "--what-if-alphas",
                   "--what-if-samples", "-k", "log"],
+    "index": ["--all", "--collection", "--device", "--json", "--model", "--retriever", "action", "key"],
     "collect": ["--host", "--max-request-mb", "--port", "--queue", "--store", "--trace-map"],
     "warm": ["--alphas", "--cache", "--candidates", "--collection", "--control-margin", "--device",
              "--entail-threshold", "--generator", "--json", "--mark-class", "--metric", "--min-rel", "--min-support",

@@ -98,7 +98,8 @@ class InputsSpec:
 
     def build(self) -> tuple[Collection, Retriever]:
         collection = load_collection(self.collection)
-        return collection, build_retriever(self.retriever, collection.texts, model=self.model, device=self.device)
+        return collection, build_retriever(self.retriever, collection.texts, model=self.model, device=self.device,
+                                           collection=collection.name)
 
 
 class ModelsSpec(Protocol):
@@ -250,11 +251,10 @@ class FairQRSpec:
 
     def build(self) -> dict:
         from ..fairqr import build_refiner
-        from ..retrieval import BM25Retriever
-
         collection = load_collection(self.collection)
-        bm25 = BM25Retriever(collection.texts)
-        dense = build_retriever("dense", collection.texts, device=self.device) if self.dense else None
+        bm25 = build_retriever("bm25", collection.texts, collection=collection.name)
+        dense = (build_retriever("dense", collection.texts, device=self.device, collection=collection.name)
+                 if self.dense else None)
         refiners: dict[str, Any] = {}
 
         def refiner_for(category):

@@ -10,6 +10,7 @@ One module per command group, each registering its commands with a handler:
 * :mod:`.audit` — ``evaluate-run``, ``compare-runs`` (served rankings with expeval's metrics; paired comparison);
 * :mod:`.richrag` — ``aspects``, ``rich-rank`` (RichRAG: sub-aspects, the multi-faceted pool, ranked lists, NCOM);
 * :mod:`.warm` — ``warm`` (precompute a collection's answers and judgements into the disk cache);
+* :mod:`.index` — ``index`` (list, build or clear the persistent retrieval indexes);
 * :mod:`.common` — the shared options, argument types and renderers.
 
 Errors of the :class:`~fairrag_core.errors.FairRAGError` family and argument errors end with exit code 2 and one
@@ -84,6 +85,7 @@ COMMANDS: dict[str, str] = {
     "evaluate-run": "audit", "compare-runs": "audit",
     "aspects": "richrag", "rich-rank": "richrag", "train-ranker": "richrag", "rich-eval": "richrag",
     "warm": "warm",
+    "index": "index",
 }
 
 

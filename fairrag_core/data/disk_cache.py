@@ -31,7 +31,8 @@ from typing import Any
 
 from .sqlite_file import SqliteFile
 
-__all__ = ["DiskCache", "CacheStats", "cache_key", "default_cache_path", "default_disk_cache", "CACHE_ENV"]
+__all__ = ["DiskCache", "CacheStats", "cache_key", "cache_root", "default_cache_path", "default_disk_cache",
+           "CACHE_ENV"]
 
 #: Environment variable naming the cache file, or ``off`` to run without a disk cache.
 CACHE_ENV = "FAIRRAG_CACHE_DB"
@@ -53,6 +54,12 @@ def cache_key(*parts: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def cache_root() -> Path:
+    """The folder of every persistent cache: ``$FAIRRAG_CACHE``, else ``~/.cache/fairrag`` (read when called)."""
+    root = os.environ.get("FAIRRAG_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "fairrag"
+
+
 def default_cache_path() -> Path | None:
     """The cache file (``None`` when ``$FAIRRAG_CACHE_DB`` turns it off)."""
     env = os.environ.get(CACHE_ENV, "").strip()
@@ -60,8 +67,7 @@ def default_cache_path() -> Path | None:
         return None
     if env:
         return Path(env).expanduser()
-    root = os.environ.get("FAIRRAG_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "fairrag") / "cache.sqlite"
+    return cache_root() / "cache.sqlite"
 
 
 _shared: dict[Path, DiskCache] = {}

@@ -148,9 +148,11 @@ def run_ranking(
             "build the retriever from collection.texts"
         )
     seed = config.seed if config.seed is not None else new_seed()
-    all_scores = retriever.score(text) if scores is None else np.asarray(scores, dtype=np.float64)
     n_cand = len(collection) if config.candidates is None else config.candidates
-    cand = top_candidates(all_scores, n_cand)
+    if scores is None:  # the retriever's own top K (a dense one may search an HNSW graph: retrieval.index_store)
+        cand = retriever.retrieve(text, n_cand)
+    else:
+        cand = top_candidates(np.asarray(scores, dtype=np.float64), n_cand)
     check_k(config.k, cand.indices.size)
     rng = np.random.default_rng(seed)
     rankings = sample_rankings(cand.scores, alpha=config.alpha, n_samples=config.n_samples, k=config.k, seed=rng)
