@@ -217,6 +217,10 @@ def _settings(settings: ExposureSettings, overrides: Mapping[str, object]) -> Ex
     if not isinstance(settings, ExposureSettings):
         raise InvalidParameterError(f"settings must be an ExposureSettings (fairrag_core.metrics.expeval), got "
                                     f"{type(settings).__name__}")
+    if "seed" in overrides:  # only evaluate_run passes a caller's keywords here: the others take seed themselves
+        raise InvalidParameterError("evaluate_run's plug-in values draw nothing, so it takes no seed; evaluate-run's "
+                                    "--seed seeds its headline's bootstraps: fr.evaluate_served(qrels=…, run=…, "
+                                    "seed=S).mean")
     unknown = sorted(set(overrides) - set(ExposureSettings.__dataclass_fields__))
     if unknown:
         known = ", ".join(ExposureSettings.__dataclass_fields__)

@@ -296,6 +296,15 @@ def test_inputs_are_taken_by_name_in_the_cli_order_and_a_swap_names_the_python_c
         evaluate_run(qrels=qrels, run=EXPEVAL / "missing.txt")
 
 
+def test_a_seed_for_the_plug_in_table_names_the_call_that_takes_it():
+    """Issue 30: the CLI's ``evaluate-run --seed S`` seeds its headline's bootstraps; evaluate_run's plug-in table
+    draws nothing, so a seed given to it is refused with the call that uses one (not "unknown option")."""
+    qrels, run = EXPEVAL / "qrels_graded.txt", EXPEVAL / "run_a.txt"
+    with pytest.raises(InvalidParameterError, match=r"^evaluate_run's plug-in values draw nothing, so it takes no "
+                                                    r"seed; .*fr\.evaluate_served\(qrels=…, run=…, seed=S\)\.mean$"):
+        evaluate_run(qrels=qrels, run=run, seed=3)
+
+
 def test_settings_object_and_keyword_overrides_are_the_same_evaluation(inputs):
     runs, qrels = inputs
     run, judged = runs["run_a.txt"], qrels["qrels_graded.txt"]

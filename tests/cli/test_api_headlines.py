@@ -105,3 +105,19 @@ def test_compare_runs_with_a_collection_is_compare_systems(reversed_log):
     assert [f.to_dict() for f in result.findings] == payload["findings"]
     ee_d = next(row for row in payload["metrics"] if row["metric"] == "ee_d")
     assert ee_d["mean_system"] < ee_d["mean_baseline"] - 0.1  # the reversed top 3 spread exposure more
+
+
+def test_rank_and_exposure_sweep_are_run_ranking_and_exposure_sweep_with_the_same_seed():
+    """Issue 30: the library takes ``seed`` where the CLI takes --seed, and gives the CLI's headline estimator (EE-D
+    bias-corrected inside its interval, the plug-in beside it)."""
+    payload = cli_json(["rank", "--collection", "running-shoes", "--query", "best shoes for a first marathon",
+                        "--alpha", "2", "--samples", "40", "--seed", "8"])
+    shoes = fr.load_collection("running-shoes")
+    bm25 = fr.BM25Retriever(shoes.texts)
+    ranked = fr.run_ranking(shoes, bm25, "best shoes for a first marathon", fr.RankingConfig(alpha=2, n_samples=40,
+                                                                                             seed=8))
+    assert payload["ee_d"] == ranked.summary.ee_d.to_dict() and payload["ee_d_plug_in"] == ranked.summary.ee_d_plug_in
+    swept = cli_json(["exposure-sweep", "--collection", "running-shoes", "--alphas", "0,2", "--samples", "10",
+                      "--seed", "8", "--no-store"])
+    run = fr.exposure_sweep(shoes, bm25, fr.SweepConfig(alphas=(0.0, 2.0), n_samples=10, seed=8))
+    assert records(run.table) == swept["rows"] and records(fr.summarise_sweep(run.table)) == swept["summary"]

@@ -69,3 +69,59 @@ def test_compare_refuses_a_log_audit_beside_a_sweep_naming_compare_runs(log_path
     code, _ = run(["runs", "compare", sweep, audit, "--store", str(store)])
     err = capsys.readouterr().err
     assert code == 2 and "compare-runs run:ID run:ID --collection NAME" in err and len(err.strip().splitlines()) == 1
+
+
+def _sweep(store, *extra) -> dict:
+    code, text = run(["exposure-sweep", "--collection", "running-shoes", "--samples", "10", "--seed", "6",
+                      "--queries", "rs-q01,rs-q02,rs-q03", "--store", str(store), "--json", *extra])
+    assert code == 0
+    return json.loads(text)
+
+
+def test_compare_of_two_sweeps_adds_their_difference_per_alpha(tmp_path):
+    """Issue 30: ``runs compare A B`` of two stored sweeps prints B − A per α (on the α both ran)."""
+    store = tmp_path / "runs.duckdb"
+    first = _sweep(store, "--alphas", "0,2")
+    second = _sweep(store, "--alphas", "2,8", "-k", "3")
+    a, b = first["run_id"], second["run_id"]
+    code, text = run(["runs", "compare", a, b, "--store", str(store), "--json"])
+    assert code == 0
+    table = json.loads(text)
+    assert table["index"] == [0.0, 2.0, 8.0]
+    cells = {(tuple(column), alpha): value for row, alpha in zip(table["data"], table["index"], strict=True)
+             for column, value in zip(table["columns"], row, strict=True)}
+    means = {payload["run_id"]: {r["alpha"]: r for r in payload["summary"]} for payload in (first, second)}
+    difference = f"{b} − {a}"
+    assert cells[(difference, "ee_d"), 2.0] == pytest.approx(means[b][2.0]["ee_d"] - means[a][2.0]["ee_d"])
+    assert cells[(a, "ee_d"), 2.0] == pytest.approx(means[a][2.0]["ee_d"])
+    assert cells[(difference, "ee_d"), 0.0] is None and cells[(difference, "ee_d"), 8.0] is None  # one side only
+    code, text = run(["runs", "compare", a, b, "--store", str(store)])
+    assert code == 0 and difference in text.splitlines()[0]
+
+
+def test_export_writes_the_stored_table_with_its_header(tmp_path):
+    """``runs export ID --output`` writes what the sweep's own --output and --json wrote: the table, and the same
+    header (read back with pandas' comment='#', and from JSON under 'fairrag')."""
+    import pandas as pd
+
+    from fairrag_core.data.export import read_header
+
+    store = tmp_path / "runs.duckdb"
+    swept = _sweep(store, "--alphas", "0,2", "--output", str(tmp_path / "own.csv"))
+    csv_path, json_path = tmp_path / "exported.csv", tmp_path / "exported.json"
+    for path in (csv_path, json_path):
+        code, text = run(["runs", "export", swept["run_id"], "--store", str(store), "--output", str(path)])
+        assert code == 0 and text.startswith(f"wrote {path} (6 rows of run {swept['run_id']}, exposure-sweep)")
+    exported = pd.read_csv(csv_path, comment="#")
+    assert exported["ee_d"].tolist() == pytest.approx([r["ee_d"] for r in swept["rows"]])
+    assert exported.equals(pd.read_csv(tmp_path / "own.csv", comment="#"))
+    assert read_header(csv_path) == read_header(tmp_path / "own.csv") == swept["fairrag"]
+    written = json.loads(json_path.read_text(encoding="utf-8"))
+    assert written["fairrag"] == swept["fairrag"] and written["rows"] == swept["rows"]
+
+
+def test_export_without_a_file_names_the_option(tmp_path, capsys):
+    store = tmp_path / "runs.duckdb"
+    swept = _sweep(store, "--alphas", "0")
+    code, _ = run(["runs", "export", swept["run_id"], "--store", str(store)])
+    assert code == 2 and "runs export ID --output FILE" in capsys.readouterr().err
