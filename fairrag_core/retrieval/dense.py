@@ -24,6 +24,7 @@ from .index_store import (
     HNSW_M,
     RECALL_K,
     RECALL_QUERIES,
+    RECALL_TARGET,
     IndexStore,
     content_sha256,
 )
@@ -58,12 +59,13 @@ class HnswIndex:
     """An HNSW graph (Malkov & Yashunin 2020) over unit vectors, inner-product metric: FAISS ``IndexHNSWFlat``.
 
     Built with :data:`~.index_store.HNSW_M` neighbours per node and ``efConstruction`` =
-    :data:`~.index_store.HNSW_EF_CONSTRUCTION`; searched with ``efSearch`` = max(:data:`~.index_store.HNSW_EF_SEARCH`,
-    k).
+    :data:`~.index_store.HNSW_EF_CONSTRUCTION`; searched with ``efSearch`` = max(``ef_search``, k), where
+    ``ef_search`` is chosen at build by :meth:`tune` and kept in the index's manifest.
     """
 
-    def __init__(self, index) -> None:
+    def __init__(self, index, *, ef_search: int = HNSW_EF_SEARCH[-1]) -> None:
         self.index = index
+        self.ef_search = int(ef_search)
 
     @classmethod
     def build(cls, vectors: np.ndarray) -> HnswIndex:
@@ -81,10 +83,10 @@ class HnswIndex:
         return cls(index)
 
     @classmethod
-    def read(cls, path: Path) -> HnswIndex:
+    def read(cls, path: Path, *, ef_search: int = HNSW_EF_SEARCH[-1]) -> HnswIndex:
         import faiss
 
-        return cls(faiss.read_index(str(path), faiss.IO_FLAG_MMAP))
+        return cls(faiss.read_index(str(path), faiss.IO_FLAG_MMAP), ef_search=ef_search)
 
     def write(self, path: Path) -> None:
         import faiss
@@ -95,21 +97,38 @@ class HnswIndex:
         """Approximate top-``k`` indices per query row (``-1`` pads rows with fewer hits)."""
         import faiss
 
-        params = faiss.SearchParametersHNSW(efSearch=max(ef or HNSW_EF_SEARCH, k))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef or self.ef_search, k))
         _, ids = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k, params=params)
         return ids
 
-    def recall(self, vectors: np.ndarray, *, k: int = RECALL_K, n_queries: int = RECALL_QUERIES,
-               seed: int = 0) -> float:
-        """recall@k against exact search, mean over ``n_queries`` documents (drawn with ``seed``) used as queries:
-        |ANN top-k ∩ exact top-k| / k."""
+    @staticmethod
+    def _sample(vectors: np.ndarray, n_queries: int, seed: int) -> np.ndarray:
         rng = np.random.default_rng(seed)
         picks = rng.choice(vectors.shape[0], size=min(n_queries, vectors.shape[0]), replace=False)
-        queries = np.asarray(vectors[np.sort(picks)], dtype=np.float32)
-        exact = exact_top_k(vectors, queries, k)
-        approx = self.search(queries, k)
+        return np.asarray(vectors[np.sort(picks)], dtype=np.float32)
+
+    def recall(self, vectors: np.ndarray, *, k: int = RECALL_K, n_queries: int = RECALL_QUERIES, seed: int = 0,
+               ef: int | None = None, exact: np.ndarray | None = None) -> float:
+        """recall@k against exact search, mean over ``n_queries`` documents (drawn with ``seed``) used as queries:
+        |ANN top-k ∩ exact top-k| / k (``exact``: those queries' exact top-k, when already known)."""
+        queries = self._sample(vectors, n_queries, seed)
+        exact = exact_top_k(vectors, queries, k) if exact is None else exact
+        approx = self.search(queries, k, ef=ef)
         hits = [len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact)]
         return float(np.mean(hits) / exact.shape[1])
+
+    def tune(self, vectors: np.ndarray, *, k: int = RECALL_K, n_queries: int = RECALL_QUERIES,
+             seed: int = 0) -> dict[int, float]:
+        """Set :attr:`ef_search` to the smallest of :data:`~.index_store.HNSW_EF_SEARCH` whose recall@k reaches
+        :data:`~.index_store.RECALL_TARGET` (else the largest); returns the recall of each beam tried."""
+        exact = exact_top_k(vectors, self._sample(vectors, n_queries, seed), k)
+        tried: dict[int, float] = {}
+        for ef in HNSW_EF_SEARCH:
+            tried[ef] = self.recall(vectors, k=k, n_queries=n_queries, seed=seed, ef=ef, exact=exact)
+            self.ef_search = ef
+            if tried[ef] >= RECALL_TARGET:
+                break
+        return tried
 
 
 class DenseRetriever(Retriever):
@@ -156,11 +175,13 @@ class DenseRetriever(Retriever):
             if self.n_docs >= ANN_MIN_DOCS:
                 start = time.perf_counter()
                 ann = HnswIndex.build(vectors)
+                tried = ann.tune(vectors)
                 manifest.update(ann=True, hnsw={"M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION,
-                                                "ef_search": HNSW_EF_SEARCH},
+                                                "ef_search": ann.ef_search},
                                 ann_seconds=round(time.perf_counter() - start, 3),
-                                recall=round(ann.recall(vectors), 4), recall_k=RECALL_K,
-                                recall_queries=RECALL_QUERIES)
+                                recall=round(tried[ann.ef_search], 4), recall_k=RECALL_K,
+                                recall_queries=RECALL_QUERIES, recall_by_ef={str(e): round(r, 4)
+                                                                             for e, r in tried.items()})
                 extra[_HNSW_FILE] = ann.write
             manifest["build_seconds"] = round(encoded + manifest.get("ann_seconds", 0.0), 3)
             store.save(key, {"embeddings": vectors}, manifest, extra=extra)
@@ -169,7 +190,7 @@ class DenseRetriever(Retriever):
                 return vectors
         arrays, self.manifest = found
         if self.manifest.get("ann"):
-            self._ann = HnswIndex.read(store.path(key) / _HNSW_FILE)
+            self._ann = HnswIndex.read(store.path(key) / _HNSW_FILE, ef_search=self.manifest["hnsw"]["ef_search"])
         return arrays["embeddings"]
 
     @property

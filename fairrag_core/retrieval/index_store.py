@@ -44,7 +44,7 @@ from ..errors import InvalidParameterError
 
 __all__ = ["IndexStore", "IndexEntry", "default_index_store", "default_index_root", "content_sha256",
            "package_version", "INDEX_ENV", "ANN_MIN_DOCS", "HNSW_M", "HNSW_EF_CONSTRUCTION", "HNSW_EF_SEARCH",
-           "RECALL_QUERIES", "RECALL_K", "MANIFEST", "FORMAT"]
+           "RECALL_TARGET", "RECALL_QUERIES", "RECALL_K", "MANIFEST", "FORMAT"]
 
 #: Environment variable naming the index folder, or ``off`` to keep indexes in memory only.
 INDEX_ENV = "FAIRRAG_INDEX"
@@ -54,8 +54,11 @@ _OFF = {"0", "off", "false", "no", "none", "disabled"}
 ANN_MIN_DOCS = 50_000
 #: HNSW graph degree and build beam (FAISS ``IndexHNSWFlat(d, M)``, ``efConstruction``).
 HNSW_M, HNSW_EF_CONSTRUCTION = 32, 80
-#: Search beam (``efSearch``; at least K): larger is slower and closer to exact.
-HNSW_EF_SEARCH = 256
+#: Search beams (``efSearch``; at least K) tried at build, smallest first: the graph keeps the first whose recall@K
+#: reaches :data:`RECALL_TARGET` (else the largest). Larger is slower and closer to exact.
+HNSW_EF_SEARCH = (64, 128, 256, 512, 1024, 2048)
+#: The recall@K against exact search that the search beam is chosen for.
+RECALL_TARGET = 0.95
 #: Documents used as queries to measure the HNSW graph's recall@K at build, and that K (the default candidates).
 RECALL_QUERIES, RECALL_K = 100, 20
 #: The manifest's file name; a folder without it is not an index.

@@ -16,8 +16,10 @@ from fairrag_core.retrieval import BM25Retriever, build_retriever, top_candidate
 from fairrag_core.retrieval.bm25 import _SortedVocab
 from fairrag_core.retrieval.dense import DenseRetriever, HnswIndex, exact_top_k
 from fairrag_core.retrieval.index_store import (
+    HNSW_EF_SEARCH,
     INDEX_ENV,
     MANIFEST,
+    RECALL_TARGET,
     IndexStore,
     content_sha256,
     default_index_root,
@@ -150,6 +152,9 @@ def test_hnsw_recall_against_exact_search_on_random_vectors():
     found = ann.search(queries, 20)
     recall = np.mean([len(set(a) & set(e)) / 20 for a, e in zip(found.tolist(), exact.tolist())])
     assert recall >= 0.95
+    tried = ann.tune(vectors, k=20)  # the smallest beam that reaches the target, every smaller one tried first
+    assert list(tried) == list(HNSW_EF_SEARCH[:len(tried)]) and ann.ef_search == list(tried)[-1]
+    assert tried[ann.ef_search] >= RECALL_TARGET and all(r < RECALL_TARGET for r in list(tried.values())[:-1])
 
 
 class _FixedEncoder:
@@ -210,3 +215,21 @@ def test_bm25_top_k_equals_the_top_of_every_score(docs, query, k, epsilon):
     want = top_candidates(retriever.score_tokens(query), k)
     np.testing.assert_array_equal(got.indices, want.indices)
     np.testing.assert_array_equal(got.scores, want.scores)
+
+
+@pytest.mark.model
+def test_a_large_dense_index_is_searched_through_its_stored_graph(tmp_path, minilm, monkeypatch):
+    import fairrag_core.retrieval.dense as dense
+
+    monkeypatch.setattr(dense, "ANN_MIN_DOCS", 10)  # 30 texts count as large here
+    texts = [f"document {i} about {topic}" for i in range(10) for topic in ("shoes", "rain", "tax law")]
+    store = IndexStore(tmp_path)
+    assert DenseRetriever(texts, model=minilm, store=store).ann is not None  # built, tuned and stored
+    opened = DenseRetriever(texts, model=minilm, store=store)
+    assert opened.ann is not None and opened.manifest["ann"] is True
+    assert opened.manifest["recall_k"] == 20 and opened.manifest["recall"] >= RECALL_TARGET
+    assert opened.ann.ef_search == opened.manifest["hnsw"]["ef_search"]
+    got = opened.retrieve("waterproof running shoes", 5)
+    exact = opened.score("waterproof running shoes")
+    np.testing.assert_allclose(got.scores, exact[got.indices], rtol=1e-6)
+    assert set(got.indices.tolist()) == set(top_candidates(exact, 5).indices.tolist())
