@@ -41,10 +41,11 @@ def collection(source: str) -> Collection:
 def retriever(source: str, kind: str, embedder: str | None, device: str) -> Retriever:
     coll = collection(source)
     if RetrieverKind(kind) is RetrieverKind.DENSE:
-        built = build_retriever(kind, coll.texts, model=embedder, device=None if device == "auto" else device)
+        built = build_retriever(kind, coll.texts, model=embedder, device=None if device == "auto" else device,
+                                collection=coll.name)
         _ = built.doc_vectors  # embed the corpus now, under the spinner, not on the first query
     else:
-        built = build_retriever(kind, coll.texts)
+        built = build_retriever(kind, coll.texts, collection=coll.name)
     _BUILT_RETRIEVERS.add((source, kind, embedder, device))
     return built
 
