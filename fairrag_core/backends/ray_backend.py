@@ -65,9 +65,10 @@ RAY_PIN = "ray[client]==2.60.0"
 #: worker on another node behaves like the process that started the work.
 _PASSED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM")
 
-#: Folders of the node itself (joined GGUF weights, weight-only packages): where a node sets one (an image's
-#: ``ENV``), it keeps it; the driver's value, a path on another machine, only fills in where the node has none.
-_NODE_LOCAL = ("FAIRRAG_CACHE", "FAIRRAG_WEIGHTS")
+#: Folders of the node itself (joined GGUF weights, weight-only packages, retrieval indexes): where a node sets one
+#: (an image's ``ENV``), it keeps it; the driver's value, a path on another machine, only fills in where the node has
+#: none.
+_NODE_LOCAL = ("FAIRRAG_CACHE", "FAIRRAG_WEIGHTS", "FAIRRAG_INDEX")
 
 #: Seconds to wait for a TCP connection to an address, and then for a GCS to answer the cluster-id handshake:
 #: together below 15 s, the longest an address that does not work may take to fail.

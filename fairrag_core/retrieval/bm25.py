@@ -206,11 +206,12 @@ class BM25Retriever(Retriever):
             start = time.perf_counter()
             built = cls(texts, tokenizer=tokenizer, **params)
             seconds = time.perf_counter() - start
-            store.save(key, built.arrays(), {
+            if not store.try_save(key, built.arrays(), {
                 "kind": "bm25", "collection": collection or "", "n_docs": built.n_docs, "tokenizer": tok_id,
                 "params": params, "avgdl": built.avgdl, "terms": len(built.vocab), "postings": int(built._docs.size),
                 "build_seconds": round(seconds, 3),
-            })
+            }):
+                return built
             found = store.load(key)
             if found is None:  # the store cannot be read back (e.g. removed meanwhile): use what was built
                 return built

@@ -184,7 +184,8 @@ class DenseRetriever(Retriever):
                                                                              for e, r in tried.items()})
                 extra[_HNSW_FILE] = ann.write
             manifest["build_seconds"] = round(encoded + manifest.get("ann_seconds", 0.0), 3)
-            store.save(key, {"embeddings": vectors}, manifest, extra=extra)
+            if not store.try_save(key, {"embeddings": vectors}, manifest, extra=extra):
+                return vectors
             found = store.load(key)
             if found is None:
                 return vectors

@@ -32,6 +32,7 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -203,6 +204,19 @@ class IndexStore:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return final
+
+    def try_save(self, key: str, arrays: Mapping[str, np.ndarray], manifest: Mapping[str, object], *,
+                 extra: Mapping[str, Callable[[Path], None]] | None = None) -> bool:
+        """:meth:`save`, or a warning when the folder cannot be written (read-only, full, another machine's path):
+        the caller then keeps the index it built in memory. Returns whether it was saved."""
+        try:
+            self.save(key, arrays, manifest, extra=extra)
+        except OSError as err:
+            warnings.warn(f"the retrieval index was not stored in {self.root} ({err.strerror or err}); it is kept in "
+                          f"memory for this process. Point ${INDEX_ENV} to a writable folder, or set {INDEX_ENV}=off",
+                          RuntimeWarning, stacklevel=3)
+            return False
+        return True
 
     def entries(self) -> list[IndexEntry]:
         """Every complete index, oldest first."""

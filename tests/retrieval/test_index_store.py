@@ -233,3 +233,13 @@ def test_a_large_dense_index_is_searched_through_its_stored_graph(tmp_path, mini
     exact = opened.score("waterproof running shoes")
     np.testing.assert_allclose(got.scores, exact[got.indices], rtol=1e-6)
     assert set(got.indices.tolist()) == set(top_candidates(exact, 5).indices.tolist())
+
+
+def test_an_unwritable_store_warns_and_keeps_the_index_in_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = IndexStore(blocker / "indexes")
+    with pytest.warns(RuntimeWarning, match="the retrieval index was not stored in .*FAIRRAG_INDEX=off"):
+        retriever = BM25Retriever.cached(SMALL, store=store)
+    assert retriever.manifest is None
+    assert np.array_equal(retriever.score("quick fox"), BM25Retriever(SMALL).score("quick fox"))
