@@ -133,3 +133,38 @@ def test_rag_json_names_a_rag_command_that_parses_and_reproduces(fake_models):
     first = json.loads(text)
     assert again["answers"] == first["answers"] and again["metrics"] == first["metrics"]
     assert again["command"] == command
+
+
+def test_sweep_on_partial_qrels_names_the_queries_it_leaves_out_and_its_csv_carries_the_json_header(fake_models,
+                                                                                                   tmp_path):
+    """Issue 30: the RAG sweep runs every query, says which ones EE-R, the oracle and Tables 1–2 leave out and why,
+    and its CSV's '# key: value' header is its JSON's ``fairrag`` (read back with pandas' comment='#')."""
+    import shutil
+
+    import pandas as pd
+
+    from fairrag_core.data.demo import demo_folder
+    from fairrag_core.data.export import read_header
+
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        shutil.copy(demo_folder("running-shoes") / name, folder / name)
+    qrels = (demo_folder("running-shoes") / "qrels.txt").read_text().splitlines()
+    (folder / "qrels.txt").write_text("".join(f"{line}\n" for line in qrels if line.startswith("rs-q01 ")))
+    code, text = run(["sweep", "--collection", str(folder), "--queries", "rs-q01,rs-q02,rs-q03", "--alphas", "0,8",
+                      "--samples", "4", "-k", "3", "--labels", "relevance", "--seed", "2", "--json",
+                      "--output", str(tmp_path / "sweep.csv")])
+    assert code == 0
+    payload = json.loads(text)
+    assert payload["left_out"] == (
+        "Swept 3 queries: the means per α on all 3 (they need no relevance labels); Tables 1–2 on the 1 with ≥ 2 "
+        "useful candidates. Left out of Tables 1–2: 2 of 3 without relevance judgements (EE-R and the oracle "
+        "undefined): rs-q02, rs-q03.")
+    assert read_header(tmp_path / "sweep.csv") == payload["fairrag"]
+    assert payload["fairrag"]["kind"] == "rag-sweep" and payload["fairrag"]["generator"] == "fake-gen"
+    table = pd.read_csv(tmp_path / "sweep.csv", comment="#")
+    assert table["query_id"].tolist() == [row["query_id"] for row in payload["rows"]]
+    code, text = run(["sweep", "--collection", str(folder), "--queries", "rs-q01,rs-q02,rs-q03", "--alphas", "0,8",
+                      "--samples", "4", "-k", "3", "--labels", "relevance", "--seed", "2", "--no-store"])
+    assert code == 0 and payload["left_out"] in text

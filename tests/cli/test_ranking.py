@@ -1,5 +1,6 @@
 import io
 import json
+import shlex
 
 import pytest
 
@@ -93,6 +94,9 @@ def test_rank_is_stored_only_when_asked(tmp_path):
     assert sampled["ee_d_plug_in"] == pytest.approx(payload["ee_d_plug_in"])
     assert deterministic["ee_d"] == pytest.approx(payload["deterministic_ee_d"])
     assert sampled["providers_reached"] == payload["providers_reached"]
+    code, text = run([*shlex.split(stored.record.command())[3:], "--json"])  # the stored command reproduces it
+    again = json.loads(text)
+    assert code == 0 and again["ee_d"] == payload["ee_d"] and again["rankings"] == payload["rankings"]
 
 
 def test_collections_command():
