@@ -133,3 +133,32 @@ def test_runs_saved_from_the_app_carry_the_browsers_key(monkeypatch, tmp_path):
     assert store.owner_of(saved) == ALICE
     assert listed(at) == [saved]
     assert listed(stored_tab(BOB)) == []
+
+
+def test_the_app_reopens_the_sweeps_and_the_rank_the_cli_stored(monkeypatch, tmp_path):
+    """Issue 30: an exposure sweep and a rank saved by the CLI open in the app's Stored runs (one at a time, and two
+    sweeps side by side), with the reproduce command the CLI printed."""
+    import io
+    import json
+
+    from fairrag_core.cli import main
+
+    def cli(*argv: str) -> dict:
+        out = io.StringIO()
+        assert main([*argv, "--json"], out=out) == 0
+        return json.loads(out.getvalue())
+
+    store = str(tmp_path / "runs.duckdb")
+    sweeps = [cli("exposure-sweep", "--collection", "running-shoes", "--alphas", alphas, "--samples", "6", "--seed",
+                  "3", "--queries", "rs-q01,rs-q02", "--store", store) for alphas in ("0,2", "2,8")]
+    ranked = cli("rank", "--collection", "running-shoes", "--query", "best shoes for a first marathon", "--samples",
+                 "6", "--seed", "3", "--store", store)
+    monkeypatch.setenv(SHARED_ENV, "1")
+    at = stored_tab(ALICE)
+    assert set(listed(at)) == {sweeps[0]["run_id"], sweeps[1]["run_id"], ranked["run_id"]}
+    for payload in (sweeps[0], ranked):
+        at.multiselect(key="stored_pick").set_value([payload["run_id"]]).run()
+        assert not at.exception
+        assert payload["command"] in [code.value for code in at.code]
+    at.multiselect(key="stored_pick").set_value([s["run_id"] for s in sweeps]).run()
+    assert not at.exception
