@@ -204,13 +204,16 @@ class RunRecord:
     def header(self) -> dict[str, Any]:
         """What every output of the run carries (module docstring): the package, version and commit that made it,
         the command that reproduces it, its kind, inputs (role, name, sha256), models, seed and full settings
-        (``settings``, as :meth:`Settings.to_dict`). Fields without a value (no generator) are left out; a run
+        (``settings``, as :meth:`Settings.to_dict`: N, k, K as asked, …), the first-stage cut-off K as run
+        (``candidates_used``) and how many queries it ran. Fields without a value (no generator) are left out; a run
         stored before versions were recorded says ``"not recorded"``."""
         made = {key: self.software.get(key, "not recorded") for key in ("package", "version", "commit")}
         header = {**made, "command": self.command(), "kind": self.kind.value, "collection": self.collection,
                   "inputs": [{key: item.get(key) for key in ("role", "name", "sha256")} for item in self.inputs()],
                   "retriever": self.retriever, "generator": self.generator, "prompt_style": self.prompt_style,
-                  "attributor": self.attributor, "seed": self.seed, "settings": self.config.to_dict()}
+                  "attributor": self.attributor, "seed": self.seed, "settings": self.config.to_dict(),
+                  "candidates_used": self.extra.get("candidates_used"),  # K as run (settings' None: every document)
+                  "queries": len(self.query_ids) or None}
         return {key: value for key, value in header.items() if value is not None}
 
     def command(self) -> str:

@@ -61,6 +61,7 @@ def test_exposure_sweep_json_and_csv(tmp_path):
     assert header["version"] == software()["version"] and header["commit"] == software()["commit"]
     assert header["seed"] == 2 and header["settings"]["n_samples"] == 20 and header["settings"]["candidates"] == 20
     assert header["settings"]["k"] == 5 and header["command"] == payload["command"]
+    assert header["candidates_used"] == 20 and header["queries"] == 22  # K as run, and every query swept
     inputs = {item["role"]: item for item in header["inputs"]}
     assert inputs["collection"]["sha256"] == collection_sha256(demo_folder("people"))
     assert set(inputs) == {"collection", "queries", "qrels"} and len(inputs["qrels"]["sha256"]) == 64
