@@ -307,7 +307,8 @@ def _legacy_record(data: dict[str, Any], kind: str | None) -> RunRecord:
                      config=config, seed=int(data.get("seed", 0)), query_ids=tuple(data.get("query_ids") or ()),
                      generator=data.get("generator"), attributor=data.get("attributor"),
                      complete=bool(data.get("complete", True)), wall_seconds=data.get("wall_seconds"),
-                     generator_calls=data.get("generator_calls"), sampled_rankings=data.get("sampled_rankings"))
+                     generator_calls=data.get("generator_calls"), sampled_rankings=data.get("sampled_rankings"),
+                     software={})  # made before versions were recorded
 
 
 @dataclass(frozen=True)

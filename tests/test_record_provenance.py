@@ -45,6 +45,8 @@ def test_a_record_from_before_versions_were_recorded_says_so():
     data.pop("software")
     header = RunRecord.from_dict(data).header()
     assert header["version"] == header["commit"] == "not recorded" and header["seed"] == 3
+    flat = RunRecord.from_dict({"collection": "running-shoes", "alphas": [0.0], "seed": 4})  # the oldest records
+    assert flat.software == {} and flat.header()["version"] == "not recorded"
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
