@@ -38,11 +38,11 @@ COMMANDS: dict[str, list[str]] = {
     "rank-news-free": ["rank", "--collection", "news", "--query", "elections in europe", "--alpha", "0.5",
                         "--seed", "4", "-k", "3", "-N", "30"],
     "exposure-sweep": ["exposure-sweep", "--collection", "people", "--alphas", "0,2,8", "--samples", "30",
-                       "--seed", "2"],
+                       "--seed", "2", "--no-store"],
     "exposure-sweep-json": ["exposure-sweep", "--collection", "running-shoes", "--alphas", "0,4,inf", "--samples",
-                            "20", "--seed", "2", "--json"],
+                            "20", "--seed", "2", "--json", "--no-store"],
     "exposure-sweep-K100": ["exposure-sweep", "--collection", "people", "--alphas", "0,2,8", "--samples", "30",
-                            "--seed", "2", "--candidates", "100"],
+                            "--seed", "2", "--candidates", "100", "--no-store"],
     "audit-log": ["audit-log", LOG, "--collection", "running-shoes", "--seed", "1", "--no-store"],
     "audit-log-json": ["audit-log", LOG, "--collection", "running-shoes", "--seed", "1", "--no-store", "--json",
                        "--boot", "300"],
@@ -74,6 +74,7 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 _MASKS = [
+    (re.compile(r"\b[0-9a-f]{40}(-dirty)?\b"), "COMMIT"),  # the git commit every run's header names
     (re.compile(r"\b[0-9a-f]{12}\b"), "RUNID"),
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?"), "TIME"),
     (re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b"), "DURATION"),
