@@ -137,7 +137,7 @@ def _family(x: np.ndarray, y: np.ndarray, table: ShareTable, fam: _Family, *, le
                          n_test=n_test, tails=fam.tails)
     results = [r for r in results if r.group != untested]
     return _group_findings(results, fam, by=table.by, level=level, n_queries=n_q, n_lines=table.n_lines,
-                           serious=serious)
+                           serious=serious, unit=table.unit)
 
 
 def _against(table: ShareTable, weights: np.ndarray, fam: _Family, *, untested: str | None = None,
@@ -321,7 +321,8 @@ def label_free_findings(documents: pd.DataFrame, collection: Collection, *, by: 
                         target_shares: str | os.PathLike | dict[str, float] | None = None, level: float = 0.95,
                         n_boot: int = 1000, n_test: int | None = None, seed: SeedLike = None,
                         serious: float = SERIOUS_RATIO, collection_given: bool = True, k: int | None = None,
-                        merit_grades: int = DEFAULT_GRADES, merit_threshold: float | None = None) -> list[Finding]:
+                        merit_grades: int = DEFAULT_GRADES, merit_threshold: float | None = None,
+                        unit: str = "line") -> list[Finding]:
     """The label-free findings of one system's per-(query, document) table (a log audit's ``run.documents``), over
     every audited query (no fair target needed): citations given exposure when citations were logged (the
     ``cited_exposure`` column; the judge's ``entailed_exposure`` otherwise); for ``by="provider"`` with
@@ -330,10 +331,12 @@ def label_free_findings(documents: pd.DataFrame, collection: Collection, *, by: 
     :func:`~fairrag_core.audit.log_exposure.with_candidates`), else the collection's documents when
     ``collection_given`` (False: the collection was made from the log, ``--provider-from``/``--provider-map``); and,
     where the candidates carry scores (``candidate_score``), retrieval exposure against merit by the rule
-    ``merit_grades``/``merit_threshold``, the tiers filling ``k`` slots (None: the most exposure a query got)."""
+    ``merit_grades``/``merit_threshold``, the tiers filling ``k`` slots (None: the most exposure a query got).
+    ``unit`` names one of ``lines`` in the sentences (``request`` for a trace export)."""
     column = next((c for c in ("attributed_exposure", "cited_exposure", "entailed_exposure")
                    if c in documents and documents[c].notna().any()), None)
-    table = share_table(documents, collection, by=by, attributed_column=column, lines=lines, targets_only=False)
+    table = share_table(documents, collection, by=by, attributed_column=column, lines=lines, targets_only=False,
+                        unit=unit)
     label = "entailing documents" if column == "entailed_exposure" else "citations"
     found = attribution_findings(table, attributed_label=label, level=level, n_boot=n_boot, n_test=n_test,
                                  seed=seed, serious=serious)

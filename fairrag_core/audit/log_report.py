@@ -173,11 +173,13 @@ def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] 
     from_log = getattr(config, "provider_from", None) is not None or getattr(config, "provider_map", None) is not None
     merit = {"merit_grades": getattr(config, "merit_grades", DEFAULT_GRADES),
              "merit_threshold": getattr(config, "merit_threshold", None)}
+    # a trace export's lines are its requests (one trace each), whatever lines its file has
+    unit = "request" if any(i.get("format") == "otlp" for i in run.record.extra.get("inputs", ())) else "line"
     found = []
     for by in groupings or ["provider", *collection.categories()]:
         found += ledger_findings(run.documents, collection, by=by, lines=lines, level=config.level,
-                                 n_boot=config.n_boot, seed=run.record.seed)
-        found += label_free_findings(run.documents, collection, by=by, lines=lines, level=config.level,
+                                 n_boot=config.n_boot, seed=run.record.seed, unit=unit)
+        found += label_free_findings(run.documents, collection, by=by, lines=lines, level=config.level, unit=unit,
                                      target_shares=getattr(config, "target_shares", None), n_boot=config.n_boot,
                                      seed=run.record.seed, collection_given=not from_log,
                                      k=run.record.extra.get("k_used"), **merit)

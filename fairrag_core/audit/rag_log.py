@@ -361,7 +361,9 @@ def finish_log_audit(plan: LogAuditPlan, entailed: np.ndarray | None = None, *, 
                        attributor_prompt=getattr(attributor, "prompt_version", None) if entailed is not None else None,
                        wall_seconds=time.perf_counter() - plan.started, sampled_rankings=len(log),
                        extra={"inputs": audit_inputs(log, collection), "served": log.kind,
-                              "log_sha256": log.sha256, "lines": log.identity()["lines"], "rankings": len(log),
+                              "log_sha256": log.sha256, "rankings": len(log),
+                              # a trace export's requests beside its file's lines (RagLog.identity)
+                              **{k: v for k, v in log.identity().items() if k in ("lines", "requests")},
                               "k_used": k, "notes": [*plan.notes, *cite_notes],
                               "judged_pairs": judged_pairs})
     return LogAuditRun(record=record, table=table, documents=documents, lines=lines_table)

@@ -53,9 +53,10 @@ def _share_text(ci: ConfidenceInterval | None, point: float) -> str:
     return share_text(ci.estimate, ci.low, ci.high)
 
 
-def _n_text(n_queries: int, n_lines: int | None) -> str:
+def _n_text(n_queries: int, n_lines: int | None, unit: str = "line") -> str:
+    """``40 queries, 200 lines`` (``unit``: what one of the lines is, ``request`` for a trace export)."""
     q = f"{n_queries} quer{'y' if n_queries == 1 else 'ies'}"
-    return q if n_lines is None else f"{q}, {n_lines} line{'' if n_lines == 1 else 's'}"
+    return q if n_lines is None else f"{q}, {n_lines} {unit}{'' if n_lines == 1 else 's'}"
 
 
 def _names(items: Sequence[str], limit: int = 5) -> str:
@@ -72,7 +73,8 @@ class ShareTable:
 
     ``retrieval``, ``target`` and ``attributed`` are ``(queries, groups)`` sums of ε, ε* and ε^a over each group's
     documents (``attributed`` None when not measured); ``lines`` the lines (served or sampled rankings) per query,
-    or None when unknown. Build one with :func:`share_table` or directly from arrays (simulations, tests).
+    or None when unknown; ``unit`` what one of them is in sentences (``line``; ``request`` for a trace export, whose
+    file lines are export batches). Build one with :func:`share_table` or directly from arrays (simulations, tests).
     """
 
     groups: tuple[str, ...]
@@ -82,6 +84,7 @@ class ShareTable:
     attributed: np.ndarray | None = None
     lines: np.ndarray | None = None
     by: str = "provider"
+    unit: str = "line"
 
     def __post_init__(self) -> None:
         shape = (len(self.query_ids), len(self.groups))
@@ -124,7 +127,7 @@ _ATTRIBUTED_COLUMNS = ("attributed_exposure", "cited_exposure", "entailed_exposu
 
 def share_table(documents: pd.DataFrame, collection: Collection, *, by: str = "provider",
                 attributed_column: str | None = None, lines: int | Mapping[str, int] | pd.Series | None = None,
-                targets_only: bool = True) -> ShareTable:
+                targets_only: bool = True, unit: str = "line") -> ShareTable:
     """The per-query, per-group matrices of one system's documents table.
 
     Args:
@@ -138,6 +141,7 @@ def share_table(documents: pd.DataFrame, collection: Collection, *, by: str = "p
         lines: lines (served or sampled rankings) per query: one int for all, or a mapping query_id → count.
         targets_only: keep only the queries with a fair target (relevance labels), so that every share covers the
             same queries as the fair share it is compared with.
+        unit: what one of ``lines`` is, in the findings' sentences (``request`` for a trace export).
 
     Groups are sorted and queries kept in order of first appearance, as in
     :func:`~fairrag_core.audit.query_bootstrap.ledger_intervals`.
@@ -179,7 +183,7 @@ def share_table(documents: pd.DataFrame, collection: Collection, *, by: str = "p
     return ShareTable(groups=tuple(str(g) for g in group_names), query_ids=query_list,
                       retrieval=matrix(rows["exposure"]), target=matrix(target[keep]),
                       attributed=matrix(rows[attributed_column]) if attributed_column else None,
-                      lines=_lines_vector(lines, query_list), by=by)
+                      lines=_lines_vector(lines, query_list), by=by, unit=unit)
 
 
 # -- the share test ------------------------------------------------------------------------------------------
@@ -220,11 +224,11 @@ def _factor_text(r: GroupGap, fam: _Family, below: bool) -> str:
 
 
 def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: float, n_queries: int,
-                    n_lines: int | None, serious: float) -> list[Finding]:
+                    n_lines: int | None, serious: float, unit: str = "line") -> list[Finding]:
     alpha = alpha_of(level)
     m = sum(r.testable for r in results)
     noun, tested = group_noun(by), f"{m} {group_noun(by, plural=m != 1)}"
-    n_text = _n_text(n_queries, n_lines)
+    n_text = _n_text(n_queries, n_lines, unit)
     correction = f"Holm over {tested}"
     common = {"metric": fam.metric, "level": level, "alpha": alpha, "n_queries": n_queries, "n_lines": n_lines,
               "family": f"{fam.metric}, by {by}", "test": BOOTSTRAP_T[fam.tails]}
@@ -333,7 +337,7 @@ def share_findings(table: ShareTable, *, attributed_label: str = "citations", le
         results = gap_family(x, table.target, table.groups, counts=counts, test_rng=test_rng, lines=table.lines,
                               level=level, n_test=n_test, tails=words.tails)
         out += _group_findings(results, words, by=table.by, level=level, n_queries=n_q, n_lines=table.n_lines,
-                               serious=serious)
+                               serious=serious, unit=table.unit)
     return sort_findings(out)
 
 
@@ -341,7 +345,7 @@ def ledger_findings(documents: pd.DataFrame, collection: Collection, *, by: str 
                     attributed_column: str | None = None, attributed_label: str | None = None,
                     lines: int | Mapping[str, int] | pd.Series | None = None, level: float = 0.95,
                     n_boot: int = 1000, n_test: int | None = None, seed: SeedLike = None,
-                    serious: float = SERIOUS_RATIO) -> list[Finding]:
+                    serious: float = SERIOUS_RATIO, unit: str = "line") -> list[Finding]:
     """Findings of an audit's exposure ledger: which providers (or groups) are under- or over-exposed in retrieval
     and in citations, beyond noise, against their fair share.
 
@@ -349,8 +353,8 @@ def ledger_findings(documents: pd.DataFrame, collection: Collection, *, by: str 
     ``documents`` at one α); the queries without a fair target are left out, so that shares and fair shares cover
     the same queries. ``lines`` (per query, e.g. a log audit's ``run.table.set_index("query_id")["lines"]``, or the
     sweep's N) enables the absence bound of the insufficient-evidence rule. ``attributed_label`` defaults to
-    "citations" for logged citations and attributed exposure, "entailing documents" for the judge. The rest as
-    :func:`share_findings`.
+    "citations" for logged citations and attributed exposure, "entailing documents" for the judge; ``unit`` names
+    one of the lines in sentences (``request`` for a trace export). The rest as :func:`share_findings`.
 
     >>> from fairrag_core import load_collection
     >>> shoes = load_collection("running-shoes")
@@ -360,7 +364,7 @@ def ledger_findings(documents: pd.DataFrame, collection: Collection, *, by: str 
     >>> [f.kind.value for f in ledger_findings(docs, shoes, seed=0)]
     ['insufficient evidence', 'insufficient evidence', 'insufficient evidence']
     """
-    table = share_table(documents, collection, by=by, attributed_column=attributed_column, lines=lines)
+    table = share_table(documents, collection, by=by, attributed_column=attributed_column, lines=lines, unit=unit)
     if attributed_label is None:
         column = attributed_column or next((c for c in _ATTRIBUTED_COLUMNS
                                             if c in documents and documents[c].notna().any()), "")
