@@ -55,6 +55,7 @@ from ..options import (
 from ..record import RunKind, RunRecord, SweepRun
 from ..seeds import SeedLike, as_generator, derive_seed, new_seed
 from ..settings import Settings
+from .merit import DEFAULT_GRADES
 from .query_bootstrap import check_share_resamples, percentile_bounds, pooled_shares
 from .rag_log import LogAuditConfig
 
@@ -159,7 +160,8 @@ class ComparisonConfig(Settings):
 
     How every served file is read — ``trace_map``, ``multi_retrieval``, ``provider_from`` or ``provider_map`` (the
     providers from the logs themselves, no collection), and ``service``, ``since`` and ``until`` (a ``collect`` store's
-    selection) — and ``target_shares`` (the stated shares of each system's label-free findings) are
+    selection) — and ``target_shares`` and ``merit_grades``/``merit_threshold`` (the stated shares and the merit rule
+    of each system's label-free findings) are
     :class:`~fairrag_core.audit.rag_log.LogAuditConfig`'s fields with the same options (:mod:`fairrag_core.options`),
     so ``compare-runs`` reads a file as ``audit-log`` does and its reproduce command holds them."""
 
@@ -193,6 +195,9 @@ class ComparisonConfig(Settings):
     since: str | None = _AUDIT["since"].field(default=None)
     until: str | None = _AUDIT["until"].field(default=None)
     target_shares: str | None = _AUDIT["target_shares"].field(default=None)
+    # the merit rule of exposure against merit from the system's own scores: audit-log's options, for every system
+    merit_grades: int = _AUDIT["merit_grades"].field(default=DEFAULT_GRADES)
+    merit_threshold: float | None = _AUDIT["merit_threshold"].field(default=None)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -20,7 +20,13 @@ from .share_findings import ledger_findings
 from .share_gaps import alpha_of
 from .wording import num, p_text
 
-__all__ = ["comparison_findings", "sweep_findings", "system_findings", "with_findings", "NO_RELEVANCE"]
+__all__ = ["comparison_findings", "sweep_findings", "system_findings", "with_findings", "stored_findings",
+           "NO_RELEVANCE", "SYSTEM_FINDINGS"]
+
+#: Where a comparison's record keeps each system's own findings (:func:`system_findings`, as
+#: :meth:`~fairrag_core.audit.findings.Finding.to_dict`): they need the systems' per-document tables, which a stored
+#: comparison does not hold, so that a reopened comparison (``runs show``, the app's Stored runs) says the same.
+SYSTEM_FINDINGS = "system_findings"
 
 #: What a comparison's headline says of relevance when neither system has relevance labels (no EE-R, no EU).
 NO_RELEVANCE = "relevance was not measured (no relevance labels)"
@@ -147,7 +153,8 @@ def system_findings(systems: Sequence[System], collection: Collection, config: C
     """What each served system's audit finds on its own, as ``audit-log`` finds it
     (:func:`~fairrag_core.audit.log_report.log_findings`: the shares against the fair target where there are
     relevance labels, and the findings that need none, citations given exposure and the stated shares of
-    ``config.target_shares``), per ``config.by``, each sentence led by the system's name. Systems of a simulated
+    ``config.target_shares``, exposure against presence and against merit by ``config.merit_grades``/
+    ``merit_threshold``), per ``config.by``, each sentence led by the system's name. Systems of a simulated
     sweep (one per α) are left to :func:`sweep_findings`."""
     from ..record import RunKind
     from .log_report import log_findings
@@ -159,6 +166,9 @@ def system_findings(systems: Sequence[System], collection: Collection, config: C
             continue
         if config.target_shares is not None:  # the comparison's stated shares reach every system's findings
             record = replace(record, config=replace(record.config, target_shares=config.target_shares))
+        # and its merit rule, so that every system's merit findings use one rule
+        record = replace(record, config=replace(record.config, merit_grades=config.merit_grades,
+                                                merit_threshold=config.merit_threshold))
         found += [replace(f, subject=f"{f.subject} ({system.label})", text=f"{system.label}: {f.text}")
                   for f in log_findings(replace(system.run, record=record), collection, groupings=[config.by])]
     return found
@@ -167,9 +177,21 @@ def system_findings(systems: Sequence[System], collection: Collection, config: C
 def with_findings(result: Comparison, systems: Sequence[System] = (), collection: Collection | None = None
                   ) -> Comparison:
     """``result`` with its findings: the comparison's (:func:`comparison_findings`) and, given the systems compared
-    and their collection, each served system's own (:func:`system_findings`), most severe first."""
-    found = comparison_findings(result)
-    if systems and collection is not None:
-        found = sort_findings(found + system_findings(systems, collection, result.record.config))
-    return replace(result, findings=tuple(found))
+    and their collection, each served system's own (:func:`system_findings`), most severe first; the latter are kept
+    in the record (``extra[SYSTEM_FINDINGS]``) so that the stored comparison finds the same
+    (:func:`stored_findings`)."""
+    if not (systems and collection is not None):
+        return replace(result, findings=tuple(comparison_findings(result)))
+    own = system_findings(systems, collection, result.record.config)
+    record = replace(result.record, extra={**result.record.extra, SYSTEM_FINDINGS: [f.to_dict() for f in own]})
+    result = replace(result, record=record)
+    return replace(result, findings=tuple(stored_findings(result)))
+
+
+def stored_findings(result: SweepRun) -> list[Finding]:
+    """A comparison's findings from what its record holds (a fresh or a stored comparison alike): the comparison's
+    own from its tables (:func:`comparison_findings`) and each system's kept by :func:`with_findings`, most severe
+    first."""
+    kept = [Finding.from_dict(f) for f in result.record.extra.get(SYSTEM_FINDINGS, ())]
+    return sort_findings(comparison_findings(result) + kept)
 

@@ -163,6 +163,26 @@ class Finding:
                 "relative": _clean(self.relative), "n_queries": self.n_queries, "n_lines": self.n_lines,
                 "family": self.family, "detail": self.detail}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Finding:
+        """The finding :meth:`to_dict` wrote (a stored run keeps its findings so): None numbers back to NaN, the
+        intervals back to :class:`ConfidenceInterval`; ``p`` is derived, not read."""
+        def number(key: str) -> float:
+            value = data.get(key)
+            return math.nan if value is None else float(value)
+
+        def interval(ci: dict | None) -> ConfidenceInterval | None:
+            return None if ci is None else ConfidenceInterval(**ci)
+
+        return cls(FindingKind(data["kind"]), data["subject"], data["metric"], data["text"],
+                   severity=Severity(data["severity"]), direction=Direction(data["direction"]),
+                   estimate=number("estimate"), low=number("low"), high=number("high"), level=data["level"],
+                   value=interval(data.get("value")), reference=interval(data.get("reference")),
+                   relative=number("relative"), p_value=number("p_value"), p_adjusted=number("p_adjusted"),
+                   test=data.get("test") or "", correction=data.get("correction") or "", alpha=data["alpha"],
+                   n_queries=data["n_queries"], n_lines=data.get("n_lines"), family=data.get("family", ""),
+                   detail=data.get("detail", False))
+
 
 def severity_of(significant: bool, relative: float, *, serious: float = SERIOUS_RATIO) -> Severity:
     """INFO when not significant; SERIOUS when significant and ``|relative| ≥ serious``; NOTABLE otherwise.

@@ -112,21 +112,22 @@ def register(sub) -> None:
                                 "exports without one, --provider-from or --provider-map): every INPUT (a RAG log, a "
                                 "trace export, a `collect` store, a run file, or a stored run run:ID) is read and "
                                 "audited as audit-log reads and audits it (--trace-map, --multi-retrieval, --service, "
-                                "--since, --until, --target-shares as there), and each is compared with the baseline "
-                                "over the queries they share — per-query differences of EE-D, EE-R and attribution "
-                                "with bootstrap intervals and paired sign-flip tests, per-provider share differences "
-                                "with permutation tests, Holm-adjusted — with findings (each system's own too, as "
-                                "audit-log finds them); saved in the run store, --report writes the HTML report. "
-                                "Systems are named by their file (a stored run: run:ID · file). Without "
-                                "either: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged queries "
-                                "with expeval's metrics, the interval and the sign-flip p-value.")
+                                "--since, --until, --target-shares, --merit-grades, --merit-threshold as there), and "
+                                "each is compared with the baseline over the queries they share — per-query differences"
+                                " of EE-D, EE-R and attribution with bootstrap intervals and paired sign-flip tests, "
+                                "per-provider share differences with permutation tests, Holm-adjusted — with findings "
+                                "(each system's own too, as audit-log finds them); saved in the run store, --report "
+                                "writes the HTML report. Systems are named by their file (a stored run: run:ID · file)."
+                                " Without either: QRELS RUN_A RUN_B, each metric's mean of A − B over the judged "
+                                "queries with expeval's metrics, the interval and the sign-flip p-value.")
     add_options(p, ComparisonConfig, only=("inputs",))
     _add_options(p, CompareOptions)
     add_option(p, COLLECTION, default=None)
     add_options(p, ComparisonConfig, only=("baseline", "by", "attribution", "min_rel"))
     for name in READING:  # how each served file is read, as audit-log reads it (its options, its order)
         add_options(p, ComparisonConfig, only=(name,))
-    add_options(p, ComparisonConfig, only=("target_shares",))  # each served system's label-free findings
+    # each served system's label-free findings: the stated shares and the merit rule
+    add_options(p, ComparisonConfig, only=("target_shares", "merit_grades", "merit_threshold"))
     p.add_argument("--report", default=None, metavar="FILE.html",
                    help="with --collection: also write the comparison's self-contained HTML report")
     add_store(p, "the comparison")

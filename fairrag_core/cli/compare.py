@@ -55,7 +55,8 @@ def _systems(inputs: list[str], collection, config: ComparisonConfig, store_path
             n_boot=config.n_boot, level=config.level, seed=derive_seed(config.seed, i), trace_map=config.trace_map,
             multi_retrieval=config.multi_retrieval, provider_from=config.provider_from,
             provider_map=config.provider_map, service=config.service, since=config.since, until=config.until,
-            target_shares=config.target_shares))
+            target_shares=config.target_shares, merit_grades=config.merit_grades,
+            merit_threshold=config.merit_threshold))
         systems.append(System(log.name, audit))
     labels = [s.label for s in systems]  # two files of the same name: number them
     return [replace(s, label=f"{s.label} ({i + 1})") if labels.count(s.label) > 1 else s for i, s in enumerate(systems)]

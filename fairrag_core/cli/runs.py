@@ -63,14 +63,34 @@ def _cmd_runs(args, out) -> int:
         run = store.load(args.run_ids[0])
         if args.action == "export":
             return _export(run, args.output, out)
+        findings = _comparison_findings(run)
         if args.json:
             print(json.dumps({"config": run.record.to_dict(), "command": run.record.command(),
-                              "rows": json.loads(run.table.to_json(orient="records"))}), file=out)
+                              "rows": json.loads(run.table.to_json(orient="records")),
+                              **({"findings": [f.to_dict() for f in findings]} if findings is not None else {})}),
+                  file=out)
         else:
+            if findings is not None:  # a comparison: what compare-runs printed, its findings as they were
+                from ..audit.compare import Comparison
+                from .compare import _print
+
+                _print(Comparison(record=run.record, table=run.table, documents=run.documents,
+                                  findings=tuple(findings)), out)
+                print("", file=out)
             print(f"Reproduce with: {run.record.command()}\n", file=out)
             print(json.dumps(run.record.to_dict(), indent=2, default=str), file=out)
             print(run.table.to_string(index=False), file=out)
     return 0
+
+
+def _comparison_findings(run):
+    """A stored comparison's findings, as compare-runs found them (the systems' own kept in its record); None for
+    any other run."""
+    if run.record.kind is not RunKind.COMPARISON:
+        return None
+    from ..audit.comparison_findings import stored_findings
+
+    return stored_findings(run)
 
 
 def _with_difference(merged, first: str, second: str):

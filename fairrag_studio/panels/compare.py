@@ -9,11 +9,23 @@ import streamlit as st
 from fairrag_core import Collection, FairRAGError
 from fairrag_core.audit.compare import STORED, Comparison, ComparisonConfig, compare_systems, stored_systems
 from fairrag_core.audit.comparison_findings import with_findings
-from fairrag_core.record import SweepRun
+from fairrag_core.record import RunKind, SweepRun
 
 from ..views.compare import comparison_report_html, metrics_table, share_difference_chart, shares_table
 
-__all__ = ["render_comparison", "show_comparison"]
+__all__ = ["render_comparison", "show_comparison", "merit_rule"]
+
+
+def merit_rule(systems) -> dict:
+    """The merit rule (:class:`ComparisonConfig`'s ``merit_grades`` and ``merit_threshold``) of the log audits among
+    ``systems``, so that the comparison finds each system's merit findings as its audit did: the first audit's rule
+    when they differ (the page says so), the default when none is a log audit."""
+    rules = list(dict.fromkeys((s.run.record.config.merit_grades, s.run.record.config.merit_threshold)
+                               for s in systems if s.alpha is None and s.run.record.kind is RunKind.AUDIT_LOG))
+    if len(rules) > 1:
+        st.info("These audits used different merit rules; the comparison finds every system's merit findings by "
+                "the first one's (compare-runs --merit-grades/--merit-threshold set one for all).")
+    return {"merit_grades": rules[0][0], "merit_threshold": rules[0][1]} if rules else {}
 
 
 def show_comparison(result: Comparison, collection: Collection, *, key: str) -> None:
@@ -59,7 +71,7 @@ def render_comparison(runs: list[SweepRun], collection: Collection, store, *, ke
         try:
             config = ComparisonConfig(baseline=baseline, inputs=tuple(dict.fromkeys(f"{STORED}{s.run.run_id}"
                                                                                     for s in picked)),
-                                      seed=picked[0].run.record.seed, **(reading or {}))
+                                      seed=picked[0].run.record.seed, **(reading or {}), **merit_rule(picked))
             # each served system's own findings too, as compare-runs and audit-log find them (label-free included)
             result = with_findings(compare_systems(picked, collection, config), picked, collection)
         except FairRAGError as err:

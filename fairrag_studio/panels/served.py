@@ -1,7 +1,10 @@
 """The Audit page's "Served log or run" tab: pick a log or run (demo, upload, a file of the server's data folder
 ``$FAIRRAG_DATA_DIR``: :mod:`fairrag_studio.services.data_dir`), audit it, show the headline with intervals, the ledger,
 the per-query drill-down and the report. Streamlit widgets only; the computing is in :mod:`fairrag_core.audit.rag_log`
-and the tables in :mod:`fairrag_studio.views.served`."""
+and the tables in :mod:`fairrag_studio.views.served`.
+
+Long because the tab offers every option audit-log reads and finds with (providers, trace map, retrieval choice, a
+store's service and window, stated shares, merit rule), each a control with its help and its message's wording."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import streamlit as st
 from fairrag_core import FairRAGError
 from fairrag_core.audit.compare import documents_of_logs
 from fairrag_core.audit.log_report import default_ledger_scope, log_findings, log_ledger
+from fairrag_core.audit.merit import DEFAULT_GRADES, threshold_arg
 from fairrag_core.audit.rag_log import SOURCE_LABELS, LogAuditConfig, audit_rag_log
 from fairrag_core.audit.target_shares import load_target_shares
 from fairrag_core.data.formats import is_log, upload_types
@@ -148,6 +152,8 @@ _CONTROLS = {PROVIDER_FROM.flags[0]: "'Providers from'", PROVIDER_MAP.flags[0]: 
              MULTI_RETRIEVAL.flags[0]: "'Several retrieval spans'", TRACE_MAP.flags[0]: "'Trace map'",
              COLLECTION.flags[0]: "the sidebar's collection",
              _AUDIT_OPTIONS["target_shares"].flags[0]: "'Stated shares'",
+             _AUDIT_OPTIONS["merit_grades"].flags[0]: "'Merit tiers'",
+             _AUDIT_OPTIONS["merit_threshold"].flags[0]: "'Merit threshold'",
              **{_AUDIT_OPTIONS[name].flags[0]: f"'{name.capitalize()}'" for name in ("service", "since", "until")}}
 
 #: Where the documents' providers come from: the sidebar's collection, or the log itself
@@ -205,6 +211,21 @@ def _trace_map_and_targets() -> tuple[tuple[str, ...], str | None]:
     return words, str(path)
 
 
+def _merit_rule() -> tuple[int, float | None]:
+    """The merit rule of exposure against merit from the system's own scores, as ``--merit-grades`` and
+    ``--merit-threshold`` take it: tiers by score quantile within each query's logged candidates, or (a threshold
+    given) meritorious from that score on."""
+    cols = st.columns(2)
+    grades = int(cols[0].number_input("Merit tiers", 2, 100, DEFAULT_GRADES, key="served_merit_grades",
+                                      help=_AUDIT_OPTIONS["merit_grades"].help))
+    text = cols[1].text_input("Merit threshold", "", key="served_merit_threshold", placeholder="none (tiers)",
+                              help=_AUDIT_OPTIONS["merit_threshold"].help).strip()
+    try:
+        return grades, (threshold_arg(text) if text else None)
+    except argparse.ArgumentTypeError as err:  # its one-line message, before the audit
+        raise InvalidParameterError(f"'Merit threshold': {err}") from None
+
+
 def _window(path) -> StoreWindow:
     """For a ``collect`` store: the service and the window of root-span start times to audit, as ``audit-log
     --service --since --until`` takes them (:class:`~fairrag_core.data.store_window.StoreWindow`); a relative time
@@ -259,6 +280,7 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
         return None, coll
     try:
         trace_map, target_shares = _trace_map_and_targets()
+        merit_grades, merit_threshold = _merit_rule()
         window = _window(path) if Path(path).is_dir() and is_store(path) else StoreWindow()
         log, kind = read_served(path, coll, TraceMap.parse(trace_map, multiple=multi), window)
         if log.format != "otlp":  # the retrieval choice reads trace exports only (as audit-log's)
@@ -272,7 +294,8 @@ def _served_audit(settings: Settings, store, path, source_collection, uploaded: 
                                 patience=float(patience), seed=settings.seed, multi_retrieval=multi,
                                 provider_from=provider_from, provider_map=provider_map, service=window.service,
                                 since=window.since, until=window.until, trace_map=trace_map,
-                                target_shares=target_shares, **citation)
+                                target_shares=target_shares, merit_grades=merit_grades,
+                                merit_threshold=merit_threshold, **citation)
         if from_log and attribution in ("judge", "both"):
             raise InvalidParameterError("the NLI judge reads the documents' texts, which only a collection gives; "
                                         "take providers from the collection, or attribution 'logged'")
