@@ -1,5 +1,5 @@
-"""The sidebar every page shares: this browser's jobs, collection (demo or upload), retriever, k, N, seed, models
-panel."""
+"""The sidebar every page shares: this browser's jobs, collection (demo, server data folder or upload), retriever, k,
+N, seed, models panel."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from fairrag_core.retrieval import RetrieverKind
 from fairrag_core.settings import PLAYGROUND_SAMPLING
 
 from ..services import resources, uploads
+from ..services.data_dir import DATA_DIR_ENV, checked_data_collection, data_dir
 from ..services.identity import collection_identity
 from ..services.state import DEFAULT_COLLECTION, Settings, drop_stale, owner_key
 from .jobs import render_jobs_panel
@@ -24,6 +25,7 @@ __all__ = ["render_sidebar"]
 
 UPLOAD = "Upload your own…"
 UPLOADED = " (your upload)"  # the collection box's entry for this browser's upload ends so
+ON_SERVER = " (data folder)"  # ... and a collection folder of $FAIRRAG_DATA_DIR
 
 
 def _upload_panel() -> None:
@@ -78,9 +80,33 @@ def restore_uploads(state) -> None:
     state["upload_selected_saved"] = kept.collection_selected
 
 
+def server_options() -> dict[str, str]:
+    """The collection box's entries for the collection folders of ``$FAIRRAG_DATA_DIR``
+    (:func:`fairrag_studio.services.data_dir.data_collections`): ``debian (data folder)`` → its path relative to
+    the data folder (the folder's own name when the data folder itself is one). A data folder setting that names
+    no folder shows its error and offers none."""
+    try:
+        listed = resources.server_collections()
+    except FairRAGError as err:
+        st.sidebar.error(str(err))
+        return {}
+    folder = data_dir()
+    return {f"{folder.name if rel == '.' else rel}{ON_SERVER}": rel for rel in listed}
+
+
+def _server_source(relative: str) -> str:
+    """The folder of the data folder's collection ``relative``, checked again as it is opened (path safety and the
+    memory budget, :func:`~fairrag_studio.services.data_dir.checked_data_collection`)."""
+    folder = data_dir()
+    if folder is None:
+        raise FairRAGError(f"${DATA_DIR_ENV} is no longer set; pick another collection")
+    return str(checked_data_collection(relative, folder))
+
+
 def _keep_selection(choice: str) -> None:
     """Write down (for a reload) whether the uploaded collection is the one selected, when that changes."""
-    selected = choice not in DEMO_COLLECTIONS
+    uploaded = st.session_state["uploaded_collection"]
+    selected = uploaded is not None and choice in (upload_option(uploaded), UPLOAD)
     saved = st.session_state["upload_selected_saved"]
     if st.session_state["uploaded_collection"] is not None and saved != selected:
         uploads.select_collection(resources.UPLOAD_ROOT, owner_key(), selected)
@@ -108,23 +134,27 @@ def render_sidebar() -> Settings:
                 help="For a projector: large type, high-contrast answers, document titles instead of ids.")
     side.header("Collection")
     uploaded = st.session_state["uploaded_collection"]
-    options = [*DEMO_COLLECTIONS, *([upload_option(uploaded)] if uploaded else []), UPLOAD]
+    on_server = server_options()
+    options = [*DEMO_COLLECTIONS, *on_server, *([upload_option(uploaded)] if uploaded else []), UPLOAD]
     drop_stale(st.session_state, "collection_choice", options)
     choice = side.selectbox("Collection", options, key="collection_choice",
                             help="Demo collections ship with the app (fictional, CC BY 4.0; see assets/README.md). "
-                                 "Your upload keeps its name and stays with this page's address (its owner key) "
-                                 "across reloads.")
+                                 f"Collections in the server's data folder (${DATA_DIR_ENV}) go by their folder's "
+                                 "name. Your upload keeps its name and stays with this page's address (its owner "
+                                 "key) across reloads.")
     _keep_selection(choice)
-    if choice not in DEMO_COLLECTIONS:  # this browser's upload (and, for "Upload your own…", the upload panel)
-        if choice == UPLOAD:
-            _upload_panel()
-        source = st.session_state["uploaded_collection"]
-        if source is None:
-            side.info("No upload loaded yet: showing running-shoes.")
-            source = "running-shoes"
-    else:
-        source = choice
     try:
+        if choice in DEMO_COLLECTIONS:
+            source = choice
+        elif choice in on_server:
+            source = _server_source(on_server[choice])
+        else:  # this browser's upload (and, for "Upload your own…", the upload panel)
+            if choice == UPLOAD:
+                _upload_panel()
+            source = st.session_state["uploaded_collection"]
+            if source is None:
+                side.info("No upload loaded yet: showing running-shoes.")
+                source = "running-shoes"
         coll = resources.collection(source)
     except FairRAGError as err:
         side.error(str(err))

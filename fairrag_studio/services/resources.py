@@ -1,7 +1,11 @@
 """Everything the app loads or computes once: collections, retrievers, scores, models, the run store.
 
 Models and indexes live behind ``st.cache_resource`` (shared, loaded once per process, with a spinner);
-retrieval scores behind ``st.cache_data`` keyed by (retriever, query), so moving α never re-scores.
+retrieval scores behind ``st.cache_data`` keyed by (retriever, query), so moving α never re-scores. A collection
+and what is built from it are keyed by its source (a demo name or a folder) and its sha256
+(:func:`~fairrag_core.data.identity.collection_sha256`, remembered per file size and modification time), never by
+the collection itself: a key is hashed on every call, and hashing 60,000 documents would cost more than the work it
+saves; a folder whose files change gets a new key.
 """
 
 from __future__ import annotations
@@ -13,18 +17,21 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from fairrag_core import Collection, load_collection
+from fairrag_core import DEMO_COLLECTIONS, Collection, load_collection
 from fairrag_core.audit.store import RunStore
+from fairrag_core.data.demo import demo_folder
+from fairrag_core.data.identity import collection_sha256
 from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
 from fairrag_core.rag.attribution import Attributor, load_attributor
 from fairrag_core.rag.generation import Generator
 from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
 
+from .data_dir import data_collections, data_dir
 from .state import Settings
 
 __all__ = [
     "collection", "retriever", "query_scores", "generator", "attributor", "run_store", "save_upload",
-    "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
+    "server_collections", "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
 ]
 
 #: Where uploaded collections are written (override with ``FAIRRAG_UPLOADS``).
@@ -32,14 +39,33 @@ UPLOAD_ROOT = Path(os.environ.get("FAIRRAG_UPLOADS") or Path.home() / ".cache" /
 _BUILT_RETRIEVERS: set[tuple] = set()  # retriever keys whose index (and embedder) exist in this process
 
 
-@st.cache_resource(show_spinner="Loading the collection…", max_entries=16)
+def _content(source: str) -> str:
+    """The collection's sha256 ("" when its folder is gone: loading it then says what is wrong)."""
+    try:
+        return collection_sha256(demo_folder(source) if source in DEMO_COLLECTIONS else source)
+    except OSError:
+        return ""
+
+
 def collection(source: str) -> Collection:
+    """The collection ``source`` (a demo name or a folder), loaded once per content."""
+    return _collection(source, _content(source))
+
+
+@st.cache_resource(show_spinner="Loading the collection…", max_entries=16)
+def _collection(source: str, sha256: str) -> Collection:
     return load_collection(source)
 
 
-@st.cache_resource(show_spinner="Indexing the collection…", max_entries=8)
 def retriever(source: str, kind: str, embedder: str | None, device: str) -> Retriever:
-    coll = collection(source)
+    """The retriever of ``kind`` over the collection ``source`` (its index from the on-disk store when built
+    before: :mod:`fairrag_core.retrieval.index_store`), built once per collection content."""
+    return _retriever(source, _content(source), kind, embedder, device)
+
+
+@st.cache_resource(show_spinner="Indexing the collection…", max_entries=8)
+def _retriever(source: str, sha256: str, kind: str, embedder: str | None, device: str) -> Retriever:
+    coll = _collection(source, sha256)
     if RetrieverKind(kind) is RetrieverKind.DENSE:
         built = build_retriever(kind, coll.texts, model=embedder, device=None if device == "auto" else device,
                                 collection=coll.name)
@@ -50,10 +76,15 @@ def retriever(source: str, kind: str, embedder: str | None, device: str) -> Retr
     return built
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
 def query_scores(source: str, kind: str, embedder: str | None, device: str, query: str) -> np.ndarray:
-    """Retrieval scores of every document for ``query`` (computed once per retriever and query)."""
-    return retriever(source, kind, embedder, device).score(query)
+    """Retrieval scores of every document for ``query`` (computed once per retriever, collection content and
+    query)."""
+    return _query_scores(source, _content(source), kind, embedder, device, query)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _query_scores(source: str, sha256: str, kind: str, embedder: str | None, device: str, query: str) -> np.ndarray:
+    return _retriever(source, sha256, kind, embedder, device).score(query)
 
 
 def scores_for(settings: Settings, query: str) -> np.ndarray:
@@ -82,6 +113,18 @@ def refiner(source: str, categories: tuple[str, ...], name: str, device: str):
 
     return build_refiner(KEYWORDS_REFINER if name == "corpus keywords" else name, collection(source), categories,
                          retriever(source, "bm25", None, device), device=None if device == "auto" else device)
+
+
+def server_collections() -> list[str]:
+    """The collection folders of ``$FAIRRAG_DATA_DIR`` (relative to it; none when it is unset), listed at most
+    every 10 s (:func:`~fairrag_studio.services.data_dir.data_collections`)."""
+    folder = data_dir()
+    return [] if folder is None else _listed_collections(str(folder))
+
+
+@st.cache_data(show_spinner=False, ttl=10, max_entries=4)
+def _listed_collections(folder: str) -> list[str]:
+    return data_collections(Path(folder))
 
 
 @st.cache_resource(show_spinner=False)
