@@ -356,11 +356,11 @@ def main(argv: list[str] | None = None) -> None:
     py = ".venv/bin/python -m fairrag_core"
     print("\naudit them (providers from the documents' logged metadata):")
     for deployment in ("a", "b"):
-        print(f"  {py} audit-log {out}/store/deployment-{deployment} --provider-from metadata.maintainer "
-              f"--report {out}/audit-{deployment}.html")
+        print(f"  {py} audit-log {out}/store/deployment-{deployment} --provider-from metadata.maintainer")
     print(f"  {py} audit-log {out}/exports/deployment-a.pb --provider-from metadata.maintainer   # the export file")
     print(f"  {py} compare-runs {out}/store/deployment-a {out}/store/deployment-b --provider-from metadata.maintainer "
-          f"--report {out}/compare.html")
+          f"--report {out}/compare.html   # A vs B, with each one's own findings, and the HTML report")
+    print(f"  FAIRRAG_DATA_DIR={out} .venv/bin/streamlit run app.py   # Audit → Served: 'Data folder', store/")
 
 
 if __name__ == "__main__":
