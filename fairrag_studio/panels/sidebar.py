@@ -29,23 +29,44 @@ ON_SERVER = " (data folder)"  # ... and a collection folder of $FAIRRAG_DATA_DIR
 
 
 def _upload_panel() -> None:
-    """Three uploaders validated by the core loaders; a bad file shows the loader's message and changes nothing.
-    A loaded upload keeps its name (the field, else the corpus file's) and is kept for this browser's owner key,
+    """Three uploaders validated by the core loaders (the corpus may be the collection's folder as a .zip); a bad
+    file shows the loader's message and changes nothing. The name field starts on the name the upload suggests (the
+    zip's folder, else the corpus file's stem) and asks for one when that is the generic ``corpus``
+    (:func:`~fairrag_studio.services.uploads.suggested_name`). A loaded upload is kept for this browser's owner key,
     so a reload finds it again (:mod:`fairrag_studio.services.uploads`)."""
     with st.sidebar.expander("Upload a collection", expanded=st.session_state["collection_choice"] == UPLOAD):
         st.caption("corpus.jsonl or corpus.csv (doc_id, text, title, provider, groups), optional queries.jsonl "
-                   "(query_id, text, answer) and qrels.txt (TREC: query_id 0 doc_id rel).")
-        corpus = st.file_uploader("Corpus", type=["jsonl", "csv"], key="upload_corpus")
+                   "(query_id, text, answer) and qrels.txt (TREC: query_id 0 doc_id rel); or the collection's "
+                   "folder zipped, as the corpus.")
+        corpus = st.file_uploader("Corpus (or the folder as a .zip)", type=["jsonl", "csv", "zip"],
+                                  key="upload_corpus")
         queries = st.file_uploader("Queries (optional)", type=["jsonl"], key="upload_queries")
         qrels = st.file_uploader("Qrels (optional)", type=["txt", "qrels"], key="upload_qrels")
-        name = st.text_input("Name (optional)", key="upload_name", max_chars=60,
-                             placeholder=uploads.upload_name(corpus.name) if corpus else "the corpus file's name",
+        zipped = corpus is not None and corpus.name.lower().endswith(".zip")
+        if corpus is not None and st.session_state.get("upload_named_for") != corpus.file_id:
+            st.session_state["upload_named_for"] = corpus.file_id  # a new file: its own name in the field, once
+            try:
+                suggested = (uploads.unzip_collection(corpus.name, corpus.getvalue())[0] if zipped
+                             else uploads.suggested_name(corpus.name))
+            except FairRAGError:
+                suggested = ""  # Load says what is wrong with the zip
+            st.session_state["upload_name"] = suggested
+        name = st.text_input("Name", key="upload_name", max_chars=60,
+                             placeholder="name this collection" if corpus else "the corpus file's name",
                              help="How pages, stored runs and reports name this collection (with its sha256).")
+        if corpus is not None and not name.strip():
+            st.caption(f"{markdown_text(corpus.name)} does not say which collection this is: name it above, or it "
+                       "is called after its content (corpus-<sha256>).")
         if st.button("Load this collection", disabled=corpus is None, key="upload_load"):
             try:
-                folder = resources.save_upload((corpus.name, corpus.getvalue()),
-                                               (queries.name, queries.getvalue()) if queries else None,
-                                               (qrels.name, qrels.getvalue()) if qrels else None, name=name)
+                if zipped:
+                    parts = uploads.unzip_collection(corpus.name, corpus.getvalue())[1]
+                else:
+                    parts = {"corpus": (corpus.name, corpus.getvalue())}
+                for part, given in (("queries", queries), ("qrels", qrels)):  # uploaded apart: replaces the zip's
+                    if given is not None:
+                        parts[part] = (given.name, given.getvalue())
+                folder = resources.save_upload(parts["corpus"], parts.get("queries"), parts.get("qrels"), name=name)
                 loaded = resources.collection(str(folder))
             except FairRAGError as err:
                 st.error(f"That upload was not loaded: {err}")

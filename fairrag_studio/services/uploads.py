@@ -4,7 +4,11 @@
   :func:`fairrag_core.load_collection` reads them, ``corpus.jsonl|csv``, ``queries.jsonl``, ``qrels.txt``), with
   ``upload.json`` beside them: the upload's name, the collection's sha256 (:mod:`.identity`) and each file's own
   name and sha256. The folder's last part is the name, so the loaded collection is called ``my-news``, not
-  ``upload-a4697d23cc``; the same files under the same name land in the same folder.
+  ``upload-a4697d23cc``; the same files under the same name land in the same folder. The name is the one the
+  uploader gives, else the corpus file's stem — unless that stem is the generic ``corpus`` (:data:`GENERIC_STEMS`),
+  which names no collection: then the sidebar asks for a name, and without one the upload is called
+  ``corpus-<sha256[:8]>``, so two uploads of different ``corpus.jsonl`` files never share a name. A collection
+  folder uploaded as a ``.zip`` (:func:`unzip_collection`) is named after the folder it holds, else the zip.
 * A log or run upload is written by :func:`fairrag_studio.views.served.save_served_upload` under its own name; a
   trace export (OTLP JSON Lines) is first cut to what the audit reads as it streams in (:func:`slim_trace_upload`:
   no document texts, no prompts), so its limit is the requests it holds, not the bytes of text its spans carry.
@@ -21,27 +25,32 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
 import secrets
+import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from fairrag_core.checks import MAX_UPLOAD_REQUESTS, check_memory, max_line_bytes
+from fairrag_core.checks import MAX_UPLOAD_REQUESTS, check_memory, max_line_bytes, max_upload_bytes
 from fairrag_core.data.loaders import check_upload
 from fairrag_core.data.traces import is_otlp_export, slim_export
 from fairrag_core.errors import DataFormatError
 
-from .identity import UPLOAD_META, InputIdentity, collection_identity
+from .identity import COLLECTION_PARTS, UPLOAD_META, InputIdentity, collection_identity
 
-__all__ = ["upload_name", "save_collection_upload", "remember_collection", "remember_served", "select_collection",
-           "KeptUploads", "kept_uploads", "owner_index", "MAX_SERVED", "slim_trace_upload"]
+__all__ = ["upload_name", "suggested_name", "GENERIC_STEMS", "unzip_collection", "save_collection_upload",
+           "remember_collection", "remember_served", "select_collection", "KeptUploads",
+           "kept_uploads", "owner_index", "MAX_SERVED", "slim_trace_upload"]
 
 #: How many log and run uploads a browser's index keeps (newest first).
 MAX_SERVED = 10
+#: File stems that name a collection's part, not the collection: an upload called so is asked for a name.
+GENERIC_STEMS = frozenset(names[0].split(".")[0] for _, names in COLLECTION_PARTS) | {"upload"}
 
 
 def upload_name(file_name: str, given: str = "") -> str:
@@ -60,9 +69,65 @@ def upload_name(file_name: str, given: str = "") -> str:
     return cleaned or "upload"
 
 
+def suggested_name(file_name: str) -> str:
+    """The name the sidebar's name field starts with for an upload of ``file_name``: its stem
+    (:func:`upload_name`), or "" when that is generic (:data:`GENERIC_STEMS`: the field then asks for one).
+
+    >>> suggested_name("debian-packages.jsonl"), suggested_name("corpus.jsonl"), suggested_name("Corpus.CSV")
+    ('debian-packages', '', '')
+    """
+    stem = upload_name(file_name)
+    return "" if stem.lower() in GENERIC_STEMS else stem
+
+
+def unzip_collection(file_name: str, data: bytes) -> tuple[str, dict[str, tuple[str, bytes]]]:
+    """A collection folder uploaded as a zip: its name (the folder holding the corpus inside the zip, else the
+    zip's stem; "" when generic) and its parts by part name (``corpus``, ``queries``, ``qrels``: each
+    ``(its name in the zip, its bytes)``, as :func:`save_collection_upload` takes them). The parts are found by
+    the names :func:`fairrag_core.load_collection` looks for, in the corpus's folder; each is read up to the upload
+    limit (``$FAIRRAG_MAX_UPLOAD_MB``), whatever size the zip claims.
+
+    Raises:
+        DataFormatError: no zip, no corpus in it, more than one corpus, a part over the upload limit, or
+            ``aspect_qrels.tsv`` (uploads take corpus, queries and qrels; load the folder with the CLI).
+    """
+    limit = max_upload_bytes()
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir() and "__MACOSX" not in m.filename]
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        raise DataFormatError(f"not a readable zip ({err}); zip the collection's folder again", path=file_name) \
+            from None
+    wanted = {name: part for part, names in COLLECTION_PARTS for name in names}
+    corpora = [m for m in members if m.filename.rsplit("/", 1)[-1] in ("corpus.jsonl", "corpus.csv")]
+    if len(corpora) != 1:
+        found = ", ".join(m.filename for m in corpora[:3])
+        raise DataFormatError(("no corpus.jsonl or corpus.csv in the zip" if not corpora else
+                               f"more than one corpus in the zip ({found})") + "; zip one collection's folder",
+                              path=file_name)
+    folder = corpora[0].filename.rpartition("/")[0]
+    parts: dict[str, tuple[str, bytes]] = {}
+    for member in members:
+        where, _, base = member.filename.rpartition("/")
+        if where != folder or base not in wanted:
+            continue
+        if wanted[base] == "aspect_qrels":
+            raise DataFormatError("aspect_qrels.tsv is not read from uploads; load this collection from its "
+                                  "folder (the CLI's --collection PATH, or the server's data folder)", path=file_name)
+        with archive.open(member) as stream:
+            content = stream.read(limit + 1)
+        if len(content) > limit:
+            raise DataFormatError(f"{member.filename} is over the {limit / 1e6:,.0f} MB the app accepts; put the "
+                                  "collection in the server's data folder or load it with the CLI", path=file_name)
+        parts[wanted[base]] = (base, content)
+    stem = folder.rsplit("/", 1)[-1] if folder else re.split(r"[/\\]", file_name)[-1]
+    return suggested_name(stem), parts
+
+
 def save_collection_upload(root: Path, corpus: tuple[str, bytes], queries: tuple[str, bytes] | None,
                            qrels: tuple[str, bytes] | None, *, name: str = "") -> Path:
-    """Write an uploaded collection under its name (module docstring) and return its folder.
+    """Write an uploaded collection under its name (module docstring: ``name``, else the corpus file's stem, else
+    ``corpus-<sha256[:8]>``) and return its folder.
 
     Each part is checked against the upload limit before anything is written (a :class:`DataFormatError`
     naming the file and the limit)."""
@@ -81,6 +146,8 @@ def save_collection_upload(root: Path, corpus: tuple[str, bytes], queries: tuple
     text = "".join(f"{part}:{files[part]['sha256']}\n" for part in ("corpus", "queries", "qrels") if part in files)
     digest = hashlib.sha256(text.encode()).hexdigest()
     label = upload_name(corpus[0], name)
+    if not name.strip() and label.lower() in GENERIC_STEMS:  # "corpus" names no collection: its content does
+        label = f"{label}-{digest[:8]}"
     folder = root / f"collection-{digest[:12]}" / label
     folder.mkdir(parents=True, exist_ok=True)
     for part, given in parts.items():
