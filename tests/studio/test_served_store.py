@@ -69,6 +69,11 @@ def test_a_store_in_the_data_folder_is_audited_by_service_and_window_and_compare
     assert all(label.startswith("run:") for label in labels)
     findings = [m.value for m in at.markdown if "svc-a: " in m.value or "svc-b: " in m.value]
     assert findings and "citations" in " ".join(findings)  # each system's label-free findings, as audit-log's
+    saved = [c.value for c in at.caption if c.value.startswith("Saved in the run store as **")][-1]  # the comparison
+    comparison = saved.split("**")[1]
+    at.multiselect(key="stored_pick").set_value([comparison]).run()  # the stored comparison, reopened alone
+    assert not at.exception and not at.error
+    assert [m.value for m in at.markdown if "svc-a: " in m.value or "svc-b: " in m.value] == findings
 
 
 def test_a_time_the_window_cannot_read_is_a_message(tmp_path, monkeypatch):
@@ -159,3 +164,23 @@ def test_the_trace_map_is_a_control_and_in_the_command(tmp_path, monkeypatch):
     assert not at.exception and not at.error
     command = next(c.value for c in at.code if "audit-log" in c.value)
     assert "--trace-map session=app.session" in command and "--service" not in command
+
+
+def test_the_merit_rule_is_a_control_and_in_the_command(tmp_path, monkeypatch):
+    """'Merit tiers' and 'Merit threshold' are audit-log's --merit-grades and --merit-threshold: in the audit's
+    settings and its reproduce command; a threshold that is no number is one message naming the control."""
+    make_store(tmp_path / "data" / "traces")
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(AUDIT).run()
+    at.radio(key="served_source").set_value("Data folder").run()
+    at.selectbox(key="served_file").set_value("traces/").run()
+    at.radio(key="served_providers").set_value("domain").run()
+    at.text_input(key="served_merit_threshold").input("high").run()
+    assert not at.exception and any("'Merit threshold': expected a score (a number)" in e.value for e in at.error)
+    at.text_input(key="served_merit_threshold").input("0.5").run()
+    at.number_input(key="served_merit_grades").set_value(2).run()
+    at.button(key="served_run").click().run()
+    assert not at.exception and not at.error
+    command = next(c.value for c in at.code if "audit-log" in c.value)
+    assert command.endswith("--merit-grades 2 --merit-threshold 0.5")
