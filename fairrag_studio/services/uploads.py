@@ -45,7 +45,7 @@ from .identity import COLLECTION_PARTS, UPLOAD_META, InputIdentity, collection_i
 
 __all__ = ["upload_name", "suggested_name", "GENERIC_STEMS", "unzip_collection", "save_collection_upload",
            "remember_collection", "remember_served", "select_collection", "KeptUploads",
-           "kept_uploads", "owner_index", "MAX_SERVED", "slim_trace_upload"]
+           "kept_uploads", "owner_index", "MAX_SERVED", "slim_trace_upload", "safe_upload_name"]
 
 #: How many log and run uploads a browser's index keeps (newest first).
 MAX_SERVED = 10
@@ -229,10 +229,23 @@ def slim_trace_upload(name: str, stream: BinaryIO, root: Path) -> Path | None:
         draft.unlink(missing_ok=True)
 
 
+def safe_upload_name(name: str) -> str:
+    """The browser's file name made safe to write: its last path part, characters other than letters, digits,
+    ``.``, ``_`` and ``-`` replaced by ``_``, at most 120 characters (the end, with the suffix, is kept), never
+    starting with a dot (``upload`` is put in front); ``upload.jsonl`` when nothing is left.
+
+    >>> safe_upload_name("../../etc/run.tsv.gz"), safe_upload_name(".."), safe_upload_name("my log (1).jsonl")
+    ('run.tsv.gz', 'upload.jsonl', 'my_log__1_.jsonl')
+    """
+    last = re.split(r"[/\\]", name)[-1]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", last)[-120:]
+    if not cleaned.strip("._-"):
+        return "upload.jsonl"
+    return "upload" + cleaned if cleaned.startswith(".") else cleaned
+
+
 def _unzipped(name: str) -> str:
     """The upload's safe name without ``.gz`` (what is kept is written plain)."""
-    from ..views.served import safe_upload_name
-
     safe = safe_upload_name(name)
     return safe[:-3] if safe.lower().endswith(".gz") else safe
 

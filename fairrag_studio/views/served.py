@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -38,6 +37,7 @@ from fairrag_core.record import RunKind, RunRecord, SweepRun
 
 from .. import charts
 from ..services.identity import InputIdentity, record_inputs, reproduce_command, served_counts, served_kind
+from ..services.uploads import safe_upload_name, slim_trace_upload
 from .audit import display_ledger, groupings, with_interval
 from .explain import SERVED_REPORT_INTRO
 from .methodology import methodology_sections
@@ -52,21 +52,6 @@ __all__ = ["DEMO_LOG", "save_served_upload", "save_provider_map", "save_target_s
 DEMO_LOG = assets_dir() / "logs" / "running-shoes.jsonl"
 
 
-def safe_upload_name(name: str) -> str:
-    """The browser's file name made safe to write: its last path part, characters other than letters, digits,
-    ``.``, ``_`` and ``-`` replaced by ``_``, at most 120 characters (the end, with the suffix, is kept), never
-    starting with a dot (``upload`` is put in front); ``upload.jsonl`` when nothing is left.
-
-    >>> safe_upload_name("../../etc/run.tsv.gz"), safe_upload_name(".."), safe_upload_name("my log (1).jsonl")
-    ('run.tsv.gz', 'upload.jsonl', 'my_log__1_.jsonl')
-    """
-    last = re.split(r"[/\\]", name)[-1]
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", last)[-120:]
-    if not cleaned.strip("._-"):
-        return "upload.jsonl"
-    return "upload" + cleaned if cleaned.startswith(".") else cleaned
-
-
 def save_served_upload(name: str, data: bytes | BinaryIO, root: Path) -> Path:
     """Write an uploaded log or run (its bytes, or the uploaded file itself) under ``root/served-<content hash>/``
     with its own (made safe) name, whose suffix says how to read it; the same content lands in the same place, so a
@@ -78,8 +63,6 @@ def save_served_upload(name: str, data: bytes | BinaryIO, root: Path) -> Path:
     other file above the upload limit (``$FAIRRAG_MAX_UPLOAD_MB``), or a name without a suffix of a log or run the
     command line audits (:mod:`fairrag_core.data.formats`), is a :class:`DataFormatError` before anything is
     written."""
-    from ..services.uploads import slim_trace_upload
-
     kind_of(safe_upload_name(name))
     slim = slim_trace_upload(name, io.BytesIO(data) if isinstance(data, bytes) else data, root)
     if slim is not None:
