@@ -11,17 +11,34 @@ The ledger sums, per provider or per group, three quantities over a query set:
 
 Each is also given as a share of its total, so a reader can compare "share of what the generator saw"
 with "share of what the answers cite" and "share under the fairness target".
+
+A real collection has thousands of providers (Debian's package descriptions: 2,095 maintainers), so every output
+shows the first :data:`TOP_PROVIDERS` of them and sums the rest in one "all others" row
+(:func:`top_with_others`); the full table stays in JSON, in the CSV downloads and behind ``--all-providers``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection as Names
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..data import Collection
 from ..errors import InvalidParameterError
 
-__all__ = ["LEDGER_COLUMNS", "exposure_ledger"]
+if TYPE_CHECKING:  # pandas is imported where a table is made: the CLI reads TOP_PROVIDERS without it
+    import pandas as pd
+
+__all__ = ["LEDGER_COLUMNS", "TOP_PROVIDERS", "TopGroups", "exposure_ledger", "others_label", "top_with_others"]
+
+#: How many providers (or groups) every text, chart and ledger shows one by one; the rest are summed in one
+#: "all others" row. 14: the colours the projector palette keeps apart with normal vision and the common
+#: colour-vision deficiencies (fairrag_studio/charts/style.py; "all others" is grey), the providers of the largest
+#: demo collection (running-shoes), and bars that stay readable at a projector's type size.
+TOP_PROVIDERS = 14
 
 LEDGER_COLUMNS = (
     "group", "documents", "retrieval_exposure", "retrieval_share", "attributed_exposure", "attributed_share",
@@ -30,6 +47,8 @@ LEDGER_COLUMNS = (
 
 
 def _share(values: pd.Series) -> pd.Series:
+    import pandas as pd
+
     total = values.sum(min_count=1)
     if pd.isna(total) or total == 0:
         return pd.Series(np.nan, index=values.index)
@@ -53,6 +72,7 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
         share − target share (positive: credited beyond a fair share). Attributed and target
         columns are NaN when the input lacks them.
 
+    >>> import pandas as pd
     >>> from fairrag_core import load_collection
     >>> shoes = load_collection("running-shoes")
     >>> docs = pd.DataFrame({"doc_id": [shoes.doc_ids[0], shoes.doc_ids[1]], "exposure": [0.75, 0.25]})
@@ -79,4 +99,101 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     ledger["share_gap"] = ledger["retrieval_share"] - ledger["target_share"]
     ledger["attributed_gap"] = ledger["attributed_share"] - ledger["target_share"]
     ledger = ledger.sort_values(["retrieval_exposure", "group"], ascending=[False, True], kind="stable")
-    return ledger[list(LEDGER_COLUMNS)].reset_index(drop=True)
+    ledger = ledger[list(LEDGER_COLUMNS)].reset_index(drop=True)
+    ledger.attrs["by"] = by  # what a group is: charts name "all others (N providers)" or "(N gender groups)"
+    return ledger
+
+
+def others_label(count: int, noun: str = "providers") -> str:
+    """The name of the summed row: ``all others (2,110 providers)``.
+
+    >>> others_label(2110), others_label(1, "groups")
+    ('all others (2,110 providers)', 'all others (1 group)')
+    """
+    return f"all others ({count:,} {noun if count != 1 else noun.removesuffix('s')})"
+
+
+@dataclass(frozen=True)
+class TopGroups:
+    """The first rows of a per-provider (or per-group) table and the sum of the rest.
+
+    Attributes:
+        shown: the rows shown one by one, in the table's order (a copy; index reset).
+        others: the rows left out, summed: one value per summed column (NaN for the others), or None when nothing
+            was left out.
+        n_others: how many rows ``others`` sums.
+        total: rows in the full table.
+        rule: the words that say which rows are shown, for a sentence (each output adds how to see every one).
+    """
+
+    shown: pd.DataFrame
+    others: dict[str, float] | None
+    n_others: int
+    total: int
+    rule: str
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_others > 0
+
+    def with_others(self, group: str, noun: str = "providers") -> pd.DataFrame:
+        """``shown`` with the "all others (N providers)" row under it (in ``group``), as a chart draws it;
+        ``shown`` itself when nothing was left out."""
+        import pandas as pd
+
+        if self.others is None:
+            return self.shown
+        row = dict.fromkeys(self.shown.columns, np.nan) | self.others | {
+            group: others_label(self.n_others, noun)}
+        return pd.concat([self.shown, pd.DataFrame([row])], ignore_index=True)
+
+
+def top_with_others(table: pd.DataFrame, *, group: str, by: str, summed: Sequence[str],
+                    n: int | None = TOP_PROVIDERS, absolute: bool = False, named: Names[str] = (),
+                    noun: str = "providers", what: str | None = None) -> TopGroups:
+    """The ``n`` rows of ``table`` largest in ``by`` (by ``|by|`` with ``absolute``), plus every row whose
+    ``group`` is in ``named`` (the groups a finding names: never hidden), and the other rows summed.
+
+    Ties in ``by`` go to the group name, alphabetical, so which rows are shown does not depend on the table's
+    order; the shown rows keep the table's order (a table sorted as its output reads prints as before).
+    ``summed`` columns are added over the rows left out
+    (``min_count=1``: all-NaN stays NaN): exposures, shares and gaps add up (a share of the whole, so the others'
+    share is their total's share). The rest (intervals, ranks) have no meaningful sum and are left out of
+    ``others``. ``n=None`` shows every row (``--all-providers``). ``what`` names ``by`` in the rule line.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"provider": list("abcd"), "exposure": [3.0, 1.0, 1.0, 5.0]})
+    >>> top = top_with_others(t, group="provider", by="exposure", summed=["exposure"], n=2)
+    >>> top.shown["provider"].tolist(), top.others, top.n_others
+    (['a', 'd'], {'exposure': 2.0}, 2)
+    >>> top.rule
+    'the top 2 of 4 providers by exposure, the other 2 summed as “all others”'
+    """
+    import pandas as pd
+
+    if n is not None and n < 1:
+        raise InvalidParameterError(f"show at least one {noun.removesuffix('s')}, got n = {n}; pass n=None for all")
+    table = table.reset_index(drop=True)
+    key = pd.to_numeric(table[by], errors="coerce").astype(float)
+    if absolute:
+        key = key.abs()
+    order = (table.assign(_key=key.fillna(-np.inf), _name=table[group].astype(str))
+             .sort_values(["_key", "_name"], ascending=[False, True], kind="stable"))
+    keep = np.zeros(len(order), dtype=bool)
+    keep[: len(order) if n is None else n] = True
+    by_name = order[group].astype(str).isin({str(g) for g in named}).to_numpy() & ~keep
+    keep |= by_name
+    chosen = pd.Series(keep, index=order.index).reindex(table.index).to_numpy()
+    shown = table[chosen].reset_index(drop=True)
+    rest = table[~chosen]
+    others = None
+    if len(rest):
+        others = {c: float(pd.to_numeric(rest[c], errors="coerce").sum(min_count=1)) for c in summed if c in rest}
+    what = what or by.replace("_", " ")
+    if not len(rest):
+        rule = f"all {len(table):,} {noun}"
+    else:
+        named_text = f" and {int(by_name.sum()):,} more that the findings name" if by_name.any() else ""
+        rule = (f"the top {min(n, len(table)):,} of {len(table):,} {noun} by {what}{named_text}, "
+                f"the other {len(rest):,} summed as “all others”")
+    return TopGroups(shown=shown, others=others, n_others=len(rest), total=len(table), rule=rule)

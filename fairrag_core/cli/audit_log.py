@@ -25,7 +25,18 @@ from ..metrics.attribution import HOW_TO_READ
 from ..models.catalog import DEFAULTS
 from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, add_options
 from .backend_options import add_backend, models_spec, on_backend
-from .common import add_command, add_settings, add_store, keep_run, print_undefined, records, settings, stderr_progress
+from .common import (
+    ALL_PROVIDERS_HINT,
+    add_all_providers,
+    add_command,
+    add_settings,
+    add_store,
+    keep_run,
+    print_undefined,
+    records,
+    settings,
+    stderr_progress,
+)
 
 __all__ = ["register"]
 
@@ -63,6 +74,7 @@ def register(sub) -> None:
     for name in _WHAT_IF:
         add_options(p, LogAuditConfig, only=(name,))
     add_option(p, JSON)
+    add_all_providers(p)
     add_backend(p, unit="chunk of document-answer pairs for the NLI judge (the audit itself runs here)")
 
 
@@ -234,12 +246,15 @@ def _cmd_audit_log(args, out) -> int:
     groupings = ["provider", *collection.categories()]
     ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
     findings = log_findings(run, collection, groupings=groupings)
+    named = {f.subject for f in findings if not f.detail}  # a group a finding names is never hidden
     outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
     kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
     if args.json:
         print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": command, "undefined": undefined,
                           "estimate": summary.attrs["note"], "summary": records(summary),
                           "queries": records(run.table), "ledgers": {by: records(t) for by, t in ledgers.items()},
+                          "ledgers_shown": {by: ledger_groups(t, by, named=named, every=args.all_providers)
+                                            .shown["group"].tolist() for by, t in ledgers.items()},
                           "ledger_scope": "queries with relevance labels" if labelled_only else "every query",
                           "notes": record.extra["notes"], "findings": [f.to_dict() for f in findings],
                           **({"what_if": what_if.to_dict()} if what_if is not None else {}),
@@ -265,12 +280,20 @@ def _cmd_audit_log(args, out) -> int:
         print(f"  ({HOW_TO_READ}.)", file=out)
     scope = "the queries with relevance labels" if labelled_only else "every query"
     for by, ledger in ledgers.items():
-        shown = ledger[["group", "retrieval_share", "retrieval_share_low", "retrieval_share_high", "attributed_share",
-                        "target_share", "share_gap"]].rename(columns={"retrieval_share_low": "low",
-                                                                      "retrieval_share_high": "high"})
+        top = ledger_groups(ledger, by, named=named, every=args.all_providers)
+        shown = top.shown[["group", "retrieval_share", "retrieval_share_low", "retrieval_share_high",
+                           "attributed_share", "target_share", "share_gap"]].rename(
+            columns={"retrieval_share_low": "low", "retrieval_share_high": "high"})
         shown = shown.dropna(axis=1, how="all")
         print(f"\nExposure ledger by {by} over {scope} (shares; gap = retrieval − target):", file=out)
+        if top.truncated:
+            print(f"Showing {top.rule} ({ALL_PROVIDERS_HINT}).", file=out)
         print(shown.round(3).to_string(index=False), file=out)
+        if top.truncated:
+            parts = [f"{name} {top.others[column]:.3f}" for name, column in (
+                ("retrieval share", "retrieval_share"), ("attributed share", "attributed_share"),
+                ("target share", "target_share"), ("gap", "share_gap")) if top.others[column] == top.others[column]]
+            print(f"{top.with_others('group', _noun(by))['group'].iloc[-1]}: {', '.join(parts)}", file=out)
     print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
           file=out)
@@ -292,6 +315,22 @@ def _cmd_audit_log(args, out) -> int:
 #: A replay past this machine's memory: the input that makes it smaller (not the log, which was audited).
 _REPLAY_OUT_OF_MEMORY = ("the what-if replay needs more memory than this machine has left; lower N "
                          "(--what-if-samples; the paper uses 100)")
+
+
+def _noun(by: str) -> str:
+    return "providers" if by == "provider" else f"{by} groups"
+
+
+def ledger_groups(ledger, by: str, *, named=(), every: bool = False):
+    """The rows of a ledger that the text prints: the :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` with the most
+    retrieval exposure and every group a finding names (``named``), the rest summed (``every``: all of them)."""
+    from ..audit.ledger import TOP_PROVIDERS, top_with_others
+
+    return top_with_others(ledger, group="group", by="retrieval_exposure", what="retrieval exposure",
+                           summed=("documents", "retrieval_exposure", "retrieval_share", "attributed_exposure",
+                                   "attributed_share", "target_exposure", "target_share", "share_gap",
+                                   "attributed_gap"),
+                           n=None if every else TOP_PROVIDERS, named=named, noun=_noun(by))
 
 
 def _replay_failed(why: str | None) -> int:

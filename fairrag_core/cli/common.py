@@ -36,7 +36,8 @@ from ..settings import SamplingSettings
 
 __all__ = ["alphas_arg", "positive_arg", "seed_arg", "count_arg", "add_command", "add_settings", "settings",
            "add_common", "add_store", "keep_run", "Kept", "load_inputs", "load_models", "id_list", "bar", "fmt",
-           "print_undefined", "METRIC_NAMES", "print_json", "records", "stderr_progress"]
+           "print_undefined", "METRIC_NAMES", "print_json", "records", "stderr_progress", "add_all_providers",
+           "ALL_PROVIDERS_HINT"]
 
 
 def add_command(sub, name: str, handler: Callable, **kwargs: Any) -> argparse.ArgumentParser:
@@ -173,6 +174,20 @@ def load_models(args, *, attributor: bool = True) -> tuple:
 
     generator = Generator(load_language_model(args.generator, device=args.device), style=args.prompt_style)
     return generator, load_attributor(args.nli, device=args.device) if attributor else None
+
+
+#: What a shortened provider list adds to its rule line (:attr:`fairrag_core.audit.ledger.TopGroups.rule`).
+ALL_PROVIDERS_HINT = "--all-providers prints every one"
+
+
+def add_all_providers(parser: argparse.ArgumentParser) -> None:
+    """``--all-providers``: print every provider (and group) instead of the first
+    :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` and one line summing the rest (text only: JSON has them all)."""
+    from ..audit.ledger import TOP_PROVIDERS
+
+    parser.add_argument("--all-providers", action="store_true",
+                        help=f"print every provider and group (default: the top {TOP_PROVIDERS} and one line for "
+                             "all others; --json always lists every one)")
 
 
 def bar(value: float, scale: float, width: int = 24) -> str:

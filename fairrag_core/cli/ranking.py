@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..audit.ledger import TOP_PROVIDERS, TopGroups, top_with_others
 from ..data import DEMO_COLLECTIONS, load_collection
 from ..data.export import HEADER_KEY, write_table
 from ..metrics.registry import METRICS
@@ -28,6 +29,8 @@ from ..ranking.sweep import left_out, system_of
 from ..record import RunKind, RunRecord, SweepRun
 from .backend_options import add_backend, on_backend
 from .common import (
+    ALL_PROVIDERS_HINT,
+    add_all_providers,
     add_command,
     add_common,
     add_store,
@@ -56,6 +59,7 @@ def register(sub) -> None:
     add_common(p, RankingConfig)
     add_option(p, QUERY)
     p.add_argument("--show", type=count_arg, default=5, help="sampled rankings to print (default 5)")
+    add_all_providers(p)
     add_store(p, "the ranking", opt_in=True)
 
     p = add_command(sub, "exposure-sweep", _cmd_sweep, help="collection × α grid → EE-D/EE-R per query and α",
@@ -160,9 +164,18 @@ def rank_payload(run: RankingRun) -> dict:
     }
 
 
-def _print_rank(run: RankingRun, show: int, out) -> None:
+def rank_providers(providers, *, every: bool = False) -> TopGroups:
+    """The providers ``rank`` prints: the :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` with the most sampled
+    exposure and the rest summed (``every``: all of them)."""
+    return top_with_others(providers, group="provider", by="exposure", what="sampled exposure",
+                           summed=("documents", "exposure", "deterministic_exposure", "target_exposure"),
+                           n=None if every else TOP_PROVIDERS)
+
+
+def _print_rank(run: RankingRun, show: int, out, *, every: bool = False) -> None:
     docs = run.documents_table()
     providers = run.providers_table()
+    top = rank_providers(providers, every=every)
     k, n = run.config.k, run.candidate_indices.size
     labelled = run.labels is not None
     qid = f" [{run.query.query_id}]" if run.query else " (not in the query set: no relevance labels, EE-R n/a)"
@@ -189,11 +202,19 @@ def _print_rank(run: RankingRun, show: int, out) -> None:
 
     print("\nExposure by provider (expected number of its documents in the top k):", file=out)
     head = f"  {'provider':<24} {'docs':>4} {'sampled':>8} {'determ.':>8}"
+    if top.truncated:
+        print(f"  Showing {top.rule} ({ALL_PROVIDERS_HINT}).", file=out)
     print(head + (f" {'target':>7}" if labelled else ""), file=out)
-    for row in providers.itertuples():
+    for row in top.shown.itertuples():
         line = f"  {row.provider:<24.24} {row.documents:>4} {row.exposure:8.2f} {row.deterministic_exposure:8.2f}"
         target = f" {row.target_exposure:7.2f}" if labelled else ""
         print(line + target + "  " + bar(row.exposure, max(1.0, providers["exposure"].max())), file=out)
+    if top.truncated:
+        rest = top.others
+        target = f", target {rest['target_exposure']:.2f}" if labelled else ""
+        print(f"  {top.with_others('provider')['provider'].iloc[-1]}: {int(rest['documents']):,} documents, sampled "
+              f"{rest['exposure']:.2f} ({rest['exposure'] / max(providers['exposure'].sum(), 1e-12):.1%} of the "
+              f"sampled exposure), deterministic {rest['deterministic_exposure']:.2f}{target}", file=out)
     reached = int((providers["exposure"] > 0).sum())
     det_reached = int((providers["deterministic_exposure"] > 0).sum())
     among = providers_among(providers.shape[0], len(set(run.collection.providers)), n)
@@ -244,8 +265,11 @@ def _cmd_rank(args, out) -> int:
     kept = keep_run(args, rank_run(run), label=run.query_text[:60])
     if args.json:
         stored = kept.to_dict() if args.store is not None else {}
-        return print_json({**rank_payload(run), **stored}, out, indent=2, ensure_ascii=False)
-    _print_rank(run, args.show, out)
+        top = rank_providers(run.providers_table(), every=args.all_providers)
+        # every provider is in "providers"; "providers_shown" names those the text prints, by "providers_rule"
+        shown = {"providers_shown": top.shown["provider"].tolist(), "providers_rule": top.rule}
+        return print_json({**rank_payload(run), **shown, **stored}, out, indent=2, ensure_ascii=False)
+    _print_rank(run, args.show, out, every=args.all_providers)
     kept.print_text(out)
     return 0
 
