@@ -182,8 +182,9 @@ def render_sidebar() -> Settings:
         source, coll = "running-shoes", resources.collection("running-shoes")
     if source not in DEMO_COLLECTIONS:
         side.caption(f"**{markdown_text(collection_identity(source).text)}**")
-    side.caption(f"{len(coll)} documents · {len(coll.queries)} queries · "
-                 f"{len(set(coll.providers))} providers · categories: {', '.join(coll.categories()) or 'none'}")
+    facts = resources.collection_facts(source)
+    side.caption(f"{facts.documents} documents · {facts.queries} queries · "
+                 f"{facts.providers} providers · categories: {', '.join(facts.categories) or 'none'}")
 
     side.header("Retrieval")
     kind = RetrieverKind(side.radio("Retriever", [k.value for k in RetrieverKind], horizontal=True, key="retriever",

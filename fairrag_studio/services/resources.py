@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -29,9 +30,13 @@ from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
 from .data_dir import data_collections, data_dir
 from .state import Settings
 
+if TYPE_CHECKING:
+    from fairrag_core.audit.findings import Finding
+    from fairrag_core.record import SweepRun
+
 __all__ = [
-    "collection", "retriever", "query_scores", "generator", "attributor", "run_store", "save_upload",
-    "server_collections", "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
+    "collection", "CollectionFacts", "collection_facts", "retriever", "query_scores", "sweep_findings", "generator",
+    "attributor", "run_store", "save_upload", "server_collections", "ModelRow", "models_panel_rows", "UPLOAD_ROOT",
 ]
 
 #: Where uploaded collections are written (override with ``FAIRRAG_UPLOADS``).
@@ -55,6 +60,28 @@ def collection(source: str) -> Collection:
 @st.cache_resource(show_spinner="Loading the collection…", max_entries=16)
 def _collection(source: str, sha256: str) -> Collection:
     return load_collection(source)
+
+
+@dataclass(frozen=True)
+class CollectionFacts:
+    """What the sidebar and the pages say about a collection on every run: counts and its fairness categories."""
+
+    documents: int
+    queries: int
+    providers: int
+    categories: tuple[str, ...]
+
+
+def collection_facts(source: str) -> CollectionFacts:
+    """:class:`CollectionFacts` of the collection ``source``, counted once per content (counting the providers and
+    categories of 60,000 documents takes tens of milliseconds, too much for every rerun)."""
+    return _facts(source, _content(source))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _facts(source: str, sha256: str) -> CollectionFacts:
+    coll = _collection(source, sha256)
+    return CollectionFacts(len(coll), len(coll.queries), len(set(coll.providers)), tuple(coll.categories()))
 
 
 def retriever(source: str, kind: str, embedder: str | None, device: str) -> Retriever:
@@ -93,6 +120,27 @@ def scores_for(settings: Settings, query: str) -> np.ndarray:
 
 def retriever_for(settings: Settings) -> Retriever:
     return retriever(*settings.retriever_key)
+
+
+#: Sweep results whose findings this session keeps (:func:`sweep_findings`).
+_FINDINGS_KEPT = 4
+
+
+def sweep_findings(run: SweepRun, collection: Collection) -> list[Finding]:
+    """:func:`fairrag_core.audit.comparison_findings.sweep_findings` of ``run``, computed once per sweep result in
+    this session: they bootstrap every provider's share (seconds at 2,000 providers), and the Audit page runs again
+    on every widget it draws. Kept by the result's documents table (one object for a run, its saved copy and its
+    audit kind) and the collection's sha256; the last :data:`_FINDINGS_KEPT` results are kept."""
+    from fairrag_core.audit.comparison_findings import sweep_findings as find
+
+    kept = st.session_state.setdefault("sweep_findings_kept", {})
+    key = (id(run.documents), run.record.seed, collection.sha256, collection.name)
+    found = kept.get(key)
+    if found is None or found[0] is not run.documents:  # the table is held with them, so its id is not reused
+        while len(kept) >= _FINDINGS_KEPT:
+            kept.pop(next(iter(kept)))
+        found = kept[key] = (run.documents, find(run, collection))
+    return found[1]
 
 
 @st.cache_resource(show_spinner="Loading the generator (first time only)…", max_entries=6)
