@@ -6,7 +6,7 @@ import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
 from fairrag_core.audit.compare import Comparison
-from fairrag_core.audit.comparison_findings import stored_findings, sweep_findings
+from fairrag_core.audit.comparison_findings import stored_findings
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts
@@ -112,7 +112,7 @@ with tab_run:
                     st.caption(f"Saved in the run store as **{result.run_id}** ({store.path}).")
                 table, documents = result.table, result.documents
                 st.subheader("Findings")
-                found = [f for f in sweep_findings(result, collection) if not f.detail]
+                found = [f for f in resources.sweep_findings(result, collection) if not f.detail]  # kept per run
                 st.markdown("\n".join(f"- **{f.severity.value}** · {f.text}" for f in found))
                 st.caption("Each α against the deterministic retriever (paired over queries, Holm-adjusted), then "
                            "each system's providers against their fair share; most severe first.")

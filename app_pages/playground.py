@@ -207,7 +207,7 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
                    help=help_text("EE-R", "Only the collection's own queries have relevance labels."),
                    value=summary.ee_r_plug_in,
                    reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
-    among = providers_among(in_pool, len(set(collection.providers)), len(docs))
+    among = providers_among(in_pool, resources.collection_facts(settings.collection).providers, len(docs))
     tiles[2].metric(REGISTERED["providers_reached"].on_tile, f"{providers_reached} of {in_pool}",
                     help=help_text("providers reached", f"{among[0].upper()}{among[1:]} (raise K in the sidebar to "
                                    "sample from more)."))
