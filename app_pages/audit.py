@@ -11,6 +11,7 @@ from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts
 from fairrag_studio.panels.compare import render_comparison, show_comparison
+from fairrag_studio.panels.providers import LEDGER_SERIES, many_providers
 from fairrag_studio.panels.served import render_served_tab, show_served
 from fairrag_studio.panels.sweeps import SweepRequest, parse_alphas, rag_job, run_exposure_request
 from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note, markdown_text
@@ -137,7 +138,11 @@ with tab_run:
                 ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=result.record.seed)
                 chart_with_downloads(charts.exposure_ledger_chart(ledger), ledger, f"ledger_{by}", key="ledger")
                 shown_ledger = display_ledger(ledger)
-                st.dataframe(shown_ledger, hide_index=True)
+                # thousands of providers: their spread, and every one searchable in a table of fixed height
+                if not many_providers(ledger, column="group", series=LEDGER_SERIES, name=f"ledger_{by}",
+                                      key="ledger", shown=shown_ledger,
+                                      noun="providers" if by == "provider" else f"{by} groups"):
+                    st.dataframe(shown_ledger, hide_index=True)
                 glossary_note(shown_ledger.columns)
                 st.subheader("Per query")
                 picked = st.selectbox("Drill down into a query", sorted(table["query_id"].unique()),
@@ -232,6 +237,9 @@ with tab_stored:
                                      format_func=system_label, key="stored_alpha")
                 ledger = ledger_for(documents, run_collection, alpha, by)
                 st.plotly_chart(charts.exposure_ledger_chart(ledger), key="stored_ledger")
+                many_providers(ledger, column="group", series=LEDGER_SERIES, name=f"ledger_{by}_{run_id}",
+                               key="stored_ledger", shown=display_ledger(ledger),
+                               noun="providers" if by == "provider" else f"{by} groups")
                 st.download_button("Report (HTML)", lambda: build_report(stored, run_collection),
                                    file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
             st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))

@@ -18,6 +18,7 @@ from fairrag_core.ranking.stops import alpha_stops
 from fairrag_core.retrieval import top_candidates
 from fairrag_studio import charts
 from fairrag_studio.panels.answers import follow_answers, latest_answers_job, start_answers_job
+from fairrag_studio.panels.providers import PROVIDER_SERIES, many_providers
 from fairrag_studio.panels.widgets import (
     FLAG_WORDS,
     chart_with_downloads,
@@ -35,6 +36,9 @@ from fairrag_studio.views.grid_html import rankings_grid_html
 
 #: Seconds each α stop stays on screen while Animate α plays.
 ANIMATION_SECONDS = 1.2
+#: Most grid columns (k) drawn beside the exposure chart: at 1400 px the grid's column holds 8 ids of 6 characters;
+#: more go full width, the columns sharing it (views/grid_html.py, ``fit``).
+GRID_BESIDE_MAX_K = 8
 
 settings = st.session_state["settings"]
 presenter = bool(st.session_state.get("presenter"))
@@ -229,9 +233,10 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
 def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
     """The sampled rankings grid (with its PNG and HTML downloads) beside, or on a projector under, the exposure
     chart by provider or by document."""
-    # On a projector the grid shows titles in large type: it takes the full width (all k columns in view) and the
-    # exposure chart goes under it.
-    left, right = (st.container(), st.container()) if presenter else st.columns([3, 2])
+    # On a projector the grid shows titles in large type, and past GRID_BESIDE_MAX_K columns ids no longer fit beside
+    # the chart: the grid takes the full width (all k columns in view) and the exposure chart goes under it.
+    wide = ranking.rankings.shape[1] > GRID_BESIDE_MAX_K
+    left, right = (st.container(), st.container()) if presenter or wide else st.columns([3, 2])
     with left:
         st.subheader("Sampled rankings")
         # Deterministic: all N rows are the same list, so draw it once (the tile says how many samples).
@@ -240,7 +245,7 @@ def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
                      ranking.deterministic)
         with st.container(key="grid"):
             st.html(rankings_grid_html(*grid_args, max_rows=30, repeats=settings.n_samples if distinct == 1 else None,
-                                       show_titles=presenter, font_px=18 if presenter else 12))
+                                       show_titles=presenter, font_px=18 if presenter else 12, fit=wide))
         with st.container(horizontal=True):  # the Plotly version, built only when asked for
             st.download_button("PNG", lambda: charts.figure_png(charts.rankings_grid(*grid_args, max_rows=50)),
                                file_name="sampled_rankings.png", mime="image/png", key="grid_png")
@@ -260,6 +265,9 @@ def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
             providers_table = ranking.providers_table()
             chart_with_downloads(charts.provider_bars(providers_table), providers_table, "provider_exposure",
                                  key="providers")
+            # thousands of providers (K = all on a large collection): their spread, and every one searchable
+            many_providers(providers_table, column="provider", series=PROVIDER_SERIES, name="provider_exposure",
+                           key="providers")
         explainer(explain.EXPOSURE)
 
 

@@ -8,11 +8,13 @@ Every figure uses the ``plotly_white`` template, fonts large enough for a classr
 height. A table without a required column raises ``ValueError`` naming the missing column(s).
 This package must stay free of Streamlit so it can be tested and reused outside the app. One module per
 concern: :mod:`.style` (palette, fonts, export), :mod:`.exposure` (one query), :mod:`.curves` (α sweeps),
-:mod:`.ledger` (who gets exposure), :mod:`.fairqr` (query refinement) and :mod:`.richrag` (coverage of a query's
+:mod:`.ledger` (who gets exposure), :mod:`.distribution` (its spread over thousands of providers: the Lorenz
+curve and its Gini), :mod:`.fairqr` (query refinement) and :mod:`.richrag` (coverage of a query's
 aspects: the documents × aspects heatmap, NCOM per list, Com-ROUGE per aspect).
 """
 
 from .curves import attributed_vs_retrieval_disparity, ee_d_by_alpha, metric_vs_disparity, what_if_curve
+from .distribution import gini, lorenz_chart
 from .exposure import exposure_bars, provider_bars, rankings_grid
 from .fairqr import fairqr_delta, fairqr_distributions
 from .ledger import exposure_ledger_chart
@@ -29,6 +31,8 @@ __all__ = [
     "exposure_ledger_chart",
     "fairqr_delta",
     "fairqr_distributions",
+    "gini",
+    "lorenz_chart",
     "figure_html",
     "figure_png",
     "metric_vs_disparity",

@@ -9,10 +9,15 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from fairrag_core.audit.ledger import TOP_PROVIDERS, top_with_others
+
 from .style import (
     DETERMINISTIC_COLOUR,
+    OTHERS_COLOUR,
     STOCHASTIC_COLOUR,
     TARGET_COLOUR,
+    axis_labels,
+    clip_others,
     has_values,
     label,
     labels,
@@ -139,15 +144,23 @@ def rankings_grid(
     return fig
 
 
-def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) -> list[go.Bar]:
-    """The three bar series shared by the document and provider charts; target omitted if all NaN."""
-    categories = labels(table[category].astype(str))  # user text: escaped for Plotly's HTML-like labels
+def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str,
+                          others: bool = False) -> list[go.Bar]:
+    """The three bar series shared by the document and provider charts; target omitted if all NaN. Provider names
+    are cut in the middle on the axis (:func:`~.style.axis_labels`) and given in full in the hover; with
+    ``others`` the last row is "all others", drawn hatched."""
     series = [
         ("stochastic (sampled)", "exposure", STOCHASTIC_COLOUR),
         ("deterministic", "deterministic_exposure", DETERMINISTIC_COLOUR),
         ("target", "target_exposure", TARGET_COLOUR),
     ]
-    extra = labels(table["provider"].astype(str)) if category != "provider" else categories
+    if category == "provider":
+        categories = axis_labels(table[category])
+        extra = labels(table["provider"].astype(str))  # the full name, in the hover
+    else:
+        categories = labels(table[category].astype(str))  # user text: escaped for Plotly's HTML-like labels
+        extra = labels(table["provider"].astype(str))
+    hatch = {"pattern": {"shape": [""] * (len(table) - 1) + ["/"], "fgcolor": OTHERS_COLOUR}} if others else {}
     bars = []
     for name, column, colour in series:
         values = numeric(table, column)
@@ -160,7 +173,7 @@ def _exposure_series_bars(table: pd.DataFrame, category: str, hover_label: str) 
                 y=categories,
                 x=values.tolist(),
                 orientation="h",
-                marker_color=colour,
+                marker={"color": colour, **hatch},
                 customdata=extra,
                 hovertemplate=(
                     f"<b>%{{y}}</b><br>{hover_label}: %{{customdata}}<br>{name}: %{{x:.3f}}<extra></extra>"
@@ -216,24 +229,42 @@ def exposure_bars(documents: pd.DataFrame, *, top: int | None = 20) -> go.Figure
     return fig
 
 
-def provider_bars(providers: pd.DataFrame) -> go.Figure:
+def provider_bars(providers: pd.DataFrame, *, top: int | None = TOP_PROVIDERS) -> go.Figure:
     """Expected exposure of each provider: sampled, deterministic and fair target, side by side.
 
     A provider's exposure is the expected number of its documents in the top k (sum of its documents'
     exposure). Providers are sorted by sampled exposure; the target series is omitted when
     ``target_exposure`` is all NaN. Provider-level view of the item fairness in Kim & Diaz (2025), Fig. 3.
+
+    With more than ``top`` providers (:data:`~fairrag_core.audit.ledger.TOP_PROVIDERS`; ``None``: all), the first
+    ``top`` by sampled exposure are drawn and the rest summed in one hatched "all others (N providers)" bar, so the
+    chart keeps at most ``top`` + 1 rows at 2,000 providers; when that sum dwarfs the others, the axis ends past
+    the largest provider and a note gives the sum (the distribution is :func:`~.distribution.lorenz_chart`'s).
     """
     require_columns(providers, ["provider", "exposure", "deterministic_exposure", "target_exposure"], "provider_bars")
-    ordered = _by_sampled_exposure(providers)
-    fig = go.Figure(_exposure_series_bars(ordered, "provider", "provider"))
+    ordered = _by_sampled_exposure(providers).drop(columns="_sort")
+    chosen = top_with_others(ordered, group="provider", by="exposure", what="sampled exposure", n=top,
+                             summed=[c for c in ("documents", "useful", *_SERIES) if c in ordered])
+    shown = chosen.with_others("provider")
+    fig = go.Figure(_exposure_series_bars(shown, "provider", "provider", others=chosen.truncated))
+    layout = _horizontal_layout(fig, len(shown))
+    if chosen.truncated:
+        names = [(bar.name.split(" ")[0], column) for bar, column in zip(fig.data, _SERIES)]
+        end = clip_others(fig, chosen.shown, chosen.others, names, axis_labels(shown["provider"])[-1])
+        if end is not None:
+            layout["x_axis"] = {**layout["x_axis"], "range": end}
     style(
         fig,
         title="Expected exposure per provider",
+        subtitle=f"Showing {chosen.rule}" if chosen.truncated else None,
         x_title="expected # in the top k",
         y_title="provider",
         height=480,
-        **_horizontal_layout(fig, len(ordered)),
+        **layout,
     )
     return fig
+
+
+_SERIES = ("exposure", "deterministic_exposure", "target_exposure")
 
 

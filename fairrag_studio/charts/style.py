@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +15,13 @@ import plotly.colors as pc
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from fairrag_core.audit.ledger import TOP_PROVIDERS
 from fairrag_core.glossary import GLOSSARY
 
 __all__ = [
     "TEMPLATE", "FONT_SIZE", "TITLE_SIZE", "EE_D_TITLE", "ALPHA_TITLE", "STOCHASTIC_COLOUR", "DETERMINISTIC_COLOUR",
-    "TARGET_COLOUR", "ATTRIBUTED_COLOUR", "MEAN_COLOUR", "hex_colour", "provider_colours", "text_colour_on",
+    "TARGET_COLOUR", "ATTRIBUTED_COLOUR", "MEAN_COLOUR", "OTHERS_COLOUR", "LABEL_CHARS", "hex_colour",
+    "provider_colours", "middle_ellipsis", "axis_labels", "clip_others", "text_colour_on",
     "require_columns", "numeric", "has_values", "style", "alpha_label", "deterministic_mask", "figure_png",
     "figure_html", "label", "labels",
 ]
@@ -77,25 +79,60 @@ _PROJECTOR_PALETTE: tuple[str, ...] = (
     "#455795",  # slate blue
     "#F95B8F",  # pink
 )
-# Beyond 14 providers plotly's Dark24 extends the palette (those colours are not checked for distinctness).
-_PROVIDER_PALETTE: tuple[str, ...] = tuple(
-    dict.fromkeys(hex_colour(c) for c in (*_PROJECTOR_PALETTE, *pc.qualitative.Dark24))
-)
+# Only these: beyond them a colour would look like one of them (plotly's Dark24, used here before, gave 17
+# providers near-identical pinks; issue 30). Every provider past the 14th is drawn in OTHERS_COLOUR.
+_PROVIDER_PALETTE: tuple[str, ...] = _PROJECTOR_PALETTE
+if len(_PROVIDER_PALETTE) < TOP_PROVIDERS:  # every provider shown one by one needs its own colour
+    raise AssertionError(f"{len(_PROVIDER_PALETTE)} provider colours for TOP_PROVIDERS = {TOP_PROVIDERS}")
+# "all others": a neutral grey found by the same search, ΔE00 ≥ 19 from every projector colour with normal vision
+# and ≥ 10 with each deficiency simulated; 5.4:1 against white.
+OTHERS_COLOUR = "#6A6A6E"
+LABEL_CHARS = 32  # longest provider or group name on a chart axis; longer ones lose their middle (middle_ellipsis)
 
 
-def provider_colours(names: Sequence[str]) -> dict[str, str]:
+def provider_colours(names: Sequence[str], *, counts: Mapping[str, float] | None = None) -> dict[str, str]:
     """Map each distinct provider (or group) name to a hex colour, deterministically.
 
-    Names are de-duplicated and sorted, then take the 14 projector colours (distinguishable with normal vision
-    and with the common colour-vision deficiencies; see ``_PROJECTOR_PALETTE``) in order, followed by plotly's
-    ``Dark24`` (38 distinct colours; beyond that the palette repeats). The same set of names therefore gives
-    every provider the same colour in every chart.
+    Up to 14 names (:data:`~fairrag_core.audit.ledger.TOP_PROVIDERS`): de-duplicated and sorted, they take the
+    14 projector colours (distinguishable with normal vision and with the common colour-vision deficiencies; see
+    ``_PROJECTOR_PALETTE``) in order, so the same set of names gives every provider the same colour in every chart.
+    More names: the 14 that ``names`` lists most often (or with the largest ``counts``; ties alphabetical) take
+    the colours, in sorted order, and every other name gets :data:`OTHERS_COLOUR` (grey: "all others").
 
     >>> provider_colours(["b", "a", "b"])
     {'a': '#4000DC', 'b': '#9A9A00'}
+    >>> colours = provider_colours([f"p{i:02d}" for i in range(20)] + ["p19"])
+    >>> colours["p19"], colours["p00"], colours["p14"], sum(c == OTHERS_COLOUR for c in colours.values())
+    ('#F95B8F', '#4000DC', '#6A6A6E', 6)
     """
     unique = sorted({str(name) for name in names})
-    return {name: _PROVIDER_PALETTE[i % len(_PROVIDER_PALETTE)] for i, name in enumerate(unique)}
+    if len(unique) <= len(_PROVIDER_PALETTE):
+        return {name: _PROVIDER_PALETTE[i] for i, name in enumerate(unique)}
+    if counts is None:
+        tally: dict[str, float] = {}
+        for name in names:
+            tally[str(name)] = tally.get(str(name), 0) + 1
+    else:
+        tally = {str(name): float(value) for name, value in counts.items()}
+    coloured = sorted(sorted(unique, key=lambda name: (-tally.get(name, 0), name))[: len(_PROVIDER_PALETTE)])
+    colour_of = dict(zip(coloured, _PROVIDER_PALETTE))
+    return {name: colour_of.get(name, OTHERS_COLOUR) for name in unique}
+
+
+def middle_ellipsis(text: object, limit: int = LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters by dropping its middle, so a long name keeps both its start and its end
+    (a team's name and its mailing list); the chart's hover gives the full name.
+
+    >>> middle_ellipsis("Debian Solar Packaging Team <pkg-solar-maintainers@lists.alioth.debian.org>")
+    'Debian Solar Pac…oth.debian.org>'
+    >>> middle_ellipsis("Maintainer 0007")
+    'Maintainer 0007'
+    """
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
 def label(text: object) -> str:
@@ -116,6 +153,40 @@ def label(text: object) -> str:
 def labels(values: Iterable[object]) -> list[str]:
     """:func:`label` of each value."""
     return [label(v) for v in values]
+
+
+def axis_labels(values: Iterable[object], limit: int = LABEL_CHARS) -> list[str]:
+    """Names for a categorical axis: :func:`middle_ellipsis` of each, escaped (:func:`label`). A name whose short
+    form another name shares keeps its full text, so two providers never merge into one bar.
+
+    >>> axis_labels(["a & b", "x" * 40, "x" * 41])[0], len(axis_labels(["x" * 40])[0])
+    ('a &amp; b', 32)
+    """
+    names = [str(v) for v in values]
+    short = [middle_ellipsis(name, limit) for name in names]
+    seen: dict[str, set[str]] = {}
+    for name, cut in zip(names, short):
+        seen.setdefault(cut, set()).add(name)
+    return [label(cut if len(seen[cut]) == 1 else name) for name, cut in zip(names, short)]
+
+
+def clip_others(fig: go.Figure, shown: pd.DataFrame, others: Mapping[str, float],
+                series: Sequence[tuple[str, str]], row_label: str, *, value_format: str = ".2f",
+                axis: str = "x", y_axis: str = "y") -> list[float] | None:
+    """Keep the shown rows readable beside a large "all others" row: when an others value (a sum over thousands
+    of providers) is over twice the largest shown value of ``series`` (``(name, column)`` pairs), the value axis
+    ``axis`` is to end at 1.25 × that largest value, the others' bars run past its end, and a note on their row
+    (``row_label`` of axis ``y_axis``) gives their values. Returns the axis range to set, or None (no clipping)."""
+    largest = max((float(numeric(shown, c).max()) for _, c in series if c in shown and has_values(numeric(shown, c))),
+                  default=0.0)
+    values = [(name, others[c]) for name, c in series if c in others and others[c] == others[c]]
+    if not values or largest <= 0 or max(abs(v) for _, v in values) <= 2 * largest:
+        return None
+    end = 1.25 * largest
+    fig.add_annotation(x=end, y=row_label, xref=axis, yref=y_axis, xanchor="right", yanchor="middle",
+                       showarrow=False, bgcolor="rgba(255,255,255,0.9)", font={"size": FONT_SIZE - 2},
+                       text=" · ".join(f"{name} {format(v, value_format)}" for name, v in values) + " →")
+    return [0, end]
 
 
 def _relative_luminance(colour: str) -> float:

@@ -139,6 +139,7 @@ def ledger_for(documents: pd.DataFrame, collection: Collection, alpha: float, by
     ledger = exposure_ledger(rows, collection, by=by)
     if intervals and "query_id" in rows and not rows.empty:
         ledger = ledger.merge(ledger_intervals(rows, collection, by=by, seed=seed), on="group", how="left")
+        ledger.attrs["by"] = by  # lost in the merge; the chart names its "all others" row with it
     return ledger
 
 

@@ -11,7 +11,10 @@ from html import escape
 
 import numpy as np
 
+from fairrag_core.audit.ledger import others_label
+
 from ..charts import provider_colours, text_colour_on
+from ..charts.style import OTHERS_COLOUR
 
 __all__ = ["TITLE_CHARS", "rankings_grid_html", "short_title"]
 
@@ -46,7 +49,8 @@ def short_title(title: str, limit: int = TITLE_CHARS) -> str:
 
 def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles: Sequence[str],
                        rankings: np.ndarray, deterministic: np.ndarray, *, max_rows: int = 30,
-                       repeats: int | None = None, show_titles: bool = False, font_px: int = 12) -> str:
+                       repeats: int | None = None, show_titles: bool = False, font_px: int = 12,
+                       fit: bool = False) -> str:
     """One row per ranking (deterministic first), one column per rank, each cell coloured by provider.
 
     Cells show the document id; hovering shows title and provider. ``repeats`` labels a single sampled row
@@ -56,6 +60,14 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
     :data:`TITLE_CHARS` characters by :func:`short_title`; the tooltip then gives the full title, the id and the
     provider; a document without a title keeps its id), and ``font_px`` sets the type size of the whole grid
     (legend swatches grow with it). The defaults give exactly the grid drawn before these options existed.
+
+    ``fit`` (many columns, k up to 20; issue 30): the table takes the full width and its k columns share it
+    equally, a cell's id ending in "…" where it does not fit (the tooltip starts with the whole id), so every rank
+    stays in view instead of behind a horizontal scroll. Titles (``show_titles``) always fit.
+
+    At most :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` providers get their own colour (those with the most
+    cells; :func:`~fairrag_studio.charts.provider_colours`); the others' cells are grey, and the legend names them
+    in one entry.
 
     >>> html = rankings_grid_html(["d1", "d2"], ["A", "B"], ["T1", "<T2>"], np.array([[1, 0]]), np.array([0, 1]))
     >>> html.count("<td title=")
@@ -72,10 +84,17 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
     rankings = np.asarray(rankings)
     if rankings.ndim != 2 or np.asarray(deterministic).shape != (rankings.shape[1],):
         raise ValueError("rankings must be (N, k) and deterministic (k,)")
-    colours = provider_colours(providers)
+    cells_of = np.concatenate([rankings[:max_rows].ravel(), np.asarray(deterministic)]).astype(int)
+    counts: dict[str, int] = {}
+    for position in cells_of.tolist():
+        counts[str(providers[position])] = counts.get(str(providers[position]), 0) + 1
+    colours = provider_colours(providers, counts=counts)
 
     px = f"{font_px}px"  # "12px" by default, as before
     plain_cell, title_cell = _CELL.replace("12px", px), _TITLE_CELL.replace("12px", px)
+    if fit:  # k columns share the width: no minimum, little padding, the id cut with "…"
+        plain_cell = plain_cell.replace("padding:2px 4px", "padding:2px 0").replace(
+            "min-width:4.2em", "overflow:hidden;text-overflow:ellipsis").replace(px, f"{font_px - 1}px")
 
     def cell(position: int) -> str:
         colour = colours[str(providers[position])]
@@ -84,7 +103,8 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
             tip = escape(f"{title} ({doc_ids[position]}) — {providers[position]}", quote=True)
             return (f'<td title="{tip}" style="{title_cell};background:{colour};color:{text_colour_on(colour)}">'
                     f"{escape(short_title(title))}</td>")
-        tip = escape(f"{titles[position] or doc_ids[position]} — {providers[position]}", quote=True)
+        tip = escape(f"{doc_ids[position]}: {titles[position]} — {providers[position]}" if fit and titles[position]
+                     else f"{titles[position] or doc_ids[position]} — {providers[position]}", quote=True)
         return (f'<td title="{tip}" style="{plain_cell};background:{colour};color:{text_colour_on(colour)}">'
                 f"{escape(str(doc_ids[position]))}</td>")
 
@@ -98,15 +118,19 @@ def rankings_grid_html(doc_ids: Sequence[str], providers: Sequence[str], titles:
         name = f"sample 1 (×{repeats})" if repeats and len(shown) == 1 else f"sample {i}"
         rows.append(f"<tr><td {label}>{name}</td>{''.join(cell(int(p)) for p in row)}</tr>")
     used = sorted({str(providers[int(p)]) for p in np.concatenate([rankings.ravel(), np.asarray(deterministic)])})
+    grey = [p for p in used if colours[p] == OTHERS_COLOUR]
+    entries = [(colours[p], escape(p)) for p in used if colours[p] != OTHERS_COLOUR]
+    if grey:
+        entries.append((OTHERS_COLOUR, escape(others_label(len(grey)))))
     legend = " ".join(
         f'<span style="display:inline-block;margin:2px 8px 2px 0;font:{px} sans-serif">'
-        f'<span style="display:inline-block;width:{px};height:{px};background:{colours[p]};vertical-align:middle">'
-        f"</span> {escape(p)}</span>" for p in used)
+        f'<span style="display:inline-block;width:{px};height:{px};background:{colour};vertical-align:middle">'
+        f"</span> {name}</span>" for colour, name in entries)
     more = (f'<div style="font:{px} sans-serif;color:#555">showing {len(shown)} of {len(rankings)} samples</div>'
             if len(rankings) > len(shown) else "")
     # Titles: the table takes the full width and its k columns share it equally (a cell's title ends in "…" where
     # it does not fit), so every position stays in view on a projector instead of behind a horizontal scroll.
     table, corner = (("border-collapse:collapse;width:100%;table-layout:fixed", f' style="width:{7 * font_px}px"')
-                     if show_titles else ("border-collapse:collapse", ""))
+                     if show_titles or fit else ("border-collapse:collapse", ""))
     return (f'<div style="overflow-x:auto"><table style="{table}"><thead><tr><th{corner}></th>{head}</tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>{more}<div style="margin-top:6px">{legend}</div></div>')

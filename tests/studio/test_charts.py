@@ -82,10 +82,10 @@ def assert_projector_ready(fig: go.Figure) -> None:
 
 # -- palette -------------------------------------------------------------------------------------------------------
 def test_provider_colours_deterministic_and_distinct():
-    names = [f"provider-{i:02d}" for i in range(24)]
+    names = [f"provider-{i:02d}" for i in range(14)]
     colours = provider_colours(names)
     assert list(colours) == sorted(names)
-    assert len(set(colours.values())) == 24
+    assert len(set(colours.values())) == 14
     assert provider_colours(list(reversed(names)) + names[:3]) == colours
     # the projector palette first, in sorted-name order
     assert provider_colours(["zeta", "alpha"]) == {"alpha": "#4000DC", "zeta": "#9A9A00"}

@@ -12,6 +12,7 @@ from html import escape
 import numpy as np
 import pytest
 
+from fairrag_core.audit.ledger import TOP_PROVIDERS
 from fairrag_studio.charts import fairqr_distributions, provider_colours, text_colour_on
 from fairrag_studio.charts.colour_vision import (
     VISIONS,
@@ -24,7 +25,7 @@ from fairrag_studio.charts.colour_vision import (
     simulate_hex,
 )
 from fairrag_studio.charts.fairqr import iteration_colours
-from fairrag_studio.charts.style import _PROVIDER_PALETTE, hex_colour
+from fairrag_studio.charts.style import _PROVIDER_PALETTE, OTHERS_COLOUR, hex_colour
 from fairrag_studio.views.grid_html import TITLE_CHARS, rankings_grid_html, short_title
 
 # -- CIEDE2000 -----------------------------------------------------------------------------------------------------
@@ -160,11 +161,25 @@ def test_provider_colours_contrast_with_the_white_background():
         assert contrast_ratio(colour, text_colour_on(colour)) >= 3.0, colour
 
 
-def test_palette_beyond_fourteen_extends_with_distinct_colours():
-    assert len(_PROVIDER_PALETTE) == len(set(_PROVIDER_PALETTE)) >= 35
+def test_beyond_fourteen_providers_the_others_are_grey():
+    """Issue 30: 17 provider colours included near-identical pinks (plotly's Dark24 past the 14 checked ones). Now
+    at most TOP_PROVIDERS colours, all from the checked palette, go to the providers with the most cells, and every
+    other provider is the one grey, itself far from each colour with every vision."""
+    assert len(_PROVIDER_PALETTE) == len(set(_PROVIDER_PALETTE)) == TOP_PROVIDERS == 14
     assert all(c == hex_colour(c) and len(c) == 7 for c in _PROVIDER_PALETTE)
     names = [f"p{i:02d}" for i in range(40)]
-    assert provider_colours(names) == provider_colours(list(reversed(names)))  # deterministic
+    colours = provider_colours(names)
+    assert colours == provider_colours(list(reversed(names)))  # deterministic
+    assert set(colours.values()) == {*_PROVIDER_PALETTE, OTHERS_COLOUR}
+    assert [n for n in names if colours[n] != OTHERS_COLOUR] == names[:14]  # ties: alphabetical
+    # the providers named most often (the grid's cells) win the colours
+    busy = provider_colours(names + ["p39"] * 3 + ["p38"] * 2)
+    assert busy["p39"] != OTHERS_COLOUR and busy["p38"] != OTHERS_COLOUR and busy["p13"] == OTHERS_COLOUR
+    assert provider_colours(names, counts={"p20": 5})["p20"] != OTHERS_COLOUR
+    for vision in VISIONS:
+        bound = NORMAL_MIN if vision == "normal" else DEFICIENCY_MIN
+        assert min(min_pairwise_distance([OTHERS_COLOUR, c], vision) for c in _PROVIDER_PALETTE) >= bound, vision
+    assert contrast_ratio(OTHERS_COLOUR, "#FFFFFF") >= WCAG_NON_TEXT
 
 
 def test_issue_pairs_are_far_apart():
