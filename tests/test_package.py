@@ -65,6 +65,12 @@ CLI = {
                   "--skip-degenerate", "--store", "--target-shares", "--trace-map", "--until", "--user-model",
                   "--utility", "--what-if-alphas",
                   "--what-if-samples", "-k", "log"],
+    "check": ["--attribution", "--boot", "--collection", "--device", "--entail-threshold", "--json", "--junit", "--k",
+              "--level", "--merit-grades", "--merit-threshold", "--min-rel", "--min-support", "--multi-retrieval",
+              "--nli", "--no-per-claim", "--no-skip-degenerate", "--paper-citations", "--patience", "--per-claim",
+              "--policy", "--provider-from", "--provider-map", "--seed", "--service", "--since", "--skip-degenerate",
+              "--store", "--strict", "--summary", "--target-shares", "--trace-map", "--until", "--user-model",
+              "--utility", "-k", "log"],
     "index": ["--all", "--collection", "--device", "--json", "--model", "--retriever", "action", "key"],
     "collect": ["--host", "--max-request-mb", "--port", "--queue", "--store", "--trace-map"],
     "warm": ["--alphas", "--cache", "--candidates", "--collection", "--control-margin", "--device",
@@ -82,7 +88,7 @@ LAYERS = [
     {"errors", "checks", "text", "seeds", "option_types", "options", "settings", "lazy"},
     {"data", "models", "record"},  # a run record names its models by the catalogue's names
     {"metrics", "retrieval", "glossary"},  # the glossary reads the metric registry
-    {"ranking"},
+    {"ranking", "integrations"},  # the framework components sample with the ranking layer's sampler
     {"rag", "fairqr", "richrag"},
     {"audit"},
     {"backends"},

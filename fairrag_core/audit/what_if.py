@@ -65,6 +65,7 @@ from ..data import Collection
 from ..data.rag_log import LogEntry, RagLog
 from ..data.served import ServedRankings
 from ..errors import InvalidParameterError
+from ..integrations import configuration_line
 from ..metrics.bootstrap import resample_counts
 from ..metrics.exposure import least_ee_disparity, target_exposure
 from ..metrics.intervals import ConfidenceInterval, bias_corrected_interval, paired_comparison
@@ -588,7 +589,7 @@ def _recommend(per_query: pd.DataFrame, observed: pd.DataFrame, alphas: tuple[fl
         return replace(rec, alpha=None, ee_d=served_ee_d, utility=rec.baseline_utility, reason=reason), reason
     return rec, (f"α = {rec.alpha:g}: the lowest mean EE-D ({rec.ee_d:.3f}, against {served_ee_d:.3f} as served) "
                  f"among the α values whose mean EE-R ({rec.utility:.3f}) stays within {percent(tolerance)} of the "
-                 f"system as served ({rec.baseline_utility:.3f}), {over}.")
+                 f"system as served ({rec.baseline_utility:.3f}), {over}. {configuration_line(rec.alpha)}")
 
 
 def what_if_sampling(served: RagLog | ServedRankings, collection: Collection, settings: WhatIfSettings | None = None,

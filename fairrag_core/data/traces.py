@@ -114,7 +114,8 @@ from .suffixes import COMPRESSED, JSON_LINES, PROTOBUF
 __all__ = ["TRACE_FIELDS", "OTLP_KEYS", "MultipleRetrievals", "TraceMap", "LogEntry", "TraceExport", "read_traces",
            "is_otlp_export", "starts_like_export", "kept_attributes", "slim_export",
            "trace_files", "is_trace_folder",
-           "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS"]
+           "ProviderSource", "LogDocuments", "documents_from_log", "load_provider_map", "NO_RELEVANCE_LABELS",
+           "SAMPLER_SPAN"]
 
 #: The keys ``--trace-map`` accepts: the served line's fields, and the parts of a retrieved document.
 TRACE_FIELDS = ("query_id", "query", "answer", "citations", "session", "ranking", "documents", "document_id",
@@ -148,6 +149,12 @@ _GENAI_COMPLETION_EVENT = "gen_ai.content.completion"
 _INFERENCE_OPERATIONS = ("chat", "text_completion", "generate_content")
 # ours
 _QUERY_ID, _CITATIONS = "fairrag.query_id", "fairrag.citations"
+#: The attributes of the span the fair sampler of :mod:`fairrag_core.integrations` writes, each read here with no
+#: options: a RERANKER span whose input is the candidates and whose output is the sampled ranking; α, the request's
+#: seed and k are not read, but kept by a receiver so that every served ranking replays.
+SAMPLER_SPAN = MappingProxyType({"kind": _KIND, "query": _RERANKER_QUERY, "query_id": _QUERY_ID,
+                                 "candidates": _RERANKER_INPUT, "chosen": _RERANKED_DOCS, "alpha": "fairrag.alpha",
+                                 "seed": "fairrag.seed", "k": "fairrag.k"})
 
 _FLAT = re.compile(r"(retrieval\.documents|reranker\.output_documents|reranker\.input_documents|llm\.output_messages"
                    r"|gen_ai\.completion)\.(\d{1,9})\.(.+)")
@@ -365,7 +372,7 @@ class _Wanted:
         self.id_part = _document_keys(trace_map, "document.")[0]  # a flat document's id part
         self.names = {_KIND, _OPERATION, _INPUT, _OUTPUT, _OUTPUT_MIME, _RERANKER_QUERY, _SESSION, _GENAI_CONVERSATION,
                       _GENAI_DOCS, _GENAI_QUERY, _GENAI_OUTPUT, _GENAI_COMPLETION, _QUERY_ID, _CITATIONS,
-                      _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, *m.values()}
+                      _RETRIEVAL_DOCS, _RERANKED_DOCS, _RERANKER_INPUT, *SAMPLER_SPAN.values(), *m.values()}
         documents = _document_keys(trace_map, "document.")
         messages = ("message.content", "message.role", "content", "role")
         self.parts = {_RETRIEVAL_DOCS: documents, _RERANKED_DOCS: documents, _RERANKER_INPUT: documents,
