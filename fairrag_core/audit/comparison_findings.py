@@ -15,10 +15,20 @@ from functools import partial
 from ..data import Collection
 from ..record import SweepRun
 from .compare import Comparison, ComparisonConfig, System, compare_systems, systems_of
-from .findings import Direction, Finding, FindingKind, Severity, sort_findings
+from .findings import (
+    Direction,
+    Finding,
+    FindingKind,
+    Severity,
+    Verdict,
+    harm_severity,
+    merge_insufficient,
+    noise_verdict,
+    sort_findings,
+)
 from .share_findings import ledger_findings
 from .share_gaps import alpha_of
-from .wording import num, p_text
+from .wording import num, p_pair, p_text
 
 __all__ = ["comparison_findings", "sweep_findings", "system_findings", "with_findings", "stored_findings",
            "NO_RELEVANCE", "SYSTEM_FINDINGS"]
@@ -34,6 +44,9 @@ NO_RELEVANCE = "relevance was not measured (no relevance labels)"
 # a comparison's sentences write every p-value with three decimals, and a change that rounds to 0 with its sign
 _p_text = partial(p_text, exact_one=False, digits=3)
 _signed = partial(num, signed=True, zero_sign=True)
+_p_pair = partial(p_pair, write=_p_text)
+#: The metrics of a comparison that fall when a system improves (fairer, less disparity); the rest rise.
+LOWER_IS_BETTER = ("ee_d", "eae_d", "eae_d_per_cited")
 
 
 def _change(x: float, low: float, high: float, digits: int = 3) -> str:
@@ -53,23 +66,28 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
     for system in dict.fromkeys(metrics["system"]) if not metrics.empty else ():
         rows = metrics[metrics["system"] == system].set_index("metric")
         base = rows["baseline"].iloc[0]
-        common = {"level": config.level, "alpha": alpha, "correction": f"Holm over {len(rows)} metrics",
+        over = f"over {len(rows)} metric{'' if len(rows) == 1 else 's'}"
+        common = {"level": config.level, "alpha": alpha, "correction": f"Holm {over}",
                   "family": f"{system} vs {base}: metrics"}
+        verdicts, harms = {}, {}
         for metric, row in rows.iterrows():
             significant = row["p_holm"] <= alpha
+            verdict = verdicts[metric] = noise_verdict(significant, row["low"], row["high"])
             lower = row["difference"] < 0
-            better = lower if metric in ("ee_d", "eae_d", "eae_d_per_cited") else not lower
+            better = lower if metric in LOWER_IS_BETTER else not lower
             relative = row["difference"] / abs(row["mean_baseline"]) if row["mean_baseline"] else math.nan
             good, bad = ((FindingKind.FAIRER, FindingKind.LESS_FAIR) if metric == "ee_d"
                          else (FindingKind.GAIN, FindingKind.COST))
-            verb = ("falls" if lower else "rises") if significant else "does not change beyond noise"
+            moved = "falls" if lower else "rises"
+            verb = {Verdict.BEYOND: moved, Verdict.WITHIN: "does not change beyond noise",
+                    Verdict.MARGIN: f"{moved}, at the margin of noise"}[verdict]
             text = (f"{row['label']} {verb}: {_change(row['difference'], row['low'], row['high'])} "
                     f"({row['mean_system']:.3f} in {system} vs {row['mean_baseline']:.3f} in {base}), "
-                    f"{_p_text(row['p_holm'])} ({common['correction']}), {row['n_queries']} queries.")
-            severity = (Severity.SERIOUS if abs(relative) >= 0.5 else Severity.NOTABLE) if significant else \
-                Severity.INFO
-            out.append(Finding((good if better else bad) if significant else FindingKind.NO_DIFFERENCE,
-                               f"{system} vs {base}", metric, text, severity=severity,
+                    f"{_p_pair(row['p_value'], row['p_holm'], over)}, {row['n_queries']} queries.")
+            severity = harms[metric] = harm_severity(verdict is Verdict.BEYOND, not better, relative)
+            kind = {Verdict.BEYOND: good if better else bad, Verdict.WITHIN: FindingKind.NO_DIFFERENCE,
+                    Verdict.MARGIN: FindingKind.AT_THE_MARGIN}[verdict]
+            out.append(Finding(kind, f"{system} vs {base}", metric, text, severity=severity,
                                direction=(Direction.BELOW if lower else Direction.ABOVE) if significant else
                                Direction.NONE, estimate=row["difference"], low=row["low"], high=row["high"],
                                relative=relative, p_value=row["p_value"], p_adjusted=row["p_holm"], test=row["test"],
@@ -77,53 +95,82 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
         if "ee_d" in rows.index:
             ee_d = rows.loc["ee_d"]
             change = f"{ee_d['label']} {_change(ee_d['difference'], ee_d['low'], ee_d['high'])}"
-            costs = [f"{r['label']} {'falls' if r['difference'] < 0 else 'rises'} {abs(r['difference']):.3f} "
-                     f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
-                     f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"
-                     for m, r in rows.iterrows() if m in ("ee_r", "eu") and r["p_holm"] <= alpha]
+            p_words = _p_pair(ee_d["p_value"], ee_d["p_holm"], over)
+
+            def cost(r, margin: bool) -> str:
+                return (f"{r['label']} {'falls' if r['difference'] < 0 else 'rises'} {abs(r['difference']):.3f} "
+                        f"[{abs(r['high'] if r['difference'] < 0 else r['low']):.3f}, "
+                        f"{abs(r['low'] if r['difference'] < 0 else r['high']):.3f}]"
+                        + (", at the margin of noise" if margin else ""))
+            costs = [cost(r, verdicts[m] is Verdict.MARGIN) for m, r in rows.iterrows()
+                     if m in ("ee_r", "eu") and verdicts[m] is not Verdict.WITHIN]
             # never a sentence about a quantity that was not measured: no relevance labels, no EE-R or EU row
             unchanged = ("relevance does not change beyond noise" if {"ee_r", "eu"} & set(rows.index)
                          else NO_RELEVANCE)
-            if ee_d["p_holm"] <= alpha:
-                verdict = "fairer" if ee_d["difference"] < 0 else "less fair"
-                text = (f"{system} is {verdict} than {base}: {change}, {_p_text(ee_d['p_holm'])}"
+            verdict = verdicts["ee_d"]
+            lower = ee_d["difference"] < 0
+            # the harm a headline reports: less fair, or the relevance and utility it costs (good news is INFO)
+            severity = min((harms[m] for m in ("ee_d", "ee_r", "eu") if m in harms), key=lambda s: s.rank)
+            if verdict is Verdict.BEYOND:
+                text = (f"{system} is {'fairer' if lower else 'less fair'} than {base}: {change}, {p_words}"
                         + f"; {'; '.join(costs) if costs else unchanged}.")
                 kind = FindingKind.HEADLINE
             elif 2.0 ** (1 - int(ee_d["n_queries"])) > alpha:  # the smallest p a sign-flip test can give
                 text = (f"Too little evidence to tell whether {system} is fairer than {base}: on "
                         f"{int(ee_d['n_queries'])} queries no paired test can reach p ≤ {alpha:g} ({change}); "
                         "compare the systems on more queries.")
-                kind = FindingKind.INSUFFICIENT_EVIDENCE
+                kind, severity = FindingKind.INSUFFICIENT_EVIDENCE, Severity.INFO
+            elif verdict is Verdict.MARGIN:
+                text = (f"{system} may be {'fairer' if lower else 'less fair'} than {base}, at the margin of noise "
+                        f"(its interval and its Holm-adjusted test disagree): {change}, {p_words}.")
+                kind, severity = FindingKind.AT_THE_MARGIN, Severity.INFO
             else:
-                text = f"{system} is not fairer than {base} beyond noise: {change}, {_p_text(ee_d['p_holm'])}."
-                kind = FindingKind.NO_DIFFERENCE
-            out.append(Finding(kind, f"{system} vs {base}", "ee_d", text,
-                               severity=Severity.SERIOUS if ee_d["p_holm"] <= alpha else Severity.INFO,
+                text = f"{system} is not fairer than {base} beyond noise: {change}, {p_words}."
+                kind, severity = FindingKind.NO_DIFFERENCE, Severity.INFO
+            out.append(Finding(kind, f"{system} vs {base}", "ee_d", text, severity=severity,
                                estimate=ee_d["difference"], low=ee_d["low"], high=ee_d["high"],
                                p_value=ee_d["p_value"], p_adjusted=ee_d["p_holm"], test=ee_d["test"],
                                n_queries=int(ee_d["n_queries"]), **common))
     noun = config.by  # "provider", or the category: "segment"
     for (system, kind), part in shares.groupby(["system", "kind"], sort=False) if not shares.empty else ():
         base = part["baseline"].iloc[0]
-        moved = part[part["p_holm"] <= alpha]
-        metric, correction = f"{kind} share ({system} − {base})", f"Holm over {len(part)} {noun}s"
+        verdicts = [noise_verdict(p <= alpha, lo, hi) for p, lo, hi in zip(part["p_holm"], part["low"], part["high"])]
+        metric, over = f"{kind} share ({system} − {base})", f"over {len(part)} {noun}s"
+        correction = f"Holm {over}"
         common = {"level": config.level, "alpha": alpha, "family": f"{system} vs {base}: {kind} shares"}
-        for row in moved.itertuples():
+        moved, margin = [], []
+        for row, verdict in zip(part.itertuples(), verdicts):
+            if verdict is Verdict.WITHIN:
+                continue
             lower = row.difference < 0
-            text = (f"In {system}, {row.group}'s {kind} share is {abs(row.difference) * 100:.1f} points "
-                    f"{'lower' if lower else 'higher'} than in {base}: {row.share_system:.1%} vs "
-                    f"{row.share_baseline:.1%} (Δ {_change(row.difference * 100, row.low * 100, row.high * 100, 1)} "
-                    f"points, {_p_text(row.p_holm)}, {correction}).")
-            out.append(Finding(FindingKind.LESS_EXPOSED if lower else FindingKind.MORE_EXPOSED, row.group, metric,
-                               text, severity=Severity.NOTABLE, direction=Direction.BELOW if lower else Direction.ABOVE,
-                               estimate=row.difference, low=row.low, high=row.high, p_value=row.p_value,
-                               p_adjusted=row.p_holm, test="paired permutation test (systems swapped within queries)",
-                               correction=correction, n_queries=int(row.n_queries), **common))
-        if moved.empty:
+            numbers = (f"{row.share_system:.1%} vs {row.share_baseline:.1%} "
+                       f"(Δ {_change(row.difference * 100, row.low * 100, row.high * 100, 1)} points, "
+                       f"{_p_pair(row.p_value, row.p_holm, over)})")
+            if verdict is Verdict.BEYOND:
+                moved.append(row.group)
+                text = (f"In {system}, {row.group}'s {kind} share is {abs(row.difference) * 100:.1f} points "
+                        f"{'lower' if lower else 'higher'} than in {base}: {numbers}.")
+                found_kind = FindingKind.LESS_EXPOSED if lower else FindingKind.MORE_EXPOSED
+                # a provider losing exposure is the harm; one gaining it is not (its gain is others' loss, said so)
+                severity = Severity.NOTABLE if lower else Severity.INFO
+            else:
+                margin.append(row.group)
+                text = (f"In {system}, {row.group}'s {kind} share may be {'lower' if lower else 'higher'} than in "
+                        f"{base}, at the margin of noise: {numbers}.")
+                found_kind, severity = FindingKind.AT_THE_MARGIN, Severity.INFO
+            out.append(Finding(found_kind, row.group, metric, text, severity=severity,
+                               direction=(Direction.BELOW if lower else Direction.ABOVE) if row.p_holm <= alpha
+                               else Direction.NONE, estimate=row.difference, low=row.low, high=row.high,
+                               p_value=row.p_value, p_adjusted=row.p_holm,
+                               test="paired permutation test (systems swapped within queries)",
+                               correction=correction, n_queries=int(row.n_queries),
+                               detail=verdict is Verdict.MARGIN, **common))
+        if not moved:
+            at_margin = f"; at the margin of noise: {', '.join(margin)}" if margin else ""
             out.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", metric,
                                f"No {noun}'s {kind} share differs between {system} and {base} beyond noise "
-                               f"({len(part)} {noun}s, Holm-adjusted).", n_queries=int(part["n_queries"].iloc[0]),
-                               **common))
+                               f"({len(part)} {noun}s, Holm-adjusted{at_margin}).",
+                               n_queries=int(part["n_queries"].iloc[0]), **common))
     return sort_findings(out)
 
 
@@ -146,7 +193,7 @@ def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider
                   for f in ledger_findings(docs.assign(target_exposure=system._rows(run.documents)[
                       "target_exposure"].to_numpy()), collection, by=by, lines=n, seed=run.record.seed,
                       n_boot=500)]
-    return sort_findings(found)
+    return sort_findings(merge_insufficient(found))
 
 
 def system_findings(systems: Sequence[System], collection: Collection, config: ComparisonConfig) -> list[Finding]:
@@ -193,5 +240,5 @@ def stored_findings(result: SweepRun) -> list[Finding]:
     own from its tables (:func:`comparison_findings`) and each system's kept by :func:`with_findings`, most severe
     first."""
     kept = [Finding.from_dict(f) for f in result.record.extra.get(SYSTEM_FINDINGS, ())]
-    return sort_findings(comparison_findings(result) + kept)
+    return sort_findings(merge_insufficient(comparison_findings(result) + kept))
 

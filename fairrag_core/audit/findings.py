@@ -12,24 +12,38 @@ family it belongs to, a direction and a severity. Two generators make them:
 * :func:`~fairrag_core.audit.comparison_findings.comparison_findings` — two systems on the same queries, from the
   tables of :func:`~fairrag_core.audit.compare.compare_systems` (per metric; per provider share).
 
-**Severity** (:func:`severity_of`): INFO when not significant (within noise, insufficient evidence, no
-difference); SERIOUS when significant and the effect is at least half of the reference (a share at most half or at
-least 1.5 times its fair share, a metric moving by half its level under A); NOTABLE when significant and smaller.
-A headline takes the most severe of its parts. :func:`sort_findings` puts the most severe first.
+**Interval and test** (:func:`noise_verdict`, :data:`INTERVAL_RULE`; one rule for every family): a finding prints
+its effect with the unadjusted interval at the audit's level and, beside it, the unadjusted p-value (the pair that
+belong together) and the Holm-adjusted one, named (``p = 0.015 unadjusted, p = 0.059 Holm-adjusted over 4
+metrics``). It says a difference is beyond noise only when the Holm-adjusted test rejects *and* the interval
+excludes 0, and that there is none only when the test does not reject *and* the interval holds 0; where the two
+disagree (Holm's adjustment is stricter than one interval, and the interval is a percentile bootstrap, the test a
+permutation or bootstrap-t test) it says "at the margin of noise" and gives both (kind ``AT_THE_MARGIN``, INFO).
+Simultaneous intervals (Bonferroni at 1 − α/m) were not chosen: with 500–1,000 resamples their percentile bounds at
+99.6 % (m = 14) rest on two draws per tail.
+
+**Severity** is of harm (:func:`severity_of`, :func:`harm_severity`): INFO when not beyond noise (within noise, at
+the margin, insufficient evidence, no difference) and for good news (fairer, a gain in relevance or utility);
+SERIOUS when a harm is significant and at least half of the reference (a share at most half or at least 1.5 times
+its fair share, a metric worsening by half its level under A); NOTABLE when significant and smaller. A headline
+takes the most severe of its parts. :func:`sort_findings` puts the most severe first;
+:func:`merge_insufficient` folds a page's "too little evidence" lines into one per family, after the rest.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InvalidParameterError
 from ..metrics.intervals import ConfidenceInterval
 
-__all__ = ["FindingKind", "Severity", "Direction", "Finding", "SERIOUS_RATIO", "severity_of", "sort_findings",
-           "render_findings", "findings_to_json"]
+__all__ = ["FindingKind", "Severity", "Direction", "Finding", "SERIOUS_RATIO", "severity_of", "harm_severity",
+           "Verdict", "noise_verdict", "INTERVAL_RULE", "merge_insufficient", "sort_findings", "render_findings",
+           "findings_to_json"]
 
 #: Effect, relative to its reference, from which a significant finding is SERIOUS (see :func:`severity_of`).
 SERIOUS_RATIO = 0.5
@@ -37,7 +51,8 @@ SERIOUS_RATIO = 0.5
 
 class FindingKind(str, enum.Enum):
     """What a finding says. ``HEADLINE`` sums up a family or a comparison; ``WITHIN_NOISE`` is one group's
-    non-significant result (a detail), ``NO_DIFFERENCE`` a family's or a metric's."""
+    non-significant result (a detail), ``NO_DIFFERENCE`` a family's or a metric's; ``AT_THE_MARGIN`` one whose
+    Holm-adjusted test and interval disagree (:func:`noise_verdict`)."""
 
     HEADLINE = "headline"
     FAIRER = "fairer"
@@ -51,6 +66,7 @@ class FindingKind(str, enum.Enum):
     LESS_EXPOSED = "less exposed"
     MORE_EXPOSED = "more exposed"
     NO_DIFFERENCE = "no difference"
+    AT_THE_MARGIN = "at the margin"
     INSUFFICIENT_EVIDENCE = "insufficient evidence"
     WITHIN_NOISE = "within noise"
 
@@ -198,6 +214,83 @@ def severity_of(significant: bool, relative: float, *, serious: float = SERIOUS_
     if not math.isfinite(relative) or abs(relative) >= serious:
         return Severity.SERIOUS
     return Severity.NOTABLE
+
+
+def harm_severity(significant: bool, harmful: bool, relative: float, *, serious: float = SERIOUS_RATIO) -> Severity:
+    """The severity of a change that is ``harmful`` (less fair, a loss of relevance or utility) or not (good news:
+    always INFO); a harm as :func:`severity_of`.
+
+    >>> harm_severity(True, False, -0.9).value, harm_severity(True, True, -0.9).value
+    ('info', 'serious')
+    """
+    return severity_of(significant, relative, serious=serious) if harmful else Severity.INFO
+
+
+#: The rule by which every finding prints its interval and its test (module docstring), in the words of a report's
+#: *How to read* and of docs/findings.md.
+INTERVAL_RULE = ("Each finding prints its effect with its unadjusted 95% interval and, beside it, the unadjusted "
+                 "p-value and the Holm-adjusted one over the family it names (the groups, or the metrics, tested "
+                 "together). A finding says a difference is beyond noise only when the Holm-adjusted p ≤ 0.05 and "
+                 "the interval excludes 0, and that there is none only when both say so; where they disagree it says "
+                 "\"at the margin of noise\".")
+
+
+class Verdict(str, enum.Enum):
+    """What a finding may say of its effect: the Holm-adjusted test and the printed interval agree that it is
+    beyond noise, or within it, or they disagree (at the margin)."""
+
+    BEYOND = "beyond noise"
+    WITHIN = "within noise"
+    MARGIN = "at the margin of noise"
+
+
+def noise_verdict(significant: bool, low: float, high: float, null: float = 0.0) -> Verdict:
+    """BEYOND when the Holm-adjusted test rejects (``significant``) and ``[low, high]`` excludes ``null``; WITHIN when
+    it does not and the interval holds ``null`` (or there is no interval); MARGIN otherwise.
+
+    >>> [noise_verdict(s, lo, 0.1).value for s, lo in ((True, 0.01), (False, -0.1), (False, 0.01), (True, -0.1))]
+    ['beyond noise', 'within noise', 'at the margin of noise', 'at the margin of noise']
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return Verdict.BEYOND if significant else Verdict.WITHIN
+    excludes = low > null or high < null
+    if significant == excludes:
+        return Verdict.BEYOND if significant else Verdict.WITHIN
+    return Verdict.MARGIN
+
+
+def merge_insufficient(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with its headline "too little evidence" findings (kind INSUFFICIENT_EVIDENCE, not details,
+    saying "Too little evidence"; two or more) kept as details and summed up in one short line naming each family
+    (its metric) and whom it could not test — INFO and the last kind, so after the substantive findings. A page
+    shows one line instead of one per system; JSON keeps every finding.
+
+    >>> f = [Finding(FindingKind.INSUFFICIENT_EVIDENCE, f"every provider (α = {a})", "retrieval share − fair share",
+    ...              "Too little evidence …", n_queries=3) for a in (0, 2)]
+    >>> [g.text for g in merge_insufficient(f) if not g.detail]
+    ['Too little evidence to test, on 3 queries: retrieval share − fair share (α = 0, α = 2).']
+    """
+    found = [f for f in findings if f.kind is FindingKind.INSUFFICIENT_EVIDENCE and not f.detail
+             and "Too little evidence" in f.text]  # lines that name a fix ("log the candidates …") stay
+    if len(found) < 2:
+        return list(findings)
+    families: dict[str, list[str]] = {}
+    for f in found:  # "every provider (α = 0)" → "α = 0"; "α = 0 vs deterministic" as it is
+        who = re.sub(r"^every [^(]*\((.*)\)$", r"\1", f.subject)
+        families.setdefault(_METRIC_WORDS.get(f.metric, f.metric), []).append(who)
+    queries = sorted({f.n_queries for f in found})
+    on = (f"{queries[0]}" if len(queries) == 1 else f"{queries[0]}–{queries[-1]}") + \
+        f" quer{'y' if queries == [1] else 'ies'}"
+    text = "; ".join(f"{metric} ({', '.join(dict.fromkeys(who))})" for metric, who in families.items())
+    merged = Finding(FindingKind.INSUFFICIENT_EVIDENCE, "several families", "; ".join(families),
+                     f"Too little evidence to test, on {on}: {text}.", level=found[0].level, alpha=found[0].alpha,
+                     n_queries=queries[-1], n_lines=found[0].n_lines, family="; ".join(families))
+    ids = {id(f) for f in found}
+    return [replace(f, detail=True) if id(f) in ids else f for f in findings] + [merged]
+
+
+#: How a comparison's metric names a family in the merged "too little evidence" line.
+_METRIC_WORDS = {"ee_d": "EE-D (is it fairer?)"}
 
 
 def sort_findings(findings: Sequence[Finding]) -> list[Finding]:

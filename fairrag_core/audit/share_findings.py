@@ -28,7 +28,16 @@ from ..errors import InvalidParameterError
 from ..metrics.bootstrap import resample_counts
 from ..metrics.intervals import ConfidenceInterval
 from ..seeds import SeedLike
-from .findings import SERIOUS_RATIO, Direction, Finding, FindingKind, severity_of, sort_findings
+from .findings import (
+    SERIOUS_RATIO,
+    Direction,
+    Finding,
+    FindingKind,
+    Verdict,
+    noise_verdict,
+    severity_of,
+    sort_findings,
+)
 from .query_bootstrap import check_share_resamples
 from .share_gaps import (
     ATTRIBUTED_TAILS,
@@ -40,7 +49,7 @@ from .share_gaps import (
     gap_family,
     test_streams,
 )
-from .wording import group_noun, p_text, percent, points, share_text
+from .wording import group_noun, p_pair, percent, points, share_text
 
 __all__ = ["ShareTable", "share_table", "share_findings", "ledger_findings"]
 
@@ -232,7 +241,7 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
     correction = f"Holm over {tested}"
     common = {"metric": fam.metric, "level": level, "alpha": alpha, "n_queries": n_queries, "n_lines": n_lines,
               "family": f"{fam.metric}, by {by}", "test": BOOTSTRAP_T[fam.tails]}
-    out, flagged, insufficient = [], [], []
+    out, flagged, insufficient, margin = [], [], [], []
     for r in results:
         if r.reason == NOT_AT_STAKE:
             continue
@@ -249,8 +258,9 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
                                **numbers, **{**common, "test": ""}))
             continue
         stats_text = (f"gap {points(numbers['estimate'], numbers['low'], numbers['high'], zero_sign=True)}; "
-                      f"{p_text(r.p_adjusted)}, Holm-adjusted over {tested}")
-        if r.p_adjusted <= alpha:
+                      f"{p_pair(r.p_value, r.p_adjusted, f'over {tested}')}")
+        verdict = noise_verdict(r.p_adjusted <= alpha, numbers["low"], numbers["high"])
+        if verdict is Verdict.BEYOND:
             below = r.point_value < r.point_reference
             kind, verb = (fam.under, fam.under_text) if below else (fam.over, fam.over_text)
             flagged.append(f"{r.group} ({kind.value})")
@@ -261,11 +271,15 @@ def _group_findings(results: list[GroupGap], fam: _Family, *, by: str, level: fl
                                direction=Direction.BELOW if below else Direction.ABOVE, p_value=r.p_value,
                                p_adjusted=r.p_adjusted, correction=correction, **numbers, **common))
         else:
-            text = f"{r.group}: {fam.share} {share} vs {fam.vs} of {fair}, within noise ({stats_text})"
-            out.append(Finding(FindingKind.WITHIN_NOISE, r.group, text=text, p_value=r.p_value,
-                               p_adjusted=r.p_adjusted, correction=correction, detail=True, **numbers, **common))
+            if verdict is Verdict.MARGIN:
+                margin.append(r.group)
+            kind = FindingKind.WITHIN_NOISE if verdict is Verdict.WITHIN else FindingKind.AT_THE_MARGIN
+            text = f"{r.group}: {fam.share} {share} vs {fam.vs} of {fair}, {verdict.value} ({stats_text})"
+            out.append(Finding(kind, r.group, text=text, p_value=r.p_value, p_adjusted=r.p_adjusted,
+                               correction=correction, detail=True, **numbers, **common))
     too_little = (f"; too little evidence to tell for {len(insufficient)} "
                   f"{group_noun(by, plural=len(insufficient) != 1)}: {_names(insufficient)}" if insufficient else "")
+    too_little += f"; at the margin of noise: {_names(margin)}" if margin else ""
     every = f"every {noun}"
     if m == 0:
         text = f"Too little evidence to test any {noun}'s {fam.share} against {fam.its} ({n_text}){too_little}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["num", "pct", "interval", "share_text", "points", "p_text", "percent", "group_noun"]
+__all__ = ["num", "pct", "interval", "share_text", "points", "p_text", "percent", "group_noun", "p_pair"]
 
 
 def num(x: float, digits: int = 3, *, signed: bool = False, zero_sign: bool = False) -> str:
@@ -70,6 +70,18 @@ def p_text(p: float, *, untested: str = "p = —", exact_one: bool = True, digit
     if exact_one and p >= 0.995:
         return "p = 1"
     return f"p = {p:.{digits or (3 if p < 0.1 else 2)}f}"
+
+
+def p_pair(p_raw: float, p_adjusted: float, correction: str, write: Callable[[float], str] = p_text) -> str:
+    """``p = 0.015 unadjusted, p = 0.059 Holm-adjusted over 4 metrics``: the p-value that belongs with the
+    unadjusted interval printed beside it, and the one the verdict uses, named (``correction``: ``over 4 metrics``);
+    the adjusted one alone when the raw one is missing.
+
+    >>> p_pair(0.015, 0.059, "over 4 metrics")
+    'p = 0.015 unadjusted, p = 0.059 Holm-adjusted over 4 metrics'
+    """
+    adjusted = f"{write(p_adjusted)} Holm-adjusted {correction}".rstrip()
+    return adjusted if not math.isfinite(p_raw) else f"{write(p_raw)} unadjusted, {adjusted}"
 
 
 def percent(x: float) -> str:

@@ -184,10 +184,10 @@ def _comparison(metrics):
 
 def test_a_comparison_without_relevance_says_it_was_not_measured():
     headline = next(f for f in comparison_findings(_comparison([("ee_d", "EE-D")])) if f.kind is FindingKind.HEADLINE)
-    assert headline.text.endswith(f"p = 0.001; {NO_RELEVANCE}.")
+    assert headline.text.endswith(f"p = 0.001 unadjusted, p = 0.001 Holm-adjusted over 1 metric; {NO_RELEVANCE}.")
     assert "relevance does not change" not in headline.text
     with_ee_r = _comparison([("ee_d", "EE-D"), ("ee_r", "EE-R")])
-    with_ee_r.table.loc[1, ["p_value", "p_holm"]] = 0.5
+    with_ee_r.table.loc[1, ["p_value", "p_holm", "difference", "low", "high"]] = [0.5, 0.5, 0.0, -0.05, 0.05]
     headline = next(f for f in comparison_findings(with_ee_r) if f.kind is FindingKind.HEADLINE)
     assert headline.text.endswith("; relevance does not change beyond noise.")
 

@@ -41,8 +41,8 @@ def test_two_group_ledger_by_hand_gives_the_exact_sentences():
     by_kind = {f.kind: f for f in findings}
     under, over = by_kind[FindingKind.UNDER_EXPOSED], by_kind[FindingKind.OVER_EXPOSED]
     assert under.text == ("Alpha is under-exposed in retrieval: 20.0 % [20.0, 20.0] of retrieval exposure vs a fair "
-                          "share of 50.0 % [50.0, 50.0] (gap −30.0 points [−30.0, −30.0]; p < 0.001, Holm-adjusted "
-                          "over 2 providers; 8 queries)")
+                          "share of 50.0 % [50.0, 50.0] (gap −30.0 points [−30.0, −30.0]; p < 0.001 unadjusted, "
+                          "p < 0.001 Holm-adjusted over 2 providers; 8 queries)")
     assert over.text.startswith("Beta is over-exposed in retrieval: 80.0 % [80.0, 80.0] of retrieval exposure vs a "
                                 "fair share of 50.0 %")
     assert under.p_value == pytest.approx(1 / 2001) and under.p_adjusted == pytest.approx(2 / 2001)
@@ -64,8 +64,8 @@ def test_citations_by_hand_use_both_tails():
     cited = {f.kind: f for f in share_findings(table, seed=0) if f.metric == "attributed share − fair share"}
     under = cited[FindingKind.UNDER_CITED]
     assert under.text == ("Alpha is under-cited: 10.0 % [10.0, 10.0] of citations vs a fair share of 50.0 % "
-                          "[50.0, 50.0] (gap −40.0 points [−40.0, −40.0]; p = 0.002, Holm-adjusted over 2 providers; "
-                          "8 queries)")
+                          "[50.0, 50.0] (gap −40.0 points [−40.0, −40.0]; p < 0.001 unadjusted, p = 0.002 "
+                          "Holm-adjusted over 2 providers; 8 queries)")
     assert under.p_value == pytest.approx(2 / 2001) and under.p_adjusted == pytest.approx(4 / 2001)
     assert under.test.endswith("(symmetric and equal-tailed must both reject)")
     assert FindingKind.OVER_CITED in cited and FindingKind.HEADLINE in cited
