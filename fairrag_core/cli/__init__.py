@@ -81,7 +81,7 @@ COMMANDS: dict[str, str] = {
     "rag": "rag", "label-utility": "rag", "sweep": "rag",
     "fair-qr": "fairqr", "fair-qr-eval": "fairqr",
     "runs": "runs",
-    "audit-log": "audit_log", "collect": "collect",
+    "audit-log": "audit_log", "collect": "collect", "check": "check",
     "evaluate-run": "audit", "compare-runs": "audit",
     "aspects": "richrag", "rich-rank": "richrag", "train-ranker": "richrag", "rich-eval": "richrag",
     "warm": "warm",
