@@ -109,6 +109,10 @@ SERVED_REPORT_INTRO = (
     "follow Kim & Diaz (2025).")
 
 
+#: Below this change of EE-R (plug-in, two decimals shown) the Playground says it is the same as the deterministic one.
+EE_R_SAME = 0.005
+
+
 def recommendation_context(table, k: int, metric: str) -> str:
     """One sentence on why the recommender says what it says: how many queries gain or lose ``metric`` as α
     falls, compared with the deterministic retriever, and why EE-R moves the way it does."""
@@ -153,24 +157,31 @@ def citation_reason(entails: bool, probability: float, support: float | None, po
 
 
 def ee_r_direction(ranking, alpha: float) -> str:
-    """One sentence, from this query's data, on why EE-R rose or fell between the deterministic retriever and α,
-    and how that links to the recommender on Disparity curves (which weighs all queries)."""
+    """One sentence, from this query's data, on whether EE-R rose, fell or stayed between the deterministic retriever
+    and α, and why — each "so" only where the data show it (a rise where the deterministic top k leaves useful
+    candidates out, a fall where it already shows them) — and how that links to the recommender on Disparity curves
+    (which weighs all queries)."""
     labels = ranking.labels
     now, det = ranking.summary.ee_r_plug_in, ranking.deterministic_summary.ee_r_plug_in
     if labels is None or now is None or det is None or math.isinf(alpha):
         return ""
     k, m, n = ranking.deterministic.size, int(labels.sum()), labels.size
     in_top = int(labels[ranking.deterministic].sum())
-    if abs(now - det) < 0.005:
-        moved = f"EE-R is the same as the deterministic retriever's ({det:.2f})"
+    left_out, not_useful = m - in_top, n - m
+    useful = f"useful candidate{'' if m == 1 else 's'}"
+    if abs(now - det) < EE_R_SAME:
+        moved = f"EE-R is the same as the deterministic retriever's ({det:.2f}) at α = {alpha:g}"
+        why = f"the deterministic top {k} holds {in_top} of the {m} {useful}"
+    elif now > det:
+        moved = f"EE-R rose from {det:.2f} (deterministic) to {now:.2f} at α = {alpha:g}"
+        why = (f"the deterministic top {k} holds only {in_top} of the {m} {useful}, so spreading exposure reaches "
+               f"the {left_out} useful ones it leaves out" if left_out > 0 else
+               f"spreading exposure gave the {m} {useful} more than the deterministic top {k} did")
     else:
-        moved = f"EE-R {'rose' if now > det else 'fell'} from {det:.2f} (deterministic) to {now:.2f} at α = {alpha:g}"
-    if in_top < min(m, k):
-        why = (f"the deterministic top {k} holds only {in_top} of the {m} useful candidates, so spreading exposure "
-               f"reaches the {m - in_top} useful ones it leaves out")
-    else:
-        why = (f"the deterministic top {k} already shows {in_top} useful candidates, so spreading exposure moves "
-               f"some of it to the {n - m} candidates that are not useful")
+        moved = f"EE-R fell from {det:.2f} (deterministic) to {now:.2f} at α = {alpha:g}"
+        why = (f"the deterministic top {k} already shows {in_top} of the {m} {useful}, so spreading exposure moves "
+               f"some of it to the {not_useful} candidates that are not useful" if not_useful > 0 else
+               f"spreading exposure gave the {m} {useful} less than the deterministic top {k} did")
     link = ("the recommender on Disparity curves asks the same of every query: it keeps the fairest α whose mean "
             "quality stays within the tolerance of the deterministic retriever, so where quality falls as α falls "
             "it stops at a high α, and at 0 % tolerance (no loss at all) it may find none")
