@@ -88,15 +88,18 @@ def checked_data_file(name: str | os.PathLike, folder: Path) -> Path:
 
 def data_files(folder: Path) -> list[str]:
     """The files of ``folder`` (and of its subfolders, three levels down) that :func:`checked_data_file` accepts, as
-    sorted paths relative to it (at most 500)."""
+    sorted paths relative to it (at most 500). A collection's own files (``corpus.jsonl``, ``queries.jsonl``, ...
+    beside a corpus) are no logs: they are left out here and offered as a collection (:func:`data_collections`)."""
     root = folder.resolve(strict=True)
     suffixes = served_suffixes()
     found: list[str] = []
     for current, folders, files in os.walk(root):  # symlinked folders are not followed
         deep = len(Path(current).relative_to(root).parts) >= _MAX_DEPTH
         folders[:] = [] if deep else sorted(f for f in folders if not f.startswith("."))
+        parts = _collection_parts(Path(current))
+        collection_files = {path.name for path in parts.values()} if "corpus" in parts else set()
         for name in sorted(files):
-            if name.startswith(".") or not name.lower().endswith(suffixes):
+            if name.startswith(".") or not name.lower().endswith(suffixes) or name in collection_files:
                 continue
             relative = (Path(current) / name).relative_to(root)
             try:

@@ -17,6 +17,7 @@ from fairrag_studio.services.data_dir import (
     DataDirError,
     checked_data_collection,
     data_collections,
+    data_files,
 )
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -64,6 +65,7 @@ def data(tmp_path):
 
 def test_collection_folders_are_listed_and_a_corpus_from_outside_is_not(data):
     assert data_collections(data) == ["debian", "ir/trec-fair"]
+    assert data_files(data) == ["logs/log.jsonl"]  # a collection's own files are not offered as logs
     assert checked_data_collection("debian", data) == data / "debian"
     with pytest.raises(DataDirError, match=r"'leak/corpus.jsonl' leads outside the data folder"):
         checked_data_collection("leak", data)
