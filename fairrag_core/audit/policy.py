@@ -5,11 +5,11 @@ A policy is a TOML file of ``[[rule]]`` tables (docs/check.md). A rule is one of
 
 * a **finding rule** (``finding = "under-cited"``): broken when the audit found a finding of that kind
   (:class:`~fairrag_core.audit.findings.FindingKind`, ``under_cited`` written either way) at least ``at_least``
-  severe (default ``notable``: any significant finding, i.e. beyond noise after Holm's adjustment;
-  ``serious``: only a share at most half or at least 1.5 times its reference, :func:`~fairrag_core.audit.findings.
-  severity_of`; ``info``: any finding of the kind, e.g. ``insufficient evidence``), optionally only about one
-  ``provider`` (a provider's or a category group's name as the findings
-  write it) or one grouping (``by = "provider"`` or a category of the collection);
+  severe (default ``notable``: any significant finding, i.e. beyond noise after Holm's adjustment; ``serious``: only
+  a share at most half or at least 1.5 times its reference, :func:`~fairrag_core.audit.findings.severity_of`;
+  ``info``: any finding of the kind, e.g. ``insufficient evidence``), optionally only about one ``provider`` (a
+  provider's or a category group's name as the findings write it) or one grouping (``by = "provider"`` or a category
+  of the collection);
 * a **metric rule** (``metric = "ee_d"``, ``max`` and/or ``min``): broken when the headline's ``bound`` of that
   metric (``estimate``, default; ``high``: the interval's upper end, so ``max`` holds beyond noise; ``low``: its lower
   end, so only a value above ``max`` beyond noise breaks it) lies above ``max`` or below ``min``. A per-source metric
@@ -35,9 +35,9 @@ from xml.etree import ElementTree as ET
 from ..errors import DataFormatError
 from .findings import Finding, FindingKind, Severity, sort_findings
 
-__all__ = ["Level", "Bound", "Status", "Rule", "Policy", "Headline", "Outcome", "Verdict", "DEFAULT_POLICY",
-           "EXIT_CODES", "PASSED", "FAILED", "WARNED", "parse_policy", "load_policy", "metric_names", "evaluate",
-           "verdict_text", "junit_xml", "markdown_summary"]
+__all__ = ["Level", "Bound", "Status", "Rule", "Policy", "Headline", "headlines_from", "Outcome", "Verdict",
+           "DEFAULT_POLICY", "EXIT_CODES", "PASSED", "FAILED", "WARNED", "parse_policy", "load_policy", "metric_names",
+           "evaluate", "verdict_text", "junit_xml", "markdown_summary"]
 
 #: The exit codes of the gate; 2 (a usage or input error) is the command line's, as for every command.
 PASSED, FAILED, WARNED = 0, 1, 3
@@ -277,6 +277,13 @@ class Headline:
     def text(self) -> str:
         interval = "" if math.isnan(self.low) else f" [{self.low:.3f}, {self.high:.3f}]"
         return f"{self.label} {self.estimate:.3f}{interval}"
+
+
+def headlines_from(summary) -> dict[str, Headline]:
+    """A log audit's headline table (:func:`~fairrag_core.audit.log_report.log_summary`: ``metric``, ``label``,
+    ``estimate``, ``low``, ``high`` per row) as :class:`Headline` by metric name."""
+    return {row.metric: Headline(row.metric, row.label, float(row.estimate), float(row.low), float(row.high))
+            for row in summary.itertuples()}
 
 
 @dataclass(frozen=True)

@@ -122,15 +122,6 @@ def _stored(args):
             list(record.extra.get("notes", [])), undefined)
 
 
-def _headlines(run) -> dict:
-    """The audit's headline metrics (:func:`~fairrag_core.audit.log_report.log_summary`) by name."""
-    from ..audit.log_report import log_summary
-    from ..audit.policy import Headline
-
-    return {row.metric: Headline(row.metric, row.label, float(row.estimate), float(row.low), float(row.high))
-            for row in log_summary(run).itertuples()}
-
-
 def _write(path: str, text: str, *, append: bool = False) -> None:
     try:
         with open(path, "a" if append else "w", encoding="utf-8") as handle:
@@ -152,9 +143,10 @@ def _cmd_check(args, out) -> int:
 
         findings, headlines = stored_findings(run), {}
     else:
-        from ..audit.log_report import log_findings
+        from ..audit.log_report import log_findings, log_summary
+        from ..audit.policy import headlines_from
 
-        findings, headlines = log_findings(run, collection), _headlines(run)
+        findings, headlines = log_findings(run, collection), headlines_from(log_summary(run))
     verdict = evaluate(policy, findings, headlines, undefined, subject=subject, notes=notes)
     strict = args.strict
     if args.junit:

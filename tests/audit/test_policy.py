@@ -2,6 +2,7 @@
 and headlines, exit codes, JUnit XML (parsed back) and the Markdown summary."""
 
 import math
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -185,3 +186,15 @@ def test_markdown_summary_and_text_name_the_result_and_every_rule():
                        "0 skipped, 2 rules)")
     assert text[1].startswith("  [FAIL] no under-cited finding: Stridewell is under-cited")
     assert text[2] == "  [WARN] ee_d ≤ 0.5: EE-D 0.663 [0.587, 0.741]: 0.663 is above the maximum 0.5"
+
+
+def test_the_docs_policies_parse_and_the_first_is_the_default():
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "check.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", docs, re.S)
+    assert len(blocks) == 2 and blocks[0] == DEFAULT_POLICY
+    example = parse_policy(blocks[1], "fairness.toml")
+    assert [(r.level, r.finding or r.metric) for r in example.rules] == [
+        (Level.FAIL, FindingKind.UNDER_EXPOSED), (Level.FAIL, FindingKind.UNDER_CITED), (Level.FAIL, "ee_d"),
+        (Level.WARN, "eae_d"), (Level.WARN, FindingKind.UNDER_EXPOSED), (Level.WARN, "ee_r")]

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -215,3 +216,18 @@ def test_a_stored_comparison_is_checked_on_its_findings(policy, tmp_path):
     assert verdict["subject"].startswith(f"stored comparison run:{run_id} (")
     assert [r["status"] for r in verdict["rules"]] == ["holds", "broken", "skipped"]
     assert verdict["rules"][2]["message"].startswith("ee_d has no value")
+
+
+def test_the_docs_example_is_what_the_command_prints(tmp_path):
+    docs = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    policy_text = re.findall(r"```toml\n(.*?)```", docs, re.S)[1]
+    shown = re.search(r"On the demo log it passes:\n\n```text\n\$ (python -m fairrag_core check .*?)\n(.*?)```",
+                      docs, re.S)
+    (tmp_path / "fairness.toml").write_text(policy_text, encoding="utf-8")
+    argv = shown.group(1).split()[3:]
+    argv[argv.index("assets/logs/running-shoes.jsonl")] = str(DEMO_LOG)
+    argv[argv.index("fairness.toml")] = str(tmp_path / "fairness.toml")
+    code, text = run(argv)
+    expected = shown.group(2).replace("assets/logs/running-shoes.jsonl", str(DEMO_LOG)).replace(
+        "against fairness.toml", f"against {tmp_path / 'fairness.toml'}")
+    assert code == 0 and text == expected
