@@ -195,7 +195,11 @@ def render_sidebar() -> Settings:
                                   help=f"{DEFAULTS['embedder']} ships offline; others need the Hugging Face hub or a "
                                        "local copy.")
     max_k = max(1, min(20, len(coll)))
-    k = side.slider("k (documents given to the generator)", 1, max_k, min(PLAYGROUND_SAMPLING.k, max_k), key="k")
+    if max_k > 1:
+        k = side.slider("k (documents given to the generator)", 1, max_k, min(PLAYGROUND_SAMPLING.k, max_k), key="k")
+    else:  # a slider from 1 to 1 is an error in Streamlit
+        k = 1
+        side.caption("k = 1: the collection holds one document.")
     candidates = side.select_slider("Candidates K (first-stage cut-off)", options=[10, 20, 50, 100, "all"],
                                     value=PLAYGROUND_SAMPLING.candidates, key="candidates",
                                     help="The stochastic ranker samples among the K best-scored documents.")

@@ -93,3 +93,48 @@ def test_a_zipped_part_over_the_upload_limit_is_refused_whatever_the_zip_claims(
         uploads.unzip_collection("big.zip", zipped({"big/corpus.jsonl": NEWS * 20_000}))
     with pytest.raises(DataFormatError, match=r"not a readable zip"):
         uploads.unzip_collection("bad.zip", b"PK not really")
+
+
+class Sent:
+    """What ``st.file_uploader`` returns for a file the user picked (name, bytes, and the id of this upload)."""
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self._data, self.file_id = name, data, f"{name}-{len(data)}-{hash(data)}"
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_the_sidebar_asks_for_a_name_and_two_corpus_jsonl_uploads_get_different_ones(save, tmp_path, monkeypatch):
+    """The sidebar's upload panel in AppTest, with the corpus uploader answering as if a file had been picked (AppTest
+    cannot pick files): the name field starts empty for corpus.jsonl and says so, on the folder's name for a zip."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.studio.test_data_dir_collections import APP
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    monkeypatch.delenv("FAIRRAG_DATA_DIR", raising=False)
+    picked: dict[str, Sent | None] = {"upload_corpus": None}
+    real = st.file_uploader
+    monkeypatch.setattr(st, "file_uploader", lambda label, *a, key=None, **kw:
+                        picked[key] if key in picked else real(label, *a, key=key, **kw))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.sidebar.selectbox(key="collection_choice").set_value("Upload your own…").run()
+    loaded = []
+    for corpus in (NEWS, PACKAGES):
+        picked["upload_corpus"] = Sent("corpus.jsonl", corpus)
+        at.run()
+        assert at.sidebar.text_input(key="upload_name").value == ""
+        asked = "corpus\\.jsonl does not say which collection this is"
+        assert any(c.value.startswith(asked) for c in at.sidebar.caption)
+        at.sidebar.button(key="upload_load").click().run()
+        assert not at.exception, at.exception
+        loaded.append(collection_identity(at.session_state["uploaded_collection"]).name)
+    assert loaded[0] != loaded[1] and all(name.startswith("corpus-") for name in loaded)
+    picked["upload_corpus"] = Sent("download.zip", zipped({"harbour/corpus.jsonl": NEWS}))
+    at.run()
+    assert at.sidebar.text_input(key="upload_name").value == "harbour"
+    at.sidebar.button(key="upload_load").click().run()
+    assert collection_identity(at.session_state["uploaded_collection"]).name == "harbour"
+    assert at.sidebar.selectbox(key="collection_choice").value == "Upload your own…"
