@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import replace
 
 from ..audit.compare import STORED
 from ..audit.rag_log import LogAuditConfig
 from ..errors import InvalidParameterError
 from ..models.catalog import DEFAULTS
-from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, options_of
+from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, option_default, options_of
 from .audit_log import READING
 from .common import add_command, add_settings, settings
 
@@ -96,6 +97,12 @@ def _stored(args):
     from ..record import RunKind
 
     run_id = args.log[len(STORED):]
+    given = ["--collection"] * (args.collection is not None) + [
+        opt.flags[0] for name, opt in options_of(LogAuditConfig).items()
+        if name in READING and getattr(args, name) not in (None, (), [], option_default(LogAuditConfig, name))]
+    if given:
+        raise InvalidParameterError(f"{STORED}{run_id} is checked as it was audited, with its own collection and "
+                                    f"reading; drop {', '.join(given)} (or check the log itself with them)")
     with RunStore(args.store) as store:
         run = store.load(run_id)
     record, undefined = run.record, {}
@@ -134,9 +141,6 @@ def _cmd_check(args, out) -> int:
     from ..audit.policy import evaluate, junit_xml, load_policy, markdown_summary, verdict_text
 
     policy = load_policy(args.policy)  # a bad policy stops before the audit
-    if not args.log:
-        raise InvalidParameterError("give the input: a RAG log, a trace export, a `collect` store or a stored run "
-                                    f"{STORED}ID")
     subject, run, collection, notes, undefined = _stored(args) if args.log.startswith(STORED) else _audit_file(args)
     if collection is None:  # a stored comparison: its findings as compare-runs found them, no headline
         from ..audit.comparison_findings import stored_findings
@@ -154,8 +158,11 @@ def _cmd_check(args, out) -> int:
     summary = markdown_summary(verdict, strict=strict)
     if args.summary:
         _write(args.summary, summary)
-    if os.environ.get(GITHUB_STEP_SUMMARY):
-        _write(os.environ[GITHUB_STEP_SUMMARY], summary, append=True)
+    if os.environ.get(GITHUB_STEP_SUMMARY):  # the CI's page: a summary it cannot take never hides the verdict
+        try:
+            _write(os.environ[GITHUB_STEP_SUMMARY], summary, append=True)
+        except InvalidParameterError as err:
+            print(f"warning: ${GITHUB_STEP_SUMMARY}: {err}", file=sys.stderr)
     if args.json:
         print(json.dumps(verdict.to_dict(strict=strict), indent=2, ensure_ascii=False, default=str), file=out)
     else:

@@ -231,3 +231,14 @@ def test_the_docs_example_is_what_the_command_prints(tmp_path):
     expected = shown.group(2).replace("assets/logs/running-shoes.jsonl", str(DEMO_LOG)).replace(
         "against fairness.toml", f"against {tmp_path / 'fairness.toml'}")
     assert code == 0 and text == expected
+
+
+def test_a_stored_run_refuses_the_reading_options_and_an_unwritable_step_summary_only_warns(policy, tmp_path,
+                                                                                             capsys, monkeypatch):
+    assert run(["check", "run:abc", "--collection", "running-shoes", "--service", "svc-a"])[0] == 2
+    assert capsys.readouterr().err == ("error: run:abc is checked as it was audited, with its own collection and "
+                                       "reading; drop --collection, --service (or check the log itself with them)\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no" / "summary.md"))
+    code, text = _demo(policy(EE_D.format(max=0.5, severity="fail")))
+    assert code == 1 and "[FAIL] ee_d ≤ 0.5" in text
+    assert capsys.readouterr().err.startswith(f"warning: $GITHUB_STEP_SUMMARY: cannot write {tmp_path}/no/summary.md")
