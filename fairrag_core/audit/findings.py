@@ -1,8 +1,8 @@
 """Findings: what an audit or a comparison found, as typed sentences that carry their numbers, test and severity.
 
-A :class:`Finding` is one plain-language sentence (from a simulated audit: "Greyfield Footworks is under-exposed in
-retrieval: 4.3 % [3.2, 5.7] of retrieval exposure vs a fair share of 7.6 % [7.6, 7.6] (gap −3.3 points [−4.4, −1.9];
-p = 0.035, Holm-adjusted over 14 providers; 20 queries, 200 lines)") with the numbers behind it: the effect with
+A :class:`Finding` is one plain-language sentence (from a simulated audit of news: "Continental Wire Service is
+under-exposed in retrieval: 10.7 % [7.1, 14.3] of retrieval exposure vs a fair share of 11.6 % [8.0, 15.4] (gap −0.9
+points [−1.4, −0.3]; p = 0.004 unadjusted, p = 0.018 Holm-adjusted over 5 providers; 28 queries, 1400 lines)") with the numbers behind it: the effect with
 its interval, the observed and reference values with theirs, the test's p-value and its Holm adjustment over the
 family it belongs to, a direction and a severity. Two generators make them:
 
