@@ -138,7 +138,8 @@ def _write(path: str, text: str, *, append: bool = False) -> None:
 
 
 def _cmd_check(args, out) -> int:
-    from ..audit.policy import evaluate, junit_xml, load_policy, markdown_summary, verdict_text
+    from ..audit.policy import evaluate, load_policy
+    from ..audit.policy_report import junit_xml, markdown_summary, verdict_text
 
     policy = load_policy(args.policy)  # a bad policy stops before the audit
     subject, run, collection, notes, undefined = _stored(args) if args.log.startswith(STORED) else _audit_file(args)

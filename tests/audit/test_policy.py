@@ -18,12 +18,10 @@ from fairrag_core.audit.policy import (
     Level,
     Status,
     evaluate,
-    junit_xml,
     load_policy,
-    markdown_summary,
     parse_policy,
-    verdict_text,
 )
+from fairrag_core.audit.policy_report import junit_xml, markdown_summary, verdict_text
 from fairrag_core.errors import DataFormatError
 
 
