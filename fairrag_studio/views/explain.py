@@ -3,6 +3,7 @@ for each metric it shows (:mod:`fairrag_core.glossary`: the same words as the ti
 
 import math
 
+from fairrag_core.audit.findings import INTERVAL_RULE
 from fairrag_core.glossary import GLOSSARY
 from fairrag_core.metrics.registry import METRICS as REGISTERED
 
@@ -94,16 +95,16 @@ RICHRAG = _with_glossary(
 #: follow, from the glossary).
 REPORT_INTRO = (
     "A deterministic retriever always shows the generator the same top-k documents; a stochastic retriever with "
-    "fairness knob α spreads that exposure over equally useful sources. Each number comes with a 95% interval: "
-    "read a difference as real only when the intervals say so. The ledgers show, per provider and group, who was "
+    "fairness knob α spreads that exposure over equally useful sources. Each number comes with a 95% interval. "
+    + INTERVAL_RULE + " The ledgers show, per provider and group, who was "
     "shown (retrieval), who the answers credit (attributed) and who a fair ranker would show (target), with the "
     "gaps. Every metric is explained in one line where it first appears, above its table; the methodology lists "
     "them all with their sources. Metrics follow Kim & Diaz (2025).")
 
 SERVED_REPORT_INTRO = (
     "This report audits what a deployed system served: every {unit} is one ranking shown to the generator, and the "
-    "rankings of a query are its N. Each number comes with a 95% interval: read a difference as real only when the "
-    "intervals say so. The ledgers show, per provider and group, who was shown (retrieval), who the answers "
+    "rankings of a query are its N. Each number comes with a 95% interval. " + INTERVAL_RULE
+    + " The ledgers show, per provider and group, who was shown (retrieval), who the answers "
     "credit (attributed) and who a fair ranker would show (target), with the gaps. Every metric is explained in "
     "one line where it first appears, above its table; the methodology lists them all with their sources. Metrics "
     "follow Kim & Diaz (2025).")
