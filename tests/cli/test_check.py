@@ -242,3 +242,16 @@ def test_a_stored_run_refuses_the_reading_options_and_an_unwritable_step_summary
     code, text = _demo(policy(EE_D.format(max=0.5, severity="fail")))
     assert code == 1 and "[FAIL] ee_d ≤ 0.5" in text
     assert capsys.readouterr().err.startswith(f"warning: $GITHUB_STEP_SUMMARY: cannot write {tmp_path}/no/summary.md")
+
+
+def test_the_docs_python_example_runs_and_agrees_with_the_command(tmp_path, monkeypatch):
+    docs = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    (tmp_path / "fairness.toml").write_text(re.findall(r"```toml\n(.*?)```", docs, re.S)[1], encoding="utf-8")
+    code = re.search(r"## From Python\n\n```python\n(.*?)```", docs, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "assets").symlink_to(ROOT / "assets")
+    namespace = {}
+    exec(code, namespace)  # the docs' own example, from a folder holding assets/
+    verdict = namespace["verdict"]
+    assert verdict.exit_code(strict=True) == 0 and verdict.result() == "passed" and len(verdict.outcomes) == 6
+    assert verdict.outcomes[2].message.startswith("EE-D 0.663 [")
