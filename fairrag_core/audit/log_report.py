@@ -26,8 +26,8 @@ from .query_bootstrap import ESTIMATE_NOTE, ONE_QUERY, ledger_intervals, mean_in
 from .rag_log import EXPEVAL_COLUMNS, SOURCE_LABELS
 from .share_findings import ledger_findings
 
-__all__ = ["log_summary", "log_ledger", "default_ledger_scope", "log_findings", "QUERY_FACTS", "query_columns",
-           "query_headers"]
+__all__ = ["log_summary", "served_unit", "log_ledger", "default_ledger_scope", "log_findings", "QUERY_FACTS",
+           "query_columns", "query_headers"]
 
 #: The per-query table's columns that describe a query rather than measure it, with their headers for readers.
 QUERY_FACTS = {"query_id": "query", "query": "text", "lines": "N (served)", "m": "useful (m)"}
@@ -93,7 +93,8 @@ def log_summary(run: SweepRun) -> pd.DataFrame:
     specs = [(m.key, expeval.get(m.key, m.label), f"queries with {m.needs}" if m.needs else "every query",
               m.in_headline) for m in headline
              if not m.per_source and (m.key in expeval or m.key not in EXPEVAL_COLUMNS.values())]
-    specs += [(f"{m.key}_{source}", f"{m.label} ({label})", f"queries with {source} lines", m.in_headline)
+    specs += [(f"{m.key}_{source}", f"{m.label} ({label})", f"queries with {source} {served_unit(run)}s",
+               m.in_headline)
               for source, label in SOURCE_LABELS.items() for m in headline if m.per_source]
     rows = []
     for column, label, over, direction in specs:
@@ -159,6 +160,12 @@ def log_ledger(run: SweepRun, collection: Collection, *, by: str = "provider", s
     return ledger
 
 
+def served_unit(run: SweepRun) -> str:
+    """What one served line of ``run`` is, in sentences: ``request`` for a trace export (one trace each, whatever
+    lines its file has), else ``line``."""
+    return "request" if any(i.get("format") == "otlp" for i in run.record.extra.get("inputs", ())) else "line"
+
+
 def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] | None = None) -> list[Finding]:
     """What an audit of served data found (:func:`~fairrag_core.audit.share_findings.ledger_findings`): per
     provider, and per group of each of the collection's categories, whether its retrieval share and its attributed
@@ -173,8 +180,7 @@ def log_findings(run: SweepRun, collection: Collection, *, groupings: list[str] 
     from_log = getattr(config, "provider_from", None) is not None or getattr(config, "provider_map", None) is not None
     merit = {"merit_grades": getattr(config, "merit_grades", DEFAULT_GRADES),
              "merit_threshold": getattr(config, "merit_threshold", None)}
-    # a trace export's lines are its requests (one trace each), whatever lines its file has
-    unit = "request" if any(i.get("format") == "otlp" for i in run.record.extra.get("inputs", ())) else "line"
+    unit = served_unit(run)
     found = []
     for by in groupings or ["provider", *collection.categories()]:
         found += ledger_findings(run.documents, collection, by=by, lines=lines, level=config.level,

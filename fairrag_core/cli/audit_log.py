@@ -197,7 +197,14 @@ def _shards(args, path: str, collection, k: int | None):
 
 
 def _cmd_audit_log(args, out) -> int:
-    from ..audit.log_report import default_ledger_scope, log_findings, log_ledger, log_summary, query_columns
+    from ..audit.log_report import (
+        default_ledger_scope,
+        log_findings,
+        log_ledger,
+        log_summary,
+        query_columns,
+        served_unit,
+    )
     from ..audit.rag_log import audit_rag_log
 
     config = settings(LogAuditConfig, args)
@@ -285,7 +292,8 @@ def _cmd_audit_log(args, out) -> int:
                            "attributed_share", "target_share", "share_gap"]].rename(
             columns={"retrieval_share_low": "low", "retrieval_share_high": "high"})
         shown = shown.dropna(axis=1, how="all")
-        print(f"\nExposure ledger by {by} over {scope} (shares; gap = retrieval − target):", file=out)
+        gap = "; gap = retrieval − target" if "share_gap" in shown else ""  # no target column: no gap either
+        print(f"\nExposure ledger by {by} over {scope} (shares{gap}):", file=out)
         if top.truncated:
             print(f"Showing {top.rule} ({ALL_PROVIDERS_HINT}).", file=out)
         print(shown.round(3).to_string(index=False), file=out)
@@ -294,7 +302,8 @@ def _cmd_audit_log(args, out) -> int:
                 ("retrieval share", "retrieval_share"), ("attributed share", "attributed_share"),
                 ("target share", "target_share"), ("gap", "share_gap")) if top.others[column] == top.others[column]]
             print(f"{top.with_others('group', _noun(by))['group'].iloc[-1]}: {', '.join(parts)}", file=out)
-    print(f"\nPer query ({record.config.level:.0%} intervals over the query's served lines: EE-D bias-corrected "
+    print(f"\nPer query ({record.config.level:.0%} intervals over the query's served {served_unit(run)}s: EE-D "
+          "bias-corrected "
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
           file=out)
     columns = [c for c in query_columns(text=False, intervals=True) if c in run.table]  # the app's, with bounds

@@ -221,3 +221,19 @@ def test_finite_extreme_scores_replay_and_the_audit_prints(tmp_path):
     assert code == 0 and "Headline (" in text
     section = text.split("What if it sampled")[1]
     assert "2 queries replayed" in section and "α = 0 " in section and "α = 2 " in section
+
+
+def test_a_trace_export_is_counted_in_requests_and_a_ledger_without_target_has_no_gap_header():
+    """Issue 29's leftovers (issue 31): a trace export's text says requests, not lines, in the headline and the
+    per-query table; a ledger without relevance labels (no target column) says no "gap = retrieval − target"."""
+    from fairrag_core.data import assets_dir
+
+    traces = str(assets_dir() / "logs" / "running-shoes.otlp.jsonl")
+    code, text = run(["audit-log", traces, "--collection", "running-shoes", "--seed", "1", "--boot", "50",
+                      "--no-store"])
+    assert code == 0 and "over 20 queries with cited requests" in text and "queries with cited lines" not in text
+    assert "intervals over the query's served requests: EE-D bias-corrected with the basic interval" in text
+    assert "over the queries with relevance labels (shares; gap = retrieval − target):" in text  # a target: a gap
+    code, text = run(["audit-log", traces, "--provider-from", "id", "--seed", "1", "--boot", "50", "--no-store"])
+    assert code == 0 and "Exposure ledger by provider over every query (shares):\n" in text
+    assert "gap = retrieval − target" not in text and "target_share" not in text and "share_gap" not in text
