@@ -177,8 +177,9 @@ def comparison_findings(result: SweepRun) -> list[Finding]:
 def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider") -> list[Finding]:
     """What a simulated audit or sweep found: each α against the deterministic retriever (when the run has it, else
     against its largest α) as a comparison (:func:`comparison_findings`), then, per system, which providers' shares
-    differ from their fair share beyond noise (:func:`~fairrag_core.audit.share_findings.ledger_findings`); most severe
-    first. Uses the run's seed, so the same run finds the same."""
+    differ from their fair share beyond noise (:func:`~fairrag_core.audit.share_findings.ledger_findings`, counting its
+    N sampled rankings per query, not lines); most severe first, the "too little evidence" lines merged into one
+    (:func:`~fairrag_core.audit.findings.merge_insufficient`). Uses the run's seed, so the same run finds the same."""
     systems = [System(s.label.rsplit(" · ", 1)[-1], s.run, s.alpha)  # "α = 2", "deterministic"
                for s in systems_of(run)]
     found = []
@@ -192,7 +193,7 @@ def sweep_findings(run: SweepRun, collection: Collection, *, by: str = "provider
         found += [replace(f, subject=f"{f.subject} ({system.label})", text=f"{system.label}: {f.text}")
                   for f in ledger_findings(docs.assign(target_exposure=system._rows(run.documents)[
                       "target_exposure"].to_numpy()), collection, by=by, lines=n, seed=run.record.seed,
-                      n_boot=500)]
+                      n_boot=500, unit="sampled ranking")]  # a simulated audit has no served lines
     return sort_findings(merge_insufficient(found))
 
 

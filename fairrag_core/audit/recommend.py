@@ -63,15 +63,29 @@ def recommend_alpha(table: pd.DataFrame, *, tolerance: float = 0.05, relative: b
     per_alpha["eligible"] = per_alpha["utility"] >= threshold - 1e-12
     eligible = per_alpha[per_alpha["eligible"]].sort_values(["ee_d", "alpha"], ascending=[True, False])
     how = f"{tolerance:.0%} of" if relative else f"{tolerance:g} of"
+    over = _over(table, kept)
     name = metric_label or metric
     common = {"baseline_utility": base, "threshold": threshold, "per_alpha": per_alpha}
     if eligible.empty:
         return AlphaRecommendation(
             alpha=None, ee_d=float(baseline["ee_d"].mean()), utility=base, **common,
-            reason=f"no α keeps mean {name} within {how} the deterministic baseline ({base:.3f}); "
+            reason=f"no α keeps mean {name} within {how} the deterministic baseline ({base:.3f}), {over}; "
                    "widen the tolerance or keep the deterministic ranker.")
     best = eligible.iloc[0]
     return AlphaRecommendation(
         alpha=float(best["alpha"]), ee_d=float(best["ee_d"]), utility=float(best["utility"]), **common,
         reason=f"α = {best['alpha']:g} has the lowest mean EE-D ({best['ee_d']:.3f}) among the α values whose mean "
-               f"{name} ({best['utility']:.3f}) stays within {how} the deterministic baseline ({base:.3f})")
+               f"{name} ({best['utility']:.3f}) stays within {how} the deterministic baseline ({base:.3f}), {over}")
+
+
+def _over(table: pd.DataFrame, kept: pd.DataFrame) -> str:
+    """Which queries the means are over, counted as the figures count them: ``means over the 17 queries with a
+    fairness question (at least two useful candidates) of the 18 swept`` — so that the recommender's count and the
+    sweep's are one number each, named."""
+    n_all = table["query_id"].nunique() if "query_id" in table else len(table)
+    n_kept = kept["query_id"].nunique() if "query_id" in kept else len(kept)
+    queries = f"quer{'y' if n_kept == 1 else 'ies'}"
+    if n_kept < n_all:
+        return f"means over the {n_kept} {queries} with a fairness question (at least two useful candidates) " \
+               f"of the {n_all} swept"
+    return f"means over the {n_kept} {queries} swept"

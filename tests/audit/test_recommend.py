@@ -38,3 +38,16 @@ def test_recommender_rejects_bad_input():
         recommend_alpha(table.drop(columns=["eu"]))
     with pytest.raises(InvalidParameterError, match="deterministic baseline"):
         recommend_alpha(table[table["system"] == "stochastic"])
+
+
+def test_the_reason_names_the_queries_its_means_are_over():
+    """One number per count, named (issue 31): the recommender's means are over the queries with a fairness question,
+    which the sweep's figure counts among all it swept."""
+    t = pd.DataFrame({"query_id": ["q1"] * 3 + ["q2"] * 3, "system": ["stochastic", "stochastic", "deterministic"] * 2,
+                      "alpha": [0.0, 2.0, float("inf")] * 2, "fairness_question": [True] * 3 + [False] * 3,
+                      "ee_d": [0.1, 0.3, 1.0] * 2, "eu": [0.7, 0.8, 0.8] * 2})
+    rec = recommend_alpha(t, tolerance=0.05)
+    assert rec.alpha == 2.0 and rec.reason.endswith(
+        "baseline (0.800), means over the 1 query with a fairness question (at least two useful candidates) of the "
+        "2 swept")
+    assert rec.per_alpha["queries"].tolist() == [1, 1]
