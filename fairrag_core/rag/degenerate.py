@@ -5,7 +5,8 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
 * ``EMPTY`` — no content at all: punctuation, numbering ("1. 1. 2. 3."), or an announcement of an answer that
   never comes ("The answer is:", "The answer to the question … is:");
 * ``ECHO`` — the prompt comes back instead of an answer: the question restated (every content word of the
-  answer is in the question), a shown document's title given back (:func:`repeats_title`), the prompt's own
+  answer is in the question), a shown document's title given back, alone (:func:`repeats_title`) or as a
+  phrase in a sentence (:func:`quotes_title`: "… are the Northmark at Sixty, which …"), the prompt's own
   scaffolding ("Question: …", "Documents:", "[1] …") or its instructions ("A few words or one sentence, no
   explanation." — seen from Qwen2.5-0.5B in the classroom tour), or a question instead of an answer (often a
   document's title copied: "Can You Run a Marathon Barefoot?");
@@ -14,8 +15,11 @@ Small generators fail in a few recognisable ways (seen on the demo collections w
   three words three times in a row);
 * ``CUT`` — the generator ran into its token limit mid-sentence (finish reason ``length`` and no final
   punctuation);
-* ``DEFERS`` — a short answer that points at the documents instead of answering ("The bridge engineers are
-  described in the first document", "Follow the instructions in each document").
+* ``DEFERS`` — an answer that points at the documents instead of answering: a short one that sends the reader
+  to them ("The bridge engineers are described in the first document", "Follow the instructions in each
+  document"), or one of any length that names a document by its number in the prompt ("the ones described in
+  Document [1], which is Velocore Forge", "Document 4", "[Doc 2]", "the document 3"): the reader never sees the
+  prompt's numbering, so such an answer is not one they can use, however right (issue 31).
 
 The checks are deliberately conservative (a short correct answer such as "Kestrel Rovers" is never flagged):
 each flag names a failure a reader would agree with. Flagged answers are shown with their flags, counted in the
@@ -29,7 +33,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["AnswerFlag", "answer_flags", "is_degenerate", "repeats_title"]
+__all__ = ["AnswerFlag", "answer_flags", "is_degenerate", "quotes_title", "repeats_title"]
 
 _WORD = re.compile(r"[0-9a-zà-ÿ]+(?:['’][a-z]+)?")
 _SCAFFOLD = re.compile(r"^\s*(?:question\s*:|documents?\s*:|\[\d+\]\s*\S)", re.IGNORECASE)
@@ -39,6 +43,10 @@ _YES_NO = re.compile(r"^\s*(?:yes|no)\b", re.IGNORECASE)
 # one number as the whole answer: a time "2:17:41", a rate "4.25 %", a year, "$1,200" (numbering such as
 # "1. 2. 3." has spaces between its numbers and stays empty)
 _NUMBER_ANSWER = re.compile(r"^\s*[$€£]?\d+(?:[:.,/]\d+)*\s*(?:%|percent)?\.?\s*$", re.IGNORECASE)
+# a document named by its place in the prompt, in any spelling: "Document 4", "Document [1]", "document #2",
+# "the document 3", "[Doc 2]", "doc. 5", "documents 1 and 3", "Document one"
+_DOC_NUMBER = re.compile(r"\bdoc(?:ument)?s?\.?\s*(?:\[\s*\d+\s*\]|\(\s*\d+\s*\)|(?:no\.|#)?\s*\d+\b"
+                         r"|(?:one|two|three|four|five|six|seven|eight|nine|ten)\b)", re.IGNORECASE)
 _DEFERS = re.compile(r"\b(?:in|from|of|see|follow|read)\b[^.]{0,30}\b(?:the|each|all|both|these|those)\b[^.]{0,15}"
                      r"\bdocuments?\b", re.IGNORECASE)
 # the words of the answering prompts' instructions ("Reply with the short answer only: a few words or one
@@ -87,6 +95,19 @@ def _repeats(words: list[str]) -> bool:
 
 
 _TITLE_PARTS = re.compile(r"[:?!|—–]|\s-\s")
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+def names_a_product(part: str, brands: set[str]) -> bool:
+    """Whether a title (or a part of one) is a product's or a person's name, which an answer may rightly say: after
+    a leading article it has no function word, and it holds a digit or a word of a shown document's provider
+    ("Stridewell Brace 4", "The Hollow Pine Homestead Trainer", "Layla Haddad") — unlike a title that only
+    mentions its maker ("Northmark at Sixty", "The Northmark Rule for Retiring a Pair")."""
+    words = _words(part)
+    while words and words[0] in _ARTICLES:
+        words = words[1:]
+    return (bool(words) and not any(w in _FUNCTION_WORDS for w in words)
+            and any(w.isdigit() or w in brands for w in words))
 
 
 def _echoes(said: set[str], part: str, asked: set[str]) -> bool:
@@ -119,14 +140,43 @@ def repeats_title(answer: str, title: str, question: str = "", *, sources: Seque
         return False
     asked = set(_words(question))
     brands = {w for name in sources for w in _words(name)}
-
-    def names_a_product(part: str) -> bool:
-        return any(w.isdigit() or w in brands for w in _words(part))
-
     parts = [p for p in _TITLE_PARTS.split(title) if p.strip()]
-    if _echoes(said, title, asked) and not (len(parts) == 1 and names_a_product(title)):
+    if _echoes(said, title, asked) and not (len(parts) == 1 and names_a_product(title, brands)):
         return True  # a title that is only a product's name ("Ironbark Ridgeback WP") is named, not echoed
-    return len(parts) > 1 and any(_echoes(said, part, asked) for part in parts if not names_a_product(part))
+    return len(parts) > 1 and any(_echoes(said, part, asked) for part in parts if not names_a_product(part, brands))
+
+
+def quotes_title(answer: str, title: str, question: str = "", *, sources: Sequence[str] = ()) -> bool:
+    """Whether ``answer`` says a shown document's ``title`` as a phrase in a sentence, as if the title were the
+    answer: the whole title, or its head (the part before ``:``, ``?``, a dash), appears word for word (lower case,
+    punctuation dropped) in the answer, is at least three words long after a leading article ("The Salt Road", a
+    film's name, is two) with at least two content words, one of them not in the question, and is not a product's
+    or person's name (:func:`names_a_product`: naming the product is the answer). A later part quoted as a
+    description ("the Loam & Leaf Meadow, which is described as 'a gentler Marathon Trainer'") is not an echo:
+    the answer named the product first.
+
+    >>> quotes_title("The best shoes for a first marathon are the Northmark at Sixty, which is a short history.",
+    ...              "Northmark at Sixty: A Short History", "best shoes for a first marathon", sources=["Northmark"])
+    True
+    >>> quotes_title("The Stridewell Cadence 9 is the best shoe.", "Stridewell Cadence 9: Neutral Daily Trainer",
+    ...              sources=["Stridewell"])
+    False
+    >>> quotes_title("Home composting is easy.", "Home composting")  # two words: too common to call an echo
+    False
+    """
+    said = _words(answer)
+    asked = set(_words(question))
+    brands = {w for name in sources for w in _words(name)}
+    parts = [p for p in _TITLE_PARTS.split(title) if p.strip()]
+    for phrase in dict.fromkeys([title, *parts[:1]]):
+        words = _words(phrase)
+        content = [w for w in words if w not in _FUNCTION_WORDS]
+        long_enough = len(words) - (words[0] in _ARTICLES if words else 0) >= 3 and len(content) >= 2
+        if not long_enough or set(content) <= asked or names_a_product(phrase, brands):
+            continue
+        if any(said[i : i + len(words)] == words for i in range(len(said) - len(words) + 1)):
+            return True
+    return False
 
 
 def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unknown",
@@ -176,13 +226,14 @@ def answer_flags(answer: str, *, question: str = "", finish_reason: str = "unkno
     # countries signed the Coral Sea Trade Pact." for "How many countries signed …?")
     beyond = said | new_numbers  # every word the answer adds to the question
     counts = bool(beyond) and all(w.isdigit() or w in _COUNTING_WORDS or w in _NUMBER_WORDS for w in beyond)
-    title_echo = not counts and any(title and repeats_title(answer, title, question, sources=sources)
+    title_echo = not counts and any(title and (repeats_title(answer, title, question, sources=sources)
+                                              or quotes_title(answer, title, question, sources=sources))
                                     for title in titles)
     if _SCAFFOLD.match(answer) or (question and restated) or instructions or asks or title_echo:
         flags.append(AnswerFlag.ECHO)
     if _repeats(words):
         flags.append(AnswerFlag.LOOP)
-    if len(words) <= 15 and _DEFERS.search(answer):
+    if (len(words) <= 15 and _DEFERS.search(answer)) or _DOC_NUMBER.search(answer):
         flags.append(AnswerFlag.DEFERS)
     if finish_reason == "length" and not re.search(r"[.!?…)\]\"”']\s*$", answer):
         flags.append(AnswerFlag.CUT)

@@ -103,7 +103,9 @@ def test_correct_short_answers_of_the_tour_outscore_echoes_and_descriptions():
 
 def test_the_tours_twenty_real_answers_score_by_what_they_say():
     """The 20 answers of the README tour's step 3 (Quality preset, α = 2, seed 42; judged by reading in
-    tests/data/tour_answers.jsonl): every correct one scores 1, every wrong one 0, none is flagged degenerate."""
+    tests/data/tour_answers.jsonl): every correct one scores 1, every wrong one 0; the three that point at
+    'Document [1]' / 'Document 4' or echo the title 'Northmark at Sixty' are flagged and score 0 (issue 31), no
+    other is flagged."""
     import json
     from pathlib import Path
 
@@ -122,6 +124,9 @@ def test_the_tours_twenty_real_answers_score_by_what_they_say():
         flags = answer_flags(row["answer"], question=row["question"], titles=[d.title for d in shown],
                              sources=[d.provider for d in shown])
         score = scored_utility(row["answer"], gold, UtilityMetric.SHORT_ANSWER, flags)
+        if row["n"] in (2, 9, 20):
+            assert flags and score == 0.0, row
+            continue
         assert flags == (), row
         if row["reading"] == "correct":
             assert score == 1.0, row

@@ -28,6 +28,13 @@ Q = "Which shoe suits runners with flat feet?"
      {AnswerFlag.LOOP}),
     ("The bridge engineers are described in the first document.", {AnswerFlag.DEFERS}),
     ("To clean running shoes, follow the instructions in each document.", {AnswerFlag.DEFERS}),
+    # a document named by its number, in any spelling and at any length (issue 31)
+    ("According to document 2, the Glide has a medial post.", {AnswerFlag.DEFERS}),
+    ("The Glide has a medial post [Doc 2].", {AnswerFlag.DEFERS}),
+    ("The document 3 recommends the Northmark Glide, a stability shoe with a medial post that keeps the arch up.",
+     {AnswerFlag.DEFERS}),
+    ("Documents 1 and 3 both recommend the Northmark Glide.", {AnswerFlag.DEFERS}),
+    ("The Northmark Glide, as Document #4 says.", {AnswerFlag.DEFERS}),
 ])
 def test_each_failure_is_named(answer, flags):
     assert set(answer_flags(answer, question=Q)) == flags
@@ -42,7 +49,6 @@ def test_a_cut_answer_needs_the_length_finish_reason():
 
 @pytest.mark.parametrize("answer", ["Kestrel Rovers", "The Northmark Glide.", "Yes", "42 km",
                                     "No, shoes that suit runners with flat feet do not exist.",
-                                    "According to document 2, the Glide has a medial post.",
                                     "The Stride Pro, a stability shoe with a medial post [2].",
                                     "Runners with flat feet should pick the Northmark Glide, a stability shoe."])
 def test_real_answers_are_not_flagged(answer):
@@ -139,3 +145,69 @@ def test_every_title_given_back_is_an_echo_and_no_short_answer_is(name):
             sentence = f"The answer is {short}."
             assert answer_flags(sentence, question=query.text, titles=titles, sources=sources) == (), \
                 (query.text, sentence)
+
+
+def _tour_rows():
+    import json
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "data" / "tour_answers.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _tour_flags(row):
+    from fairrag_core import load_collection
+
+    collection = load_collection("running-shoes")
+    shown = [collection.documents[collection.index_of(d)] for d in row["shown"]]
+    return answer_flags(row["answer"], question=row["question"], titles=[d.title for d in shown],
+                        sources=[d.provider for d in shown])
+
+
+def test_the_issues_three_answers_are_flagged():
+    """Issue 31, What did not 5: 'Document [1], which is Velocore Forge' scored 1.00 unflagged; 'Document 4' and
+    the echoed article title 'Northmark at Sixty' were not flagged either."""
+    rows = {row["n"]: row for row in _tour_rows()}
+    assert "Document [1], which is Velocore Forge" in rows[2]["answer"]
+    assert "Document 4" in rows[20]["answer"] and "Northmark at Sixty" in rows[9]["answer"]
+    assert _tour_flags(rows[2]) == (AnswerFlag.DEFERS,)
+    assert _tour_flags(rows[20]) == (AnswerFlag.DEFERS,)
+    assert _tour_flags(rows[9]) == (AnswerFlag.ECHO,)
+
+
+def test_the_tours_other_answers_are_not_flagged():
+    """The tour's answers that neither name a document's number nor echo a title (every correct one but the
+    'Document [1]' one, with its partly right and wrong ones) stay unflagged: 17 of 20."""
+    unflagged = [row["n"] for row in _tour_rows() if _tour_flags(row) == ()]
+    assert unflagged == [n for n in range(1, 21) if n not in (2, 9, 20)]
+    assert {row["reading"] for row in _tour_rows() if row["n"] in unflagged} == {"correct", "partly", "wrong"}
+
+
+@pytest.mark.parametrize("name", ["running-shoes", "news", "people", "multi-faceted"])
+def test_every_title_quoted_in_a_sentence_is_an_echo(name):
+    """Every title of every demo collection, said in a sentence as the answer, is flagged; a title that is only a
+    product's or person's name (names_a_product: 'Ironbark Ridgeback WP', 'Layla Haddad') is an answer, as is a
+    title under three words ('Home composting') or one made of the question's own words."""
+    from fairrag_core import load_collection
+    from fairrag_core.rag.degenerate import _words, names_a_product
+
+    collection = load_collection(name)
+    question = collection.queries[0].text
+    checked = 0  # titles checked, of 92, 132, 124 and 402
+    for doc in collection.documents:
+        brands = set(_words(doc.provider))
+        words = _words(doc.title)
+        content = {w for w in words if w not in {"the", "a", "an", "of", "in", "on", "to", "for", "and", "at"}}
+        if words and words[0] in ("the", "a", "an"):
+            words = words[1:]
+        if names_a_product(doc.title, brands) or len(words) < 3 or content <= set(_words(question)):
+            continue
+        for sentence in (f"The answer is {doc.title}.", f"Here it is: {doc.title.lower()}, as the text says.",
+                         f"They recommend “{doc.title}” for this."):
+            flags = answer_flags(sentence, question=question, titles=[doc.title], sources=[doc.provider])
+            assert AnswerFlag.ECHO in flags, (sentence, flags)
+        checked += 1
+    assert checked == {"running-shoes": 71, "news": 120, "people": 0, "multi-faceted": 355}[name]
+    if name == "people":  # every title is the person's own name: naming them answers
+        assert all(answer_flags(f"It is {d.title}.", question=question, titles=[d.title], sources=[d.provider]) == ()
+                   for d in collection.documents)
