@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import time
 
 from fairrag_core.integrations import INTEGRATIONS
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # before Haystack is imported: no usage telemetry
 
 
 def _provider():

@@ -226,8 +226,7 @@ def test_langchain_chain_with_the_fair_compressor(receiver, tmp_path, shoes, sho
     assert_collected_as_served(tmp_path / "store", shoes, record)
 
 
-def test_haystack_pipeline_with_the_fair_sampler(receiver, tmp_path, shoes, monkeypatch):
-    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")
+def test_haystack_pipeline_with_the_fair_sampler(receiver, tmp_path, shoes):
     pytest.importorskip("haystack")
     from haystack import Document, Pipeline, component
     from haystack.components.builders import PromptBuilder
