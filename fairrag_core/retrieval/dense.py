@@ -3,7 +3,8 @@
 With an :class:`~.index_store.IndexStore` the document embeddings are computed once per (texts, model weights)
 and memory-mapped from disk afterwards; collections of at least :data:`~.index_store.ANN_MIN_DOCS` documents also
 get an HNSW graph (FAISS) that :meth:`DenseRetriever.retrieve` searches for the top K, whose candidates are then
-re-scored with the exact cosine. :meth:`DenseRetriever.score` is always exact (every document).
+re-scored with the exact cosine — where the graph, at the search beam its recall needs, answers faster than exact
+search (both timed at build); else search stays exact. :meth:`DenseRetriever.score` is always exact (every document).
 """
 
 from __future__ import annotations
@@ -131,6 +132,23 @@ class HnswIndex:
         return tried
 
 
+    def query_times(self, vectors: np.ndarray, *, k: int = RECALL_K, n_queries: int = 20,
+                    seed: int = 1) -> tuple[float, float]:
+        """Milliseconds per query of exact search (one matrix-vector product and a partition) and of this graph
+        (search, then the exact cosine of its candidates), on ``n_queries`` documents used as queries."""
+        queries = self._sample(vectors, n_queries, seed)
+        start = time.perf_counter()
+        for q in queries:
+            np.argpartition(-(vectors @ q), min(k, vectors.shape[0]) - 1)
+        exact = time.perf_counter() - start
+        start = time.perf_counter()
+        for q in queries:
+            ids = self.search(q[None, :], k)[0]
+            np.asarray(vectors[ids[ids >= 0]]) @ q
+        approx = time.perf_counter() - start
+        return exact / len(queries) * 1e3, approx / len(queries) * 1e3
+
+
 class DenseRetriever(Retriever):
     """Scores = cosine similarity in ``[-1, 1]`` (negative scores are normal; the sampler handles them).
 
@@ -176,13 +194,17 @@ class DenseRetriever(Retriever):
                 start = time.perf_counter()
                 ann = HnswIndex.build(vectors)
                 tried = ann.tune(vectors)
-                manifest.update(ann=True, hnsw={"M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION,
-                                                "ef_search": ann.ef_search},
+                exact_ms, ann_ms = ann.query_times(vectors)
+                # the graph is kept only where it answers faster than exact search (at the beam the recall needs)
+                manifest.update(ann=ann_ms < exact_ms, hnsw={"M": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION,
+                                                             "ef_search": ann.ef_search},
                                 ann_seconds=round(time.perf_counter() - start, 3),
                                 recall=round(tried[ann.ef_search], 4), recall_k=RECALL_K,
                                 recall_queries=RECALL_QUERIES, recall_by_ef={str(e): round(r, 4)
-                                                                             for e, r in tried.items()})
-                extra[_HNSW_FILE] = ann.write
+                                                                             for e, r in tried.items()},
+                                exact_ms=round(exact_ms, 3), ann_ms=round(ann_ms, 3))
+                if manifest["ann"]:
+                    extra[_HNSW_FILE] = ann.write
             manifest["build_seconds"] = round(encoded + manifest.get("ann_seconds", 0.0), 3)
             if not store.try_save(key, {"embeddings": vectors}, manifest, extra=extra):
                 return vectors

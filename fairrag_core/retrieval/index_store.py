@@ -21,7 +21,8 @@ same index at once the first rename wins and the other's copy is discarded.
 Dense collections of at least :data:`ANN_MIN_DOCS` documents also get an HNSW graph (Malkov & Yashunin 2020, TPAMI
 42(4); FAISS ``IndexHNSWFlat``, inner product) stored beside the embeddings; its recall@K against exact search is
 measured at build on :data:`RECALL_QUERIES` documents used as queries and kept in the manifest (``index list``
-shows it).
+shows it), and the search beam is the smallest that reaches :data:`RECALL_TARGET` on them. The graph is kept only
+when, at that beam, it answers faster than exact search (both timed at build on documents as queries).
 """
 
 from __future__ import annotations

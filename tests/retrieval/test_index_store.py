@@ -224,6 +224,7 @@ def test_a_large_dense_index_is_searched_through_its_stored_graph(tmp_path, mini
     monkeypatch.setattr(dense, "ANN_MIN_DOCS", 10)  # 30 texts count as large here
     texts = [f"document {i} about {topic}" for i in range(10) for topic in ("shoes", "rain", "tax law")]
     store = IndexStore(tmp_path)
+    monkeypatch.setattr(HnswIndex, "query_times", lambda self, vectors: (2.0, 1.0))  # the graph answers faster
     assert DenseRetriever(texts, model=minilm, store=store).ann is not None  # built, tuned and stored
     opened = DenseRetriever(texts, model=minilm, store=store)
     assert opened.ann is not None and opened.manifest["ann"] is True
@@ -243,3 +244,25 @@ def test_an_unwritable_store_warns_and_keeps_the_index_in_memory(tmp_path):
         retriever = BM25Retriever.cached(SMALL, store=store)
     assert retriever.manifest is None
     assert np.array_equal(retriever.score("quick fox"), BM25Retriever(SMALL).score("quick fox"))
+
+
+@pytest.mark.model
+def test_a_graph_slower_than_exact_search_is_not_kept(tmp_path, minilm, monkeypatch):
+    import fairrag_core.retrieval.dense as dense
+
+    monkeypatch.setattr(dense, "ANN_MIN_DOCS", 10)
+    monkeypatch.setattr(HnswIndex, "query_times", lambda self, vectors: (1.0, 2.0))
+    texts = [f"note {i} on {topic}" for i in range(5) for topic in ("shoes", "rain", "tax law")]
+    store = IndexStore(tmp_path)
+    retriever = DenseRetriever(texts, model=minilm, store=store)
+    assert retriever.ann is None and retriever.manifest["ann"] is False
+    assert retriever.manifest["exact_ms"] == 1.0 and retriever.manifest["ann_ms"] == 2.0
+    assert not (store.entries()[0].path / "hnsw.faiss").exists()
+    exact = retriever.score("rain jacket")
+    assert retriever.retrieve("rain jacket", 3).indices.tolist() == top_candidates(exact, 3).indices.tolist()
+
+
+def test_query_times_are_measured():
+    vectors = _unit(2_000, 32, 4)
+    exact_ms, ann_ms = HnswIndex.build(vectors).query_times(vectors)
+    assert exact_ms > 0 and ann_ms > 0
