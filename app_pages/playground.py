@@ -11,11 +11,12 @@ from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
+from fairrag_core.query_check import check_query, collection_language
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
 from fairrag_core.ranking.stops import alpha_stops
-from fairrag_core.retrieval import top_candidates
+from fairrag_core.retrieval import RetrieverKind, top_candidates
 from fairrag_studio import charts
 from fairrag_studio.panels.answers import follow_answers, latest_answers_job, start_answers_job
 from fairrag_studio.panels.providers import PROVIDER_SERIES, many_providers
@@ -83,6 +84,31 @@ with top[0]:
         st.caption(f"Not one of {markdown_text(collection_label(settings.collection))}'s queries: it has no "
                    "relevance labels and no gold answer here, so EE-R and EU are not available. Pick an example "
                    "query to see them.")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _collection_language(source: str, sha256: str) -> str | None:
+    """The collection's language (fairrag_core.query_check), guessed once per collection content."""
+    return collection_language(resources.collection(source).texts)
+
+
+def _query_check_messages(text: str) -> list[str]:
+    """What the query box says above the grid when no document matches the query or its language is not the
+    collection's (fairrag_core.query_check); by the BM25 scores of its words, whatever retriever ranks."""
+    def term_scores(word: str) -> np.ndarray:
+        return resources.query_scores(settings.collection, RetrieverKind.BM25.value, None, settings.device, word)
+
+    try:
+        found = check_query(text, term_scores, collection=collection_label(settings.collection),
+                            language=_collection_language(settings.collection, collection.sha256))
+    except FairRAGError:  # no lexical index to ask: the ranking below says what went wrong
+        return []
+    return found.messages()
+
+
+if query.strip():
+    for message in _query_check_messages(query):
+        st.warning(markdown_text(message), icon=":material/search_off:")
 
 
 
