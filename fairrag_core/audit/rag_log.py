@@ -83,6 +83,7 @@ from .log_shards import LogAggregate
 from .merit import DEFAULT_GRADES, grades_arg, threshold_arg
 from .served import evaluate_run
 from .target_shares import target_shares_arg
+from .windows import window_arg
 
 if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (issue 22)
     import pandas as pd
@@ -163,6 +164,13 @@ class LogAuditConfig(CitationPolicy):
                                default_text="the store's last trace",
                                help="of a `collect` store: only traces whose root span started before TIME (as "
                                     "--since)")
+    # of a `collect` store: audited window by window (fairrag_core.audit.monitor)
+    window: str | None = option("--window", default=None, parse=window_arg, metavar="SIZE",
+                                default_text="none (one audit of the whole selection)",
+                                help="of a `collect` store: audit it per UTC-aligned window (1h, 1d or 7d): shares, "
+                                     "EE-D and findings per window, deployment changes and drift alarms")
+    changes: str | None = option("--changes", default=None, path=True, metavar="FILE", default_text="none",
+                                 help="with --window: a time,label CSV of deployment changes to mark on the timeline")
     what_if_alphas: tuple[float, ...] | None = WHAT_IF_ALPHAS.field(default=None)
     what_if_samples: int = WHAT_IF_SAMPLES.field(default=100)
     target_shares: str | None = option(

@@ -44,6 +44,10 @@ __all__ = ["register"]
 #: reads each of its files with the same), and the what-if's; the other settings are the audit's own.
 READING = ("provider_from", "provider_map", "trace_map", "multi_retrieval", "service", "since", "until")
 _WHAT_IF = ("what_if_alphas", "what_if_samples")
+#: Fairness over time: ``--window`` audits a store per window (:mod:`fairrag_core.audit.monitor`).
+_MONITOR = ("window", "changes")
+#: The settings only ``audit-log`` takes (``check`` audits once, with no what-if and no windows).
+AUDIT_ONLY = (*_WHAT_IF, *_MONITOR)
 
 
 def register(sub) -> None:
@@ -68,10 +72,10 @@ def register(sub) -> None:
     add_option(p, replace(NLI, help=f"{NLI.help} for judge/both", default_text=f"the offline {DEFAULTS['attributor']}"))
     add_option(p, DEVICE)
     # what "entailed per the judge" means: the app's fitted rule by default (a log has no control document)
-    add_settings(p, LogAuditConfig, skip=("log", *READING, *_WHAT_IF))
+    add_settings(p, LogAuditConfig, skip=("log", *READING, *AUDIT_ONLY))
     p.add_argument("--output", default=None, help="write the per-query table here (.csv, or .parquet)")
     add_store(p, "the audit")
-    for name in _WHAT_IF:
+    for name in AUDIT_ONLY:
         add_options(p, LogAuditConfig, only=(name,))
     add_option(p, JSON)
     add_all_providers(p)
@@ -208,6 +212,10 @@ def _cmd_audit_log(args, out) -> int:
     from ..audit.rag_log import audit_rag_log
 
     config = settings(LogAuditConfig, args)
+    if config.window or config.changes:  # fairness over time: one audit per window (audit/monitor.py)
+        from .monitor import monitor_command
+
+        return monitor_command(args, config, out, lambda cfg: _served(args, cfg)[:3])
     log, collection, loaded_notes, undefined = _served(args, config)
     attributor = None
     if config.attribution.value in ("judge", "both"):

@@ -25,15 +25,13 @@ from ..audit.rag_log import LogAuditConfig
 from ..errors import InvalidParameterError
 from ..models.catalog import DEFAULTS
 from ..options import COLLECTION, DEVICE, JSON, NLI, add_option, option_default, options_of
-from .audit_log import READING
+from .audit_log import AUDIT_ONLY, READING
 from .common import add_command, add_settings, settings
 
 __all__ = ["register", "GITHUB_STEP_SUMMARY"]
 
 #: The file GitHub Actions shows as a job's summary (appended to, never overwritten).
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
-#: audit-log's what-if options: a replay, no part of the gate.
-_WHAT_IF = ("what_if_alphas", "what_if_samples")
 
 
 def register(sub) -> None:
@@ -67,7 +65,7 @@ def register(sub) -> None:
     add_settings(p, LogAuditConfig, only=READING)
     add_option(p, replace(NLI, help=f"{NLI.help} for judge/both", default_text=f"the offline {DEFAULTS['attributor']}"))
     add_option(p, DEVICE)
-    add_settings(p, LogAuditConfig, skip=("log", *READING, *_WHAT_IF), defaults={"seed": 0})
+    add_settings(p, LogAuditConfig, skip=("log", *READING, *AUDIT_ONLY), defaults={"seed": 0})
     add_option(p, JSON)
     # audit-log's column reader of a large log asks for the backend; the gate audits here
     p.set_defaults(backend="local", ray_address=None)
