@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import FairRAGError, RagConfig, RankingConfig, run_ranking
+from fairrag_core.audit.ledger import TOP_PROVIDERS
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
@@ -259,9 +260,10 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
 def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
     """The sampled rankings grid (with its PNG and HTML downloads) beside, or on a projector under, the exposure
     chart by provider or by document."""
-    # On a projector the grid shows titles in large type, and past GRID_BESIDE_MAX_K columns ids no longer fit beside
-    # the chart: the grid takes the full width (all k columns in view) and the exposure chart goes under it.
-    wide = ranking.rankings.shape[1] > GRID_BESIDE_MAX_K
+    # On a projector the grid shows titles in large type, past GRID_BESIDE_MAX_K columns ids no longer fit beside the
+    # chart, and past TOP_PROVIDERS providers the exposure view adds their spread and a table: the grid takes the
+    # full width (all k columns in view) and the exposure view goes under it, full width too.
+    wide = ranking.rankings.shape[1] > GRID_BESIDE_MAX_K or len({d.provider for d in docs}) > TOP_PROVIDERS
     left, right = (st.container(), st.container()) if presenter or wide else st.columns([3, 2])
     with left:
         st.subheader("Sampled rankings")

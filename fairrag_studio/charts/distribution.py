@@ -80,7 +80,8 @@ def lorenz_chart(table: pd.DataFrame, series: Sequence[tuple[str, str, str]], *,
           subtitle=f"Lorenz curve: {noun} from least to most exposed; the further below the diagonal, the more "
                    "unequal",
           x_title=f"share of {noun} (least exposed first)", y_title="share of exposure", height=460,
-          layout={"legend": {"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0},
-                  "margin": {"b": 130}},
+          # the legend in the upper left, above the diagonal, where no Lorenz curve goes
+          layout={"legend": {"yanchor": "top", "y": 0.98, "xanchor": "left", "x": 0.02,
+                             "bgcolor": "rgba(255,255,255,0.85)"}},
           x_axis={"tickformat": ".0%", "range": [0, 1]}, y_axis={"tickformat": ".0%", "range": [0, 1]})
     return fig
