@@ -3,13 +3,14 @@ deterministic vs the fair target; Kim & Diaz 2025, Eq. 5–6)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from fairrag_core.audit.ledger import TOP_PROVIDERS, top_with_others
+from fairrag_core.audit.ledger import TOP_PROVIDERS, others_label, top_with_others
 
 from .style import (
     DETERMINISTIC_COLOUR,
@@ -83,7 +84,8 @@ def rankings_grid(
     rows += [(f"sample {s + 1}", s + 1 + _ROW_GAP, samples[s]) for s in range(shown)]
 
     provider_names = [str(p) for p in providers]
-    colours = provider_colours(provider_names)
+    in_cells = [provider_names[p] for _, _, positions in rows for p in positions.tolist()]
+    colours = provider_colours(provider_names, counts=Counter(in_cells))
     cells: dict[str, list[tuple[float, int, list[object]]]] = {}
     for row_label, y, positions in rows:
         for rank, position in enumerate(positions.tolist(), start=1):
@@ -92,14 +94,16 @@ def rankings_grid(
             cells.setdefault(provider, []).append((y, rank, info))
 
     fig = go.Figure()
+    grey = sorted(p for p in cells if colours[p] == OTHERS_COLOUR)  # past TOP_PROVIDERS: one legend entry for all
     for provider in sorted(cells):
         entries = cells[provider]
         colour = colours[provider]
+        legend = ({"legendgroup": "others", "showlegend": provider == grey[0], "name": others_label(len(grey))}
+                  if colour == OTHERS_COLOUR else {"name": label(provider)})
         # Horizontal bars of length 1 starting at rank − ½ fill each cell whatever the figure width.
         fig.add_trace(
             go.Bar(
                 orientation="h",
-                name=label(provider),
                 y=[y for y, _, _ in entries],
                 x=[1.0] * len(entries),
                 base=[rank - 0.5 for _, rank, _ in entries],
@@ -114,6 +118,7 @@ def rankings_grid(
                     "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>provider: %{customdata[2]}"
                     "<br>rank %{customdata[3]} · %{customdata[4]}<extra></extra>"
                 ),
+                **legend,
             )
         )
     fig.add_shape(

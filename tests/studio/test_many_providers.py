@@ -148,3 +148,13 @@ def test_the_provider_view_at_two_thousand_providers_stays_bounded(upload):
     assert [len(t) for t in searched] == [len(range(0, PROVIDERS, 97))]  # every 97th provider is a Debian Solar team
     assert searched[0]["provider"].str.startswith("Debian Solar Packaging Team").all()
     assert _elements(at._tree) < 150  # 89 here: no element per provider beyond the top N
+
+
+def test_the_plotly_grid_names_the_grey_providers_once(ranking):
+    docs = ranking.documents_table()
+    fig = charts.rankings_grid(docs["doc_id"].tolist(), docs["provider"].tolist(), docs["doc_id"].tolist(),
+                               ranking.rankings, ranking.deterministic)
+    shown = [t for t in fig.data if t.showlegend is not False]
+    assert len(shown) <= TOP_PROVIDERS + 1 and sum(t.marker.color == OTHERS_COLOUR for t in shown) == 1
+    assert next(t.name for t in shown if t.marker.color == OTHERS_COLOUR).startswith("all others (")
+    assert len({t.marker.color for t in fig.data} - {OTHERS_COLOUR}) <= TOP_PROVIDERS
