@@ -35,6 +35,7 @@ PAGES = [
     st.Page("app_pages/fair_qr.py", title="FAIR-QR", icon=":material/autorenew:", url_path="fair_qr"),
     st.Page("app_pages/multi_faceted.py", title="Multi-faceted (RichRAG)", icon=":material/view_module:",
             url_path="multi_faceted"),
+    st.Page("app_pages/monitor.py", title="Monitor", icon=":material/monitoring:", url_path="monitor"),
 ]
 page = st.navigation(PAGES)
 apply_pending_open()  # "Show the result" in the jobs panel: that job's settings, on its page
