@@ -76,13 +76,13 @@ from ..seeds import check_seed, derive_seed, new_seed
 from ..settings import Settings
 from . import wording
 from .compare import group_matrix, share_differences
-from .findings import Direction, Finding, FindingKind, severity_of
+from .findings import Direction, Finding, FindingKind, Verdict, harm_severity, noise_verdict
 from .log_report import labelled_queries
 from .query_bootstrap import mean_interval, percentile_bounds, pooled_shares
 from .rag_log import AttributionSource, LogAuditConfig, LogAuditRun, audit_served
 from .recommend import AlphaRecommendation, recommend_alpha
 from .share_gaps import alpha_of
-from .wording import group_noun, interval, num, pct, percent, points, share_text
+from .wording import group_noun, interval, num, p_pair, pct, percent, points, share_text
 
 __all__ = ["WhatIf", "WhatIfSettings", "what_if_sampling", "what_if_findings", "what_if_text", "NO_SCORES",
            "NO_QUALITY_METRIC", "ESTIMATED", "NOT_ESTIMATED", "AS_SERVED", "value_text", "p_text"]
@@ -712,6 +712,15 @@ def _ee_r_clause(row: pd.Series) -> str:
             f"({row['ee_r'] - change:.3f} → {row['ee_r']:.3f}{within})")
 
 
+def _headline_harm(row: pd.Series, less_fair: bool, relative: float):
+    """The severity of a what-if headline, of harm: a less fair replay (``less_fair``: beyond noise), or the EE-R it
+    costs (its interval clear of 0), the more severe; a fairer replay at no cost is good news (INFO)."""
+    change, high = row["ee_r_change"], row["ee_r_change_high"]
+    before = row["ee_r"] - change
+    cost = harm_severity(math.isfinite(change) and high < 0, True, change / before if before else math.nan)
+    return min(harm_severity(less_fair, True, relative), cost, key=lambda s: s.rank)
+
+
 def _focus(result: WhatIf, served: pd.Series, sampled: pd.DataFrame) -> tuple[float | None, str]:
     """The α the findings describe, and how the headline introduces it: the recommended α; else the fairest finite α
     of the grid (lowest mean EE-D) when it is fairer than the system as served; else None."""
@@ -753,14 +762,16 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
     row = sampled[sampled["alpha"] == chosen].iloc[0]
     change, low, high, p = row["ee_d_change"], row["ee_d_change_low"], row["ee_d_change_high"], row["ee_d_p"]
     significant = math.isfinite(p) and p <= alpha_test
+    verdict = noise_verdict(significant, low, high)  # one test, no family: its interval and p are the pair
+    noise = "" if verdict is Verdict.BEYOND else f", {verdict.value}"
     ee_r = _ee_r_clause(row)
     text = (f"Sampling at α = {chosen:g} would {'lower' if change < 0 else 'raise'} EE-D from {served['ee_d']:.3f}"
             f"{interval(served['ee_d_low'], served['ee_d_high'])} as served to {row['ee_d']:.3f}"
             f"{interval(row['ee_d_low'], row['ee_d_high'])} ({num(change, signed=True)}"
-            f"{interval(low, high, signed=True)}, {p_text(p)}){ee_r}{why}.")
+            f"{interval(low, high, signed=True)}, {p_text(p)}{noise}){ee_r}{why}.")
     relative = change / served["ee_d"] if served["ee_d"] else math.nan
     found = [Finding(FindingKind.HEADLINE, f"α = {chosen:g} vs {AS_SERVED}", "ee_d", text,
-                     severity=severity_of(significant, relative),
+                     severity=_headline_harm(row, verdict is Verdict.BEYOND and change > 0, relative),
                      direction=(Direction.BELOW if change < 0 else Direction.ABOVE) if significant else Direction.NONE,
                      estimate=change, low=low, high=high,
                      value=_ci(row["ee_d"], row["ee_d_low"], row["ee_d_high"], level),
@@ -771,8 +782,11 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
     for by, part in result.shares[result.shares["alpha"] == chosen].groupby("by", sort=False):
         noun = group_noun(by)
         by_size = part.reindex(part["change"].abs().sort_values(ascending=False).index)
-        moved = by_size[by_size["p_holm"].notna() & (by_size["p_holm"] <= alpha_test)]
-        correction = f"Holm over {len(part)} {noun}s"
+        verdicts = [noise_verdict(math.isfinite(p) and p <= alpha_test, lo, hi)
+                    for p, lo, hi in zip(by_size["p_holm"], by_size["change_low"], by_size["change_high"])]
+        moved = by_size[[v is Verdict.BEYOND for v in verdicts]]
+        over = f"over {len(part)} {noun}s"
+        correction = f"Holm {over}"
         family = f"what-if α = {chosen:g}: {by} shares"
         for share in moved.head(_MAX_FINDINGS.get(by, 2)).itertuples():
             up = share.change > 0
@@ -781,10 +795,11 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
             text = (f"Sampling at α = {chosen:g} would {'raise' if up else 'lower'} {name}'s retrieval share from "
                     f"{share_text(share.observed_share, share.observed_low, share.observed_high)} to "
                     f"{share_text(share.share, share.share_low, share.share_high)} "
-                    f"({points(share.change, share.change_low, share.change_high)}, {p_text(share.p_holm)}, "
-                    f"{correction}){ee_r}.")
+                    f"({points(share.change, share.change_low, share.change_high)}, "
+                    f"{p_pair(share.p_value, share.p_holm, over, p_text)}){ee_r}.")
             found.append(Finding(FindingKind.MORE_EXPOSED if up else FindingKind.LESS_EXPOSED, str(share.group),
-                                 metric, text, severity=severity_of(True, relative),
+                                 # a provider losing exposure is the harm, one gaining it is not
+                                 metric, text, severity=harm_severity(True, not up, relative),
                                  direction=Direction.ABOVE if up else Direction.BELOW, estimate=share.change,
                                  low=share.change_low, high=share.change_high,
                                  value=_ci(share.share, share.share_low, share.share_high, level),
@@ -794,9 +809,10 @@ def what_if_findings(result: WhatIf) -> list[Finding]:
                                  correction=correction, family=family, **common))
         if moved.empty:
             largest = by_size.iloc[0]
+            margin = ", at the margin of noise" if verdicts[0] is Verdict.MARGIN else ""
             text = (f"At α = {chosen:g} no {noun}'s retrieval share would change beyond noise ({correction}); the "
                     f"largest change: {largest['group']} "
-                    f"{points(largest['change'], largest['change_low'], largest['change_high'])}.")
+                    f"{points(largest['change'], largest['change_low'], largest['change_high'])}{margin}.")
             found.append(Finding(FindingKind.NO_DIFFERENCE, f"every {noun}", metric, text, correction=correction,
                                  family=family, detail=by != "provider", **common))
     return found

@@ -190,3 +190,18 @@ def test_every_finding_of_the_demo_log_audit_agrees_with_its_numbers():
     assert found
     _check(found)
     assert np.all([f.p is None or 0 <= f.p <= 1 for f in found])
+
+
+def test_every_what_if_finding_of_the_demo_export_agrees_with_its_numbers():
+    """The what-if's (the recommender's replay) findings follow the same rule: the demo trace export replayed."""
+    from fairrag_core.audit.rag_log import LogAuditConfig, audit_served
+    from fairrag_core.audit.what_if import what_if_sampling
+    from fairrag_core.data.rag_log import load_served
+
+    collection = load_collection("running-shoes")
+    path = assets_dir() / "logs" / "running-shoes.otlp.jsonl"
+    audit = audit_served(load_served(path, collection=collection), collection, LogAuditConfig(seed=1, n_boot=200))
+    result = what_if_sampling(load_served(path, collection=collection), collection, alphas=(0, 2, 8, math.inf),
+                              n_samples=50, audit=audit)
+    assert result.findings
+    _check(result.findings)
