@@ -7,6 +7,7 @@ import streamlit as st
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError, load_collection
 from fairrag_core.audit.compare import Comparison
 from fairrag_core.audit.comparison_findings import stored_findings
+from fairrag_core.audit.ledger import ledger_noun
 from fairrag_core.rag.sweep import Usefulness
 from fairrag_core.record import RunKind
 from fairrag_studio import charts
@@ -141,7 +142,7 @@ with tab_run:
                 # thousands of providers: their spread, and every one searchable in a table of fixed height
                 if not many_providers(ledger, column="group", series=LEDGER_SERIES, name=f"ledger_{by}",
                                       key="ledger", shown=shown_ledger,
-                                      noun="providers" if by == "provider" else f"{by} groups"):
+                                      noun=ledger_noun(by)):
                     st.dataframe(shown_ledger, hide_index=True)
                 glossary_note(shown_ledger.columns)
                 st.subheader("Per query")
@@ -239,7 +240,7 @@ with tab_stored:
                 st.plotly_chart(charts.exposure_ledger_chart(ledger), key="stored_ledger")
                 many_providers(ledger, column="group", series=LEDGER_SERIES, name=f"ledger_{by}_{run_id}",
                                key="stored_ledger", shown=display_ledger(ledger),
-                               noun="providers" if by == "provider" else f"{by} groups")
+                               noun=ledger_noun(by))
                 st.download_button("Report (HTML)", lambda: build_report(stored, run_collection),
                                    file_name=f"fairness_audit_{run_id}.html", mime="text/html", key="stored_report")
             st.button("Delete this run", key="stored_delete", on_click=store.delete, args=(run_id,))

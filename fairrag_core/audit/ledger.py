@@ -32,7 +32,8 @@ from ..errors import InvalidParameterError
 if TYPE_CHECKING:  # pandas is imported where a table is made: the CLI reads TOP_PROVIDERS without it
     import pandas as pd
 
-__all__ = ["LEDGER_COLUMNS", "TOP_PROVIDERS", "TopGroups", "exposure_ledger", "others_label", "top_with_others"]
+__all__ = ["LEDGER_COLUMNS", "TOP_PROVIDERS", "TopGroups", "exposure_ledger", "ledger_noun", "others_label",
+           "ledger_top", "top_with_others"]
 
 #: How many providers (or groups) every text, chart and ledger shows one by one; the rest are summed in one
 #: "all others" row. 14: the colours the projector palette keeps apart with normal vision and the common
@@ -104,6 +105,15 @@ def exposure_ledger(documents: pd.DataFrame, collection: Collection, *, by: str 
     return ledger
 
 
+def ledger_noun(by: str | None) -> str:
+    """What a ledger's rows are, by its grouping: ``providers``, ``gender groups``; ``groups`` when unknown.
+
+    >>> ledger_noun("provider"), ledger_noun("section"), ledger_noun(None)
+    ('providers', 'section groups', 'groups')
+    """
+    return "groups" if by is None else "providers" if by == "provider" else f"{by} groups"
+
+
 def others_label(count: int, noun: str = "providers") -> str:
     """The name of the summed row: ``all others (2,110 providers)``.
 
@@ -124,6 +134,7 @@ class TopGroups:
         n_others: how many rows ``others`` sums.
         total: rows in the full table.
         rule: the words that say which rows are shown, for a sentence (each output adds how to see every one).
+        noun: what a row is (``providers``, ``gender groups``), for the rule and the "all others" row.
     """
 
     shown: pd.DataFrame
@@ -131,12 +142,13 @@ class TopGroups:
     n_others: int
     total: int
     rule: str
+    noun: str = "providers"
 
     @property
     def truncated(self) -> bool:
         return self.n_others > 0
 
-    def with_others(self, group: str, noun: str = "providers") -> pd.DataFrame:
+    def with_others(self, group: str) -> pd.DataFrame:
         """``shown`` with the "all others (N providers)" row under it (in ``group``), as a chart draws it;
         ``shown`` itself when nothing was left out."""
         import pandas as pd
@@ -144,7 +156,7 @@ class TopGroups:
         if self.others is None:
             return self.shown
         row = dict.fromkeys(self.shown.columns, np.nan) | self.others | {
-            group: others_label(self.n_others, noun)}
+            group: others_label(self.n_others, self.noun)}
         return pd.concat([self.shown, pd.DataFrame([row])], ignore_index=True)
 
 
@@ -196,4 +208,13 @@ def top_with_others(table: pd.DataFrame, *, group: str, by: str, summed: Sequenc
         named_text = f" and {int(by_name.sum()):,} more that the findings name" if by_name.any() else ""
         rule = (f"the top {min(n, len(table)):,} of {len(table):,} {noun} by {what}{named_text}, "
                 f"the other {len(rest):,} summed as “all others”")
-    return TopGroups(shown=shown, others=others, n_others=len(rest), total=len(table), rule=rule)
+    return TopGroups(shown=shown, others=others, n_others=len(rest), total=len(table), rule=rule, noun=noun)
+
+
+def ledger_top(ledger: pd.DataFrame, by: str | None = None, *, n: int | None = TOP_PROVIDERS,
+               named: Names[str] = ()) -> TopGroups:
+    """The rows of a ledger (:func:`exposure_ledger`; grouped ``by``) shown one by one: the ``n`` with the most
+    retrieval exposure and those ``named`` (by a finding), the others summed; every column but ``group`` adds up
+    (documents, exposures, shares of one whole, gaps between shares), intervals do not."""
+    return top_with_others(ledger, group="group", by="retrieval_exposure", summed=LEDGER_COLUMNS[1:], n=n,
+                           named=named, noun=ledger_noun(by), what="retrieval exposure")

@@ -18,6 +18,7 @@ import os
 import sys
 from dataclasses import replace
 
+from ..audit.ledger import TOP_PROVIDERS, ledger_top
 from ..audit.rag_log import LogAuditConfig
 from ..data.export import write_table
 from ..errors import FairRAGError, InvalidParameterError
@@ -309,7 +310,7 @@ def _cmd_audit_log(args, out) -> int:
             parts = [f"{name} {top.others[column]:.3f}" for name, column in (
                 ("retrieval share", "retrieval_share"), ("attributed share", "attributed_share"),
                 ("target share", "target_share"), ("gap", "share_gap")) if top.others[column] == top.others[column]]
-            print(f"{top.with_others('group', _noun(by))['group'].iloc[-1]}: {', '.join(parts)}", file=out)
+            print(f"{top.with_others('group')['group'].iloc[-1]}: {', '.join(parts)}", file=out)
     print(f"\nPer query ({record.config.level:.0%} intervals over the query's served {served_unit(run)}s: EE-D "
           "bias-corrected "
           "with the basic interval, EE-R plug-in with the percentile interval; a query served once has no interval):",
@@ -334,20 +335,11 @@ _REPLAY_OUT_OF_MEMORY = ("the what-if replay needs more memory than this machine
                          "(--what-if-samples; the paper uses 100)")
 
 
-def _noun(by: str) -> str:
-    return "providers" if by == "provider" else f"{by} groups"
-
-
 def ledger_groups(ledger, by: str, *, named=(), every: bool = False):
-    """The rows of a ledger that the text prints: the :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` with the most
-    retrieval exposure and every group a finding names (``named``), the rest summed (``every``: all of them)."""
-    from ..audit.ledger import TOP_PROVIDERS, top_with_others
-
-    return top_with_others(ledger, group="group", by="retrieval_exposure", what="retrieval exposure",
-                           summed=("documents", "retrieval_exposure", "retrieval_share", "attributed_exposure",
-                                   "attributed_share", "target_exposure", "target_share", "share_gap",
-                                   "attributed_gap"),
-                           n=None if every else TOP_PROVIDERS, named=named, noun=_noun(by))
+    """The rows of a ledger that the text prints (:func:`~fairrag_core.audit.ledger.ledger_top`): the
+    :data:`~fairrag_core.audit.ledger.TOP_PROVIDERS` with the most retrieval exposure and every group a finding
+    names (``named``), the rest summed (``every``: all of them)."""
+    return ledger_top(ledger, by, n=None if every else TOP_PROVIDERS, named=named)
 
 
 def _replay_failed(why: str | None) -> int:

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from fairrag_core.audit.ledger import TOP_PROVIDERS, top_with_others
+from fairrag_core.audit.ledger import LEDGER_COLUMNS, TOP_PROVIDERS, ledger_noun, top_with_others
 from fairrag_core.glossary import GLOSSARY
 
 from .style import (
@@ -159,11 +159,10 @@ def _top_ledger_chart(ledger: pd.DataFrame, group_column: str, gaps: bool, top: 
     beside them, the gaps to the fair target with their intervals. At most ``top`` + 1 rows, whatever the number
     of groups; the spread over all of them is :func:`~.distribution.lorenz_chart`'s."""
     by = "retrieval_exposure" if "retrieval_exposure" in ledger else "retrieval_share"
-    summed = [c for c in ledger.columns if c.endswith(("_exposure", "_share", "_gap")) or c == "documents"]
-    noun = {None: "groups", "provider": "providers"}.get(ledger.attrs.get("by"), f"{ledger.attrs.get('by')} groups")
-    chosen = top_with_others(ledger, group=group_column, by=by, summed=summed, n=top, what="retrieval exposure",
-                             noun=noun)
-    table = chosen.with_others(group_column, noun)
+    noun = ledger_noun(ledger.attrs.get("by"))
+    chosen = top_with_others(ledger, group=group_column, by=by, summed=LEDGER_COLUMNS[1:], n=top, noun=noun,
+                             what="retrieval exposure")
+    table = chosen.with_others(group_column)
     names = axis_labels(table[group_column])
     full = labels(table[group_column].astype(str))
     hatch = [""] * (len(table) - 1) + ["/"]

@@ -14,6 +14,7 @@ import pandas as pd
 
 from fairrag_core import Collection, exposure_ledger
 from fairrag_core.audit.comparison_findings import sweep_findings
+from fairrag_core.audit.ledger import ledger_top
 from fairrag_core.audit.query_bootstrap import ESTIMATE_NOTE, ledger_intervals, mean_interval
 from fairrag_core.metrics.registry import LEDGER, METRICS, SWEEP, keys
 from fairrag_core.record import SweepRun
@@ -222,11 +223,15 @@ def build_report(run: SweepRun, collection: Collection, *, title: str = "Fairnes
     for alpha in alphas:
         for by in groupings(collection):
             ledger = ledger_for(documents, collection, alpha, by, intervals=True, seed=record.seed)
+            top = ledger_top(ledger, by)  # the top TOP_PROVIDERS and one row for all others
             sections.append(ReportSection(
                 f"Exposure ledger by {by} — {system_label(alpha)}",
                 "Shares of retrieval exposure, of attributed exposure (citations) and under the fair target, each "
-                "with its 95% percentile bootstrap interval over queries.",
-                table=display_ledger(ledger, compact=True), figure=charts.exposure_ledger_chart(ledger)))
+                "with its 95% percentile bootstrap interval over queries."
+                + (f" Showing {top.rule} (the Audit page's ledger lists and downloads every one)."
+                   if top.truncated else ""),
+                table=display_ledger(top.with_others("group"), compact=True),
+                figure=charts.exposure_ledger_chart(ledger)))
     names = shown((*METRIC_COLUMNS, *keys(LEDGER)))
     sections += methodology_sections(record, collection, metrics=names, inputs=inputs,
                                      attribution=(f"An answer is attributed to a shown document when the NLI judge "

@@ -158,3 +158,17 @@ def test_the_plotly_grid_names_the_grey_providers_once(ranking):
     assert len(shown) <= TOP_PROVIDERS + 1 and sum(t.marker.color == OTHERS_COLOUR for t in shown) == 1
     assert next(t.name for t in shown if t.marker.color == OTHERS_COLOUR).startswith("all others (")
     assert len({t.marker.color for t in fig.data} - {OTHERS_COLOUR}) <= TOP_PROVIDERS
+
+
+def test_the_report_lists_the_top_providers_and_all_others(folder):
+    from fairrag_core.ranking import SweepConfig, exposure_sweep
+    from fairrag_studio.views.audit import build_report
+
+    collection = load_collection(folder)
+    retriever = build_retriever("bm25", collection.texts, store=False)
+    run = exposure_sweep(collection, retriever, SweepConfig(alphas=(1.0,), n_samples=20, seed=1, candidates=None))
+    html = build_report(run, collection, figures="static")
+    assert html.count("all others (1,986 providers)") == 1  # the table's last row (the figure is an image)
+    assert f"Showing the top {TOP_PROVIDERS} of 2,000 providers by retrieval exposure" in html
+    assert "all others (26 region groups)" in html
+    assert html.count("Maintainer 1") < 200  # not a row per provider (1,000 of them start so)
