@@ -13,6 +13,13 @@ The loop, for one fairness category (or several, intersectionally):
 until Δ stops decreasing or ``max_iterations`` refinements were made. The list with the lowest Δ is then
 re-ranked by BM25 with the **original** query, so relevance comes back to the top.
 
+One guard the paper leaves to the LLM's judgement ("with less jeopardize relevance"): a refinement that would
+cost relevance is refused and the loop stops there, saying why (issue 31: "french european poetry" appended to
+"award-winning film directors"). A refinement is refused when one of its keywords occurs in none of the
+documents that match the original query best (its top 3K with a BM25 score above 0: "paz" for "award-winning
+film directors"), or, with relevance labels, when its list, re-ranked as the final one would be, holds fewer
+useful documents (:meth:`Collection.useful`) in its top ``relevance_cutoff`` than the original query's.
+
 Every iteration is kept (query, added keywords, distribution, Δ, ĝ, retrieved ids, notes): the trace is
 the method's explanation, and the app draws it.
 """
@@ -48,6 +55,7 @@ class FairQRConfig:
     background_weight: float = 0.0  # TREC 2022 mixes the relevant distribution 50/50 with the corpus
     custom_target: Mapping[str, float] | None = None
     smoothing: float = 1e-3
+    relevance_cutoff: int = 10  # a refinement may not lower the useful documents in the final top this many
 
 
 @dataclass(frozen=True)
@@ -122,12 +130,38 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
     def retrieve(q: str) -> np.ndarray:
         return top_candidates(retriever.score(q), config.top_k).indices
 
+    if reranker is None:  # the paper re-ranks with BM25; reuse the first stage when it is BM25 already
+        reranker = retriever if isinstance(retriever, BM25Retriever) else BM25Retriever(collection.texts)
+    original_scores = reranker.score(text)
+
+    def rerank(top: np.ndarray) -> np.ndarray:  # stable: ties keep the retrieval order
+        return top[np.lexsort((np.arange(top.size), -original_scores[top]))]
+
+    labelled = matched is not None and matched.query_id in collection.qrels
+    relevance = collection.useful(matched.query_id) if labelled else None
+    cutoff = check_positive_int(config.relevance_cutoff, "relevance_cutoff", hint="e.g. 10")
+    near = [int(i) for i in top_candidates(original_scores, min(3 * top_k, len(collection))).indices
+            if original_scores[i] > 0]
+
+    def useful(top: np.ndarray) -> int:
+        return int(np.count_nonzero(relevance[rerank(top)[:cutoff]]))
+
+    def refusal(keywords: str, new_top: np.ndarray, first_top: np.ndarray) -> str:
+        """Why adding ``keywords`` is refused ("" when it is not)."""
+        unrelated = [w for w in keywords.split() if not np.any(reranker.score(w)[near] > 0)]
+        if unrelated:
+            return (f"{', '.join(repr(w) for w in unrelated)} occurs in none of the {len(near)} documents that match "
+                    "the query best")
+        if relevance is not None and (after := useful(new_top)) < (before := useful(first_top)):
+            return f"adding '{keywords}' would lower the useful documents in the top {cutoff} from {before} to {after}"
+        return ""
+
     def measure(top: np.ndarray) -> tuple[pd.Series, float, str]:
         current = group_distribution(groups[top], support=support)
         return current, kl_divergence(target, current, smoothing=config.smoothing), most_under_represented(target,
                                                                                                           current)
 
-    top = retrieve(text)
+    top = first_top = retrieve(text)
     current, delta, group = measure(top)
     iterations = [Iteration(0, text, "", tuple(doc_ids[i] for i in top), current.to_dict(), delta, group)]
     best, stop_reason, current_query = 0, f"reached the maximum of {config.max_iterations} refinements", text
@@ -147,24 +181,24 @@ def fair_qr(collection: Collection, retriever: Retriever, refiner: Refiner, quer
         new_query = f"{current_query} {refinement.keywords}"
         new_top = retrieve(new_query)
         new_current, new_delta, new_group = measure(new_top)
+        refused = refusal(refinement.keywords, new_top, first_top)
+        note = "; ".join(filter(None, [refinement.note, refused and f"kept the query: {refused}"]))
         iterations.append(Iteration(step, new_query, refinement.keywords, tuple(doc_ids[i] for i in new_top),
-                                    new_current.to_dict(), new_delta, new_group, refinement.note))
+                                    new_current.to_dict(), new_delta, new_group, note))
+        if refused:
+            stop_reason = f"refinement {step} was refused: {refused}"
+            break
         if new_delta >= delta:
             stop_reason = f"Δ stopped decreasing at refinement {step} ({new_delta:.4f} ≥ {delta:.4f})"
             break
         best, current_query, top, current, delta, group = step, new_query, new_top, new_current, new_delta, new_group
 
-    chosen = np.array([collection.index_of(d) for d in iterations[best].retrieved])
-    if reranker is None:  # the paper re-ranks with BM25; reuse the first stage when it is BM25 already
-        reranker = retriever if isinstance(retriever, BM25Retriever) else BM25Retriever(collection.texts)
-    scorer = reranker
-    rerank_scores = scorer.score(text)[chosen]
-    order = np.lexsort((np.arange(chosen.size), -rerank_scores))  # stable: ties keep the retrieval order
+    chosen = rerank(np.array([collection.index_of(d) for d in iterations[best].retrieved]))
     return FairQRResult(
         original_query=text, query_id=matched.query_id if matched else None, categories=tuple(config.categories),
         refiner=refiner.name, target=target.to_dict(), iterations=tuple(iterations), chosen=best,
-        stop_reason=stop_reason, reranked=tuple(doc_ids[i] for i in chosen[order]),
+        stop_reason=stop_reason, reranked=tuple(doc_ids[i] for i in chosen),
         config={"top_k": config.top_k, "max_iterations": config.max_iterations, "target": config.target.value,
                 "background_weight": config.background_weight, "smoothing": config.smoothing,
-                "retriever": retriever.name},
+                "relevance_cutoff": cutoff, "retriever": retriever.name},
     )

@@ -6,8 +6,9 @@ under-represented group ĝ, and proposes a few keywords about ĝ to append to th
 * :class:`LLMRefiner` — the paper's method: the Appendix prompt sent to a language model (offline default the
   Qwen2.5-1.5B GGUF; the paper used GPT-4o), greedy decoding, the reply sanitised by :func:`sanitise_keywords`;
 * :class:`CorpusKeywordRefiner` — the transparent ablation and the fallback: the words that best mark ĝ's
-  documents among the current query's top candidates (weighted log-odds with an informative Dirichlet prior,
-  Monroe, Colaresi & Quinn 2008).
+  documents among those that match the original query (weighted log-odds with an informative Dirichlet prior,
+  Monroe, Colaresi & Quinn 2008); none when no document of ĝ matches it (words from the whole corpus were
+  unrelated to the query: "french european poetry" for "award-winning film directors", issue 31).
 """
 
 from __future__ import annotations
@@ -130,11 +131,12 @@ def refinement_prompt(request: RefinementRequest) -> str:
 class CorpusKeywordRefiner(Refiner):
     """A transparent, model-free refiner: words that mark the group's documents among those on the topic.
 
-    The pool is the top ``pool_size`` documents for the current query (the topic). Words are scored by
-    the weighted log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008)
-    between the group's documents in the pool and the rest of the pool, with the corpus as prior; the
-    ``n_keywords`` best that are not already in the query are appended. Falls back to the whole corpus
-    when the pool holds no document of the group.
+    The pool is the top ``pool_size`` documents for the original query that match it (BM25 score above 0: the
+    topic; the current query has drifted with the keywords already added). Words are scored by the weighted
+    log-odds ratio with an informative Dirichlet prior (Monroe, Colaresi & Quinn 2008) between the group's
+    documents in the pool and the rest of the pool, with the corpus as prior; the ``n_keywords`` best that are
+    not already in the query are appended. When the pool holds no document of the group there is no keyword
+    to add, and the note says so: words drawn from the whole corpus would be unrelated to the query.
     """
 
     def __init__(self, collection: Collection, categories: str | Sequence[str], retriever: Retriever, *,
@@ -170,20 +172,18 @@ class CorpusKeywordRefiner(Refiner):
         return pd.Series(delta / np.sqrt(variance), index=vocab).sort_values(ascending=False, kind="stable")
 
     def refine(self, request: RefinementRequest) -> Refinement:
-        scores = self.retriever.score(request.current_query)
-        pool = top_candidates(scores, min(self.pool_size, len(scores))).indices
-        inside = [int(i) for i in pool if self.groups[i] == request.group]
-        outside = [int(i) for i in pool if self.groups[i] != request.group]
-        note = ""
+        scores = self.retriever.score(request.original_query)
+        pool = [int(i) for i in top_candidates(scores, min(self.pool_size, len(scores))).indices if scores[i] > 0]
+        inside = [i for i in pool if self.groups[i] == request.group]
+        outside = [i for i in pool if self.groups[i] != request.group]
         if not inside:
-            inside = [i for i, g in enumerate(self.groups) if g == request.group]
-            outside = [i for i, g in enumerate(self.groups) if g != request.group]
-            note = f"no {request.group} document on this topic; keywords come from the whole corpus"
+            return Refinement(keywords="", raw="", note=f"no {request.group} document matches the query: no "
+                                                        "keyword to add")
         ranked = self._log_odds(inside, outside)
         query_stems = set(DEFAULT_TOKENIZER(request.current_query))
         chosen = [w for w in ranked.index if not set(DEFAULT_TOKENIZER(w)) & query_stems][: self.n_keywords]
         raw = " ".join(chosen)
-        return Refinement(keywords=sanitise_keywords(raw, current_query=request.current_query), raw=raw, note=note)
+        return Refinement(keywords=sanitise_keywords(raw, current_query=request.current_query), raw=raw)
 
 
 _REFUSAL = re.compile(r"\b(?:I\s+(?:cannot|can't|can not|am unable|won't)|I'm\s+(?:sorry|unable)|as an AI)\b",
@@ -194,7 +194,8 @@ class LLMRefiner(Refiner):
     """The paper's refiner: an instruction-following LLM asked with the Appendix prompt (greedy decoding).
 
     The paper used GPT-4o at temperature 0.3; we decode greedily so that a trace is reproducible. An empty
-    or unusable reply falls back to ``fallback`` (if given) with a note saying so.
+    or unusable reply falls back to ``fallback`` (if given; the corpus keywords draw only from the group's
+    documents that match the query) with a note saying "the model suggested no keyword".
     """
 
     def __init__(self, model, *, fallback: Refiner | None = None, max_new_tokens: int = 32) -> None:
@@ -213,9 +214,9 @@ class LLMRefiner(Refiner):
         if keywords:
             return Refinement(keywords=keywords, raw=reply)
         if self.fallback is None:
-            return Refinement(keywords="", raw=reply, note="the LLM reply held no usable keywords")
+            return Refinement(keywords="", raw=reply, note="the model suggested no keyword")
         backup = self.fallback.refine(request)
-        note = f"the LLM reply held no usable keywords ({reply[:60]!r}); used {self.fallback.name} instead"
+        note = f"the model suggested no keyword ({reply[:60]!r}); used {self.fallback.name} instead"
         return Refinement(keywords=backup.keywords, raw=reply, note="; ".join(filter(None, [note, backup.note])))
 
 

@@ -88,12 +88,13 @@ def test_llm_refiner_uses_the_reply_and_falls_back_visibly():
     assert "it's the subgroup: female" in good.model.prompts[0].user
     fallback = ScriptedRefiner("trio")
     refusal = LLMRefiner(CannedModel("I'm sorry, I cannot help with that."), fallback=fallback).refine(_request())
-    assert refusal.keywords == "trio" and "used scripted instead" in refusal.note
+    assert refusal.keywords == "trio" and refusal.note.startswith("the model suggested no keyword (")
+    assert "used scripted instead" in refusal.note
     fallback.keywords.append("trio")
     silent = LLMRefiner(CannedModel("   "), fallback=fallback).refine(_request())
     assert silent.keywords == "trio" and "used scripted instead" in silent.note
     bare = LLMRefiner(CannedModel("the of")).refine(_request())
-    assert bare.keywords == "" and "no usable keywords" in bare.note
+    assert bare.keywords == "" and bare.note == "the model suggested no keyword"
 
 
 def test_corpus_keyword_refiner_proposes_words_of_the_missing_group():
@@ -122,3 +123,15 @@ def test_build_refiner_by_name():
     llm = build_refiner("smollm2-135m", people, "gender", bm25)  # weights load on first use, not here
     assert isinstance(llm, LLMRefiner) and isinstance(llm.fallback, CorpusKeywordRefiner)
     assert llm.name == "llm:smollm2-135m"
+
+
+def test_corpus_keywords_come_only_from_the_groups_documents_that_match_the_query():
+    """No document of the group matches the query: no keyword (words from the whole corpus were unrelated to the
+    query: 'french european poetry' for 'award-winning film directors', issue 31), and the note says so."""
+    people = load_collection("people")
+    bm25 = BM25Retriever(people.texts)
+    refiner = CorpusKeywordRefiner(people, "gender", bm25)
+    request = RefinementRequest(original_query="qwertyuiop", current_query="qwertyuiop", category="gender",
+                                target={}, current={}, top_k=20, group="female", retrieved=())
+    assert refiner.refine(request) == Refinement(keywords="", raw="",
+                                                 note="no female document matches the query: no keyword to add")
