@@ -128,7 +128,7 @@ def recommendation_context(table, k: int, metric: str) -> str:
     name = REGISTERED[metric].label if metric in REGISTERED else metric
     which = " with a fairness question" if table["fairness_question"].any() else ""  # the recommender's queries
     text = (f"Over the {len(lowest)} queries{which}, {up} gain {name} at the lowest α and {down} lose it, compared "
-            "with the deterministic retriever; the recommender weighs the whole set, so it follows the majority")
+            "with the deterministic retriever; the recommender compares the means over all of them, not these counts")
     if metric == "ee_r":
         text += (". Lowering α raises EE-R only where the deterministic top k spends exposure on documents that are "
                  "not useful (as for the Playground's marathon query); elsewhere it moves exposure from useful "

@@ -55,3 +55,20 @@ def test_the_ee_r_sentence_agrees_with_every_query(name):
             _check(sentence, ranking, alpha)
             checked += 1
     assert checked >= 10
+
+
+def test_the_recommender_context_counts_the_queries_the_recommender_uses():
+    """'Over the N queries with a fairness question, U gain … and D lose it': N is the recommender's count (queries
+    with m > 1, as its reason says), U and D are counted from the table, and no 'so' claims what the means decide."""
+    import pandas as pd
+
+    from fairrag_studio.views.explain import recommendation_context
+
+    rows = []
+    for q, (det, low, question) in enumerate([(0.6, 0.7, True), (0.6, 0.5, True), (0.6, 0.4, True), (0.5, 0.9, False)]):
+        rows += [{"query_id": f"q{q}", "system": system, "alpha": alpha, "ee_r": value, "fairness_question": question}
+                 for system, alpha, value in (("deterministic", float("inf"), det), ("stochastic", 0.0, low),
+                                              ("stochastic", 2.0, det))]
+    text = recommendation_context(pd.DataFrame(rows), 5, "ee_r")
+    assert text.startswith("Over the 3 queries with a fairness question, 1 gain EE-R at the lowest α and 2 lose it")
+    assert "majority" not in text
