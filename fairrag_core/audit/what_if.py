@@ -825,8 +825,10 @@ def _top_changes(shares: pd.DataFrame, alpha: float, level: float, limit: int = 
         return "none"
     part = part.reindex(part["change"].abs().sort_values(ascending=False).index).head(limit)
     alpha_test = alpha_of(level)
-    return ", ".join(f"{r.group} {'+' if r.change > 0 else ''}{pct(r.change)}"
-                     f"{'*' if math.isfinite(r.p_holm) and r.p_holm <= alpha_test else ''}" for r in part.itertuples())
+    beyond = [noise_verdict(math.isfinite(r.p_holm) and r.p_holm <= alpha_test, r.change_low, r.change_high)
+              is Verdict.BEYOND for r in part.itertuples()]  # * as the findings say it: test and interval agree
+    return ", ".join(f"{r.group} {'+' if r.change > 0 else ''}{pct(r.change)}{'*' if star else ''}"
+                     for r, star in zip(part.itertuples(), beyond))
 
 
 def what_if_text(result: WhatIf) -> list[str]:
