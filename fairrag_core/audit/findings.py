@@ -2,7 +2,8 @@
 
 A :class:`Finding` is one plain-language sentence (from a simulated audit of news: "Continental Wire Service is
 under-exposed in retrieval: 10.7 % [7.1, 14.3] of retrieval exposure vs a fair share of 11.6 % [8.0, 15.4] (gap −0.9
-points [−1.4, −0.3]; p = 0.004 unadjusted, p = 0.018 Holm-adjusted over 5 providers; 28 queries, 1400 lines)") with the numbers behind it: the effect with
+points [−1.4, −0.3]; p = 0.004 unadjusted, p = 0.018 Holm-adjusted over 5 providers; 28 queries, 1400 sampled
+rankings)") with the numbers behind it: the effect with
 its interval, the observed and reference values with theirs, the test's p-value and its Holm adjustment over the
 family it belongs to, a direction and a severity. Two generators make them:
 
