@@ -12,6 +12,7 @@ from fairrag_core.audit.ledger import TOP_PROVIDERS
 from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
+from fairrag_core.models.catalog import display_name
 from fairrag_core.query_check import check_query, collection_language
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import preset_costs
@@ -388,8 +389,8 @@ def _answer_cards(rag, ranking) -> None:
     source = (f"{cached} of {len(rag.answers)} answers came from the disk cache"
               + (f" (prepared with `make class` on {prepared.when})" if cached and prepared is not None else "")
               if cached else f"All {len(rag.answers)} answers were generated now")
-    st.caption(f"{source}; made by **{markdown_text(rag.generator)}**, citations judged by "
-               f"**{markdown_text(rag.attributor)}**.")
+    st.caption(f"{source}; made by **{markdown_text(display_name(rag.generator))}**, citations judged by "
+               f"**{markdown_text(display_name(rag.attributor))}**.")
     ids = ranking.doc_ids
     for answer in rag.answers[:20]:  # most frequent first
         answer_card(answer, ranking, collection, settings.n_samples)

@@ -36,9 +36,9 @@ from .gguf import GGUFWeights
 
 __all__ = [
     "ModelSpec", "Use", "CatalogModel", "CATALOG", "EMBEDDERS", "GENERATORS", "ATTRIBUTORS", "DEFAULTS",
-    "model_for", "use_of", "language_model_name", "attributor_option", "pinned_weights", "resolve_embedder",
-    "describe_model", "load_language_model", "loaded_models", "shared", "OFFLINE_LLMS", "HUB_NLI", "role_models",
-    "offline_language_models", "listed", "JUDGE", "REFINER", "EXPLORER", "DEFAULT_EMBEDDER",
+    "model_for", "display_name", "use_of", "language_model_name", "attributor_option", "pinned_weights",
+    "resolve_embedder", "describe_model", "load_language_model", "loaded_models", "shared", "OFFLINE_LLMS", "HUB_NLI",
+    "role_models", "offline_language_models", "listed", "JUDGE", "REFINER", "EXPLORER", "DEFAULT_EMBEDDER",
 ]
 
 #: The roles a name fills (:attr:`Use.role`) and the further roles a language model fills (:attr:`CatalogModel.roles`).
@@ -88,6 +88,13 @@ class CatalogModel:
     @property
     def key(self) -> str:
         return self.uses[0].name
+
+    @property
+    def label(self) -> str:
+        """The model's name on every page, in the answers line and in the report (:func:`display_name`): the title
+        without its "-Instruct" suffix ("Qwen2.5-Coder-1.5B"), the weights' own name rather than one of the names
+        that load them ("qwen2.5-1.5b", "qwen-judge")."""
+        return self.title.removesuffix("-Instruct")
 
     @property
     def offline(self) -> bool:
@@ -223,6 +230,30 @@ def model_for(name: str | None) -> CatalogModel | None:
     if found is None and name.startswith(_RECORD_PREFIXES):
         found = _NAMES.get(name.partition(":")[2])
     return found[0] if found is not None else None
+
+
+def display_name(name: str | None) -> str:
+    """How the app and the report name the model behind ``name`` (any of its names, a record name such as
+    ``judge:qwen2.5-1.5b``, or its hub id): the catalogue's :attr:`CatalogModel.label`; a name the catalogue does not
+    know (a local folder, another hub id) as it is, and "—" for none. One name per model everywhere (issue 31: the
+    sidebar said "Qwen2.5-Coder-1.5B", the answers line "qwen2.5-1.5b").
+
+    >>> display_name("qwen2.5-1.5b"), display_name("qwen-judge"), display_name("judge:qwen2.5-1.5b")
+    ('Qwen2.5-Coder-1.5B', 'Qwen2.5-Coder-1.5B', 'Qwen2.5-Coder-1.5B')
+    >>> display_name("smollm2-135m"), display_name("my/local-model")
+    ('SmolLM2-135M', 'my/local-model')
+
+    A second name for the same role runs the weights another way, and says so: ``smollm2-135m-hf`` is
+    "SmolLM2-135M (transformers)".
+    """
+    if not name:
+        return "—"
+    model = model_for(name)
+    if model is None:
+        return name
+    use = use_of(name)
+    other_way = use is not None and use is not model.uses[0] and use.role == model.uses[0].role
+    return f"{model.label} ({use.backend})" if other_way else model.label
 
 
 def use_of(name: str) -> Use | None:

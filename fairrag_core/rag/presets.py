@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..data import assets_dir
 from ..errors import InvalidParameterError
-from ..models.catalog import DEFAULTS, model_for
+from ..models.catalog import DEFAULTS, display_name, model_for
 from .citations import CitationPolicy
 
 __all__ = ["AnswerPreset", "PRESETS", "DEFAULT_PRESET", "answer_preset", "preset_costs", "presets_using"]
@@ -52,13 +52,14 @@ PRESETS: dict[str, AnswerPreset] = {
         # person is …, team is not mentioned" as a form; short answers took ~3.5 s instead of ~13 s (docs/answers.md)
         name="fast", title="Fast", generator=DEFAULTS["generator"], style="short", attributor=DEFAULTS["attributor"],
         citation=FITTED_CITATION,
-        summary=f"{DEFAULTS['generator']} answers in a few words or one sentence; the {DEFAULTS['judge']} judge "
-                "checks citations"),
+        summary=f"{display_name(DEFAULTS['generator'])} answers in a few words or one sentence; the "
+                f"{display_name(DEFAULTS['judge'])} judge checks citations"),
     "quality": AnswerPreset(
         # the judge's own language model as generator
         name="quality", title="Quality", generator=DEFAULTS["judge"], style="grounded",
         attributor=DEFAULTS["attributor"], citation=FITTED_CITATION,
-        summary=f"{DEFAULTS['judge']} answers in one or two sentences; the same model checks citations"),
+        summary=f"{display_name(DEFAULTS['judge'])} answers in one or two sentences; the same model checks "
+                "citations"),
 }
 DEFAULT_PRESET = "fast"
 

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from fairrag_core import DEMO_COLLECTIONS, FairRAGError
-from fairrag_core.models.catalog import ATTRIBUTORS, DEFAULTS, EMBEDDERS, GENERATORS
+from fairrag_core.models.catalog import ATTRIBUTORS, DEFAULTS, EMBEDDERS, GENERATORS, display_name
 from fairrag_core.rag.generation import PROMPT_STYLES
 from fairrag_core.rag.prepared import prepared_class
 from fairrag_core.rag.presets import DEFAULT_PRESET, PRESETS, preset_costs
@@ -231,11 +231,11 @@ def render_sidebar() -> Settings:
                          f"({', '.join(prepared.query_ids[:3])}{'…' if len(prepared.query_ids) > 3 else ''}) "
                          "replays from the cache.")
     else:
-        generator = side.selectbox("Generator", list(GENERATORS), key="generator")
+        generator = side.selectbox("Generator", list(GENERATORS), key="generator", format_func=display_name)
         style = side.selectbox("Prompt", list(PROMPT_STYLES), key="prompt_style",
                                help="short: a few words (the original); grounded: one or two sentences naming "
                                     "what the answer is about; cited: the same with [1], [2] citations")
-        attributor = side.selectbox("NLI attributor", list(ATTRIBUTORS), key="attributor")
+        attributor = side.selectbox("NLI attributor", list(ATTRIBUTORS), key="attributor", format_func=display_name)
         citation = PRESETS[DEFAULT_PRESET].citation
     device = side.radio("Device", ["auto", "cpu", "cuda"], horizontal=True, key="device")
     settings = Settings(collection=source, retriever=kind, embedder=embedder, k=int(k), n_samples=int(n_samples),

@@ -22,7 +22,7 @@ from fairrag_core import DEMO_COLLECTIONS, Collection, load_collection
 from fairrag_core.audit.store import RunStore
 from fairrag_core.data.demo import demo_folder
 from fairrag_core.data.identity import collection_sha256
-from fairrag_core.models.catalog import DEFAULTS, describe_model, load_language_model
+from fairrag_core.models.catalog import DEFAULTS, describe_model, display_name, load_language_model
 from fairrag_core.rag.attribution import Attributor, load_attributor
 from fairrag_core.rag.generation import Generator
 from fairrag_core.retrieval import Retriever, RetrieverKind, build_retriever
@@ -222,7 +222,7 @@ def models_panel_rows(settings: Settings) -> list[ModelRow]:
     for role, name in (("generator", settings.generator), ("NLI attributor", settings.attributor)):
         spec = describe_model(name)
         llama = spec.backend in ("llama-cpp", "llm-judge")
-        rows.append(ModelRow(role, f"{name} — {spec.description}", spec.backend,
+        rows.append(ModelRow(role, f"{display_name(name)} — {spec.description}", spec.backend,
                              ("cuda" if device == "cuda" else "cpu") if llama else device,
                              spec.offline,
                              _in_memory(role, settings)))

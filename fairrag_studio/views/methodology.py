@@ -15,7 +15,7 @@ import pandas as pd
 
 from fairrag_core import Collection
 from fairrag_core.glossary import glossary_rows
-from fairrag_core.models.catalog import model_for
+from fairrag_core.models.catalog import display_name, model_for
 from fairrag_core.models.gguf import package_version
 from fairrag_core.record import RunKind, RunRecord
 
@@ -45,15 +45,15 @@ def _model_row(role: str, name: str | None) -> dict[str, str]:
     model = model_for(name)
     if model is not None and model.weights is not None:
         weights, package = model.weights, model.distribution
-        return {"role": role, "model": name, "weights": f"{weights.file_name} ({package} {_version(package)}; "
+        return {"role": role, "model": model.label, "weights": f"{weights.file_name} ({package} {_version(package)}; "
                 f"{weights.size:,} bytes)", "sha256": weights.sha256 or "—"}
     if name == "bm25":
         return {"role": role, "model": "BM25 (Okapi, k1 = 1.5, b = 0.75)", "weights": "none (built in)",
                 "sha256": "—"}
     if model is not None and model.distribution is not None:
-        return {"role": role, "model": name, "weights": f"{model.distribution} {_version(model.distribution)}",
+        return {"role": role, "model": model.label, "weights": f"{model.distribution} {_version(model.distribution)}",
                 "sha256": "—"}
-    return {"role": role, "model": name, "weights": "Hugging Face id or local folder (not pinned here)",
+    return {"role": role, "model": display_name(name), "weights": "Hugging Face id or local folder (not pinned here)",
             "sha256": "—"}
 
 

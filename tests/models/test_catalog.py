@@ -148,9 +148,9 @@ def test_the_models_panel_names_each_presets_models_from_the_catalogue(preset, m
     rows = {row.role: row for row in models_panel_rows(settings)}
     for role, name in (("generator", preset.generator), ("NLI attributor", preset.attributor)):
         use = catalog.use_of(name)
-        assert (rows[role].model, rows[role].backend, rows[role].offline) == (f"{name} — {use.description}",
-                                                                              use.backend, True)
-    assert rows["NLI attributor"].model == "qwen-judge — qwen2.5-1.5b as a prompted 3-way NLI judge"
+        assert (rows[role].model, rows[role].backend, rows[role].offline) == (
+            f"{catalog.display_name(name)} — {use.description}", use.backend, True)
+    assert rows["NLI attributor"].model == "Qwen2.5-Coder-1.5B — qwen2.5-1.5b as a prompted 3-way NLI judge"
     assert rows["NLI attributor"].loaded
     assert rows["generator"].loaded == (catalog.language_model_name(preset.generator) == "qwen2.5-1.5b")
 

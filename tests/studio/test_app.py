@@ -145,7 +145,7 @@ def test_models_panel_names_each_role_and_the_offline_defaults():
     panel = at.sidebar.dataframe[0].value
     roles = dict(zip(panel["role"], panel["offline"]))
     assert roles == {"retriever": "yes", "generator": "yes", "NLI attributor": "yes"}
-    assert panel.loc[panel["role"] == "generator", "model"].iloc[0].startswith("qwen2.5-0.5b")  # the fast preset
+    assert panel.loc[panel["role"] == "generator", "model"].iloc[0].startswith("Qwen2.5-Coder-0.5B — ")  # fast preset
     at.sidebar.radio(key="answers").set_value("custom").run()
     at.sidebar.selectbox(key="generator").set_value("flan-t5-base").run()
     panel = at.sidebar.dataframe[0].value
