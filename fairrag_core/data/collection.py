@@ -49,6 +49,15 @@ class Document:
             object.__setattr__(self, "provider", self.doc_id)
         object.__setattr__(self, "groups", MappingProxyType(dict(self.groups)))
 
+    @classmethod
+    def checked(cls, doc_id: str, text: str, title: str, provider: str, groups: MappingProxyType) -> Document:
+        """The document a loader already checked and filled in (``provider`` given, ``groups`` a read-only
+        mapping, which documents may share): what ``Document(...)`` makes, without ``__post_init__``'s copies, for
+        the parsed-corpus cache (:mod:`fairrag_core.data.collection_cache`)."""
+        doc = object.__new__(cls)
+        doc.__dict__.update(doc_id=doc_id, text=text, title=title, provider=provider, groups=groups)
+        return doc
+
     @property
     def full_text(self) -> str:
         """Title and text joined: what retrievers index and prompts show."""

@@ -27,7 +27,8 @@ from .demo import DEMO_COLLECTIONS, demo_folder
 from .files import file_sha256 as read_sha256
 
 __all__ = ["InputIdentity", "UPLOAD_META", "COLLECTION_PARTS", "file_sha256", "collection_sha256",
-           "collection_identity", "qrels_identity", "served_identity", "count_lines", "short_sha", "audit_inputs"]
+           "collection_identity", "qrels_identity", "served_identity", "count_lines", "short_sha", "audit_inputs",
+           "stat_key", "remember_file_sha256"]
 
 #: The file beside an uploaded collection's parts that keeps the upload's name and its files' names.
 UPLOAD_META = "upload.json"
@@ -39,9 +40,17 @@ _SHA_CACHE: dict[tuple[str, int, int], str] = {}
 _LINES_CACHE: dict[tuple[str, int, int], int] = {}
 
 
-def _stat_key(path: Path) -> tuple[str, int, int]:
+def stat_key(path: Path) -> tuple[str, int, int]:
+    """A file as the sha256 memo knows it: its resolved path, size and modification time (ns)."""
     stat = path.stat()
     return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
+def remember_file_sha256(key: tuple[str, int, int], sha256: str) -> None:
+    """Let :func:`file_sha256` answer ``sha256`` for the file at ``key`` (:func:`stat_key`) without reading it:
+    what a reader that hashed the file on the way, or a persistent memo, already knows
+    (:mod:`fairrag_core.data.collection_cache`)."""
+    _SHA_CACHE[key] = sha256
 
 
 def short_sha(sha256: str, digits: int = 12) -> str:
@@ -111,7 +120,7 @@ def file_sha256(path: str | os.PathLike) -> str:
     """sha256 of a data file's bytes, read as every loader reads (:func:`~fairrag_core.data.files.file_sha256`: a
     regular file, within the budget), remembered per path, size and modification time."""
     path = Path(path)
-    key = _stat_key(path)
+    key = stat_key(path)
     if key not in _SHA_CACHE:
         _SHA_CACHE[key] = read_sha256(path)
     return _SHA_CACHE[key]
@@ -169,7 +178,7 @@ def count_lines(path: str | os.PathLike) -> int:
     """Lines of a (possibly gzipped) text file: its newline characters, plus one for a last line without one
     (remembered per path, size and modification time)."""
     path = Path(path)
-    key = _stat_key(path)
+    key = stat_key(path)
     if key not in _LINES_CACHE:
         opener = gzip.open if path.suffix.lower() == ".gz" else open
         lines, last = 0, b"\n"

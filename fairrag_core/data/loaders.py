@@ -38,6 +38,7 @@ from ..checks import MAX_GRADE
 from ..errors import DataFormatError, UnknownCollectionError
 from .aspect_qrels import load_aspect_qrels
 from .collection import Aspect, Collection, Document, Query
+from .collection_cache import cached_documents, gc_paused
 from .demo import DEMO_COLLECTIONS, demo_folder
 from .fields import SURROGATE_FIX, ascii_int, lone_surrogate_field
 from .files import Digest, check_upload, read_lines
@@ -144,10 +145,10 @@ def _json_groups(obj: Mapping, path: Path, line: int) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in groups.items()}
 
 
-def _corpus_from_jsonl(path: Path) -> list[Document]:
+def _corpus_from_jsonl(path: Path, digest: Digest | None = None) -> list[Document]:
     docs: list[Document] = []
     seen: dict[str, int] = {}
-    for line, obj in json_lines(path):
+    for line, obj in json_lines(path, digest=digest):
         _known_fields(obj, _CORPUS_FIELDS, path, line, ' (put fairness labels inside "groups": {"region": ...})')
         docs.append(_document(obj, path, line, seen, functools.partial(_json_groups, obj, path, line)))
     return docs
@@ -157,14 +158,14 @@ class _CsvFeed:
     """The lines of a CSV file for :func:`csv.reader`, each with its ``\\n`` (quoted cells span lines), and the
     number of the last line given (the reader's own count is wrong after a run of blank lines)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.line = path, 0
+    def __init__(self, path: Path, digest: Digest | None = None) -> None:
+        self.path, self.line, self.digest = path, 0, digest
 
     def __iter__(self) -> Iterator[str]:
         # read_lines skips blank lines; give them back (a blank line may sit inside a quoted cell), at most one more
         # than a cell can hold: a longer run is skipped rows outside a cell and an overlong cell inside one
         most = csv.field_size_limit() + 1
-        for lineno, text in read_lines(self.path):
+        for lineno, text in read_lines(self.path, digest=self.digest):
             for blank in range(self.line + 1, min(lineno, self.line + 1 + most)):
                 self.line = blank
                 yield "\n"
@@ -185,8 +186,8 @@ def _csv_rows(reader, feed: _CsvFeed) -> Iterable[list[str]]:
                                   "corpus.jsonl for long documents)", path=feed.path, line=feed.line) from None
 
 
-def _corpus_from_csv(path: Path) -> list[Document]:
-    feed = _CsvFeed(path)
+def _corpus_from_csv(path: Path, digest: Digest | None = None) -> list[Document]:
+    feed = _CsvFeed(path, digest)
     reader = csv.reader(feed)
     try:
         header = [h.strip() for h in next(_csv_rows(reader, feed))]
@@ -244,14 +245,26 @@ def load_corpus(path: str | os.PathLike) -> list[Document]:
         DataFormatError: naming the file, the line and the fix (bad JSON/CSV, missing or empty
             fields, duplicate ids, bad encoding, unknown columns).
     """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        docs = _corpus_from_jsonl(path)
-    elif suffix == ".csv":
-        docs = _corpus_from_csv(path)
-    else:
+    return _parse_corpus(Path(path))
+
+
+_CORPUS_PARSERS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
+
+
+def _corpus_parser(path: Path) -> str:
+    """How the corpus file ``path`` is parsed, by its suffix: ``jsonl`` or ``csv``."""
+    parser = _CORPUS_PARSERS.get(path.suffix.lower())
+    if parser is None:
         raise DataFormatError("unsupported corpus format; use .jsonl or .csv", path=path)
+    return parser
+
+
+def _parse_corpus(path: Path, digest: Digest | None = None) -> list[Document]:
+    """:func:`load_corpus`, feeding every byte read to ``digest`` (the parsed-corpus cache keys what it stores by
+    the sha256 of exactly the bytes parsed)."""
+    parse = _corpus_from_jsonl if _corpus_parser(path) == "jsonl" else _corpus_from_csv
+    with gc_paused():
+        docs = parse(path, digest)
     if not docs:
         raise DataFormatError("no documents found; the file is empty", path=path)
     return docs
@@ -357,7 +370,8 @@ def load_collection(name_or_path: str | os.PathLike) -> Collection:
     paths = {part: _find(folder, names) for part, names in COLLECTION_PARTS}
     if paths["corpus"] is None:
         raise UnknownCollectionError(f"{folder} has no corpus.jsonl or corpus.csv")
-    docs = load_corpus(paths["corpus"])
+    docs = cached_documents(paths["corpus"], _parse_corpus, parser=_corpus_parser(paths["corpus"]),
+                            collection=folder.name)
     doc_ids = [d.doc_id for d in docs]
     queries = load_queries(paths["queries"]) if paths["queries"] else []
     qrels = (load_qrels(paths["qrels"], doc_ids=doc_ids, query_ids=[q.query_id for q in queries])
