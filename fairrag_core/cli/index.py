@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from ..data.collection_cache import KIND as CORPUS
 from ..errors import InvalidParameterError
 from ..options import COLLECTION, DEVICE, JSON, MODEL, RETRIEVER, add_option
 from ..retrieval.index_store import INDEX_ENV, IndexStore, default_index_root
@@ -75,7 +76,7 @@ def _list(store: IndexStore, args, out) -> int:
     header = ("key", "kind", "collection", "documents", "size", "built", "recall@K")
     table = [header] + [
         (r["key"][:KEY_DIGITS], r["kind"], r["collection"] or "—", f"{r['documents']:,}", _megabytes(r["bytes"]),
-         r["built"], f"{r['recall']:.3f} @{r['recall_k']}" if r.get("ann") else "exact")
+         r["built"], f"{r['recall']:.3f} @{r['recall_k']}" if r.get("ann") else "—" if r["kind"] == CORPUS else "exact")
         for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     print(f"{len(rows)} indexes in {store.root}", file=out)

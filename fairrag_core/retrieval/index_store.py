@@ -100,13 +100,11 @@ def content_sha256(texts: Sequence[str] | Sequence[Sequence[str]]) -> str:
 
 
 def package_version() -> str:
-    """The installed ``fairrag-core`` version (``unknown`` when run from a source tree without installing)."""
-    import importlib.metadata
+    """The ``fairrag-core`` version, as every record names it (:func:`fairrag_core.record.software`: the installed
+    distribution's, else a checkout's ``pyproject.toml``)."""
+    from ..record import software
 
-    try:
-        return importlib.metadata.version("fairrag-core")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return software()["version"]
 
 
 @dataclass(frozen=True)

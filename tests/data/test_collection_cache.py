@@ -2,6 +2,7 @@
 file is read again, a broken entry is rebuilt, FAIRRAG_INDEX=off and small files bypass it, and a warm load neither
 parses nor hashes the corpus."""
 
+import io
 import json
 import os
 
@@ -209,3 +210,20 @@ def test_the_key_follows_the_parsing_code(tmp_path, store, parses, monkeypatch):
     load_collection(folder)
     assert parses["n"] == 2 and len(store.entries()) == 2
     assert len(parser_identity()) == 64
+
+
+def test_listed_and_cleared_with_the_indexes(tmp_path, store):
+    from fairrag_core.cli import main
+    from fairrag_core.record import software
+
+    folder = _folder(tmp_path / "news")
+    load_collection(folder)
+    [entry] = store.entries()
+    assert entry.manifest["version"] == software()["version"] != "unknown"  # a checkout's pyproject.toml
+    assert entry.manifest["corpus_sha256"] == identity.file_sha256(folder / "corpus.jsonl")
+    out = io.StringIO()
+    assert main(["index", "list"], out=out) == 0
+    row = out.getvalue().splitlines()[-1].split()
+    assert row[:4] == [entry.key[:12], KIND, "news", "5"] and row[-1] == "—"
+    assert main(["index", "clear", "--all"], out=io.StringIO()) == 0
+    assert not store.entries()
