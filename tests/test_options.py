@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from fairrag_core.audit.merit import grades_arg, threshold_arg
 from fairrag_core.audit.rag_log import LogAuditConfig
 from fairrag_core.audit.target_shares import target_shares_arg
+from fairrag_core.audit.windows import WINDOWS, window_arg
 from fairrag_core.cli import build_parser
 from fairrag_core.cli import common as cli
 from fairrag_core.cli.audit import CompareOptions, EvaluateOptions
@@ -147,7 +149,8 @@ _TEXT = st.from_regex(r"[A-Za-z][A-Za-z0-9_.-]{0,10}", fullmatch=True)
 _ALPHA = st.one_of(st.floats(0, 64, allow_nan=False), st.just(math.inf))
 _BY_PARSE = {
     positive_arg: st.integers(1, 500), candidates_arg: st.integers(1, 500), whole_arg: st.integers(-3, 5),
-    seed_arg: st.integers(0, 2**63 - 1),
+    seed_arg: st.integers(0, 2**63 - 1), window_arg: st.sampled_from(list(WINDOWS)),
+    grades_arg: st.integers(2, 50), threshold_arg: st.floats(-5, 5, allow_nan=False),
     unit_arg: st.floats(0, 1), level_arg: st.floats(0.01, 0.99), optional_float: st.floats(-1, 1),
     alpha_arg: _ALPHA, alphas_arg: st.lists(_ALPHA, min_size=1, max_size=5, unique=True).map(tuple),
     when_arg: st.datetimes(datetime(2020, 1, 1), datetime(2030, 1, 1)).map(  # --since/--until: as when_arg writes
