@@ -8,7 +8,6 @@ prompt's head (a judged document) to restore it later instead of evaluating it a
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from .llm import (
     softmax_options,
 )
 from .queue import ModelLock
+from .threads import model_threads
 
 __all__ = ["LlamaCppModel"]
 
@@ -43,10 +43,8 @@ class LlamaCppModel(LanguageModel):
         self.path = Path(path)
         self.name = name or self.path.stem
         self.n_ctx = n_ctx
-        # $FAIRRAG_THREADS caps llama-cpp's threads: on a shared machine, several processes with a thread per core
-        # each spend their time waiting for one another.
-        env_threads = int(os.environ.get("FAIRRAG_THREADS", "0") or 0)
-        self.n_threads = n_threads or env_threads or max(1, min(os.cpu_count() or 1, 8))
+        # one thread per free core ($FAIRRAG_THREADS overrides): llama-cpp's threads spin against busy cores
+        self.n_threads = n_threads or model_threads()
         self.requested_device = device
         self.seed = seed
         self._llm = None
@@ -84,6 +82,7 @@ class LlamaCppModel(LanguageModel):
                 ) from err
             gpu_layers = -1 if self.device == "cuda" else 0
             self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              n_threads_batch=self.n_threads,  # prompts too (llama-cpp's default: every core)
                               n_gpu_layers=gpu_layers, seed=self.seed, verbose=False)
         return self._llm
 
