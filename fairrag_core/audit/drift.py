@@ -57,20 +57,30 @@ def _bets(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def mixture_log_e(x: np.ndarray, low: np.ndarray, high: np.ndarray | None = None) -> np.ndarray:
-    """log M_t of the mixture e-process after each request: ``x`` is ``(..., n, P)`` (requests in time order,
+    """log M_t of the mixture e-process after each request: ``x`` is ``(n, P)`` (requests in time order,
     providers); the null is that each provider's mean share lies in ``[low, high]`` (``(P,)`` each; ``high``
     None: ``low``, a point null). Bets on a rise are against ``high``, on a fall against ``low``: under the null each
-    factor has mean ≤ 1, so M_t is a nonnegative supermartingale.
+    factor has mean ≤ 1, so M_t is a nonnegative supermartingale. Requests are taken in pieces within the memory
+    budget (:func:`~fairrag_core.checks.rows_in_budget`); returns ``(n, P)``.
 
     >>> x = np.array([[0.2], [0.2], [0.2]])
     >>> bool(mixture_log_e(x, np.array([0.2]))[-1, 0] == 0.0)  # no drift: every bet keeps its stake
     True
     """
+    from ..checks import rows_in_budget
+
     bets, against = _bets(low, low if high is None else high)  # (P, B)
-    steps = np.log1p(bets * (x[..., None] - against))  # (..., n, P, B)
-    logs = np.cumsum(steps, axis=-3)
-    top = logs.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(logs - top).mean(axis=-1, keepdims=True)))[..., 0]
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape)
+    carry = np.zeros(bets.shape)
+    rows = rows_in_budget(3 * 8 * bets.size, f"the drift test of {bets.shape[0]:,} providers",
+                          fix="monitor fewer providers (a --service, or a provider map that groups them)")
+    for start in range(0, len(x), rows):
+        logs = carry + np.cumsum(np.log1p(bets * (x[start:start + rows, :, None] - against)), axis=0)  # (c, P, B)
+        top = logs.max(axis=-1, keepdims=True)
+        out[start:start + rows] = (top + np.log(np.exp(logs - top).mean(axis=-1, keepdims=True)))[..., 0]
+        carry = logs[-1]
+    return out
 
 
 def reference_band(x: np.ndarray, alpha: float = DRIFT_ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

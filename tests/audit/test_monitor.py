@@ -138,3 +138,10 @@ def test_a_small_simulation_keeps_false_alarms_under_alpha_and_finds_a_halved_la
     result = simulate(20, days=10, reference=3, seed=5, chunk=10, shares=(0.34, 0.24, 0.15, 0.11, 0.10, 0.06))
     assert result["false_alarms"] == 0
     assert result["halved"][0]["detected"] == 1.0 and result["halved"][0]["median_delay"] <= 3
+
+
+def test_the_e_process_is_taken_in_pieces_within_the_memory_budget(monkeypatch):
+    x = np.random.default_rng(1).random((3000, 6))
+    whole = mixture_log_e(x, np.full(6, 0.5))
+    monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "1")  # 1 MB: pieces of about 700 requests
+    assert np.allclose(mixture_log_e(x, np.full(6, 0.5)), whole, rtol=0, atol=1e-9)
