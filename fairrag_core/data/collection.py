@@ -122,6 +122,8 @@ class Collection:
             raise InvalidParameterError(f"collection {self.name!r} has no documents; add at least one")
         query_ids = [q.query_id for q in self.queries]
         for ids, what, item in ((self.doc_ids, "doc_id", "document"), (query_ids, "query_id", "query")):
+            if len(set(ids)) == len(ids):  # the usual case, at C speed; else find the first repeat
+                continue
             seen: set[str] = set()
             for i in ids:
                 if i in seen:
