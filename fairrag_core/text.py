@@ -1,4 +1,5 @@
-"""Tokenisation shared by BM25 and the lexical metrics: lower-case words, English stop words, Snowball stems."""
+"""Tokenisation shared by BM25 and the lexical metrics: lower-case words, English stop words, Snowball stems; and
+sizes in words (:func:`human_bytes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["Tokenizer", "DEFAULT_TOKENIZER", "ENGLISH_STOP_WORDS"]
+__all__ = ["Tokenizer", "DEFAULT_TOKENIZER", "ENGLISH_STOP_WORDS", "human_bytes"]
 
 _WORD = re.compile(r"[0-9a-zà-ÿ]+(?:['’][a-z]+)?")
 
@@ -52,3 +53,20 @@ class Tokenizer:
 
 
 DEFAULT_TOKENIZER = Tokenizer()
+
+
+def human_bytes(size: int | float) -> str:
+    """A size in bytes as people read it, in SI units (1 kB = 1000 bytes) with two or three significant digits: a
+    few kB never reads as "0.0 MB".
+
+    >>> human_bytes(0), human_bytes(812), human_bytes(48_213), human_bytes(1_234_567), human_bytes(16.6e9)
+    ('0 bytes', '812 bytes', '48 kB', '1.2 MB', '17 GB')
+    """
+    size = float(size)
+    if size < 1000:
+        return f"{size:.0f} bytes"
+    for unit in ("kB", "MB", "GB", "TB"):
+        size /= 1000
+        if size < 999.5 or unit == "TB":
+            return f"{size:.1f} {unit}" if size < 9.95 else f"{size:.0f} {unit}"
+    raise AssertionError("unreachable")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..text import human_bytes
 from .sqlite_file import SqliteFile
 
 __all__ = ["DiskCache", "CacheStats", "cache_key", "cache_root", "default_cache_path", "default_disk_cache",
@@ -98,7 +99,7 @@ class CacheStats:
 
     def describe(self) -> str:
         kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self.entries.items())) or "empty"
-        return f"{self.path}: {kinds}; {self.bytes / 1e6:.1f} MB on disk"
+        return f"{self.path}: {kinds}; {human_bytes(self.bytes)} on disk"
 
 
 class DiskCache(SqliteFile):

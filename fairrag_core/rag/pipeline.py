@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pandas is imported where it is used: start-up stays small (
     import pandas as pd
 
 __all__ = ["PromptOrder", "AnswerSettings", "RagConfig", "ListAnswer", "RagRun", "AnswerStream", "run_rag",
-           "oracle_rankings", "distinct_lists"]
+           "oracle_rankings", "distinct_lists", "shown_lists"]
 
 
 class PromptOrder(str, enum.Enum):
@@ -260,6 +260,14 @@ def distinct_lists(rankings: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndar
     return [keys[i] for i in order], rank_of[which], counts[order]
 
 
+def shown_lists(ranking: RankingRun, config: RagConfig) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
+    """The distinct lists the generator is shown for ``ranking`` under ``config``'s prompt order (see
+    :func:`distinct_lists`): what :func:`run_rag` answers, and what ``warm`` plans and counts before it starts."""
+    # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
+    shown = np.sort(ranking.rankings, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else ranking.rankings
+    return distinct_lists(shown)
+
+
 def _control_position(key: tuple[int, ...], n_candidates: int) -> int | None:
     """The lowest-ranked candidate the list did not show (the control premise of the specificity check)."""
     shown = set(key)
@@ -327,9 +335,7 @@ def run_rag(collection: Collection, retriever: Retriever, generator: Generator, 
     docs = [collection.documents[i] for i in ranking.candidate_indices]
     metric = resolve_metric(config.metric, collection.queries)
     gold = gold_for(ranking.query, metric)
-    # candidate positions are in retrieval-score order, so sorting a row gives the retrieval order
-    shown = np.sort(ranking.rankings, axis=1) if config.prompt_order is PromptOrder.RETRIEVAL else ranking.rankings
-    lists, which, counts = distinct_lists(shown)
+    lists, which, counts = shown_lists(ranking, config)
     context = ranking.query_text if config.question_in_hypothesis else None
 
     timings["generate"] = timings["attribute"] = 0.0
