@@ -40,6 +40,8 @@ __all__ = ["WINDOWS", "window_arg", "window_bounds", "Change", "read_changes", "
 
 #: Windows of the reference period of the drift alarms (a week of daily windows).
 REFERENCE_WINDOWS = 7
+#: Requests the reference windows must hold for the normal band around the reference shares (:mod:`.drift`).
+MIN_REFERENCE_REQUESTS = 100
 
 
 def _iso(when: datetime) -> str:
@@ -295,9 +297,13 @@ def monitor_store(path: str | os.PathLike, config, *, read: Reader | None = None
     providers = sorted({p for mapping, _ in alarm_rows for p in mapping.values()})
     reference_count = min(reference_windows, len(windows) // 2)  # at most half the windows: the rest are looks
     alarms: list = []
-    if reference_count >= 1:
-        shares = [request_shares(shown, mapping, providers) for mapping, shown in alarm_rows]
-        reference = np.concatenate(shares[:reference_count])
+    shares = [request_shares(shown, mapping, providers) for mapping, shown in alarm_rows]
+    reference = np.concatenate(shares[:max(reference_count, 1)])
+    if reference_count >= 1 and len(reference) < MIN_REFERENCE_REQUESTS:
+        notes.append(f"the reference windows hold {len(reference):,} requests, fewer than the "
+                     f"{MIN_REFERENCE_REQUESTS} the drift test's reference band needs: no drift alarms (monitor a "
+                     "longer span)")
+    elif reference_count >= 1:
         watched = shares[reference_count:]
         looks = list(np.cumsum([len(s) for s in watched]))
         alarms = drift_alarms(reference, np.concatenate(watched), looks, providers,
@@ -307,6 +313,36 @@ def monitor_store(path: str | os.PathLike, config, *, read: Reader | None = None
                      "them)")
     return MonitorResult(config.window, tuple(windows), tuple(every), tuple(alarms),
                          tuple(w.start for w in windows[:reference_count]), seed, tuple(notes))
+
+
+def _short(iso: str) -> str:
+    """``2026-11-27T10:00:00Z`` → ``2026-11-27 10:00``."""
+    return iso[:16].replace("T", " ")
+
+
+def _window_table(headline: pd.DataFrame, shares: pd.DataFrame, column: str, names: list[str], others: bool, *,
+                  ee_d: bool) -> list[str]:
+    """Windows as rows, the ``names`` providers' ``column`` shares as columns (``others``: the rest summed), and EE-D
+    with its interval (``ee_d``)."""
+    wide = shares.pivot_table(index="window", columns="provider", values=column, aggfunc="first")
+    header = ["window", "requests", *names, *(["all others"] if others else []), *(["EE-D [interval]"] * ee_d)]
+    rows = []
+    for row in headline.itertuples():
+        values = wide.loc[row.window] if row.window in wide.index else None
+        cells = [_short(row.window), f"{row.requests:,}"]
+        for name in names:
+            share = values.get(name) if values is not None else None
+            cells.append("—" if share is None or share != share else f"{share:.1%}")
+        if others:
+            rest = values.drop(labels=names, errors="ignore").sum() if values is not None else float("nan")
+            cells.append(f"{rest:.1%}")
+        if ee_d:
+            interval = "" if row.ee_d_low != row.ee_d_low else f" [{row.ee_d_low:.3f}, {row.ee_d_high:.3f}]"
+            cells.append(f"{row.ee_d:.3f}{interval}")
+        rows.append(cells)
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    return ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            for cells in (header, *rows)]
 
 
 def monitor_text(result: MonitorResult, *, every: bool = False) -> list[str]:
@@ -321,38 +357,24 @@ def monitor_text(result: MonitorResult, *, every: bool = False) -> list[str]:
                              n=None if every else TOP_PROVIDERS, what="retrieval share summed over windows")
     names = chosen.shown["provider"].tolist()
     headline = result.headline_table()
-    wide = shares.pivot_table(index="window", columns="provider", values="retrieval_share", aggfunc="first")
     lines = [f"Fairness over time: {len(result.windows)} {result.look} windows (UTC), "
              f"shares of retrieval exposure per provider ({chosen.rule}); EE-D with its interval; seed "
              f"{result.seed}.", ""]
-    header = ["window", "requests", *names, *(["all others"] if chosen.truncated else []), "EE-D [interval]"]
-    rows = []
-    for row in headline.itertuples():
-        values = wide.loc[row.window] if row.window in wide.index else None
-        cells = [row.window[:16].replace("T", " "), f"{row.requests:,}"]
-        for name in names:
-            share = values.get(name) if values is not None else None
-            cells.append("—" if share is None or share != share else f"{share:.1%}")
-        if chosen.truncated:
-            rest = values.drop(labels=names, errors="ignore").sum() if values is not None else float("nan")
-            cells.append(f"{rest:.1%}")
-        interval = "" if row.ee_d_low != row.ee_d_low else f" [{row.ee_d_low:.3f}, {row.ee_d_high:.3f}]"
-        cells.append(f"{row.ee_d:.3f}{interval}")
-        rows.append(cells)
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    lines.extend("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                           for i, (c, w) in enumerate(zip(cells, widths))) for cells in (header, *rows))
+    lines += _window_table(headline, shares, "retrieval_share", names, chosen.truncated, ee_d=True)
+    if shares["attributed_share"].notna().any():
+        lines += ["", "Shares of citations (attributed exposure) per provider:"]
+        lines += _window_table(headline, shares, "attributed_share", names, chosen.truncated, ee_d=False)
     if "ee_r" in headline and headline["ee_r"].notna().any():
-        lines.append("EE-R per window: " + ", ".join(f"{r.window[:10]} {r.ee_r:.3f}" for r in headline.itertuples()
+        lines.append("EE-R per window: " + ", ".join(f"{_short(r.window)} {r.ee_r:.3f}" for r in headline.itertuples()
                                                      if r.ee_r == r.ee_r))
     lines += ["", "Deployment changes:" if result.changes else "Deployment changes: none logged or given."]
     lines += [f"  - {c.at}: {c.label} ({'from the traces' if c.source == 'traces' else 'given'})"
               for c in result.changes]
     lines += ["", "Findings per window (tests over the window's queries, Holm-adjusted across the providers):"]
     for w in result.windows:
-        lines += [f"  {w.start[:16].replace('T', ' ')}:"] + [f"    - [{f.severity.value}] {f.text}" for f in w.findings]
-    reference = (f"the first {len(result.reference)} window(s), {result.reference[0][:10]} to "
-                 f"{result.reference[-1][:10]}" if result.reference else "none")
+        lines += [f"  {_short(w.start)}:"] + [f"    - [{f.severity.value}] {f.text}" for f in w.findings]
+    reference = (f"the first {len(result.reference)} window(s), {_short(result.reference[0])} to "
+                 f"{_short(result.reference[-1])}" if result.reference else "none")
     lines += ["", f"Drift alarms (always-valid over the {result.look} looks, false alarms ≤ 5 % over providers and "
                   f"looks; reference: {reference}):"]
     lines += [f"  - {a.text}" for a in result.alarms] or ["  - none: no provider's share moved beyond noise."]

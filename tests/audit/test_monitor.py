@@ -145,3 +145,21 @@ def test_the_e_process_is_taken_in_pieces_within_the_memory_budget(monkeypatch):
     whole = mixture_log_e(x, np.full(6, 0.5))
     monkeypatch.setenv("FAIRRAG_MAX_MEMORY_MB", "1")  # 1 MB: pieces of about 700 requests
     assert np.allclose(mixture_log_e(x, np.full(6, 0.5)), whole, rtol=0, atol=1e-9)
+
+
+def test_citation_shares_ee_r_and_too_small_a_reference_are_said(tmp_path):
+    from tests.data.test_collector_window import make_store
+
+    make_store(tmp_path / "store")
+    code, text = run(["audit-log", str(tmp_path / "store"), "--window", "1h", "--service", "svc-a", "--collection",
+                      "running-shoes", "--boot", "100", "--seed", "1"])
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0].startswith("Fairness over time: 3 hourly windows (UTC), shares of retrieval exposure per provider "
+                               "(all 14 providers)")
+    cited = lines.index("Shares of citations (attributed exposure) per provider:")
+    assert [line[:16] for line in lines[cited + 2:cited + 5]] == ["2026-11-27 10:00", "2026-11-27 11:00",
+                                                                  "2026-11-27 12:00"]
+    assert any(line.startswith("EE-R per window: 2026-11-27 10:00 0.") for line in lines)
+    assert lines[-1] == ("note: the reference windows hold 32 requests, fewer than the 100 the drift test's reference "
+                         "band needs: no drift alarms (monitor a longer span)")
