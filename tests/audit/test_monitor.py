@@ -163,3 +163,29 @@ def test_citation_shares_ee_r_and_too_small_a_reference_are_said(tmp_path):
     assert any(line.startswith("EE-R per window: 2026-11-27 10:00 0.") for line in lines)
     assert lines[-1] == ("note: the reference windows hold 32 requests, fewer than the 100 the drift test's reference "
                          "band needs: no drift alarms (monitor a longer span)")
+
+
+def test_a_change_of_retriever_between_windows_is_marked(tmp_path):
+    from datetime import timedelta
+
+    from fairrag_core.audit.monitor import deployment_changes
+    from fairrag_core.data.collector import TraceStore
+    from fairrag_core.data.store_window import StoreWindow, select_files
+    from fairrag_core.data.traces import slim_export
+
+    store, start = TraceStore(tmp_path / "store"), datetime(2026, 11, 16, tzinfo=UTC)
+    for day, name in enumerate(["BM25Retriever.retrieve", "BM25Retriever.retrieve", "VectorIndexRetriever.retrieve"]):
+        when = start + timedelta(days=day, hours=9)
+        ns = str(int(when.timestamp()) * 10**9)
+        span = {"traceId": f"{day:032x}", "spanId": f"{day:016x}", "name": name, "kind": 1, "startTimeUnixNano": ns,
+                "endTimeUnixNano": ns, "attributes": [{"key": "openinference.span.kind",
+                                                       "value": {"stringValue": "RETRIEVER"}}]}
+        export = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name",
+                                                                  "value": {"stringValue": "bot"}}]},
+                                     "scopeSpans": [{"scope": {"name": "x"}, "spans": [span]}]}]}
+        store.append([slim_export(export)], now=when)
+    bounds = window_bounds(start, start + timedelta(days=2, hours=9), "1d")
+    deployed, changes = deployment_changes(select_files(tmp_path / "store", StoreWindow("bot")), bounds)
+    assert [d["retriever"] for d in deployed] == ["BM25Retriever.retrieve"] * 2 + ["VectorIndexRetriever.retrieve"]
+    assert changes == [Change("2026-11-18T00:00:00Z", "retriever BM25Retriever.retrieve → "
+                                                      "VectorIndexRetriever.retrieve", "traces")]
