@@ -88,7 +88,9 @@ def test_the_playground_finds_everything_warm_made(fakes, tmp_path):
 def test_readable_summary_and_the_oracle(fakes):
     code, text = run(["warm", "--queries", "rs-q01", "--alphas", "0", "--oracle", "-N", "5"])
     assert code == 0 and "Warmed running-shoes for 1 queries × α 0 (k=5, N=5, K=20, seed 42)" in text
-    assert "answers:" in text and "already cached" in text and "MB on disk" in text
+    assert "answers:" in text and "already cached" in text
+    assert re.search(r"^Prepared 10 answers and \d+ judgements \(\d+(\.\d)? kB on disk, in .*cache\.sqlite\)$", text,
+                     re.M)
     code, text = run(["warm", "--queries", "rs-q01", "--alphas", "0", "--oracle", "-N", "5"])
     assert " 0 generated" in text and " 0 computed" in text
 
@@ -128,3 +130,75 @@ def test_make_class_records_the_preset_and_the_app_starts_on_it(fakes, tmp_path)
     assert fakes["names"] == [PRESETS["quality"].generator]  # the preset chose the generator (faked here)
     (tmp_path / "prepared_class.json").write_text("{not json", encoding="utf-8")  # a damaged record costs nothing
     assert prepared_class(cache) is None and default_preset(cache) == DEFAULT_PRESET
+
+
+def test_one_line_per_answer_and_judgement_with_an_estimate(fakes, capsys):
+    code, text = run(["warm", "--queries", "rs-q01", "--alphas", "2,inf"])
+    assert code == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "reading running-shoes, its retriever and the models' files …"
+    assert err[1] == "21 answers to prepare, none in the cache yet"
+    answers = [line for line in err if line.startswith("answer ")]
+    assert len(answers) == 21  # the real pipeline's stream: one line per distinct list generated
+    assert answers[0].startswith("answer 1/21 (rs-q01 α = 2, list 1 of 20) 0.0 s · ~")
+    assert answers[19].startswith("answer 20/21 (rs-q01 α = 2, list 20 of 20) ")
+    assert answers[20].startswith("answer 21/21 (rs-q01 α = det, list 1 of 1) ") and answers[20].endswith(" left")
+    judged = [re.match(r"judgements? (\d+)(?:–(\d+))?/(\d+) \(rs-q01 α = (2|det)\) (0\.0 s|cached)", line)
+              for line in err if line.startswith("judgement")]
+    assert judged and all(judged)
+    last = {m.group(4): (int(m.group(2) or m.group(1)), int(m.group(3))) for m in judged}
+    assert all(done == total for done, total in last.values())  # every (query, α)'s judgements counted to the end
+    assert re.search(r"^Prepared 21 answers and \d+ judgements \(\d+(\.\d)? kB on disk, in .*cache\.sqlite\)$",
+                     text, re.M)
+
+
+def test_a_rerun_resumes_and_says_so(fakes, capsys):
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2,inf"])[0] == 0
+    capsys.readouterr()
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2,inf"])[0] == 0
+    err = capsys.readouterr().err
+    assert "21 answers already prepared; 0 to do" in err
+    assert fakes["models"][-1].calls == 0 and fakes["attributors"][-1].scored == 0
+    units = [line for line in err.splitlines() if line.startswith(("answer ", "judgement"))]
+    assert len(units) > 21 and all(") cached · ~0 s left" in line for line in units)
+    assert "answer 21/21 (rs-q01 α = det, list 1 of 1) cached" in err
+
+
+def test_ctrl_c_says_how_far_it_got_and_a_rerun_resumes(fakes, monkeypatch, tmp_path, capsys):
+    class Interrupted(FirstDocumentModel):
+        def complete(self, prompts, decoding=None):
+            if self.calls == 4:
+                raise KeyboardInterrupt
+            return super().complete(prompts, decoding)
+
+    fixture = catalog.load_language_model
+    monkeypatch.setattr(catalog, "load_language_model", lambda name, device=None: Interrupted("fake-gen"))
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2,inf"])[0] == 130
+    monkeypatch.setattr(catalog, "load_language_model", fixture)
+    err = capsys.readouterr().err
+    home = str(tmp_path / "cache.sqlite")
+    assert f"Stopped after 4 of 21 answers (0 of 2 queries × α done) in 0 s. What was made is saved in {home}: run " \
+           "the same command again to resume where it stopped." in err
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2,inf"])[0] == 0  # the fixture's model again
+    assert "4 answers already prepared; 17 to do" in capsys.readouterr().err
+    assert fakes["models"][-1].prompts_seen == 17
+
+
+def test_quiet_keeps_one_line_per_query_and_alpha(fakes, capsys):
+    assert run(["warm", "--queries", "rs-q01", "--alphas", "2,inf", "--quiet"])[0] == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "21 answers to prepare, none in the cache yet"
+    assert not [line for line in err if line.startswith(("answer ", "judgement", "reading"))]
+    assert err[1].startswith("[1/2] rs-q01 α=2: 20 answers (0 cached), ") and err[2].startswith("[2/2] rs-q01 α=det: ")
+
+
+def test_the_loading_line_names_the_model_and_its_size(tmp_path):
+    from fairrag_core.cli.warm import _loading_line
+
+    class Lazy:
+        name, loaded, path = "qwen2.5-1.5b", False, tmp_path / "q.gguf"
+
+    Lazy.path.write_bytes(b"x" * 1_234_567)
+    assert _loading_line(Lazy()) == "loading qwen2.5-1.5b (1.2 MB) …"
+    Lazy.loaded = True
+    assert _loading_line(Lazy()) is None and _loading_line(FirstDocumentModel()) is None
