@@ -11,6 +11,7 @@ from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_core.models.catalog import REFINER, role_models
 from fairrag_core.models.queue import activity
+from fairrag_core.rag.prepared import prepared_note
 from fairrag_studio import charts
 from fairrag_studio.panels.jobs import model_busy_note, show_queue
 from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note
@@ -96,6 +97,8 @@ result = runs.get(key)
 if result is None:
     st.info("Press **Run FAIR-QR**. With an LLM refiner each iteration takes a few seconds on a CPU; the corpus "
             "keyword refiner is instant.")
+    if note := prepared_note():  # make class: which tour steps replay from the cache
+        st.caption(note)
     st.stop()
 
 st.subheader("Iterations")

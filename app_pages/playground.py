@@ -14,7 +14,7 @@ from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
 from fairrag_core.models.catalog import display_name
 from fairrag_core.query_check import check_query, collection_language
-from fairrag_core.rag.prepared import prepared_class
+from fairrag_core.rag.prepared import prepared_class, prepared_note
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
 from fairrag_core.ranking.stops import alpha_stops
@@ -352,6 +352,8 @@ def _answers(ranking, scores: np.ndarray, alpha_used: float, distinct: int):
         st.info(f"Press **Generate answers** to answer the query once per distinct ranking ({distinct} here, "
                 f"{shown_docs} documents) with {settings.generator} and check its citations with "
                 f"{settings.attributor}.{estimate}")
+        if note := prepared_note():  # make class: which tour steps replay from the cache
+            st.caption(note)
         explainer(explain.ANSWERS)
         return None
     return rag
