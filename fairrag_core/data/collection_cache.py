@@ -87,15 +87,16 @@ def parser_identity() -> str:
     return digest.hexdigest()
 
 
-def cached_documents(path: Path, parse: Callable[[Path, Digest], list[Document]], *, parser: str,
+def cached_documents(path: Path, parse: Callable[[Path, Digest | None], list[Document]], *, parser: str,
                      collection: str = "") -> list[Document]:
     """The documents of the corpus file ``path``: from the store when it holds this file's content parsed by this
-    code, else ``parse(path, digest)`` (which feeds every byte it reads to ``digest``), then stored.
+    code, else ``parse(path, digest)`` (which feeds every byte it reads to ``digest``, when not ``None``), then
+    stored (an entry that did not read back is replaced; one found after a parse is kept as it is).
 
     ``parser`` names how the file is parsed (``jsonl`` or ``csv``: the same bytes parse differently), ``collection``
     is the name ``index list`` shows. With the store off (``FAIRRAG_INDEX=off``), or a file under
-    :data:`MIN_CACHED_BYTES`, this is ``parse`` alone. A store that cannot be written warns once and the documents
-    are returned as parsed (:meth:`~fairrag_core.retrieval.index_store.IndexStore.try_save`)."""
+    :data:`MIN_CACHED_BYTES`, this is ``parse`` alone. A store that cannot be written warns and the documents are
+    returned as parsed (:meth:`~fairrag_core.retrieval.index_store.IndexStore.try_save`)."""
     from ..retrieval.index_store import IndexStore, default_index_root
     from .identity import remember_file_sha256, stat_key
 
@@ -106,15 +107,16 @@ def cached_documents(path: Path, parse: Callable[[Path, Digest], list[Document]]
     except OSError:  # missing or unreadable: the parse says so, naming the fix
         regular = False
     if root is None or not regular or before[1] < MIN_CACHED_BYTES:
-        return parse(path, hashlib.sha256())
+        return parse(path, None)
     store, identity = IndexStore(root), parser_identity()
-    sha = _memo(root).get(_memo_key(before))
+    sha, broken = _memo(root).get(_memo_key(before)), None
     if sha is not None:
         key = IndexStore.key(KIND, sha, parser, identity)
         docs = _read(store, key)
         if docs is not None:
             remember_file_sha256(before, sha)
             return docs
+        broken = key
     digest = hashlib.sha256()
     docs = parse(path, digest)
     if stat_key(path) != before:  # changed while it was read: use what was read, keep nothing
@@ -122,7 +124,7 @@ def cached_documents(path: Path, parse: Callable[[Path, Digest], list[Document]]
     sha = digest.hexdigest()
     remember_file_sha256(before, sha)
     key = IndexStore.key(KIND, sha, parser, identity)
-    if _read(store, key) is None:
+    if key == broken or store.manifest(key) is None:
         if store.path(key).exists():  # there but unreadable: replace it
             with contextlib.suppress(OSError):
                 store.remove(key)

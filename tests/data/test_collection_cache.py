@@ -227,3 +227,31 @@ def test_listed_and_cleared_with_the_indexes(tmp_path, store):
     assert row[:4] == [entry.key[:12], KIND, "news", "5"] and row[-1] == "—"
     assert main(["index", "clear", "--all"], out=io.StringIO()) == 0
     assert not store.entries()
+
+
+def test_a_store_that_cannot_be_written_warns_and_loads(tmp_path, monkeypatch, parses):
+    folder = _folder(tmp_path / "news")
+    fresh = _fresh(folder, monkeypatch)
+    (tmp_path / "a-file").write_text("in the way", encoding="utf-8")
+    monkeypatch.setenv(INDEX_ENV, str(tmp_path / "a-file" / "indexes"))
+    monkeypatch.setattr(collection_cache, "MIN_CACHED_BYTES", 0)
+    with pytest.warns(RuntimeWarning, match="was not stored in .*a-file"):
+        _same(load_collection(folder), fresh)
+    assert parses["n"] == 2
+
+
+def test_a_broken_entry_found_without_the_memo_heals_on_the_next_load(tmp_path, store, parses, monkeypatch):
+    folder = _folder(tmp_path / "news")
+    fresh = _fresh(folder, monkeypatch)
+    load_collection(folder)
+    [entry] = store.entries()
+    (entry.path / "groups.json").write_text("not json", encoding="utf-8")
+    (store.root / SHA_MEMO).unlink()
+    monkeypatch.setattr(identity, "_SHA_CACHE", {})
+    _same(load_collection(folder), fresh)  # parsed (the memo is gone); the entry is not read back here
+    monkeypatch.setattr(identity, "_SHA_CACHE", {})
+    _same(load_collection(folder), fresh)  # the memo finds it, it does not read: parsed and replaced
+    monkeypatch.setattr(identity, "_SHA_CACHE", {})
+    n = parses["n"]
+    _same(load_collection(folder), fresh)
+    assert parses["n"] == n == 4
