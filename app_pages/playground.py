@@ -13,14 +13,21 @@ from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
 from fairrag_core.models.catalog import display_name
-from fairrag_core.query_check import check_query, collection_language
+from fairrag_core.retrieval.query_check import check_query, collection_language
 from fairrag_core.rag.prepared import prepared_class, prepared_note
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
 from fairrag_core.ranking.stops import alpha_stops
 from fairrag_core.retrieval import RetrieverKind, top_candidates
 from fairrag_studio import charts
-from fairrag_studio.panels.answers import follow_answers, latest_answers_job, start_answers_job
+from fairrag_studio.panels.answers import (
+    follow_answers,
+    kept_answers,
+    latest_answers_job,
+    start_answers_job,
+    stopped_text,
+)
+from fairrag_studio.panels.presenter import STEP_CSS, TOUR_STEPS, chip_title
 from fairrag_studio.panels.providers import PROVIDER_SERIES, many_providers
 from fairrag_studio.panels.widgets import (
     FLAG_WORDS,
@@ -42,14 +49,34 @@ ANIMATION_SECONDS = 1.2
 #: Most grid columns (k) drawn beside the exposure chart: at 1400 px the grid's column holds 8 ids of 6 characters;
 #: more go full width, the columns sharing it (views/grid_html.py, ``fit``).
 GRID_BESIDE_MAX_K = 8
+#: Presenter mode's step selector: the README tour's steps, then the whole page as before.
+WHOLE_PAGE = "Whole page"
+#: Answer cards a presenter step shows (the most frequent first): what fits under the tiles at 1280×720.
+STEP_CARDS = 2
 
 settings = st.session_state["settings"]
 presenter = bool(st.session_state.get("presenter"))
 collection = resources.collection(settings.collection)
 
-st.title("Playground")
-st.caption("Type a query, slide α, and watch how a stochastic retriever spreads exposure over equally useful "
-           "sources — then generate answers and see which documents they actually rest on.")
+step = 0  # 0: every part of the page; 1–5: Presenter mode's tour step, one 1280×720 screen each
+if presenter:
+    st.html(STEP_CSS)
+    step_labels = [label for label, _ in TOUR_STEPS] + [WHOLE_PAGE]
+    chosen_step = st.segmented_control("Tour step", step_labels, default=step_labels[0], key="presenter_step",
+                                       label_visibility="collapsed")
+    step = step_labels.index(chosen_step) + 1 if chosen_step in step_labels[:-1] else 0 if chosen_step else 1
+if step:
+    st.caption(TOUR_STEPS[step - 1][1])
+else:
+    st.title("Playground")
+    st.caption("Type a query, slide α, and watch how a stochastic retriever spreads exposure over equally useful "
+               "sources — then generate answers and see which documents they actually rest on.")
+if step == 5:  # Accountability happens on other pages: say where, in the tour's order
+    st.page_link("app_pages/audit.py", label="Audit: run the audit, the ledger by provider, the report (HTML)",
+                 icon=":material/fact_check:")
+    st.page_link("app_pages/fair_qr.py", label="FAIR-QR: the people collection, change the query instead of α",
+                 icon=":material/autorenew:")
+    st.stop()
 
 examples = [q.text for q in collection.queries]
 if not st.session_state["query_seeded"]:  # start on the first example query, once per session
@@ -71,10 +98,13 @@ def _use_example() -> None:
         st.session_state["query"] = st.session_state["example"]
 
 
-with st.container(horizontal=True):  # the glossary and the recommender, one click away
-    with st.popover("Glossary", icon=":material/menu_book:"):
-        st.markdown(explain.glossary_lines("EE-D", "EE-R", "EU", "EU (normalised)", "EAR", "EAE-D", "EAE-D/cited"))
-    st.page_link("app_pages/disparity_curves.py", label="Recommender (Disparity curves)", icon=":material/show_chart:")
+if step in (0, 4):
+    with st.container(horizontal=True):  # the glossary and the recommender, one click away
+        with st.popover("Glossary", icon=":material/menu_book:"):
+            st.markdown(explain.glossary_lines("EE-D", "EE-R", "EU", "EU (normalised)", "EAR", "EAE-D",
+                                               "EAE-D/cited"))
+        st.page_link("app_pages/disparity_curves.py", label="Recommender (Disparity curves)",
+                     icon=":material/show_chart:")
 
 top = st.columns([3, 2])
 with top[1]:
@@ -90,13 +120,13 @@ with top[0]:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _collection_language(source: str, sha256: str) -> str | None:
-    """The collection's language (fairrag_core.query_check), guessed once per collection content."""
+    """The collection's language (fairrag_core.retrieval.query_check), guessed once per collection content."""
     return collection_language(resources.collection(source).texts)
 
 
 def _query_check_messages(text: str) -> list[str]:
     """What the query box says above the grid when no document matches the query or its language is not the
-    collection's (fairrag_core.query_check); by the BM25 scores of its words, whatever retriever ranks."""
+    collection's (fairrag_core.retrieval.query_check); by the BM25 scores of its words, whatever retriever ranks."""
     def term_scores(word: str) -> np.ndarray:
         return resources.query_scores(settings.collection, RetrieverKind.BM25.value, None, settings.device, word)
 
@@ -133,15 +163,16 @@ def answer_card(answer, ranking, collection, n_samples: int, *, container=None, 
             f":green-background[:green[**✓ \\[{rank}\\]**]]" if entails else f":gray[✗ \\[{rank}\\]]"
             for rank, entails in enumerate(answer.entails, start=1)))
         return
-    chips = box.columns(len(answer.positions))
+    # Chips as wide as their labels, wrapping to a new line: a chip never cuts its document's name to "…"
+    chips = box.container(horizontal=True, gap="small")
     for rank, (position, entails, prob) in enumerate(zip(answer.positions, answer.entails, answer.entail_probability),
                                                      start=1):
         doc = collection.documents[ranking.candidate_indices[position]]
-        shown_name = (doc.title or doc.doc_id) if presenter else doc.provider
-        name = markdown_text(shown_name if len(shown_name) <= 40 else shown_name[:38] + "…")
+        # On a projector the document's short title (its brand/name part, whole words), else its provider
+        name = markdown_text(chip_title(doc.title) if presenter and doc.title else doc.provider)
         label = (f":green-background[:green[**✓ \\[{rank}\\] {name}**]]" if entails
                  else f":gray[✗ \\[{rank}\\] ~~{name}~~]")
-        with chips[rank - 1].popover(label, width="stretch"):
+        with chips.popover(label, help=f"{doc.title or doc.doc_id} — {doc.provider}"):
             st.markdown(f"**{markdown_text(doc.title or doc.doc_id)}** · {markdown_text(doc.provider)} · "
                         f"`{doc.doc_id}`")
             st.caption(explain.citation_reason(entails, prob, answer.support[rank - 1] if answer.support else None,
@@ -173,7 +204,12 @@ def ranking_and_answers() -> None:
     except FairRAGError as err:
         st.error(str(err))
         return
-    alpha_used = _alpha_knob(query_stops(scores, settings.k, settings.candidates))
+    stops, recommended = query_stops(scores, settings.k, settings.candidates), _recommended_alpha()
+    if recommended is not None and recommended not in stops:  # the recommender's α is one of the slider's stops
+        stops = tuple(sorted({*stops, recommended}))
+    if step in (0, 4):
+        _apply_recommended(recommended)
+    alpha_used = _alpha_knob(stops)
 
     config = RankingConfig(alpha=alpha_used, n_samples=settings.n_samples, k=settings.k, seed=settings.seed,
                            candidates=settings.candidates)
@@ -185,12 +221,37 @@ def ranking_and_answers() -> None:
 
     docs = [collection.documents[i] for i in ranking.candidate_indices]
     distinct = len({tuple(r) for r in ranking.rankings.tolist()})
-    _ranking_tiles(ranking, docs, distinct, alpha_used)
-    _rankings_and_exposure(ranking, docs, distinct)
+    if step != 3:  # a presenter's step 3 is the answers only
+        _ranking_tiles(ranking, docs, distinct, alpha_used)
+        _rankings_and_exposure(ranking, docs, distinct)
+    if step not in (0, 3):
+        return
     rag = _answers(ranking, scores, alpha_used, distinct)
     if rag is not None:
         _answer_tiles(rag)
         _answer_cards(rag, ranking)
+
+
+def _recommended_alpha() -> float | None:
+    """The α that the Disparity curves page last recommended for this collection (None before its sweep)."""
+    found = st.session_state.get("recommended_alpha")
+    return found[1] if found is not None and found[0] == settings.collection else None
+
+
+def _set_alpha(alpha: float) -> None:
+    st.session_state["alpha"] = alpha
+    st.session_state["deterministic"] = False
+
+
+def _apply_recommended(recommended: float | None) -> None:
+    """A button that sets the slider to the recommended α; on a presenter's step 4 without one, where to get it."""
+    if recommended is not None:
+        st.button(f"Apply the recommended α = {recommended:g}", key="apply_recommended", icon=":material/tune:",
+                  on_click=_set_alpha, args=(recommended,),
+                  help="The α that Disparity curves recommended for this collection (its α recommender).")
+    elif step == 4:
+        st.info("Run the sweep on **Disparity curves** (Query set): its recommended α comes back here as a slider "
+                "stop and an *Apply* button.")
 
 
 def _alpha_knob(stops: tuple[float, ...]) -> float:
@@ -216,7 +277,8 @@ def _alpha_knob(stops: tuple[float, ...]) -> float:
     with knob[0]:
         # This query's own stops (fairrag_core.ranking.stops): each step moves EE-D by about the same amount,
         # from uniform (0) to nearly deterministic. The arrow keys step one stop; Animate α plays them all.
-        alpha = st.select_slider("α — fairness knob (0 = uniform over candidates, large = deterministic)",
+        alpha = st.select_slider("α — fairness knob (0 = uniform, large = deterministic)" if presenter else
+                                 "α — fairness knob (0 = uniform over candidates, large = deterministic)",
                                  options=list(stops), format_func=lambda a: f"{a:g}", key="alpha",
                                  disabled=deterministic)
     return math.inf if deterministic else float(alpha)
@@ -243,9 +305,14 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
     tiles[2].metric(REGISTERED["providers_reached"].on_tile, f"{providers_reached} of {in_pool}",
                     help=help_text("providers reached", f"{among[0].upper()}{among[1:]} (raise K in the sidebar to "
                                    "sample from more)."))
-    tiles[2].caption(f"{among[0].upper()}{among[1:]}.")
+    if not step:
+        tiles[2].caption(f"{among[0].upper()}{among[1:]}.")
     tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
                     help="Generation runs once per distinct ranking")
+    if step:  # a presenter's step: the tiles, and on step 2 the sentence that says why EE-R moves
+        if step == 2 and ranking.labels is not None:
+            st.caption(explain.ee_r_direction(ranking, alpha_used))
+        return
     if distinct > 1 and distinct_sets == 1:
         st.caption(f"The {distinct} distinct rankings are orders of the same {settings.k} documents: the "
                    "generator reads the whole top k, so exposure — and EE-D — counts which documents are "
@@ -265,6 +332,9 @@ def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
     # chart, and past TOP_PROVIDERS providers the exposure view adds their spread and a table: the grid takes the
     # full width (all k columns in view) and the exposure view goes under it, full width too.
     wide = ranking.rankings.shape[1] > GRID_BESIDE_MAX_K or len({d.provider for d in docs}) > TOP_PROVIDERS
+    if step and not wide:  # a presenter's step: grid (ids, titles in tooltips) beside the exposure chart, one screen
+        _step_rankings_and_exposure(ranking, docs, distinct)
+        return
     left, right = (st.container(), st.container()) if presenter or wide else st.columns([3, 2])
     with left:
         st.subheader("Sampled rankings")
@@ -300,11 +370,28 @@ def _rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
         explainer(explain.EXPOSURE)
 
 
+def _step_rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
+    """Presenter steps 1, 2 and 4 at 1280×720: the grid's first rows in ids (a title per cell would be cut to a few
+    letters at half the width; each cell's tooltip gives it) beside the provider exposure chart, no downloads."""
+    left, right = st.columns([1, 1])
+    with left, st.container(key="grid"):
+        shown_rankings = ranking.rankings[:1] if distinct == 1 else ranking.rankings
+        st.html(rankings_grid_html([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
+                                   shown_rankings, ranking.deterministic, max_rows=6,
+                                   repeats=settings.n_samples if distinct == 1 else None, font_px=16))
+    with right, st.container(key="exposure"):
+        figure = charts.provider_bars(ranking.providers_table())
+        figure.update_layout(height=330, margin={"t": 40, "b": 40}, title={"text": "Exposure by provider"},
+                             showlegend=True, legend={"orientation": "h", "y": -0.12})
+        st.plotly_chart(figure, key="step_providers_chart", config={"displaylogo": False})
+
+
 def _answers(ranking, scores: np.ndarray, alpha_used: float, distinct: int):
     """Generate answers as a background job and follow it; the finished run (a RagRun), or None while there is
     none (the job's progress, or what Generate would cost, is shown instead)."""
-    st.divider()
-    st.subheader("Answers and citations")
+    if not step:
+        st.divider()
+        st.subheader("Answers and citations")
     run_key = (settings, ranking.query_text, alpha_used)
     runs = st.session_state["rag_runs"]
     job, partial = latest_answers_job(run_key)  # Generate runs as a background job (fairrag_studio/panels/answers.py)
@@ -335,8 +422,9 @@ def _answers(ranking, scores: np.ndarray, alpha_used: float, distinct: int):
         if job.error:
             st.error(job.error)
         elif job.status.value == "cancelled":
-            st.info(f"Stopped after {job.done} of {job.total} answers; press **Generate answers** to resume (the "
-                    "finished answers come from the cache).")
+            st.info(stopped_text(partial, distinct))
+            for answer in kept_answers(partial):  # the finished answers stay on the page
+                answer_card(answer, ranking, collection, settings.n_samples, live=True)
 
     rag = runs.get(run_key)
     if rag is None:
@@ -354,7 +442,8 @@ def _answers(ranking, scores: np.ndarray, alpha_used: float, distinct: int):
                 f"{settings.attributor}.{estimate}")
         if note := prepared_note():  # make class: which tour steps replay from the cache
             st.caption(note)
-        explainer(explain.ANSWERS)
+        if not step:
+            explainer(explain.ANSWERS)
         return None
     return rag
 
@@ -367,6 +456,8 @@ def _answer_tiles(rag) -> None:
     for tile, key in zip(tiles, ("eu", "eu_normalised", "ear", "eae_d", "eae_d_per_cited"), strict=True):
         tile.metric(REGISTERED[key].on_tile, fmt(getattr(rag, key)), help=help_text(REGISTERED[key].label,
                                                                                     extra.get(key, "")))
+    if step:  # a presenter's step 3: the tiles, then the answers
+        return
     if rag.eae_d_per_cited is not None:
         relation = ("more concentrated than" if rag.eae_d_per_cited > rag.ee_d + 0.005 else
                     "more spread than" if rag.eae_d_per_cited < rag.ee_d - 0.005 else "as concentrated as")
@@ -394,10 +485,14 @@ def _answer_cards(rag, ranking) -> None:
     st.caption(f"{source}; made by **{markdown_text(display_name(rag.generator))}**, citations judged by "
                f"**{markdown_text(display_name(rag.attributor))}**.")
     ids = ranking.doc_ids
-    for answer in rag.answers[:20]:  # most frequent first
+    shown = STEP_CARDS if step else 20
+    for answer in rag.answers[:shown]:  # most frequent first
         answer_card(answer, ranking, collection, settings.n_samples)
-    if len(rag.answers) > 20:
-        st.caption(f"Showing the 20 most frequent of {len(rag.answers)} distinct answers.")
+    if len(rag.answers) > shown:
+        st.caption(f"Showing the {shown} most frequent of {len(rag.answers)} distinct answers"
+                   + (f" ({WHOLE_PAGE.lower()}: all of them)." if step else "."))
+    if step:
+        return
 
     attributed = pd.DataFrame({"doc_id": ids, "retrieval exposure": ranking.summary.exposure,
                                "attributed exposure": rag.attributed_exposure})

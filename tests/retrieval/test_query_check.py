@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fairrag_core import load_collection
-from fairrag_core.query_check import LANGUAGES, check_query, collection_language, guess_language, query_terms
+from fairrag_core.retrieval.query_check import LANGUAGES, check_query, collection_language, guess_language, query_terms
 from fairrag_core.retrieval import BM25Retriever
 
 DEMOS = ["running-shoes", "news", "people", "multi-faceted"]

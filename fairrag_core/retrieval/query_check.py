@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS
+from ..text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS
 
 __all__ = ["LANGUAGES", "MATCH_FLOOR", "REQUEST_WORDS", "Language", "QueryCheck", "check_query",
            "collection_language", "guess_language", "query_terms"]
