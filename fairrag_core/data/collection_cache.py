@@ -16,7 +16,9 @@ and cleared by ``index list`` / ``index clear`` as kind ``corpus``):
   the file is parsed again.
 * Finding the file's sha256 without reading it: ``corpus-sha256.json`` in the store's root maps a file (its resolved
   path, size and modification time in ns) to the sha256 taken of exactly the bytes the parse read. A file whose
-  size or modification time changed is read again (one pass parses and hashes it). The sha256 found there is also
+  size or modification time changed is read again (one pass parses and hashes it); one rewritten with the same size
+  and the same modification time to the nanosecond is taken as unchanged (as
+  :func:`~fairrag_core.data.identity.file_sha256` already takes it within a process). The sha256 found there is also
   what :func:`~fairrag_core.data.identity.collection_sha256` uses, so the collection's sha256 is unchanged.
 * Verified on reading: the arrays' shapes, offsets that only grow and end at the decoded text's length, group rows
   inside the table; an entry that fails is removed and rebuilt from the file, never trusted (as the index store
@@ -24,7 +26,7 @@ and cleared by ``index list`` / ``index clear`` as kind ``corpus``):
   not re-hashed on every read.
 
 The documents read back equal a fresh parse field for field (:class:`~fairrag_core.data.collection.Document`
-equality, and their groups in the same order).
+equality, and their groups in the same order). Loading Debian's from the store takes about 0.16 s of CPU.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ from .files import Digest
 
 __all__ = ["cached_documents", "parser_identity", "gc_paused", "MIN_CACHED_BYTES", "KIND", "COLUMNS", "SHA_MEMO"]
 
-#: Corpus files smaller than this are parsed every time (a 1 MB corpus parses in about 50 ms, near what the cache
-#: saves, and demo or test collections then leave nothing in the store).
+#: Corpus files smaller than this are parsed every time (a 1 MB corpus parses in about 30–50 ms, little more than
+#: reading it back costs, and demo or test collections then leave nothing in the store).
 MIN_CACHED_BYTES = 1_000_000
 #: The ``kind`` of a parsed corpus in the index store (``index list`` shows it).
 KIND = "corpus"
