@@ -142,6 +142,9 @@ class _Progress:
         elif stage == "judge":
             if done == 0:  # the (query, α)'s judgements are counted before the first
                 self.task_total, self.task_done = total, 0
+                loading = _loading_line(getattr(self.attributor, "model", None)) if total else None
+                if loading:  # a judge of its own (not the generator's weights) loads on its first judgement
+                    print(loading.replace("loading ", "loading the judge ", 1), file=self.err, flush=True)
                 return
             step, self.task_done = done - self.task_done, done
             computed = self.attributor.model_pairs - self._marks[1]
@@ -156,12 +159,15 @@ class _Progress:
 
 
 def _loading_line(model) -> str | None:
-    """ "loading qwen2.5-1.5b (1.0 GB) …" when the model's weights are not in memory yet (they load on first use)."""
+    """ "loading qwen2.5-1.5b (1.1 GB) on 1 thread …" when the model's weights are not in memory yet (they load on
+    first use)."""
     if getattr(model, "loaded", True):
         return None
     path = getattr(model, "path", None)
     size = Path(path).stat().st_size if path is not None and Path(path).is_file() else None
-    return f"loading {model.name}" + (f" ({human_bytes(size)})" if size else "") + " …"
+    threads = getattr(model, "n_threads", None)  # models.threads: one per free core
+    return (f"loading {model.name}" + (f" ({human_bytes(size)})" if size else "")
+            + (f" on {threads} thread{'s' * (threads != 1)}" if threads else "") + " …")
 
 
 def _cmd_warm(args, out) -> int:

@@ -200,5 +200,7 @@ def test_the_loading_line_names_the_model_and_its_size(tmp_path):
 
     Lazy.path.write_bytes(b"x" * 1_234_567)
     assert _loading_line(Lazy()) == "loading qwen2.5-1.5b (1.2 MB) …"
+    Lazy.n_threads = 1
+    assert _loading_line(Lazy()) == "loading qwen2.5-1.5b (1.2 MB) on 1 thread …"
     Lazy.loaded = True
     assert _loading_line(Lazy()) is None and _loading_line(FirstDocumentModel()) is None
