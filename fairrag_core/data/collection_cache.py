@@ -45,7 +45,6 @@ from types import MappingProxyType
 
 import numpy as np
 
-from . import collection as _collection_module
 from .collection import Document
 from .files import Digest
 
@@ -56,6 +55,8 @@ __all__ = ["cached_documents", "parser_identity", "gc_paused", "MIN_CACHED_BYTES
 MIN_CACHED_BYTES = 1_000_000
 #: The ``kind`` of a parsed corpus in the index store (``index list`` shows it).
 KIND = "corpus"
+#: The modules whose code turns a corpus file into documents (the loaders, the field and file readers, the data model).
+_PARSER_FILES = ("loaders.py", "fields.py", "files.py", "collection.py")
 #: The string columns of a document, in the order ``strings.npy`` holds them.
 COLUMNS = ("doc_id", "text", "title", "provider")
 #: The memo of corpus files' sha256 by (resolved path, size, modification time), in the store's root.
@@ -81,11 +82,10 @@ def gc_paused() -> Iterator[None]:
 def parser_identity() -> str:
     """The sha256 of the code that turns a corpus file into documents (the loaders, the field and file readers and
     the data model): part of every key, so a changed loader never reads a corpus another one parsed."""
-    from . import fields, files, loaders
-
     digest = hashlib.sha256()
-    for module in (loaders, fields, files, _collection_module):
-        digest.update(Path(module.__file__).read_bytes())
+    here = Path(__file__).parent  # read as files, not imported: the loader imports this module
+    for name in _PARSER_FILES:
+        digest.update((here / name).read_bytes())
     return digest.hexdigest()
 
 
@@ -98,8 +98,8 @@ def cached_documents(path: Path, parse: Callable[[Path, Digest | None], list[Doc
     ``parser`` names how the file is parsed (``jsonl`` or ``csv``: the same bytes parse differently), ``collection``
     is the name ``index list`` shows. With the store off (``FAIRRAG_INDEX=off``), or a file under
     :data:`MIN_CACHED_BYTES`, this is ``parse`` alone. A store that cannot be written warns and the documents are
-    returned as parsed (:meth:`~fairrag_core.retrieval.index_store.IndexStore.try_save`)."""
-    from ..retrieval.index_store import IndexStore, default_index_root
+    returned as parsed (:meth:`~fairrag_core.data.array_store.IndexStore.try_save`)."""
+    from .array_store import IndexStore, default_index_root
     from .identity import remember_file_sha256, stat_key
 
     root = default_index_root()
