@@ -129,7 +129,10 @@ def _same_audit(a, b, collection_a, collection_b, config):
     pd.testing.assert_frame_equal(run_a.table, run_b.table, check_exact=True)
     pd.testing.assert_frame_equal(run_a.documents, run_b.documents, check_exact=True)
     pd.testing.assert_frame_equal(run_a.lines, run_b.lines, check_exact=True)
-    pd.testing.assert_frame_equal(log_summary(run_a), log_summary(run_b), check_exact=True)
+    summaries = [log_summary(run) for run in (run_a, run_b)]
+    for summary in summaries:  # a trace export's word for its JSONL twin's
+        summary["over"] = summary["over"].str.replace("cited requests", "cited lines")
+    pd.testing.assert_frame_equal(*summaries, check_exact=True)
     for by in ["provider", *collection_a.categories()]:
         pd.testing.assert_frame_equal(log_ledger(run_a, collection_a, by=by), log_ledger(run_b, collection_b, by=by),
                                       check_exact=True)
