@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from fairrag_core import load_collection
-from fairrag_core.retrieval.query_check import LANGUAGES, check_query, collection_language, guess_language, query_terms
 from fairrag_core.retrieval import BM25Retriever
+from fairrag_core.retrieval.query_check import LANGUAGES, check_query, collection_language, guess_language, query_terms
 
 DEMOS = ["running-shoes", "news", "people", "multi-faceted"]
 
