@@ -156,6 +156,8 @@ else:
         st.warning(rec.reason)
     else:
         st.success(f"Recommended **α = {rec.alpha:g}**: {rec.reason}.")
+    # the Playground offers it: a stop on its α slider and an Apply button
+    st.session_state["recommended_alpha"] = None if rec.alpha is None else (settings.collection, rec.alpha)
     st.caption(recommendation_context(table, settings.k, metric))
     if not generate:
         st.caption("Without answers the recommender uses EE-R as the quality measure; run with answers to use EU.")

@@ -13,12 +13,12 @@ from fairrag_core.glossary import GLOSSARY, help_text
 from fairrag_core.metrics.attribution import HOW_TO_READ
 from fairrag_core.metrics.registry import METRICS as REGISTERED
 from fairrag_core.models.catalog import display_name
-from fairrag_core.retrieval.query_check import check_query, collection_language
 from fairrag_core.rag.prepared import prepared_class, prepared_note
 from fairrag_core.rag.presets import preset_costs
 from fairrag_core.ranking.run import providers_among
 from fairrag_core.ranking.stops import alpha_stops
 from fairrag_core.retrieval import RetrieverKind, top_candidates
+from fairrag_core.retrieval.query_check import check_query, collection_language
 from fairrag_studio import charts
 from fairrag_studio.panels.answers import (
     follow_answers,
@@ -63,11 +63,11 @@ if presenter:
     st.html(STEP_CSS)
     step_labels = [label for label, _ in TOUR_STEPS] + [WHOLE_PAGE]
     chosen_step = st.segmented_control("Tour step", step_labels, default=step_labels[0], key="presenter_step",
-                                       label_visibility="collapsed")
+                                       label_visibility="collapsed",
+                                       help="The README's classroom tour, one screen each: " + "; ".join(
+                                           f"{label}: {what}" for label, what in TOUR_STEPS))
     step = step_labels.index(chosen_step) + 1 if chosen_step in step_labels[:-1] else 0 if chosen_step else 1
-if step:
-    st.caption(TOUR_STEPS[step - 1][1])
-else:
+if not step:
     st.title("Playground")
     st.caption("Type a query, slide α, and watch how a stochastic retriever spreads exposure over equally useful "
                "sources — then generate answers and see which documents they actually rest on.")
@@ -109,9 +109,10 @@ if step in (0, 4):
 top = st.columns([3, 2])
 with top[1]:
     st.selectbox("Example queries", examples, index=None, key="example", on_change=_use_example,
-                 placeholder=f"{len(examples)} queries of {collection.name}" if examples else "no example queries")
+                 placeholder=f"{len(examples)} queries of {collection.name}" if examples else "no example queries",
+                 label_visibility="collapsed" if step else "visible")
 with top[0]:
-    query = st.text_input("Query", key="query", max_chars=2000)
+    query = st.text_input("Query", key="query", max_chars=2000, label_visibility="collapsed" if step else "visible")
     if query.strip() and collection.find_query(query) is None:
         st.caption(f"Not one of {markdown_text(collection_label(settings.collection))}'s queries: it has no "
                    "relevance labels and no gold answer here, so EE-R and EU are not available. Pick an example "
@@ -263,7 +264,8 @@ def _alpha_knob(stops: tuple[float, ...]) -> float:
         st.session_state["deterministic"] = False
     elif st.session_state.get("alpha") not in stops:  # a new query's stops: the nearest one
         st.session_state["alpha"] = min(stops, key=lambda a: abs(a - float(st.session_state.get("alpha") or 0.0)))
-    knob = st.columns([4, 1.4, 1.4])  # wide enough for "Deterministic" and "Animate α" in Presenter type
+    # wide enough for "Deterministic" and "Animate α" in Presenter type
+    knob = st.columns([3.2, 1.6, 1.3] if presenter else [4, 1.4, 1.4])
     with knob[1]:
         deterministic = st.toggle("Deterministic", key="deterministic",
                                   help="The classic retriever: always the top k by score (α → ∞).")
@@ -296,11 +298,11 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
     metric_with_ci(tiles[0], GLOSSARY["EE-D"].label, summary.ee_d,
                    help=help_text("EE-D", "This tile: the bias-corrected estimate from the N sampled rankings; its "
                                           "caption gives the plug-in."),
-                   value=summary.ee_d_plug_in, reason=summary.undefined.get("ee_d_interval"))
+                   value=summary.ee_d_plug_in, reason=summary.undefined.get("ee_d_interval"), compact=bool(step))
     metric_with_ci(tiles[1], GLOSSARY["EE-R"].label, summary.ee_r,
                    help=help_text("EE-R", "Only the collection's own queries have relevance labels."),
                    value=summary.ee_r_plug_in,
-                   reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"))
+                   reason=summary.undefined.get("ee_r") or summary.undefined.get("ee_r_interval"), compact=bool(step))
     among = providers_among(in_pool, resources.collection_facts(settings.collection).providers, len(docs))
     tiles[2].metric(REGISTERED["providers_reached"].on_tile, f"{providers_reached} of {in_pool}",
                     help=help_text("providers reached", f"{among[0].upper()}{among[1:]} (raise K in the sidebar to "
@@ -378,10 +380,10 @@ def _step_rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
         shown_rankings = ranking.rankings[:1] if distinct == 1 else ranking.rankings
         st.html(rankings_grid_html([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
                                    shown_rankings, ranking.deterministic, max_rows=6,
-                                   repeats=settings.n_samples if distinct == 1 else None, font_px=16))
+                                   repeats=settings.n_samples if distinct == 1 else None, font_px=15, fit=True))
     with right, st.container(key="exposure"):
         figure = charts.provider_bars(ranking.providers_table())
-        figure.update_layout(height=330, margin={"t": 40, "b": 40}, title={"text": "Exposure by provider"},
+        figure.update_layout(height=300, margin={"t": 36, "b": 30}, title={"text": "Exposure by provider"},
                              showlegend=True, legend={"orientation": "h", "y": -0.12})
         st.plotly_chart(figure, key="step_providers_chart", config={"displaylogo": False})
 

@@ -55,18 +55,22 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 
 def metric_with_ci(column, label: str, interval, help: str | None = None, *, value: float | None = None,
-                   reason: str | None = None) -> None:
+                   reason: str | None = None, compact: bool = False) -> None:
     """A metric tile: the estimate inside the interval (``interval.estimate``), the interval underneath, and what
     they are; for a bias-corrected estimate also the plug-in over the samples (same text as the CLI's).
 
     Without an interval the tile shows ``value`` (e.g. the plug-in of a single sampled ranking) or "—", and
-    ``reason`` underneath: why there is no number, or no interval."""
+    ``reason`` underneath: why there is no number, or no interval. ``compact`` (a presenter's tour step, one
+    1280×720 screen): only the interval underneath."""
     if interval is None:
         column.metric(label, "—" if value is None else f"{value:.3f}", help=help)
-        if reason:
+        if reason and not compact:
             column.caption(reason[:1].upper() + reason[1:])
         return
     column.metric(label, f"{interval.estimate:.3f}", help=help)
+    if compact:
+        column.caption(f"{interval.level:.0%} CI [{interval.low:.3f}, {interval.high:.3f}]")
+        return
     caption = f"{interval.level:.0%} CI [{interval.low:.3f}, {interval.high:.3f}] · {interval.method_text}"
     if interval.plug_in != interval.estimate:
         caption += f" · plug-in {interval.plug_in:.3f}"

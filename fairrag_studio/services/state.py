@@ -83,7 +83,7 @@ def init_session(state) -> None:
 #: Streamlit forgets a widget's value once a run of another page does not draw it, so coming back to the page would
 #: show other controls than those of the job still running or just finished; :func:`keep_page_widgets` keeps them.
 PAGE_WIDGETS = ("query", "alpha", "deterministic", "curves_scope", "curves_alphas", "curves_mode", "curves_query",
-                "curves_queries", "curves_labels", "audit_queries", "audit_alphas", "audit_mode")
+                "curves_queries", "curves_labels", "audit_queries", "audit_alphas", "audit_mode", "presenter_step")
 
 
 def keep_page_widgets(state) -> None:
