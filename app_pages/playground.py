@@ -98,7 +98,7 @@ def _use_example() -> None:
         st.session_state["query"] = st.session_state["example"]
 
 
-if step in (0, 4):
+if not step:
     with st.container(horizontal=True):  # the glossary and the recommender, one click away
         with st.popover("Glossary", icon=":material/menu_book:"):
             st.markdown(explain.glossary_lines("EE-D", "EE-R", "EU", "EU (normalised)", "EAR", "EAE-D",
@@ -245,14 +245,20 @@ def _set_alpha(alpha: float) -> None:
 
 
 def _apply_recommended(recommended: float | None) -> None:
-    """A button that sets the slider to the recommended α; on a presenter's step 4 without one, where to get it."""
-    if recommended is not None:
-        st.button(f"Apply the recommended α = {recommended:g}", key="apply_recommended", icon=":material/tune:",
-                  on_click=_set_alpha, args=(recommended,),
-                  help="The α that Disparity curves recommended for this collection (its α recommender).")
-    elif step == 4:
-        st.info("Run the sweep on **Disparity curves** (Query set): its recommended α comes back here as a slider "
-                "stop and an *Apply* button.")
+    """A button that sets the slider to the recommended α; on a presenter's step 4 also the way to the recommender,
+    and without a recommendation where to get one."""
+    if recommended is None and step != 4:
+        return
+    with st.container(horizontal=True, vertical_alignment="center"):
+        if step == 4:
+            st.page_link("app_pages/disparity_curves.py", label="Disparity curves", icon=":material/show_chart:")
+        if recommended is not None:
+            st.button(f"Apply the recommended α = {recommended:g}", key="apply_recommended", icon=":material/tune:",
+                      on_click=_set_alpha, args=(recommended,),
+                      help="The α that Disparity curves recommended for this collection (its α recommender).")
+        else:
+            st.caption("Run the sweep there (Query set): its recommended α comes back here as a slider stop and "
+                       "an *Apply* button.")
 
 
 def _alpha_knob(stops: tuple[float, ...]) -> float:
@@ -312,8 +318,9 @@ def _ranking_tiles(ranking, docs: list, distinct: int, alpha_used: float) -> Non
     tiles[3].metric("Distinct rankings", f"{distinct} of {settings.n_samples}",
                     help="Generation runs once per distinct ranking")
     if step:  # a presenter's step: the tiles, and on step 2 the sentence that says why EE-R moves
-        if step == 2 and ranking.labels is not None:
-            st.caption(explain.ee_r_direction(ranking, alpha_used))
+        why = explain.ee_r_direction(ranking, alpha_used) if step == 2 and ranking.labels is not None else ""
+        if why:  # its first sentence: why EE-R moves here
+            st.caption(why.split(". ", 1)[0].rstrip(".") + ".")
         return
     if distinct > 1 and distinct_sets == 1:
         st.caption(f"The {distinct} distinct rankings are orders of the same {settings.k} documents: the "
@@ -379,12 +386,17 @@ def _step_rankings_and_exposure(ranking, docs: list, distinct: int) -> None:
     with left, st.container(key="grid"):
         shown_rankings = ranking.rankings[:1] if distinct == 1 else ranking.rankings
         st.html(rankings_grid_html([d.doc_id for d in docs], [d.provider for d in docs], [d.title for d in docs],
-                                   shown_rankings, ranking.deterministic, max_rows=6,
+                                   shown_rankings, ranking.deterministic, max_rows=3,
                                    repeats=settings.n_samples if distinct == 1 else None, font_px=15, fit=True))
     with right, st.container(key="exposure"):
+        # 280–330 px: the series' key in one subtitle line instead of a legend, small provider names, no axis titles
         figure = charts.provider_bars(ranking.providers_table())
-        figure.update_layout(height=300, margin={"t": 36, "b": 30}, title={"text": "Exposure by provider"},
-                             showlegend=True, legend={"orientation": "h", "y": -0.12})
+        key = " ".join(dict.fromkeys(f"<span style='color:{t.marker.color}'>■</span> {t.name}" for t in figure.data
+                                     if t.name))
+        figure.update_layout(height=330 if step == 1 else 280, margin={"t": 70, "b": 30, "r": 10}, showlegend=False,
+                             title={"text": "Exposure by provider", "subtitle": {"text": key}})
+        figure.update_yaxes(tickfont={"size": 11}, title_text="", dtick=1)  # every provider named
+        figure.update_xaxes(title_text="")
         st.plotly_chart(figure, key="step_providers_chart", config={"displaylogo": False})
 
 

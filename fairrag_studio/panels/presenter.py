@@ -24,6 +24,7 @@ TOUR_STEPS = (
 STEP_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding: 3.8rem 1.5rem 1rem 1.5rem; }
 [data-testid="stMain"] [data-testid="stButtonGroup"] p { font-size: 1.05rem; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.55rem; }
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 2.1rem !important; line-height: 1.15; }
 [data-testid="stMetricLabel"] p { font-size: 1.05rem; white-space: nowrap; }
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { white-space: nowrap; overflow: hidden; }

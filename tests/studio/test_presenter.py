@@ -79,7 +79,7 @@ def test_step_one_shows_tiles_grid_and_chart_only():
     assert ">rs-0" in shown and "font:600 15px" in shown and "table-layout:fixed" in shown  # ids, k columns fit
     titles = [d.title for d in load_collection("running-shoes").documents]
     assert sum(f": {t} — " in shown for t in titles) >= 5  # titles stay in the cells' tooltips
-    assert "showing 6 of 20 samples" in shown
+    assert "showing 3 of 20 samples" in shown
     assert len(at.get("plotly_chart")) == 1  # the exposure chart beside it
     assert [c.value for c in at.main.caption if c.value.startswith("95% CI")] == [c.value for c in at.main.caption]
     assert not [b for b in at.button if b.key == "generate"]  # answers are step 3
@@ -145,4 +145,5 @@ def test_the_recommended_alpha_is_a_stop_and_applies():
 def test_no_apply_button_before_a_recommendation():
     at = presenter(4)
     assert not [b for b in at.button if b.key == "apply_recommended"]
-    assert any("Disparity curves" in i.value for i in at.info)
+    assert any(c.value.startswith("Run the sweep there (Query set)") for c in at.main.caption)
+    assert [p.proto.page for p in at.get("page_link")][-1].endswith("disparity_curves")
