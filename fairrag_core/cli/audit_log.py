@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..audit.ledger import TOP_PROVIDERS, ledger_top
 from ..audit.rag_log import LogAuditConfig
-from ..data.export import write_table
+from ..data.export import HEADER_KEY, write_table
 from ..errors import FairRAGError, InvalidParameterError
 from ..metrics.attribution import HOW_TO_READ
 from ..models.catalog import DEFAULTS
@@ -263,10 +263,12 @@ def _cmd_audit_log(args, out) -> int:
     ledgers = {by: log_ledger(run, collection, by=by, labelled_only=labelled_only) for by in groupings}
     findings = log_findings(run, collection, groupings=groupings)
     named = {f.subject for f in findings if not f.detail}  # a group a finding names is never hidden
-    outputs = [(args.output, lambda: write_table(run.table, args.output))] if args.output else []
+    header = record.header()  # the same on --json and --output (cli/ranking.py's commands carry it too)
+    outputs = [(args.output, lambda: write_table(run.table, args.output, header=header))] if args.output else []
     kept = keep_run(args, run, label=f"{log.what} {log.name} · {served_size(log)}", outputs=outputs)
     if args.json:
-        print(json.dumps({**kept.to_dict(), "config": record.to_dict(), "command": command, "undefined": undefined,
+        print(json.dumps({**kept.to_dict(), HEADER_KEY: header, "config": record.to_dict(), "command": command,
+                          "undefined": undefined,
                           "estimate": summary.attrs["note"], "summary": records(summary),
                           "queries": records(run.table), "ledgers": {by: records(t) for by, t in ledgers.items()},
                           "ledgers_shown": {by: ledger_groups(t, by, named=named, every=args.all_providers)

@@ -29,6 +29,7 @@ from ..audit.compare import (
 from ..audit.comparison_findings import with_findings
 from ..audit.rag_log import AttributionSource, LogAuditConfig, audit_served
 from ..data import load_collection
+from ..data.export import HEADER_KEY
 from ..data.store_window import StoreWindow, load_selected
 from ..errors import InvalidParameterError
 from ..seeds import derive_seed, new_seed
@@ -114,7 +115,8 @@ def run_comparison(args, out) -> int:
                     outputs=outputs)
     command = result.record.command()
     if args.json:
-        return print_json({**kept.to_dict(), "config": result.record.to_dict(), "command": command,
+        return print_json({**kept.to_dict(), HEADER_KEY: result.record.header(), "config": result.record.to_dict(),
+                           "command": command,
                            "findings": [f.to_dict() for f in result.findings],
                            "metrics": records(result.table), "shares": records(result.documents)},
                           out, indent=2, default=str)
