@@ -152,14 +152,17 @@ class JobTable(SqliteFile):
         self._sql("UPDATE jobs SET status = ?, started = ?, updated = ? WHERE job_id = ? AND status = ?",
                   (JobStatus.RUNNING.value, now, now, job_id, JobStatus.QUEUED.value), write=True)
 
-    def progress(self, job_id: str, done: int, total: int, note: str = "", *, base: int = 0) -> None:
+    def progress(self, job_id: str, done: int, total: int, note: str = "", *, base: int = 0,
+                 eta: float | None = None) -> None:
         """``done`` of ``total`` steps finished; the ETA follows from the time since the start (module docstring),
-        counting only the steps after the first ``base`` (those a resumed job found finished)."""
+        counting only the steps after the first ``base`` (those a resumed job found finished), unless the caller
+        measured it (``eta``, seconds)."""
         now = time.time()
-        found = self._sql("SELECT started FROM jobs WHERE job_id = ?", (job_id,))
-        started = found[0][0] if found and found[0][0] is not None else now
-        made = done - base
-        eta = (now - started) * (total - done) / made if made > 0 and done <= total else None
+        if eta is None:
+            found = self._sql("SELECT started FROM jobs WHERE job_id = ?", (job_id,))
+            started = found[0][0] if found and found[0][0] is not None else now
+            made = done - base
+            eta = (now - started) * (total - done) / made if made > 0 and done <= total else None
         self._sql("UPDATE jobs SET done = ?, total = ?, note = ?, eta = ?, updated = ? WHERE job_id = ?",
                   (int(done), int(total), note, eta, now, job_id), write=True)
 

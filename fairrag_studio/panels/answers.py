@@ -22,7 +22,8 @@ from ..services import jobs
 from ..services.state import controls_snapshot, owner_key
 from .jobs import eta_text, waiting_text
 
-__all__ = ["answers_key", "latest_answers_job", "start_answers_job", "follow_answers"]
+__all__ = ["answers_key", "latest_answers_job", "answers_work", "start_answers_job", "follow_answers", "kept_answers",
+           "stopped_text"]
 
 PLAYGROUND = "app_pages/playground.py"
 
@@ -79,9 +80,11 @@ def answer_progress(k: int, progress: Callable[[int, int, str], None], *, ready:
     return report
 
 
-def start_answers_job(run_key: tuple, title: str, *, collection, retriever, generator, attributor, query: str,
-                      config: RagConfig, scores, total: int) -> Job:
-    """Start generating ``query``'s answers in a worker thread (models and scores come from the page)."""
+def answers_work(*, collection, retriever, generator, attributor, query: str, config: RagConfig, scores,
+                 total: int) -> jobs.Work:
+    """The work of a Generate job (:class:`~fairrag_studio.services.jobs.JobRunner`): ``query``'s ``total``
+    distinct answers, each appended to ``partial["answers"]`` once its citations are checked, the run in
+    ``partial["rag"]``."""
     def work(ctx: jobs.JobContext) -> None:
         answers: list[ListAnswer] = ctx.partial["answers"]
         ctx.progress(0, total * (1 + config.k), "Starting…")
@@ -93,6 +96,14 @@ def start_answers_job(run_key: tuple, title: str, *, collection, retriever, gene
                                                                      on_answer=answers.append, tick=ctx.tick))
         return None
 
+    return work
+
+
+def start_answers_job(run_key: tuple, title: str, *, collection, retriever, generator, attributor, query: str,
+                      config: RagConfig, scores, total: int) -> Job:
+    """Start generating ``query``'s answers in a worker thread (models and scores come from the page)."""
+    work = answers_work(collection=collection, retriever=retriever, generator=generator, attributor=attributor,
+                        query=query, config=config, scores=scores, total=total)
     return jobs.runner().submit(owner_key(), "generate", title, work, key=answers_key(run_key), page=PLAYGROUND,
                                 total=total * (1 + config.k), partial={"answers": [],
                                                       "controls": controls_snapshot(st.session_state)})
@@ -120,3 +131,17 @@ def follow_answers(job: Job, partial: dict | None, show: Callable[[ListAnswer], 
             show(answer)
 
     progress()
+
+
+def kept_answers(partial: dict | None) -> list[ListAnswer]:
+    """The answers a stopped (or running) Generate job finished, with their citations (none after an app restart:
+    they are in the caches, and Generate brings them back at once)."""
+    return list((partial or {}).get("answers", []))
+
+
+def stopped_text(partial: dict | None, distinct: int) -> str:
+    """What the page says after Stop: how many of the ``distinct`` answers were finished (the job's own steps
+    count document checks too: "78 of 120" for 6 of 20 answers in issue 31)."""
+    made = f"{len(kept_answers(partial))} of {distinct} answers" if partial is not None else "some answers"
+    return (f"Stopped after {made}; press **Generate answers** to resume (the finished answers come from the "
+            "cache).")

@@ -15,6 +15,7 @@ result, and stop polling.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ __all__ = ["render_jobs_panel", "follow_job", "eta_text", "queue_text", "waiting
            "apply_pending_open"]
 
 POLL_SECONDS = 2.0
+_ANSWERS_READY = re.compile(r"(\d+ of \d+ answers)")
 # Material icons ship with Streamlit; emoji need a font a classroom PC may lack (they showed as empty boxes)
 _ICON = {JobStatus.QUEUED: ":material/hourglass_empty:", JobStatus.RUNNING: ":material/autorenew:",
          JobStatus.DONE: ":material/check_circle:", JobStatus.FAILED: ":material/error:",
@@ -46,7 +48,9 @@ def eta_text(job: Job) -> str:
     if job.status is JobStatus.FAILED:
         return f"failed: {job.error}"
     if job.status is JobStatus.CANCELLED:
-        return f"cancelled after {job.done} of {job.total} (finished parts kept)"
+        # a Generate job's note counts its answers ("6 of 20 answers ready · …"); its steps mix answers and checks
+        counted = _ANSWERS_READY.match(job.note)
+        return f"cancelled after {counted[1] if counted else f'{job.done} of {job.total}'} (finished parts kept)"
     if job.status is JobStatus.QUEUED:
         return "starting…"
     # a job with a note counts its own units there ("8 of 20 answers ready …"): the bar gives the share
@@ -58,22 +62,49 @@ def eta_text(job: Job) -> str:
     return text
 
 
-def queue_text(state: QueueState, place: int) -> str:
-    """``waiting for qwen2.5-1.5b: FAIR-QR run ahead of it (place 1 in the queue)``."""
-    ahead = [label for _, label in state.waiting[: place - 1]]
-    if state.holder is not None:
-        ahead.insert(0, state.holder)
-    who = ", then ".join(ahead) if ahead else "another call"
-    return (f"waiting for {state.model}: {who} ahead of it (place {place} in the queue; it starts when "
-            f"{'that call ends' if len(ahead) <= 1 else 'those calls end'})")
+def _entries_text(entries, viewer: str) -> tuple[list[str], str]:
+    """The distinct descriptions of model-queue entries ``(thread name, activity)`` as ``viewer`` may see them
+    (:meth:`~fairrag_studio.services.jobs.JobRunner.describe_thread`), and what one entry is: "answer" when all
+    are Generate jobs (one model call per answer), else "model call"."""
+    described = [jobs.runner().describe_thread(name or "", label, viewer) for name, label in entries]
+    unit = "answer" if described and all(kind == "generate" for _, kind in described) else "model call"
+    return list(dict.fromkeys(words for words, _ in described)), unit
+
+
+def queue_text(state: QueueState, place: int, *, viewer: str = "") -> str:
+    """``waiting for qwen2.5-1.5b: 2 answers ahead of yours (another session's Generate)``: the calls ahead in the
+    queue (the one holding the model, then those before ``place``), named as ``viewer`` may see them."""
+    entries = ([(state.holder_thread, state.holder)] if state.holder is not None else []) + \
+        list(state.waiting[: place - 1])
+    if not entries:
+        return f"waiting for {state.model}: yours is next"
+    who, unit = _entries_text(entries, viewer)
+    return (f"waiting for {state.model}: {len(entries)} {unit}{'s' if len(entries) > 1 else ''} ahead of yours "
+            f"({', then '.join(who)})")
 
 
 def waiting_text(job: Job) -> str | None:
-    """Why a running job does not move, when it queues for a model another page or job holds (None otherwise)."""
+    """Why a running job moves slowly, when it shares a model with other pages or jobs (None otherwise): the queue
+    it waits in now and its place, or, between its turns, whom it takes turns with (a job waits before each of its
+    answers, so "waiting right now" alone would come and go with every poll). Said the same way on the job's page
+    and in the sidebar."""
     if not job.active:
         return None
-    found = waiting_for(jobs.job_thread_name(job.job_id))
-    return queue_text(*found) if found is not None else None
+    live = jobs.runner().live(job.owner, job.job_id)
+    me = jobs.job_thread_name(job.job_id)
+    found = waiting_for(me)
+    if found is not None:
+        return queue_text(*found, viewer=job.owner)
+    shared = live.sharing() if live is not None else None
+    if shared is None:
+        return None
+    entries = ([(shared.holder_thread, shared.holder)] if shared.holder is not None else []) + list(shared.waiting)
+    entries = [(name, label) for name, label in dict.fromkeys(entries) if name != me]
+    if not entries:
+        return None
+    who, unit = _entries_text(entries, job.owner)
+    return (f"sharing {shared.model} with {' and '.join(who)}: one {unit} at a time, in turns "
+            f"(waited {_duration(live.waited())} for it so far)")
 
 
 def _queue_caption(text: str) -> str:
@@ -86,11 +117,13 @@ def show_queue(placeholder) -> Iterator[None]:
     """While this page's own model calls wait for a model another page or job holds, say so in ``placeholder`` (an
     ``st.empty()``), updated about once a second, and clear it when the call's turn comes. A page's script thread
     is blocked while it waits, so only the waiting thread can draw this (``fairrag_core.models.queue.on_wait``)."""
+    viewer = owner_key()
+
     def report(state: QueueState | None, place: int) -> None:
         if state is None:
             placeholder.empty()
         else:
-            placeholder.caption(_queue_caption(queue_text(state, place)))
+            placeholder.caption(_queue_caption(queue_text(state, place, viewer=viewer)))
 
     with on_wait(report):
         yield
@@ -121,9 +154,11 @@ def _job_row(job: Job, owner: str, *, key_prefix: str) -> None:
     st.markdown(f"{_ICON[job.status]} **{job.title}**")
     if job.active:
         st.progress(job.fraction, text=eta_text(job))
+        if job.note:
+            st.caption(job.note)
         waiting = waiting_text(job)
-        if waiting or job.note:
-            st.caption(f":orange[{waiting[0].upper()}{waiting[1:]}]" if waiting else job.note)
+        if waiting:
+            st.caption(_queue_caption(waiting))
         if st.button("Cancel", key=f"{key_prefix}_cancel_{job.job_id}", disabled=job.cancel,
                      help="Stops within one answer; finished parts are kept."):
             jobs.runner().cancel(owner, job.job_id)

@@ -40,9 +40,10 @@ from pathlib import Path
 
 from fairrag_core import FairRAGError
 from fairrag_core.audit.jobs import INTERRUPTED, Job, JobStatus, JobTable, default_jobs_path
-from fairrag_core.models.queue import activity
+from fairrag_core.models.queue import QueueState, activity, on_wait
 
-__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "job_thread_name", "SHUTDOWN_GRACE"]
+__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "job_thread_name", "SHUTDOWN_GRACE",
+           "SHARED_MEMORY"]
 
 _log = logging.getLogger(__name__)
 
@@ -50,6 +51,9 @@ _log = logging.getLogger(__name__)
 KEEP_FINISHED = 64
 #: Seconds the server, once asked to stop, waits for its jobs to reach their next model call and stop.
 SHUTDOWN_GRACE = 1.5
+#: Seconds a job that waited for a model still counts as sharing it: two Generate jobs take turns answer by answer,
+#: and between its turns a job judges with another model, so "is it waiting right now" flickers every few seconds.
+SHARED_MEMORY = 60.0
 
 
 def job_thread_name(job_id: str) -> str:
@@ -70,16 +74,57 @@ class LiveJob:
     cancel: threading.Event = field(default_factory=threading.Event)
     partial: dict = field(default_factory=dict)
     thread: threading.Thread | None = None
+    kind: str = ""
+    #: the model queue the job waits in now and its place there (None while it does not wait)
+    queue: tuple[QueueState, int] | None = None
+    #: the last queue it waited in and when (``time.monotonic()``) it last saw it: whom it shares the model with
+    shared: tuple[QueueState, float] | None = None
+    #: seconds spent waiting for models, finished waits only (:meth:`waited` adds the current one)
+    waited_before: float = 0.0
+    wait_since: float | None = None
+
+    def waited(self, now: float | None = None) -> float:
+        """Seconds this job has spent waiting for models so far."""
+        now = time.monotonic() if now is None else now
+        return self.waited_before + (now - self.wait_since if self.wait_since is not None else 0.0)
+
+    def sharing(self, now: float | None = None) -> QueueState | None:
+        """The queue of the model this job shares with others: the one it waits in now, or the last one it waited
+        in less than :data:`SHARED_MEMORY` seconds ago (None when it has had a model to itself since)."""
+        if self.queue is not None:
+            return self.queue[0]
+        now = time.monotonic() if now is None else now
+        if self.shared is not None and now - self.shared[1] < SHARED_MEMORY:
+            return self.shared[0]
+        return None
+
+    def report_wait(self, state: QueueState | None, place: int) -> None:
+        """The :func:`~fairrag_core.models.queue.on_wait` callback of the job's thread: when it starts waiting for
+        a model, about once a second while it waits, and with ``None`` when its turn comes."""
+        now = time.monotonic()
+        if state is None:
+            if self.wait_since is not None:
+                self.waited_before += now - self.wait_since
+            self.wait_since, self.queue = None, None
+            if self.shared is not None:
+                self.shared = (self.shared[0], now)
+            return
+        if self.wait_since is None:
+            self.wait_since = now
+        self.queue, self.shared = (state, place), (state, now)
 
 
 class JobContext:
     """What a job's work function gets: progress reports, the cancel check, and ``partial`` for its results."""
 
-    def __init__(self, table: JobTable, live: LiveJob) -> None:
-        self._table, self._live = table, live
+    def __init__(self, table: JobTable, live: LiveJob, rates: dict[str, float] | None = None,
+                 runner: JobRunner | None = None) -> None:
+        self._table, self._live, self._runner = table, live, runner
         self.job_id = live.job_id
         self.partial = live.partial
         self._base: int | None = None
+        self._started = time.monotonic()
+        self._rates = rates if rates is not None else {}
 
     @property
     def cancelled(self) -> bool:
@@ -91,11 +136,34 @@ class JobContext:
             raise JobCancelled
 
     def progress(self, done: int, total: int, note: str = "") -> None:
-        """``done`` of ``total`` steps finished (the table computes the ETA from the steps made by this job: the
-        first report's ``done`` counts as found finished)."""
+        """``done`` of ``total`` steps finished (the first report's ``done`` counts as found finished).
+
+        The ETA is ``s · (total − done) · n``: ``s`` the seconds per step this job measured on this machine
+        *working* (time since its start less the time it waited for models, over the steps it made; before its
+        first step, the last job of its kind's), ``n`` the jobs taking turns on its model (itself and the running
+        jobs it shares the model with, :meth:`LiveJob.sharing`; a page's one call is a wait, not a turn). Elapsed
+        time over steps made would count the waits as work and swing with every turn (46 → 8 → 12 → 25 min in
+        issue 31)."""
         if self._base is None:
             self._base = done
-        self._table.progress(self.job_id, done, total, note, base=self._base)
+        now = time.monotonic()
+        made = done - self._base
+        if made > 0:
+            self._rates[self._live.kind] = max(0.0, now - self._started - self._live.waited(now)) / made
+        per_step = self._rates.get(self._live.kind)
+        eta = None
+        if per_step is not None and done <= total:
+            shared = self._live.sharing(now)
+            others = _others(shared, job_thread_name(self.job_id)) if shared is not None else []
+            turns = 1 + sum(self._runner is not None and self._runner.running_thread(name) for name in others)
+            eta = per_step * (total - done) * turns
+        self._table.progress(self.job_id, done, total, note, base=self._base, eta=eta)
+
+
+def _others(state: QueueState, me: str) -> list[str]:
+    """The threads other than ``me`` that hold or wait for the model of ``state``, each once."""
+    names = ([state.holder_thread] if state.holder_thread else []) + [name for name, _ in state.waiting]
+    return list(dict.fromkeys(name for name in names if name != me))
 
 
 Work = Callable[[JobContext], "str | None"]
@@ -109,6 +177,7 @@ class JobRunner:
         self._live: dict[str, LiveJob] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # the process is shutting down: a cancelled job failed, not cancelled
+        self._rates: dict[str, float] = {}  # seconds per step of each kind of job, as last measured
         try:  # rows left running by a process that is gone (an app that was stopped or killed mid-job)
             table.interrupt_orphans(set())
         except FairRAGError as err:
@@ -118,7 +187,7 @@ class JobRunner:
                total: int = 0, partial: dict | None = None) -> Job:
         """Record a queued job of ``owner`` and start its thread; ``partial`` seeds what it has finished."""
         job = self.table.create(owner, kind, title, key=key, page=page, total=total)
-        live = LiveJob(job.job_id, owner, partial=dict(partial or {}))
+        live = LiveJob(job.job_id, owner, partial=dict(partial or {}), kind=kind)
         thread = threading.Thread(target=self._run, args=(live, work, title), name=job_thread_name(job.job_id),
                                   daemon=True)
         live.thread = thread
@@ -137,12 +206,13 @@ class JobRunner:
             del self._live[job_id]
 
     def _run(self, live: LiveJob, work: Work, title: str) -> None:
-        ctx = JobContext(self.table, live)
+        ctx = JobContext(self.table, live, self._rates, self)
         status, error, run_id = JobStatus.DONE, None, None
         try:
             self.table.start(live.job_id)
             ctx.tick()  # cancelled while queued
-            with activity(title):  # how the model queues name this job to the others waiting
+            # how the model queues name this job to the others waiting, and how it learns where it waits
+            with activity(title), on_wait(live.report_wait):
                 run_id = work(ctx)
         except JobCancelled:
             status, error = ((JobStatus.FAILED, INTERRUPTED) if self._stopping.is_set()
@@ -183,6 +253,25 @@ class JobRunner:
             live = self._live.get(job_id)
         return live if live is not None and live.owner == owner else None
 
+    def running_thread(self, thread_name: str) -> bool:
+        """Whether ``thread_name`` is the thread of a job of this runner that still runs."""
+        with self._lock:
+            return any(job_thread_name(live.job_id) == thread_name and live.thread is not None
+                       and live.thread.is_alive() for live in self._live.values())
+
+    def describe_thread(self, thread_name: str, label: str, viewer: str) -> tuple[str, str]:
+        """Who a model queue's entry is, as ``viewer`` may see it, and the entry's job kind ("" for a page's call):
+        "your job “Answers · …”" for the viewer's own job, "another session's Generate" for another browser's (its
+        title holds that browser's query, which the viewer must not see), and a page's call by what it does
+        ("FAIR-QR run", its query left out: the page may be another browser's)."""
+        with self._lock:
+            found = next((live for live in self._live.values() if job_thread_name(live.job_id) == thread_name), None)
+        if found is None:
+            return label.split(" · ")[0], ""
+        if found.owner == viewer:
+            return f"your job “{label}”", found.kind
+        return f"another session's {_KIND_WORDS.get(found.kind, found.kind)}", found.kind
+
     def shutdown(self, grace: float = SHUTDOWN_GRACE) -> list[str]:
         """Stop every job of this process: mark it failed with :data:`INTERRUPTED` now (so the row is right even if
         the process is killed next), ask it to stop at its next tick, and wait up to ``grace`` seconds for the
@@ -211,6 +300,9 @@ class JobRunner:
         live.thread.join(timeout)
         return not live.thread.is_alive()
 
+
+#: How a job's kind is named to other sessions (a kind not listed is named as it is).
+_KIND_WORDS = {"generate": "Generate"}
 
 _runners: dict[Path, JobRunner] = {}
 _runners_lock = threading.Lock()
