@@ -89,12 +89,14 @@ bench: install-dev
 
 # Prepare a class: every answer and judgement of the README tour (running-shoes, its first query, α = 2 and the
 # Deterministic toggle, the Playground's k, N, K and seed) with the Quality preset, into the disk cache; the app then
-# starts on Quality and step 3 replays in seconds. About 15 minutes on a 2-core CPU; run it again after changing
-# models (what is cached is skipped). CLASS_PRESET=fast prepares the Fast preset instead.
+# starts on Quality and step 3 replays in seconds. One line per answer and judgement with the time left; 7 to 15
+# minutes on a shared 2-core CPU (README). Run it again after Ctrl-C or after changing models: what is cached is
+# skipped. CLASS_PRESET=fast prepares the Fast preset instead; WARM_FLAGS=--quiet prints one line per α only.
+WARM_FLAGS ?=
 CLASS_PRESET ?= quality
 class: install
 	$(PY) -m fairrag_core warm --collection running-shoes --queries rs-q01 --alphas 2,inf --preset $(CLASS_PRESET) \
-		--mark-class
+		--mark-class $(WARM_FLAGS)
 
 # Regenerate the shipped utility labels (Algorithm 1) with the default (Fast) generator, Qwen2.5-0.5B, scored by
 # short-answer match (ROUGE-L on multi-faceted, which has no short answers). On a 2-core CPU: news about 15 min,
