@@ -16,8 +16,10 @@ Each session, on the Playground with the default collection (running-shoes) and 
    ``best shoes for a first marathon s07tag``) and presses Enter; timed until the Query box holds it, the rankings
    grid's deterministic row is the one this query gives (computed here with the core, BM25, the sidebar's
    defaults) and the page is idle;
-3. **α moves**: ``--moves`` key presses on the α slider, End (α = 8) and Home (α = 0) in turn; each timed until
-   the slider shows the new value, the run it caused has finished and the page is idle.
+3. **α moves**: ``--moves`` key presses on the α slider, End (its top stop) and Home (its first) in turn; each timed
+   until the slider shows another value than before the press, the run it caused has finished and the page is idle.
+   Each query has its own stops (:mod:`fairrag_core.ranking.stops`: End reaches 5.5 on one query, 32 on another),
+   so the value reached is read from the slider and listed, not expected.
 
 After every step and once more at the end, with every session open, each page is checked:
 
@@ -26,9 +28,11 @@ After every step and once more at the end, with every session open, each page is
   query than its own, or its grid's deterministic row is not its own query's.
 
 Printed: median, p90 and max of each step's latency (ms, wall time seen by this process), the error and leak
-counts, the server's CPU seconds and peak memory, and the machine's load (``uptime``) before and after. The
-browser, its 20 pages and this harness share the machine with the server, so on a small CPU the figures include
-their cost; they are an upper bound for one user's view under this load, not the server's own time.
+counts, the server's CPU seconds (its process tree) and peak memory, the browsers' own CPU seconds (this harness's
+child processes: Playwright's driver and Chromium, counted apart with psutil), and the machine's load (``uptime``)
+before and after. The browsers share the machine with the server, so on a small CPU the latencies include their
+cost; they are an upper bound for one user's view under this load, not the server's own time (issue 31: 20
+Chromium pages took the cores while the server used 11 s of CPU).
 """
 
 from __future__ import annotations
@@ -123,6 +127,9 @@ class Session:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: list[str] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
+    #: the α values the slider showed after End and after Home (each query has its own stops)
+    reached: dict[str, set] = field(default_factory=lambda: defaultdict(set))
+    last_alpha: str | None = None
 
     @property
     def tag(self) -> str:
@@ -188,6 +195,7 @@ async def step(session: Session, name: str, action, ready, gate: asyncio.Semapho
             session.errors.append(f"{name}: {type(err).__name__}: {str(err)[:200]}")
             return False
         session.latencies[name].append((time.perf_counter() - started) * 1000)
+    session.last_alpha = state["alpha"]
     check(session, state, name, own_query)
     return True
 
@@ -219,10 +227,12 @@ async def run_session(session: Session, browser, url: str, first_query: str, gat
         return
     slider = session.page.get_by_role("slider", name=ALPHA)
     for i in range(moves):
-        key, value = ("End", "8") if i % 2 == 0 else ("Home", "0")
-        if not await step(session, f"alpha {value}", lambda key=key: slider.press(key),
-                          lambda s, value=value: s["alpha"] == value, gate, timeout, session.query):
+        key, end = ("End", "alpha end") if i % 2 == 0 else ("Home", "alpha home")
+        before = session.last_alpha  # End from below the top stop (Home from above the first) always moves it
+        if not await step(session, end, lambda key=key: slider.press(key),
+                          lambda s, before=before: s["alpha"] not in (None, before), gate, timeout, session.query):
             return
+        session.reached[end].add(session.last_alpha)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -232,15 +242,41 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def process_tree_stats(pid: int) -> tuple[float, float]:
-    """CPU seconds (user + system) and resident MB of ``pid`` (the streamlit server), from /proc."""
+def _tree(pid: int) -> list:
+    """``pid`` and its descendants (psutil processes; those gone meanwhile are skipped)."""
+    import psutil
+
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") / 1e6
-        return cpu, rss
-    except (OSError, ValueError, IndexError):
-        return float("nan"), float("nan")
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _cpu_rss(processes) -> tuple[float, float]:
+    import psutil
+
+    cpu = rss = 0.0
+    for proc in processes:
+        try:
+            times = proc.cpu_times()
+            cpu += times.user + times.system
+            rss += proc.memory_info().rss / 1e6
+        except psutil.Error:
+            continue
+    return cpu, rss
+
+
+def process_tree_stats(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) and resident MB of ``pid`` (the streamlit server) and its child processes."""
+    return _cpu_rss(_tree(pid))
+
+
+def browsers_cpu(server_pid: int) -> float:
+    """CPU seconds of this harness's child processes other than the server's tree: Playwright's driver and
+    Chromium with its renderers (the browsers' own cost)."""
+    server = {p.pid for p in _tree(server_pid)}
+    return _cpu_rss([p for p in _tree(os.getpid())[1:] if p.pid not in server])[0]
 
 
 def uptime() -> str:
@@ -278,6 +314,7 @@ async def bench(args) -> tuple[list[str], int]:
     server = ui.start_app(timeout=120)
     say(f"streamlit healthy on {server.url} after {time.perf_counter() - started:.1f} s (pid {server.process.pid})")
     cpu0, _ = process_tree_stats(server.process.pid)
+    browsers0 = browsers_cpu(server.process.pid)
     peak_rss = 0.0
     sampling = True
 
@@ -318,6 +355,7 @@ async def bench(args) -> tuple[list[str], int]:
                     control = len(decoy.leaks)
                 sampling = False
                 await memory
+                browsers1 = browsers_cpu(server.process.pid)  # before the browser closes: its processes end
             finally:
                 await browser.close()
         cpu1, _ = process_tree_stats(server.process.pid)
@@ -326,7 +364,12 @@ async def bench(args) -> tuple[list[str], int]:
     log = server.log_text()
     final_errors = [line for line in log.splitlines() if ERROR_LINE.search(line)]
 
-    say(f"all sessions done in {wall:.1f} s; server CPU {cpu1 - cpu0:.1f} s, peak RSS {peak_rss:.0f} MB")
+    moves_made = sum(len(v) for s in sessions for n, v in s.latencies.items() if n.startswith("alpha"))
+    say(f"all sessions done in {wall:.1f} s; server CPU {cpu1 - cpu0:.1f} s, peak RSS {peak_rss:.0f} MB; "
+        f"browsers' own CPU {browsers1 - browsers0:.1f} s (Playwright and Chromium, apart from the server)")
+    actions = moves_made + sum(len(s.latencies.get(n, [])) for s in sessions for n in ("load", "query"))
+    if actions:
+        say(f"server CPU per action (loads, queries and {moves_made} α moves): {(cpu1 - cpu0) / actions * 1000:.0f} ms")
     say(f"load after:  {uptime()}")
     say("")
     say(f"{'step':<10} {'n':>4} {'median ms':>10} {'p90 ms':>8} {'max ms':>8}")
@@ -338,8 +381,13 @@ async def bench(args) -> tuple[list[str], int]:
                 f"{max(values):>8.0f}")
     errors = sum(len(s.errors) for s in sessions) + len(final_errors)
     leaks = sum(len(s.leaks) for s in sessions)
-    done = sum(len(s.latencies.get("alpha 0", [])) + len(s.latencies.get("alpha 8", [])) == args.moves
+    done = sum(len(s.latencies.get("alpha end", [])) + len(s.latencies.get("alpha home", [])) == args.moves
                for s in sessions)
+    for end in ("alpha end", "alpha home"):
+        reached = sorted({value for s in sessions for value in s.reached[end] if value is not None}, key=str)
+        if reached:
+            say(f"α reached by {'End' if end == 'alpha end' else 'Home'}: {', '.join(reached)} "
+                "(each query's own stops)")
     say("")
     say(f"sessions that finished every step: {done}/{len(sessions)}")
     say(f"errors: {errors} (exception boxes, timeouts, server log error lines: {len(final_errors)})")
