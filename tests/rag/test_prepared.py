@@ -61,3 +61,21 @@ def test_the_plan_counts_the_pipelines_distinct_lists_and_what_is_cached(cache):
     generator = Generator(FirstDocumentModel("fake-gen"), cache=AnswerCache(disk=disk))
     again = plan_answers(shoes, BM25Retriever(shoes.texts), generator, [shoes.query("rs-q01")], [2.0], config)
     assert (again[0].cached, again[0].todo, again[0].keys) == (20, 0, plan[0].keys)
+
+
+def test_the_fair_qr_page_says_which_steps_are_prepared(cache, monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from fairrag_studio.services import resources
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    resources.run_store.clear()
+    assert warm("--mark-class", "--preset", "fast") == 0
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120).run()
+    at.sidebar.selectbox(key="collection_choice").set_value("people").run()
+    at.switch_page("app_pages/fair_qr.py").run()
+    assert not at.exception
+    assert "Prepared for the class: step 3 answers ✓, FAIR-QR ✗ (runs live)" in [c.value for c in at.caption]
+    resources.run_store.clear()
