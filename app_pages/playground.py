@@ -52,7 +52,7 @@ GRID_BESIDE_MAX_K = 8
 #: Presenter mode's step selector: the README tour's steps, then the whole page as before.
 WHOLE_PAGE = "Whole page"
 #: Answer cards a presenter step shows (the most frequent first): what fits under the tiles at 1280×720.
-STEP_CARDS = 2
+STEP_CARDS = 1
 
 settings = st.session_state["settings"]
 presenter = bool(st.session_state.get("presenter"))
@@ -503,8 +503,8 @@ def _answer_cards(rag, ranking) -> None:
     for answer in rag.answers[:shown]:  # most frequent first
         answer_card(answer, ranking, collection, settings.n_samples)
     if len(rag.answers) > shown:
-        st.caption(f"Showing the {shown} most frequent of {len(rag.answers)} distinct answers"
-                   + (f" ({WHOLE_PAGE.lower()}: all of them)." if step else "."))
+        st.caption(f"Showing the {f'{shown} ' if shown > 1 else ''}most frequent of {len(rag.answers)} distinct "
+                   "answers" + (f" ({WHOLE_PAGE.lower()}: all of them)." if step else "."))
     if step:
         return
 

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from fairrag_core import load_collection
 from fairrag_core.rag.generation import Generator
 from fairrag_studio.panels.presenter import TOUR_STEPS, chip_title
+from fairrag_studio.panels.widgets import markdown_text
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PLAYGROUND, CURVES = "app_pages/playground.py", "app_pages/disparity_curves.py"
@@ -94,11 +95,13 @@ def test_step_three_names_each_chip_by_the_short_title(fake_models):
     assert len(at.metric) == 5  # the answers' tiles
     collection = load_collection("running-shoes")
     names = {chip_title(d.title) for d in collection.documents}
-    labels = [p.proto.label for p in at.get("popover")]
-    assert len(labels) == 2 * 5  # two answer cards (the most frequent), k = 5 chips each
-    shown = [next((n for n in names if f"] {n}" in label), None) for label in labels]
+    labels = [p.proto.popover.label for p in at.main.get("popover")]
+    assert len(labels) == 5  # one answer card (the most frequent), k = 5 chips
+    shown = [next((n for n in names if f"\\] {markdown_text(n)}" in label.replace("] ~~", "] ")), None)
+             for label in labels]
     assert all(shown), labels  # every chip carries a document's short title, whole
-    assert any(c.value.startswith("Showing the 2 most frequent of ") for c in at.main.caption)
+    assert any(c.value.startswith("Showing the most frequent of 20 distinct answers (whole page: all")
+               for c in at.main.caption)
 
 
 def test_the_delta_chart_title_fits_a_narrow_column():
