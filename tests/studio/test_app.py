@@ -111,6 +111,7 @@ def test_presenter_mode_shows_titles_in_large_type():
     grid = lambda: " ".join(h.proto.body for h in at.get("html") if "deterministic" in h.proto.body)  # noqa: E731
     assert "rs-0" in grid() and "font:18px" not in grid()
     at.sidebar.toggle(key="presenter").set_value(True).run()
+    at.segmented_control(key="presenter_step").set_value("Whole page").run()  # the tour steps: test_presenter.py
     assert not at.exception
     shown = grid()
     assert "font:18px" in shown or "font-size:18px" in shown
