@@ -47,8 +47,9 @@ def _toy(words: str):
 
 @pytest.fixture()
 def runner(tmp_path, monkeypatch):
-    monkeypatch.setattr(jobs, "runner", lambda path=None, _r=jobs.JobRunner(JobTable(tmp_path / "j.sqlite")): _r)
-    return jobs.runner()
+    made = jobs.JobRunner(JobTable(tmp_path / "j.sqlite"))
+    monkeypatch.setattr(jobs, "runner", lambda path=None: made)
+    return made
 
 
 def _generate(runner, owner: str, model, query: str, *, lists: int = 12) -> Job:
@@ -73,6 +74,7 @@ def test_two_sessions_generating_on_one_model_always_say_what_they_wait_for(runn
         time.sleep(0.01)
     assert runner.wait(first.job_id, 30) and runner.wait(second.job_id, 30)
     pattern = re.compile(r"(waiting for stub-llm: [12] answers? ahead of yours \(another session's Generate\)"
+                         r"|waiting for stub-llm: yours is next"  # the holder has just let go
                          r"|sharing stub-llm with another session's Generate: one answer at a time, in turns "
                          r"\(waited \d+ s for it so far\))")
     for texts in said.values():
@@ -159,3 +161,60 @@ def test_a_queue_names_the_viewers_own_job_by_title_and_others_without_their_que
     finally:
         gate.set()
     assert runner.wait(mine.job_id, 5)
+
+
+# -- on the Playground (AppTest) --------------------------------------------------------------------------------------
+class StopsAtThirdModel(FirstDocumentModel):
+    """The fake generator: two answers at once, the third waits until ``gate`` is open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def complete(self, prompts, decoding=None):
+        if self.calls >= 2:
+            assert self.gate.wait(60), "the test never opened the gate"
+        return super().complete(prompts, decoding)
+
+
+def test_stop_on_the_playground_keeps_the_finished_answers_and_counts_answers(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from fairrag_studio.services import owners, resources
+
+    secret = bytes(range(32))
+    signed_a = owners.sign("a" * 32, secret)  # a key the server issued (a hand-picked one is replaced)
+
+    monkeypatch.setenv("FAIRRAG_RUNS", str(tmp_path / "runs.duckdb"))
+    monkeypatch.setenv("FAIRRAG_JOBS", str(tmp_path / "jobs.sqlite"))
+    owners.secret_path().write_bytes(secret)
+    model, attributor = StopsAtThirdModel(), SubstringAttributor()
+    generator = Generator(model, cache=AnswerCache(disk=None))
+    monkeypatch.setattr(resources, "generator", lambda name, device, style="short": generator)
+    monkeypatch.setattr(resources, "attributor", lambda name, device: attributor)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=120)
+    at.query_params["owner"] = signed_a
+    at.run().switch_page("app_pages/playground.py").run()
+    at.sidebar.slider(key="k").set_value(3).run()
+    at.select_slider(key="alpha").set_value(0.0).run()
+    at.button(key="generate").click().run()
+    job = jobs.runner().jobs(signed_a)[0]
+    partial = jobs.runner().live(signed_a, job.job_id).partial
+    try:
+        deadline = time.monotonic() + 30
+        while len(partial["answers"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        at.run()
+        at.button(key="stop_generation").click().run()
+    finally:
+        model.gate.set()
+    assert jobs.runner().wait(job.job_id, 30)
+    at.run()
+    assert not at.exception
+    total = job.total // 4  # 1 step per answer and 3 per answer's checks (k = 3)
+    made = len(partial["answers"])
+    assert made >= 2 and total > made
+    assert [i.value for i in at.info if i.value.startswith(f"Stopped after {made} of {total} answers;")]
+    assert len([m.value for m in at.markdown if re.search(r"uses \d of 3 documents", m.value)]) == made
