@@ -38,7 +38,8 @@ if not categories:
 
 examples = [q.text for q in collection.queries]
 # Start where the lever shows: on `people`, BM25's top 20 for this query over-represents two regions, and two
-# refinements bring Δ from 0.57 to 0.18 (corpus-keyword refiner, which then refuses a third); elsewhere, the collection's first query.
+# refinements bring Δ from 0.57 to 0.18 (corpus-keyword refiner, which then refuses a third); elsewhere, the
+# collection's first query.
 showcase = SHOWCASE.get(collection.name, examples[0] if examples else "")
 top = st.columns([3, 2])
 # keys per collection: switching collections starts from that collection's showcase query and category
