@@ -21,7 +21,7 @@ def audit(path, *more):
     assert main(["audit-log", str(path), "--no-store", "--json", "--boot", "100", "--seed", "4", *more], out=out) == 0
     payload = json.loads(out.getvalue())
     record = payload.pop("config")  # the run record names the input (its path, name, sha256) and takes a time
-    del payload["command"], record["config"]["log"]
+    del payload["command"], payload["fairrag"], record["config"]["log"]  # the header names the input, as the record
     payload["settings"], payload["notes_recorded"] = record["config"], record["extra"]["notes"]
     return payload
 

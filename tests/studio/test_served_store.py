@@ -68,7 +68,7 @@ def test_a_store_in_the_data_folder_is_audited_by_service_and_window_and_compare
     assert sorted(label.split(" · ")[1] for label in labels) == ["svc-a", "svc-b"]
     assert all(label.startswith("run:") for label in labels)
     findings = [m.value for m in at.markdown if "svc-a: " in m.value or "svc-b: " in m.value]
-    assert findings and "citations" in " ".join(findings)  # each system's label-free findings, as audit-log's
+    assert findings and "citation share" in " ".join(findings)  # each system's label-free findings, as audit-log's
     saved = [c.value for c in at.caption if c.value.startswith("Saved in the run store as **")][-1]  # the comparison
     comparison = saved.split("**")[1]
     at.multiselect(key="stored_pick").set_value([comparison]).run()  # the stored comparison, reopened alone
