@@ -1,4 +1,9 @@
-"""Playground: one query, an α slider, the sampled rankings, exposure, and answers with citations."""
+"""Playground: one query, an α slider, the sampled rankings, exposure, and answers with citations.
+
+Long because it lays out one page state two ways (the whole page, and Presenter mode's tour steps at 1280×720) and
+the steps pick parts of the same state; the parts themselves live in fairrag_studio.panels (presenter, answers,
+providers).
+"""
 
 import math
 import time

@@ -76,8 +76,8 @@ CLI = {
     "warm": ["--alphas", "--cache", "--candidates", "--collection", "--control-margin", "--device",
              "--entail-threshold", "--generator", "--json", "--mark-class", "--metric", "--min-rel", "--min-support",
              "--model", "--nli", "--no-per-claim", "--no-skip-degenerate", "--oracle", "--paper-citations",
-             "--per-claim", "--preset", "--prompt-order", "--prompt-style", "--queries", "--retriever", "--samples",
-             "--seed",
+             "--per-claim", "--preset", "--prompt-order", "--prompt-style", "--queries", "--quiet", "--retriever",
+             "--samples", "--seed",
              "--skip-degenerate", "-N", "-k"],
 }
 
