@@ -13,23 +13,25 @@ under-represented group ĝ, and proposes a few keywords about ĝ to append to th
 
 from __future__ import annotations
 
+import logging
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..data import Collection
+from ..data.disk_cache import DiskCache, cache_key, default_disk_cache
 from ..metrics.group_targets import groups_for
 from ..retrieval import Retriever, top_candidates
 from ..text import DEFAULT_TOKENIZER, ENGLISH_STOP_WORDS
 
 __all__ = [
     "RefinementRequest", "Refinement", "Refiner", "CorpusKeywordRefiner", "LLMRefiner", "KEYWORDS_REFINER",
-    "build_refiner", "sanitise_keywords", "refinement_prompt",
+    "build_refiner", "sanitise_keywords", "refinement_prompt", "refinement_key", "REFINEMENT_KIND",
 ]
 
 
@@ -190,25 +192,81 @@ _REFUSAL = re.compile(r"\b(?:I\s+(?:cannot|can't|can not|am unable|won't)|I'm\s+
                       re.IGNORECASE)
 
 
+_log = logging.getLogger(__name__)
+
+#: The disk-cache kind of the LLM refiner's replies (:class:`~fairrag_core.data.disk_cache.DiskCache`).
+REFINEMENT_KIND = "refinement"
+_DEFAULT_DISK = object()  # LLMRefiner(disk=…) not given: the shared cache file
+
+
+def refinement_key(identity: str, max_new_tokens: int, prompt: str) -> str:
+    """The disk-cache key of a refiner reply: the model's identity (weights hash), the decoding (greedy, the
+    default :class:`~fairrag_core.models.llm.Decoding` with ``max_new_tokens``) and the whole prompt."""
+    from ..models.llm import Decoding
+
+    return cache_key(REFINEMENT_KIND, identity, asdict(Decoding(max_new_tokens=max_new_tokens)), "", prompt)
+
+
 class LLMRefiner(Refiner):
     """The paper's refiner: an instruction-following LLM asked with the Appendix prompt (greedy decoding).
 
     The paper used GPT-4o at temperature 0.3; we decode greedily so that a trace is reproducible. An empty
     or unusable reply falls back to ``fallback`` (if given; the corpus keywords draw only from the group's
     documents that match the query) with a note saying "the model suggested no keyword".
+
+    Replies are kept in ``disk`` (default: the shared cache file; ``None``: not kept) under
+    :func:`refinement_key` when the model has an identity (:func:`~fairrag_core.models.identity.model_identity`),
+    as answers are: a cached reply is the model's greedy reply, so it gives the identical refinement without the
+    model. ``keys`` lists the keys of the replies asked for (what ``warm --mark-class`` records); ``model_calls``
+    counts the replies that needed the model.
     """
 
-    def __init__(self, model, *, fallback: Refiner | None = None, max_new_tokens: int = 32) -> None:
+    def __init__(self, model, *, fallback: Refiner | None = None, max_new_tokens: int = 32,
+                 disk: DiskCache | None = _DEFAULT_DISK) -> None:  # type: ignore[assignment]
         self.model = model
         self.name = f"llm:{model.name}"
         self.fallback = fallback
         self.max_new_tokens = max_new_tokens
+        self.disk = default_disk_cache() if disk is _DEFAULT_DISK else disk
+        self.keys: list[str] = []
+        self.model_calls = 0
+        self._identity: tuple[str | None] | None = None
 
-    def refine(self, request: RefinementRequest) -> Refinement:
+    @property
+    def identity(self) -> str | None:
+        """The model's identity in the disk cache (``None``: its replies are not kept)."""
+        if self._identity is None:
+            from ..models.identity import model_identity
+
+            self._identity = (model_identity(self.model),)
+        return self._identity[0]
+
+    def _reply(self, prompt: str) -> str:
+        from ..errors import StoreError
         from ..models.llm import ChatPrompt
 
-        reply = self.model.generate([ChatPrompt("", refinement_prompt(request))],
-                                    max_new_tokens=self.max_new_tokens)[0]
+        key = None
+        if self.disk is not None and self.identity is not None:
+            key = refinement_key(self.identity, self.max_new_tokens, prompt)
+            self.keys.append(key)
+            try:
+                found = self.disk.get_many(REFINEMENT_KIND, [key])
+            except StoreError as err:  # an unusable cache costs the model call, never the run
+                _log.warning("refiner cache not read: %s", err)
+                found = {}
+            if key in found:
+                return found[key]
+        self.model_calls += 1
+        reply = self.model.generate([ChatPrompt("", prompt)], max_new_tokens=self.max_new_tokens)[0]
+        if key is not None:
+            try:
+                self.disk.put_many(REFINEMENT_KIND, {key: reply}, model=self.identity)
+            except StoreError as err:
+                _log.warning("refiner cache not written: %s", err)
+        return reply
+
+    def refine(self, request: RefinementRequest) -> Refinement:
+        reply = self._reply(refinement_prompt(request))
         refused = _REFUSAL.search(reply or "") is not None  # a refusal's words are not keywords
         keywords = "" if refused else sanitise_keywords(reply, current_query=request.current_query)
         if keywords:

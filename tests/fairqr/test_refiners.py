@@ -97,6 +97,41 @@ def test_llm_refiner_uses_the_reply_and_falls_back_visibly():
     assert bare.keywords == "" and bare.note == "the model suggested no keyword"
 
 
+class KnownModel(CannedModel):
+    """A canned model with an identity: its replies may persist on disk."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__(reply)
+        self.identity = f"tests.KnownModel:{reply}"
+
+
+def test_llm_refiner_replies_are_cached_on_disk_and_give_the_same_fair_qr_run(tmp_path):
+    from fairrag_core.data.disk_cache import DiskCache
+    from fairrag_core.fairqr import fair_qr
+    from fairrag_core.fairqr.refiners import REFINEMENT_KIND, refinement_key
+    from fairrag_core.rag.prepared import fairqr_showcase
+
+    people = load_collection("people")
+    query, config, _ = fairqr_showcase(people)
+    assert query == "award-winning film directors" and config.categories == ("region",) and config.top_k == 20
+    disk, bm25 = DiskCache(tmp_path / "cache.sqlite"), BM25Retriever(people.texts)
+    first = LLMRefiner(KnownModel("Keywords: African Asian"), disk=disk)
+    live = fair_qr(people, bm25, first, query, config)
+    assert first.model_calls == len(first.model.prompts) == len(first.keys) >= 1
+    assert first.keys[0] == refinement_key(first.model.identity, 32, first.model.prompts[0].user)
+    assert disk.get_many(REFINEMENT_KIND, first.keys[:1]) == {first.keys[0]: "Keywords: African Asian"}
+    second = LLMRefiner(KnownModel("Keywords: African Asian"), disk=disk)
+    replayed = fair_qr(people, bm25, second, query, config)
+    assert second.model_calls == 0 and second.model.prompts == [] and second.keys == first.keys
+    assert replayed.iterations == live.iterations and replayed.reranked == live.reranked
+    other = LLMRefiner(KnownModel("Keywords: Europe"), disk=disk)  # other weights: another key, the model runs
+    fair_qr(people, bm25, other, query, config)
+    assert other.model_calls >= 1
+    anonymous = LLMRefiner(CannedModel("Keywords: African"), disk=disk)  # no identity: nothing kept on disk
+    fair_qr(people, bm25, anonymous, query, config)
+    assert anonymous.keys == [] and anonymous.model_calls >= 1
+
+
 def test_corpus_keyword_refiner_proposes_words_of_the_missing_group():
     people = load_collection("people")
     bm25 = BM25Retriever(people.texts)
