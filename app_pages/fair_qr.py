@@ -11,15 +11,13 @@ from fairrag_core.fairqr.evaluate import FairQREvalConfig, compare_systems
 from fairrag_core.metrics.group_targets import TargetKind, groups_for
 from fairrag_core.models.catalog import REFINER, role_models
 from fairrag_core.models.queue import activity
+from fairrag_core.rag.prepared import FAIRQR_SHOWCASE as SHOWCASE
 from fairrag_core.rag.prepared import prepared_note
 from fairrag_studio import charts
 from fairrag_studio.panels.jobs import model_busy_note, show_queue
 from fairrag_studio.panels.widgets import chart_with_downloads, explainer, glossary_note
 from fairrag_studio.services import resources
 from fairrag_studio.views import explain
-
-#: Per demo collection, a query whose BM25 list is far from the target, so the refinements show.
-SHOWCASE = {"people": "award-winning film directors"}
 
 settings = st.session_state["settings"]
 collection = resources.collection(settings.collection)

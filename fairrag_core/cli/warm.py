@@ -11,6 +11,10 @@ Before it starts, it counts the answers the class needs and those already cached
 do"); then one line per answer and per judgement on stderr with its time and an estimate of the time left (from the
 mean time of the units computed so far); Ctrl-C says how far it got (each answer and judgement is saved as it is
 made, so a rerun resumes there). ``--quiet`` keeps only the line per (query, α).
+
+With ``--mark-class`` it also runs the tour's FAIR-QR step once (the FAIR-QR page's first run on *people*,
+:func:`~fairrag_core.rag.prepared.fairqr_showcase`, whatever ``--collection``), one line per refinement, so that the
+LLM refiner's replies are cached and the record lists them (the page then says "FAIR-QR ✓").
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from pathlib import Path
 
 from ..checks import parse_alphas
 from ..data.disk_cache import CACHE_ENV, DiskCache, default_disk_cache
-from ..errors import InvalidParameterError
+from ..errors import FairRAGError, InvalidParameterError
+from ..fairqr.refiners import LLMRefiner, Refiner
 from ..rag.pipeline import AnswerStream, RagConfig
-from ..rag.prepared import PreparedClass, mark_prepared_class, plan_answers
+from ..rag.prepared import FAIRQR_SHOWCASE, PreparedClass, fairqr_showcase, mark_prepared_class, plan_answers
 from ..rag.presets import PRESETS
 from ..ranking.sweep import SweepConfig
 from ..settings import PLAYGROUND_SAMPLING
@@ -170,6 +175,83 @@ def _loading_line(model) -> str | None:
             + (f" on {threads} thread{'s' * (threads != 1)}" if threads else "") + " …")
 
 
+def _bm25(collection):
+    """BM25 over ``collection``: the FAIR-QR page's retriever."""
+    from ..retrieval import build_retriever
+
+    return build_retriever("bm25", collection.texts, collection=collection.name)
+
+
+class _ShownRefiner(Refiner):
+    """``refiner`` with one stderr line per refinement: its number, the group, and its time or "cached"."""
+
+    def __init__(self, refiner: LLMRefiner, label: str, err) -> None:
+        self.refiner, self.label, self.err = refiner, label, err
+        self.name = refiner.name
+        self.count = 0
+
+    def refine(self, request):
+        began, calls = time.perf_counter(), self.refiner.model_calls
+        found = self.refiner.refine(request)
+        self.count += 1
+        took = time.perf_counter() - began
+        print(f"refinement {self.count} ({self.label}, toward {request.group}) "
+              + (f"{took:.1f} s" if self.refiner.model_calls > calls else "cached"), file=self.err, flush=True)
+        return found
+
+
+def _prepare_fairqr(collection, refiner: LLMRefiner, showcase, err, *, quiet: bool = False) -> tuple[str, ...]:
+    """Run the FAIR-QR showcase ``(query, config, _)`` once with ``refiner`` (its replies go to its disk cache);
+    the cache keys of its replies."""
+    from ..fairqr import fair_qr
+
+    query, config, _ = showcase
+    refiner.keys.clear()
+    shown = refiner if quiet else _ShownRefiner(refiner, f"FAIR-QR {query!r}", err)
+    calls = refiner.model_calls
+    result = fair_qr(collection, _bm25(collection), shown, query, config)
+    made = refiner.model_calls - calls
+    print(f"FAIR-QR {query!r}: {len(result.iterations) - 1} refinements, {len(refiner.keys) - made} of "
+          f"{len(refiner.keys)} replies cached", file=err, flush=True)
+    return tuple(refiner.keys)
+
+
+def _warm_fairqr(args, cache: DiskCache, generator) -> tuple[str, ...]:
+    """The tour's FAIR-QR step (README step 5: *people* → FAIR-QR, the page's first run on each collection of
+    :data:`~fairrag_core.rag.prepared.FAIRQR_SHOWCASE`) prepared (see :func:`_prepare_fairqr`); () with a note on
+    stderr when it cannot be. When the refiner is the generator (same --generator name), its weights are reused."""
+    from ..data import load_collection
+    from ..fairqr import CorpusKeywordRefiner, build_refiner
+
+    device = getattr(args, "device", None)
+    keys: list[str] = []
+    try:
+        for name in FAIRQR_SHOWCASE:
+            collection = load_collection(name)
+            showcase = fairqr_showcase(collection)
+            if showcase is None:
+                continue
+            bm25 = _bm25(collection)
+            if showcase[2] == args.generator:
+                refiner = LLMRefiner(generator.model, disk=cache,
+                                     fallback=CorpusKeywordRefiner(collection, showcase[1].categories, bm25))
+            else:
+                refiner = build_refiner(showcase[2], collection, showcase[1].categories, bm25,
+                                        device=None if device == "auto" else device)
+            if not isinstance(refiner, LLMRefiner):
+                continue
+            refiner.disk = cache
+            if refiner.identity is None:
+                print(f"note: {refiner.model.name} has no identity for the disk cache; FAIR-QR will run live",
+                      file=sys.stderr)
+                return ()
+            keys += _prepare_fairqr(collection, refiner, showcase, sys.stderr, quiet=args.quiet)
+    except FairRAGError as err:
+        print(f"note: the FAIR-QR step was not prepared ({err}); it will run live", file=sys.stderr)
+        return ()
+    return tuple(keys)
+
+
 def _cmd_warm(args, out) -> int:
     from ..rag import run_rag
 
@@ -233,11 +315,13 @@ def _cmd_warm(args, out) -> int:
     stats = cache.stats()
     marked = None
     if args.mark_class:
+        refinement_keys = _warm_fairqr(args, cache, generator)
         marked = mark_prepared_class(PreparedClass(
             preset=args.preset or "custom", generator=generator.name, attributor=attributor.name,
             collection=collection.name, query_ids=tuple(q.query_id for q in queries), alphas=tuple(args.alphas),
             k=args.k, n_samples=args.n_samples, candidates=args.candidates, seed=args.seed, made_at=time.time(),
-            seconds=round(time.perf_counter() - start, 1), answer_keys=tuple(k for t in plan for k in t.keys)),
+            seconds=round(time.perf_counter() - start, 1), answer_keys=tuple(k for t in plan for k in t.keys),
+            refinement_keys=refinement_keys),
             stats.path)
     payload = {"collection": collection.name, "generator": generator.name, "generator_identity": generator.identity,
                "attributor": attributor.name, "attributor_identity": attributor.cache_identity(),

@@ -7,7 +7,9 @@ ran ahead of time) and says, under the answers, that they came from the cache an
 
 :func:`plan_answers` lists the answers a class needs and which the cache already holds (so that ``warm`` counts,
 estimates and resumes); the record keeps their cache keys, so that :func:`is_prepared` can say whether a tour step
-will replay from the cache (:data:`CLASS_STEPS`; the Playground and FAIR-QR pages say it).
+will replay from the cache (:data:`CLASS_STEPS`; the Playground and FAIR-QR pages say it). The tour's FAIR-QR step
+is the FAIR-QR page's first run (:func:`fairqr_showcase`); ``warm --mark-class`` runs it once so that the LLM
+refiner's replies are cached, and records their keys.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from .generation import Generator, answer_key, build_prompt
 from .presets import DEFAULT_PRESET, PRESETS
 
 __all__ = ["PreparedClass", "prepared_class", "mark_prepared_class", "default_preset", "PREPARED_FILE",
-           "PlannedTask", "plan_answers", "CLASS_STEPS", "is_prepared", "prepared_note"]
+           "PlannedTask", "plan_answers", "CLASS_STEPS", "is_prepared", "prepared_note", "FAIRQR_SHOWCASE",
+           "fairqr_showcase"]
 
 #: The record's file name, beside the cache file.
 PREPARED_FILE = "prepared_class.json"
@@ -49,6 +52,8 @@ class PreparedClass:
     seconds: float
     #: the disk-cache keys of every answer prepared (empty in records written before they were kept)
     answer_keys: tuple[str, ...] = ()
+    #: the disk-cache keys of the FAIR-QR showcase's refiner replies (empty: that step was not prepared)
+    refinement_keys: tuple[str, ...] = ()
 
     @property
     def when(self) -> str:
@@ -83,6 +88,7 @@ def prepared_class(cache_path: Path | None = None) -> PreparedClass | None:
         data["alphas"] = tuple(float(a) for a in data["alphas"])
         data["query_ids"] = tuple(data["query_ids"])
         data["answer_keys"] = tuple(data.get("answer_keys", ()))
+        data["refinement_keys"] = tuple(data.get("refinement_keys", ()))
         found = PreparedClass(**data)
     except (OSError, ValueError, TypeError, KeyError):
         return None
@@ -135,27 +141,52 @@ def plan_answers(collection, retriever, generator: Generator, queries: Sequence,
     return plan
 
 
+#: Per demo collection, the FAIR-QR page's first query: its BM25 list is far from the target, so the refinements
+#: show (other collections start from their first example query).
+FAIRQR_SHOWCASE = {"people": "award-winning film directors"}
+
+
+def fairqr_showcase(collection):
+    """The FAIR-QR page's first run on ``collection`` as (query, :class:`~fairrag_core.fairqr.FairQRConfig`, refiner
+    name) with the page's defaults (category region if there is one, else the first; relevant-documents target;
+    K = min(20, documents); 5 refinements; the first refiner LLM), or None (no group labels, or no query)."""
+    from ..fairqr import FairQRConfig
+    from ..models.catalog import REFINER, role_models
+
+    categories = collection.categories()
+    examples = [q.text for q in collection.queries]
+    query = FAIRQR_SHOWCASE.get(collection.name, examples[0] if examples else "")
+    refiners = role_models(REFINER)
+    if not categories or not query or not refiners:
+        return None
+    chosen = ("region",) if "region" in categories else tuple(categories[:1])
+    return query, FairQRConfig(categories=chosen, top_k=min(20, len(collection))), refiners[0]
+
+
 #: The tour steps (README, "A 15-minute classroom tour") that a class can have prepared, and how the app names them.
 CLASS_STEPS = {"answers": "step 3 answers", "fair-qr": "FAIR-QR"}
 
 
 def is_prepared(step: str, cache_path: Path | None = None) -> bool:
     """Whether tour ``step`` (a key of :data:`CLASS_STEPS`) replays from the cache: ``"answers"`` when the last
-    ``make class`` recorded its answers and the cache still holds every one of them; ``"fair-qr"`` never yet (the
-    FAIR-QR refiner's replies are not kept on disk: that step runs live, about 30 s on 2 cores)."""
+    ``make class`` recorded its answers and the cache still holds every one of them; ``"fair-qr"`` likewise for the
+    FAIR-QR showcase's refiner replies (unprepared, that step runs live: about 30 s on 2 cores)."""
+    from ..fairqr.refiners import REFINEMENT_KIND
+
     if step not in CLASS_STEPS:
         raise KeyError(f"unknown tour step {step!r}; use one of {', '.join(CLASS_STEPS)}")
-    if step != "answers":
-        return False
     found = prepared_class(cache_path)
     path = cache_path if cache_path is not None else default_cache_path()
-    if found is None or path is None or not found.answer_keys or not Path(path).is_file():
+    if found is None or path is None or not Path(path).is_file():
+        return False
+    kind, keys = ("answer", found.answer_keys) if step == "answers" else (REFINEMENT_KIND, found.refinement_keys)
+    if not keys:
         return False
     try:
-        held = DiskCache(path).get_many("answer", list(found.answer_keys))
+        held = DiskCache(path).get_many(kind, list(keys))
     except StoreError:
         return False
-    return len(held) == len(set(found.answer_keys))
+    return len(held) == len(set(keys))
 
 
 def prepared_note(cache_path: Path | None = None) -> str | None:

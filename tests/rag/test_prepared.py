@@ -12,7 +12,7 @@ from fairrag_core.models import catalog
 from fairrag_core.rag import attribution
 from fairrag_core.rag.generation import AnswerCache, Generator
 from fairrag_core.rag.pipeline import RagConfig
-from fairrag_core.rag.prepared import CLASS_STEPS, is_prepared, plan_answers, prepared_note
+from fairrag_core.rag.prepared import CLASS_STEPS, is_prepared, plan_answers, prepared_class, prepared_note
 from fairrag_core.retrieval import BM25Retriever
 
 
@@ -37,14 +37,30 @@ def test_nothing_is_prepared_before_make_class(cache):
 
 def test_step_3_is_prepared_while_the_cache_holds_every_answer(cache):
     assert warm("--mark-class", "--preset", "fast") == 0
-    assert is_prepared("answers", cache) and not is_prepared("fair-qr", cache)
-    assert prepared_note(cache) == "Prepared for the class: step 3 answers ✓, FAIR-QR ✗ (runs live)"
+    assert is_prepared("answers", cache) and is_prepared("fair-qr", cache)
+    assert prepared_note(cache) == "Prepared for the class: step 3 answers ✓, FAIR-QR ✓"
     DiskCache(cache).clear("answer")  # the cache was emptied since: the steps run live again
-    assert not is_prepared("answers", cache)
+    assert not is_prepared("answers", cache) and is_prepared("fair-qr", cache)
+    assert prepared_note(cache) == "Prepared for the class: step 3 answers ✗ (runs live), FAIR-QR ✓"
+    DiskCache(cache).clear("refinement")
     assert prepared_note(cache) == "Prepared for the class: step 3 answers ✗ (runs live), FAIR-QR ✗ (runs live)"
     with pytest.raises(KeyError, match="unknown tour step 'step 9'; use one of answers, fair-qr"):
         is_prepared("step 9", cache)
     assert list(CLASS_STEPS) == ["answers", "fair-qr"]
+
+
+def test_make_class_runs_the_fair_qr_showcase_once_and_a_second_run_needs_no_model(cache, capsys):
+    assert warm("--mark-class", "--preset", "fast") == 0
+    first = capsys.readouterr().err
+    assert "FAIR-QR 'award-winning film directors': 1 refinements, 0 of 1 replies cached" in first
+    keys = prepared_class(cache).refinement_keys
+    assert len(keys) == 1 and DiskCache(cache).stats().entries["refinement"] == 1
+    assert main(["warm", "--queries", "rs-q01", "--alphas", "2,inf", "--mark-class", "--preset", "fast"],
+                out=io.StringIO()) == 0
+    again = capsys.readouterr().err
+    assert "refinement 1 (FAIR-QR 'award-winning film directors', toward " in again
+    assert again.count(") cached\n") >= 1 and "1 refinements, 1 of 1 replies cached" in again
+    assert prepared_class(cache).refinement_keys == keys and is_prepared("fair-qr", cache)
 
 
 def test_the_plan_counts_the_pipelines_distinct_lists_and_what_is_cached(cache):
@@ -77,5 +93,5 @@ def test_the_fair_qr_page_says_which_steps_are_prepared(cache, monkeypatch, tmp_
     at.sidebar.selectbox(key="collection_choice").set_value("people").run()
     at.switch_page("app_pages/fair_qr.py").run()
     assert not at.exception
-    assert "Prepared for the class: step 3 answers ✓, FAIR-QR ✗ (runs live)" in [c.value for c in at.caption]
+    assert "Prepared for the class: step 3 answers ✓, FAIR-QR ✓" in [c.value for c in at.caption]
     resources.run_store.clear()
