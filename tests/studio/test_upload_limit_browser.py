@@ -37,7 +37,7 @@ def test_an_upload_over_the_servers_cap_is_refused_in_the_browser(tmp_path):
             page.locator(".st-key-upload_corpus input[type='file']").set_input_files(str(big))
             refusal = page.locator(".st-key-upload_corpus").get_by_text(re.compile(r"must be .*or smaller"))
             expect(refusal).to_be_visible()
-            assert "1.0GB" in refusal.inner_text()  # the cap of .streamlit/config.toml (1024 MiB), as Streamlit words it
+            assert "1.0GB" in refusal.inner_text()  # the 1024 MiB cap of .streamlit/config.toml, in Streamlit's words
             expect(page.get_by_role("button", name="Load this collection")).to_be_disabled()
             ui.assert_no_exception(page, "after the refused upload")
             box = page.get_by_role("textbox", name="Query")
