@@ -86,6 +86,29 @@ def request(tracer, query_id, run):
     return query_id, tuple(ranking), tuple(citations)
 
 
+def record_requests(receiver, service, instrumentor, answer, retrieved, providers):
+    """Each query asked through ``answer(text)`` under ``instrumentor`` with a root span per request, exported into
+    ``receiver`` as ``service``; the pipeline's own record (ranking, citations) per request. Stops the receiver."""
+    provider = traced(receiver, service)
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        tracer = provider.get_tracer("news-assistant")
+
+        def ask(text):
+            def run():
+                answer(text)
+                return retrieved[-1], cited(retrieved[-1], providers)
+            return run
+
+        record = [request(tracer, query_id, ask(text)) for query_id, text in queries()]
+    finally:
+        instrumentor.uninstrument()
+    assert provider.force_flush(20_000)
+    provider.shutdown()
+    receiver.stop()
+    return record
+
+
 def stored_spans(store):
     return [span for f in sorted(store.rglob("*.jsonl")) for line in f.read_text().splitlines()
             for rs in json.loads(line)["resourceSpans"] for scope in rs["scopeSpans"] for span in scope["spans"]]
@@ -218,24 +241,8 @@ def test_llama_index_instrumented_pipeline_audits_as_its_own_record(receiver, tm
     steps = [ReverseReranker(), Recording()] if rerank else [Recording()]
     engine = RetrieverQueryEngine.from_args(KeywordRetriever(2 * K if rerank else K), llm=MockLLM(max_tokens=4),
                                             node_postprocessors=steps)
-    provider = traced(receiver, "llama-app")
-    instrumentor = instrumentation.LlamaIndexInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        tracer = provider.get_tracer("news-assistant")
-
-        def ask(text):
-            def run():
-                engine.query(text)
-                return retrieved[-1], cited(retrieved[-1], providers)
-            return run
-
-        record = [request(tracer, query_id, ask(text)) for query_id, text in queries()]
-    finally:
-        instrumentor.uninstrument()
-    assert provider.force_flush(20_000)
-    provider.shutdown()
-    receiver.stop()
+    record = record_requests(receiver, "llama-app", instrumentation.LlamaIndexInstrumentor(), engine.query,
+                             retrieved, providers)
     assert receiver.counts["rejected"] == 0 and len(record) == 12
     spans = stored_spans(tmp_path / "store")
     # the stock nesting: two RETRIEVER spans per request (retrieve with the documents, _retrieve inside it)
@@ -276,24 +283,8 @@ def test_langchain_instrumented_chain_audits_as_its_own_record(receiver, tmp_pat
 
     chain = ({"context": KeywordRetriever(), "question": RunnablePassthrough()}
              | PromptTemplate.from_template("{context}\n{question}") | FakeListLLM(responses=["an answer"] * 12))
-    provider = traced(receiver, "langchain-app")
-    instrumentor = instrumentation.LangChainInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        tracer = provider.get_tracer("news-assistant")
-
-        def ask(text):
-            def run():
-                chain.invoke(text)
-                return retrieved[-1], cited(retrieved[-1], providers)
-            return run
-
-        record = [request(tracer, query_id, ask(text)) for query_id, text in queries()]
-    finally:
-        instrumentor.uninstrument()
-    assert provider.force_flush(20_000)
-    provider.shutdown()
-    receiver.stop()
+    record = record_requests(receiver, "langchain-app", instrumentation.LangChainInstrumentor(), chain.invoke,
+                             retrieved, providers)
     assert receiver.counts["rejected"] == 0
     spans = stored_spans(tmp_path / "store")
     assert set(kind_counts(spans, "RETRIEVER").values()) == {1}
