@@ -18,7 +18,7 @@ short answer). Weights load lazily on first use, never at import.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,6 +136,14 @@ class LanguageModel(ABC):
     def complete(self, prompts: Sequence[ChatPrompt], decoding: Decoding | None = None) -> list[Completion]:
         """Deterministic completions, one per prompt, stripped of surrounding whitespace, with their finish reason
         (``decoding`` None: :class:`Decoding`'s defaults)."""
+
+    def complete_each(self, prompts: Sequence[ChatPrompt], decoding: Decoding | None = None
+                      ) -> Iterator[tuple[int, Completion]]:
+        """``(index, completion)`` as each answer is ready, so a caller can count them or stop in between (leaving
+        the loop stops the rest). This default answers one prompt per :meth:`complete` call, in the order that
+        shares prompt prefixes (sorted); a backend that decodes many prompts at once overrides it."""
+        for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
+            yield i, self.complete([prompts[i]], decoding)[0]
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:
         """The texts of :meth:`complete` with the default decoding (stop at the first line break)."""

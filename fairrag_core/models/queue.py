@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["ModelLock", "QueueState", "activity", "current_activity", "model_queues", "on_wait", "waiting_for"]
+__all__ = ["ModelLock", "QueueState", "activity", "current_activity", "model_queues", "on_wait", "register_queue",
+           "wait_reporter", "waiting_for"]
 
 _local = threading.local()
 
@@ -60,6 +61,11 @@ def on_wait(callback: Callable[[QueueState | None, int], None]) -> Iterator[None
         _local.on_wait = previous
 
 
+def wait_reporter() -> Callable[[QueueState | None, int], None] | None:
+    """The :func:`on_wait` callback of this thread, or None (for queues other than :class:`ModelLock`'s)."""
+    return getattr(_local, "on_wait", None)
+
+
 #: How often a waiting thread with an :func:`on_wait` callback reports its place.
 WAIT_REPORT_SECONDS = 1.0
 
@@ -81,8 +87,14 @@ class QueueState:
         return None
 
 
-_all_locks: weakref.WeakSet[ModelLock] = weakref.WeakSet()  # a dropped model drops its lock
+_all_locks: weakref.WeakSet = weakref.WeakSet()  # locks and other queues (a dropped model drops its own)
 _all_locks_guard = threading.Lock()
+
+
+def register_queue(queue) -> None:
+    """Show ``queue`` (anything with a ``state() -> QueueState``, e.g. a batching engine) in :func:`model_queues`."""
+    with _all_locks_guard:
+        _all_locks.add(queue)
 
 
 class ModelLock:
@@ -96,8 +108,7 @@ class ModelLock:
         self._cond = threading.Condition(threading.Lock())
         self._holder: tuple[int, str, str] | None = None  # (thread id, thread name, activity)
         self._queue: deque[tuple[int, str, str]] = deque()
-        with _all_locks_guard:
-            _all_locks.add(self)
+        register_queue(self)
 
     def acquire(self) -> bool:
         me = (threading.get_ident(), threading.current_thread().name, current_activity())

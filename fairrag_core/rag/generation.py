@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from ..data import Document
@@ -239,6 +239,36 @@ class Generator:
                                 identity=identity)
         return [replace(a, cached=True) if a is not None else self.cache.answers[(self.name, decoding, p)]
                 for p, a in zip(prompts, found)]
+
+    def complete_each(self, prompts: Sequence[ChatPrompt], *, decoding: Decoding | None = None
+                      ) -> Iterator[tuple[int, Completion]]:
+        """``(index, completion)`` for every prompt as it is ready: cached ones first, then the model's as each
+        finishes (:meth:`LanguageModel.complete_each`; a batching backend decodes them together). Each
+        generated answer is cached when it arrives, so a caller that stops early keeps what was made; leaving the
+        loop cancels the rest."""
+        decoding = decoding or self.style.decoding
+        identity = self.identity if self.cache.disk is not None else None
+        found = self.cache.get_many(self.name, decoding, prompts, identity=identity)
+        todo = list(dict.fromkeys(p for p, a in zip(prompts, found) if a is None))
+        self.cache.hits += len(prompts) - len(todo)
+        waiting: dict[ChatPrompt, list[int]] = {}
+        for i, (prompt, answer) in enumerate(zip(prompts, found)):
+            if answer is not None:
+                yield i, replace(answer, cached=True)
+            else:
+                waiting.setdefault(prompt, []).append(i)
+        if not todo:
+            return
+        answers = self.model.complete_each(todo, decoding)
+        try:
+            for j, completion in answers:
+                self.cache.put(self.name, decoding, todo[j], completion, identity=identity)
+                for i in waiting[todo[j]]:
+                    yield i, completion
+        finally:
+            close = getattr(answers, "close", None)
+            if close is not None:
+                close()
 
     def answer_prompts(self, prompts: Sequence[ChatPrompt]) -> list[str]:
         """Answer texts for prompts (see :meth:`complete_prompts`)."""

@@ -276,19 +276,27 @@ def _control_position(key: tuple[int, ...], n_candidates: int) -> int | None:
 
 def _generate(generator: Generator, question: str, rankings: list[list[Document]], stream: AnswerStream, *,
               done: int, total: int) -> list[Completion]:
-    """The chunk's answers, one model call per list when the caller wants to be able to stop in between
-    (``stream.tick``) or to see each answer counted (``stream.progress``), in prompt order so that llama-cpp still
-    reuses each previous prompt's prefix. ``done`` of ``total`` lists were generated before this chunk."""
+    """The chunk's answers. A caller that wants to stop in between (``stream.tick``) or to see each answer counted
+    (``stream.progress``) gets them one by one as they are ready (:meth:`Generator.complete_each`: a batching
+    backend still decodes the chunk's lists together, and a ``tick`` that raises cancels the rest); ``tick`` runs
+    before the first answer is awaited and after each. ``done`` of ``total`` lists were generated before this
+    chunk."""
     if stream.tick is None and stream.progress is None:
         return generator.complete_rankings(question, rankings)
     prompts = [build_prompt(question, docs, generator.style) for docs in rankings]
     out: list[Completion | None] = [None] * len(prompts)
-    for n, i in enumerate(sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)), start=1):
-        if stream.tick is not None:
-            stream.tick()
-        out[i] = generator.complete_prompts([prompts[i]])[0]
-        if stream.progress is not None:
-            stream.progress("generate", done + n, total)
+    if stream.tick is not None:
+        stream.tick()
+    answers = generator.complete_each(prompts)
+    try:
+        for n, (i, completion) in enumerate(answers, start=1):
+            out[i] = completion
+            if stream.progress is not None:
+                stream.progress("generate", done + n, total)
+            if stream.tick is not None and n < len(prompts):
+                stream.tick()
+    finally:
+        answers.close()
     return out
 
 

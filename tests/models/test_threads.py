@@ -16,10 +16,10 @@ def test_one_thread_per_free_core(cores, load, expected):
 
 def test_the_environment_overrides_the_choice(monkeypatch):
     monkeypatch.setattr(threads, "_cores", lambda: 2)
-    monkeypatch.setattr(threads, "_load", lambda: 7.5)
+    monkeypatch.setattr(threads, "other_busy_cores", lambda interval=0.2: 7.5)
     monkeypatch.delenv("FAIRRAG_THREADS", raising=False)
     assert model_threads() == 1
-    monkeypatch.setattr(threads, "_load", lambda: 0.2)
+    monkeypatch.setattr(threads, "other_busy_cores", lambda interval=0.2: 0.2)
     assert model_threads() == 2
     monkeypatch.setenv("FAIRRAG_THREADS", "3")
     assert model_threads() == 3
