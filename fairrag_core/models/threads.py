@@ -91,8 +91,10 @@ def model_threads() -> int:
 class ThreadChoice:
     """The threads a long-running model should use, measured again at most every ``every`` seconds.
 
-    :meth:`current` returns the last choice at once when it is recent, else samples the machine (``interval``
-    seconds, outside any lock a caller holds is best). ``$FAIRRAG_THREADS`` or an explicit ``fixed`` wins.
+    :meth:`current` returns the last choice at once while it is recent; after ``every`` seconds it measures the
+    other processes' busy cores over the time since the last measurement (no waiting: the readings of
+    ``/proc/stat`` and of this process's CPU time are kept between calls). The first call samples for ``interval``
+    seconds. ``$FAIRRAG_THREADS`` or an explicit ``fixed`` wins.
     """
 
     def __init__(self, fixed: int | None = None, *, every: float = 5.0, interval: float = SAMPLE_SECONDS) -> None:
@@ -100,7 +102,7 @@ class ThreadChoice:
         self.every = every
         self.interval = interval
         self._value: int | None = None
-        self._when = float("-inf")
+        self._reading: tuple[float, float, float] | None = None  # (machine busy s, own CPU s, wall s)
         self._guard = threading.Lock()
 
     def current(self) -> int:
@@ -108,7 +110,15 @@ class ThreadChoice:
         if fixed:
             return fixed
         with self._guard:
-            if self._value is None or time.monotonic() - self._when >= self.every:
+            now = time.perf_counter()
+            if self._value is None or self._reading is None:
                 self._value = free_threads(_cores(), other_busy_cores(self.interval))
-                self._when = time.monotonic()
+                busy = _machine_busy_seconds()
+                self._reading = None if busy is None else (busy, _own_seconds(), time.perf_counter())
+            elif now - self._reading[2] >= self.every:
+                busy, own = _machine_busy_seconds(), _own_seconds()
+                if busy is not None:
+                    other = max(0.0, (busy - self._reading[0] - (own - self._reading[1])) / (now - self._reading[2]))
+                    self._value = free_threads(_cores(), other)
+                    self._reading = (busy, own, now)
             return self._value
