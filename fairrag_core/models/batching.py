@@ -250,11 +250,12 @@ class BatchedDecoder:
         with self._cond:
             active = [s.ticket for s in self._slots if s.ticket is not None]
             waiting = tuple((t.thread, t.label) for t in self._queue if not t.cancelled)
+            answering = tuple((t.thread, t.label) for t in active)
         holder = None
         if active:
             labels = list(dict.fromkeys(t.label for t in active))
             holder = f"{len(active)} answer{'s' if len(active) != 1 else ''} at once for {', '.join(labels)}"
-        return QueueState(self.name, holder, self._worker.name if active else None, waiting)
+        return QueueState(self.name, holder, self._worker.name if active else None, waiting, self.slots_n, answering)
 
     def close(self) -> None:
         with self._cond:

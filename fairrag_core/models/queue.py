@@ -78,6 +78,10 @@ class QueueState:
     holder: str | None
     holder_thread: str | None
     waiting: tuple[tuple[str, str], ...]  # (thread name, activity), first in line first
+    #: answers decoded together (a batching engine's slots, :mod:`.batching`; 0: one call at a time, a ModelLock),
+    #: and then (thread name, activity) of each prompt in a slot now: who is answered together
+    batched: int = 0
+    answering: tuple[tuple[str, str], ...] = ()
 
     def place_of(self, thread_name: str) -> int | None:
         """1 for the first waiter, … ; None when ``thread_name`` does not wait here."""
