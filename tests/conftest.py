@@ -15,6 +15,8 @@ os.environ.setdefault("FAIRRAG_CACHE_DB", "off")
 os.environ.setdefault("FAIRRAG_RUNS", str(Path(tempfile.mkdtemp(prefix="fairrag-test-runs-")) / "runs.duckdb"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/exact.py
 
+from otel_helpers import receiver  # noqa: F401  (the fixture of the OTel tests: a loopback `collect` receiver)
+
 from fairrag_core import load_collection
 from fairrag_core.retrieval import BM25Retriever
 

@@ -17,15 +17,15 @@ import random
 
 import pandas as pd
 import pytest
+from otel_helpers import finish, stored_spans, traced
 
 from fairrag_core.audit.log_report import log_ledger
 from fairrag_core.audit.rag_log import LogAuditConfig, audit_rag_log
 from fairrag_core.data import load_served
-from fairrag_core.data.collector import Receiver
 from fairrag_core.data.traces import ProviderSource, documents_from_log
 
 pytest.importorskip("opentelemetry.sdk")
-exporter_module = pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
 PROVIDERS = ("Northwind Gazette",) * 15 + ("Capital Courier",) * 10 + ("Harbour Post",) * 5
 UNDER_CITED = "Harbour Post"  # the mock answer never cites it
@@ -57,25 +57,6 @@ def cited(ranking, providers):
     return [d for d in ranking if providers[d] != UNDER_CITED][:2]
 
 
-@pytest.fixture
-def receiver(tmp_path):
-    r = Receiver(tmp_path / "store", port=0).start()
-    yield r
-    r.stop()
-
-
-def traced(receiver, service):
-    """A tracer provider exporting to ``receiver`` as the SDK's OTLP/HTTP protobuf exporter does."""
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter_module.OTLPSpanExporter(endpoint=receiver.url,
-                                                                                    timeout=10)))
-    return provider
-
-
 def request(tracer, query_id, run):
     """One request under the application's own root span, carrying the query id and (after the answer) the ids
     the answer cites, as docs/traces.md says; ``run()`` returns ``(ranking, citations)``."""
@@ -103,15 +84,8 @@ def record_requests(receiver, service, instrumentor, answer, retrieved, provider
         record = [request(tracer, query_id, ask(text)) for query_id, text in queries()]
     finally:
         instrumentor.uninstrument()
-    assert provider.force_flush(20_000)
-    provider.shutdown()
-    receiver.stop()
+    finish(provider, receiver)
     return record
-
-
-def stored_spans(store):
-    return [span for f in sorted(store.rglob("*.jsonl")) for line in f.read_text().splitlines()
-            for rs in json.loads(line)["resourceSpans"] for scope in rs["scopeSpans"] for span in scope["spans"]]
 
 
 def assert_no_document_text(store, docs):

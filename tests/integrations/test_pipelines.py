@@ -17,35 +17,16 @@ import json
 
 import numpy as np
 import pytest
+from otel_helpers import finish, stored_spans, traced
 
 from fairrag_core.cli import main
 from fairrag_core.data import load_served
-from fairrag_core.data.collector import Receiver
 from fairrag_core.integrations import configuration_line, replay
 
 pytest.importorskip("opentelemetry.sdk")
-exporter_module = pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
 
 K, k, ALPHA, SEED = 20, 5, 2.0, 7
-
-
-@pytest.fixture
-def receiver(tmp_path):
-    r = Receiver(tmp_path / "store", port=0).start()
-    yield r
-    r.stop()
-
-
-def traced(receiver, service):
-    """A tracer provider exporting to ``receiver`` as the SDK's OTLP/HTTP protobuf exporter does."""
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(BatchSpanProcessor(exporter_module.OTLPSpanExporter(endpoint=receiver.url,
-                                                                                    timeout=10)))
-    return provider
 
 
 def retrieved(shoes, bm25, text):
@@ -70,25 +51,14 @@ def request(tracer, query_id, run):
     return tuple(ranking), tuple(candidates)
 
 
-def finish(provider, receiver):
-    assert provider.force_flush(20_000)
-    provider.shutdown()
-    receiver.stop()
-    assert receiver.counts["rejected"] == 0
-
-
 def logged_seeds(store):
     """Each trace's ``fairrag.seed`` (and α, k) as the receiver stored them (OTLP JSON: 64-bit integers as text)."""
     out = {}
-    for f in sorted(store.rglob("*.jsonl")):
-        for line in f.read_text().splitlines():
-            for rs in json.loads(line)["resourceSpans"]:
-                for span in (s for scope in rs["scopeSpans"] for s in scope["spans"]):
-                    attrs = {a["key"]: a["value"] for a in span.get("attributes", ())}
-                    if "fairrag.seed" in attrs:
-                        out[span["traceId"]] = (int(attrs["fairrag.seed"]["intValue"]),
-                                                attrs["fairrag.alpha"]["doubleValue"],
-                                                int(attrs["fairrag.k"]["intValue"]))
+    for span in stored_spans(store):
+        attrs = {a["key"]: a["value"] for a in span.get("attributes", ())}
+        if "fairrag.seed" in attrs:
+            out[span["traceId"]] = (int(attrs["fairrag.seed"]["intValue"]), attrs["fairrag.alpha"]["doubleValue"],
+                                    int(attrs["fairrag.k"]["intValue"]))
     return out
 
 
