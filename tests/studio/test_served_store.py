@@ -32,6 +32,19 @@ def _run_store(tmp_path, monkeypatch):
     resources.run_store.clear()
 
 
+@pytest.fixture
+def store_page(tmp_path, monkeypatch) -> AppTest:
+    """The Audit page's Served tab with the data folder's collected store ``traces/`` chosen (:func:`make_store`:
+    services svc-a and svc-b, 2026-11-27T10 to 12)."""
+    make_store(tmp_path / "data" / "traces")
+    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page(AUDIT).run()
+    at.radio(key="served_source").set_value("Data folder").run()
+    at.selectbox(key="served_file").set_value("traces/").run()
+    return at
+
+
 def _audit_window(at: AppTest, service: str) -> str:
     at.selectbox(key="served_service").set_value(service).run()
     at.text_input(key="served_since").input("2026-11-27T10").run()
@@ -42,15 +55,9 @@ def _audit_window(at: AppTest, service: str) -> str:
     return next(c.value for c in at.code if "audit-log" in c.value)
 
 
-def test_a_store_in_the_data_folder_is_audited_by_service_and_window_and_compared(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    make_store(data / "traces")
-    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(data))
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page(AUDIT).run()
-    at.radio(key="served_source").set_value("Data folder").run()
+def test_a_store_in_the_data_folder_is_audited_by_service_and_window_and_compared(store_page):
+    at = store_page
     assert "traces/ (collected store)" in at.selectbox(key="served_file").options
-    at.selectbox(key="served_file").set_value("traces/").run()
     assert not at.exception
     assert at.selectbox(key="served_service").options == ["every service", "svc-a", "svc-b"]
     assert any("the store holds services svc-a, svc-b from 2026-11-27T10 to 2026-11-27T12" in c.value
@@ -76,13 +83,8 @@ def test_a_store_in_the_data_folder_is_audited_by_service_and_window_and_compare
     assert [m.value for m in at.markdown if "svc-a: " in m.value or "svc-b: " in m.value] == findings
 
 
-def test_a_time_the_window_cannot_read_is_a_message(tmp_path, monkeypatch):
-    make_store(tmp_path / "data" / "traces")
-    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page(AUDIT).run()
-    at.radio(key="served_source").set_value("Data folder").run()
-    at.selectbox(key="served_file").set_value("traces/").run()
+def test_a_time_the_window_cannot_read_is_a_message(store_page):
+    at = store_page
     at.text_input(key="served_since").input("yesterday").run()
     assert not at.exception and any("cannot read the time 'yesterday'" in e.value for e in at.error)
     at.text_input(key="served_since").input("2026-12-01").run()
@@ -149,13 +151,8 @@ def test_an_upload_over_the_request_limit_names_the_command_line(tmp_path, monke
     assert save_served_upload("ok.otlp.jsonl", _export(100, 10), tmp_path / "uploads").is_file()
 
 
-def test_the_trace_map_is_a_control_and_in_the_command(tmp_path, monkeypatch):
-    make_store(tmp_path / "data" / "traces")
-    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page(AUDIT).run()
-    at.radio(key="served_source").set_value("Data folder").run()
-    at.selectbox(key="served_file").set_value("traces/").run()
+def test_the_trace_map_is_a_control_and_in_the_command(store_page):
+    at = store_page
     at.text_input(key="served_trace_map").input("bogus=x").run()
     assert not at.exception and any("unknown trace field(s) ['bogus']" in e.value for e in at.error)
     at.text_input(key="served_trace_map").input("session=app.session").run()
@@ -166,15 +163,10 @@ def test_the_trace_map_is_a_control_and_in_the_command(tmp_path, monkeypatch):
     assert "--trace-map session=app.session" in command and "--service" not in command
 
 
-def test_the_merit_rule_is_a_control_and_in_the_command(tmp_path, monkeypatch):
+def test_the_merit_rule_is_a_control_and_in_the_command(store_page):
     """'Merit tiers' and 'Merit threshold' are audit-log's --merit-grades and --merit-threshold: in the audit's
     settings and its reproduce command; a threshold that is no number is one message naming the control."""
-    make_store(tmp_path / "data" / "traces")
-    monkeypatch.setenv("FAIRRAG_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page(AUDIT).run()
-    at.radio(key="served_source").set_value("Data folder").run()
-    at.selectbox(key="served_file").set_value("traces/").run()
+    at = store_page
     at.radio(key="served_providers").set_value("domain").run()
     at.text_input(key="served_merit_threshold").input("high").run()
     assert not at.exception and any("'Merit threshold': expected a score (a number)" in e.value for e in at.error)
