@@ -20,14 +20,9 @@ def run(argv):
 
 
 @pytest.fixture()
-def log_path(tmp_path, shoes):
-    ids = shoes.doc_ids
-    rows = [{"query_id": "rs-q01", "ranking": ids[:5], "answer": "x", "citations": [ids[0]]},
-            {"query_id": "rs-q01", "ranking": ids[1:6], "answer": "y", "citations": []},
-            {"query_id": "walk-in", "query": "shoes # for walking", "ranking": ids[10:15], "citations": [ids[12]]}]
-    path = tmp_path / "log.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
+def walk_in_query():
+    """A '#' in a query: quoted data in the ``--output`` CSV, not a header comment (tests/cli/conftest.py's log)."""
+    return "shoes # for walking"
 
 
 def test_audit_log_json_csv_and_parquet_carry_the_same_header(log_path, tmp_path):

@@ -15,17 +15,6 @@ def run(argv):
     return main(argv, out=out), out.getvalue()
 
 
-@pytest.fixture()
-def log_path(tmp_path, shoes):
-    ids = shoes.doc_ids
-    rows = [{"query_id": "rs-q01", "ranking": ids[:5], "answer": "x", "citations": [ids[0]]},
-            {"query_id": "rs-q01", "ranking": ids[1:6], "answer": "y", "citations": []},
-            {"query_id": "walk-in", "query": "shoes for walking", "ranking": ids[10:15], "citations": [ids[12]]}]
-    path = tmp_path / "log.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
 def _audit(log_path, store, *extra):
     code, text = run(["audit-log", str(log_path), "--collection", "running-shoes", "--seed", "4", "--boot", "50",
                       "--store", str(store), "--json", *extra])
