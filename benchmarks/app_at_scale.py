@@ -117,6 +117,17 @@ def _timed_run(at, clock: FragmentClock) -> tuple[float, float]:
     return took, (clock.seconds[-1] if clock.seconds else float("nan"))
 
 
+def _open(clock: FragmentClock, choice: str | None = None):
+    """A fresh session of the app (what a new browser tab starts), with the sidebar's collection set to ``choice``,
+    run once: (the session, the seconds its first run took). Raises when the page failed."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=600)
+    if choice is not None:
+        at.session_state["collection_choice"] = choice
+    return at, _timed_run(at, clock)[0]
+
+
 def _clear_caches() -> None:
     import streamlit as st
 
@@ -128,8 +139,6 @@ def measure(choice: str, source: str, clock: FragmentClock, *, stops: int, profi
             ) -> Figures:
     """Open ``choice`` (the sidebar's entry for ``source``) in a fresh session and time the steps of the module
     docstring."""
-    from streamlit.testing.v1 import AppTest
-
     from fairrag_core import load_collection
     from fairrag_core.checks import max_memory_bytes
     from fairrag_core.retrieval import build_retriever
@@ -139,13 +148,9 @@ def measure(choice: str, source: str, clock: FragmentClock, *, stops: int, profi
     figures = Figures(coll.name, len(coll), len(set(coll.providers)))
     queries = [q.text for q in coll.queries]
     _clear_caches()
-    at = AppTest.from_file(APP, default_timeout=600)
-    at.session_state["collection_choice"] = choice
-    figures.open_s, _ = _timed_run(at, clock)
+    at, figures.open_s = _open(clock, choice)
     assert at.session_state["settings"].collection == source, at.session_state["settings"].collection
-    again = AppTest.from_file(APP, default_timeout=600)
-    again.session_state["collection_choice"] = choice
-    figures.open_again_s, _ = _timed_run(again, clock)
+    _, figures.open_again_s = _open(clock, choice)  # a second session of the same server
     at.text_input(key="query").set_value(queries[1] if len(queries) > 1 else "a query typed by hand")
     figures.first_query_s, figures.first_query_fragment_s = _timed_run(at, clock)
     options = list(at.select_slider(key="alpha").options)
@@ -224,11 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
 
     from streamlit import logger
-    from streamlit.testing.v1 import AppTest
 
     logger.set_log_level("error")  # AppTest's "no ScriptRunContext" and widget-state notes
     clock = FragmentClock()
-    AppTest.from_file(APP, default_timeout=600).run()  # imports and the first page once, untimed
+    _open(clock)  # imports and the first page once, untimed
     profile = cProfile.Profile() if args.profile else None
     rows = [measure(DEMO, DEMO, clock, stops=args.stops, profile=None),
             measure(f"{folder.name} (data folder)", str(folder), clock, stops=args.stops, profile=profile)]
