@@ -16,6 +16,7 @@ result, and stop polling.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,14 +67,26 @@ def _entries_text(entries, viewer: str) -> tuple[list[str], str]:
     """The distinct descriptions of model-queue entries ``(thread name, activity)`` as ``viewer`` may see them
     (:meth:`~fairrag_studio.services.jobs.JobRunner.describe_thread`), and what one entry is: "answer" when all
     are Generate jobs (one model call per answer), else "model call"."""
-    described = [jobs.runner().describe_thread(name or "", label, viewer) for name, label in entries]
+    engines = {s.holder_thread for s in model_queues() if s.batched and s.holder_thread}
+    # a batching engine's worker holds its model's lock for one step at a time (a call on the model's other context
+    # waits for that step): named by what it does, not by its thread's name
+    described = [("a step of the answers decoded together", "") if name in engines
+                 else jobs.runner().describe_thread(name or "", label, viewer) for name, label in entries]
     unit = "answer" if described and all(kind == "generate" for _, kind in described) else "model call"
     return list(dict.fromkeys(words for words, _ in described)), unit
 
 
-def queue_text(state: QueueState, place: int, *, viewer: str = "") -> str:
+def queue_text(state: QueueState, place: int, *, viewer: str = "", me: str | None = None) -> str:
     """``waiting for qwen2.5-1.5b: 2 answers ahead of yours (another session's Generate)``: the calls ahead in the
-    queue (the one holding the model, then those before ``place``), named as ``viewer`` may see them."""
+    queue (the one holding the model, then those before ``place``), named as ``viewer`` may see them.
+
+    A batching engine's queue (``state.batched``) holds prompts, not calls, and answers the prompts in its slots
+    together, so nothing is "ahead": ``3 of its answers wait for a free slot (place 2; 8 answers at once on
+    qwen2.5-0.5b, with another session's Generate)``, counting the waiting thread's prompts from ``place`` on (the
+    first of them waits at ``place``; ``me``: its thread's name, when known) and naming the other jobs and pages on
+    the model once each."""
+    if state.batched:
+        return _slot_text(state, place, viewer, me)
     entries = ([(state.holder_thread, state.holder)] if state.holder is not None else []) + \
         list(state.waiting[: place - 1])
     if not entries:
@@ -83,21 +96,65 @@ def queue_text(state: QueueState, place: int, *, viewer: str = "") -> str:
             f"({', then '.join(who)})")
 
 
+def _slot_text(state: QueueState, place: int, viewer: str, me: str | None) -> str:
+    """:func:`queue_text` for a batching engine's queue."""
+    if me is None:
+        me = state.waiting[min(place, len(state.waiting)) - 1][0] if state.waiting else ""
+    place = state.place_of(me) or place  # the engine reports a place a moment older than its state
+    mine = max(1, sum(name == me for name, _ in state.waiting))
+    whose = "its" if jobs.runner().thread_job(me) is not None else "this page's"
+    others = [(name, label) for name, label in (*state.answering, *state.waiting) if name != me]
+    who = jobs.runner().describe_threads(others, viewer)
+    n = len(state.answering)
+    at_once = f"{n} answer{'s' if n != 1 else ''}" if n else f"up to {state.batched} answers"
+    return (f"{mine} of {whose} answers wait{'s' if mine == 1 else ''} for a free slot (place {place}; {at_once} at "
+            f"once on {state.model}" + (f", with {' and '.join(who)})" if who else ")"))
+
+
+def _together_text(state: QueueState | None, me: str, viewer: str) -> str | None:
+    """``answered together with another session's Generate (up to 8 answers at once on qwen2.5-0.5b)``: whom the
+    batching engine of ``state`` answers now besides thread ``me`` (None when nobody)."""
+    if state is None:
+        return None
+    who = jobs.runner().describe_threads([(name, label) for name, label in state.answering if name != me], viewer)
+    if not who:
+        return None
+    return f"answered together with {' and '.join(who)} (up to {state.batched} answers at once on {state.model})"
+
+
+def _batched_state(model: str) -> QueueState | None:
+    """The batching engine's queue of ``model`` now (None when it batches nothing, or has nothing to do)."""
+    return next((state for state in model_queues() if state.model == model and state.batched), None)
+
+
 def waiting_text(job: Job) -> str | None:
     """Why a running job moves slowly, when it shares a model with other pages or jobs (None otherwise): the queue
     it waits in now and its place, or, between its turns, whom it takes turns with (a job waits before each of its
     answers, so "waiting right now" alone would come and go with every poll). Said the same way on the job's page
-    and in the sidebar."""
+    and in the sidebar.
+
+    On a batched model (``QueueState.batched``) a job whose prompts are all in slots does not wait: it is answered
+    together with the others (:func:`_together_text`), also between its prompts (while it judges) for
+    :data:`~fairrag_studio.services.jobs.SHARED_MEMORY` seconds; its prompts that wait for a slot say so with their
+    place (:func:`queue_text`)."""
     if not job.active:
         return None
     live = jobs.runner().live(job.owner, job.job_id)
     me = jobs.job_thread_name(job.job_id)
     found = waiting_for(me)
     if found is not None:
-        return queue_text(*found, viewer=job.owner)
+        return queue_text(*found, viewer=job.owner, me=me)
+    answered = next((state for state in model_queues() if state.batched and any(name == me for name, _ in
+                                                                                 state.answering)), None)
+    if answered is not None:
+        if live is not None:
+            live.saw(answered)
+        return _together_text(answered, me, job.owner)
     shared = live.sharing() if live is not None else None
     if shared is None:
         return None
+    if shared.batched:
+        return _together_text(_batched_state(shared.model), me, job.owner)
     entries = ([(shared.holder_thread, shared.holder)] if shared.holder is not None else []) + list(shared.waiting)
     entries = [(name, label) for name, label in dict.fromkeys(entries) if name != me]
     if not entries:
@@ -123,14 +180,27 @@ def show_queue(placeholder) -> Iterator[None]:
         if state is None:
             placeholder.empty()
         else:
-            placeholder.caption(_queue_caption(queue_text(state, place, viewer=viewer)))
+            placeholder.caption(_queue_caption(queue_text(state, place, viewer=viewer,
+                                                          me=threading.current_thread().name)))
 
     with on_wait(report):
         yield
 
 
-def model_busy_note(model: str) -> str | None:
-    """For a page about to call ``model``: who holds it now and how many wait (None when it is free)."""
+def model_busy_note(model: str, *, viewer: str | None = None) -> str | None:
+    """For a page about to call ``model``: who holds it now and how many wait (None when it is free). A batching
+    engine answers this run's prompts together with the others': ``qwen2.5-0.5b is answering 8 prompts at once for
+    another session's Generate (4 more wait for a free slot): this run joins them.``, named as ``viewer`` (default:
+    this browser) may see them."""
+    batched = _batched_state(model)
+    if batched is not None:
+        n, queued = len(batched.answering), len(batched.waiting)
+        who = " and ".join(jobs.runner().describe_threads(batched.answering if n else batched.waiting,
+                                                          owner_key() if viewer is None else viewer))
+        more = f" ({queued} more wait{'s' if queued == 1 else ''} for a free slot)" if queued and n else ""
+        doing = (f"is answering {n} prompt{'s' if n != 1 else ''} at once" if n else
+                 f"has {queued} prompt{'s' if queued != 1 else ''} waiting for a free slot")
+        return f"{model} {doing} for {who}{more}: this run joins them."
     for state in model_queues():
         if state.model == model and state.holder is not None:
             more = f" and {len(state.waiting)} more waiting" if state.waiting else ""

@@ -90,7 +90,8 @@ class LiveJob:
 
     def sharing(self, now: float | None = None) -> QueueState | None:
         """The queue of the model this job shares with others: the one it waits in now, or the last one it waited
-        in less than :data:`SHARED_MEMORY` seconds ago (None when it has had a model to itself since)."""
+        in (or was seen answered in, :meth:`saw`) less than :data:`SHARED_MEMORY` seconds ago (None when it has had
+        a model to itself since)."""
         if self.queue is not None:
             return self.queue[0]
         now = time.monotonic() if now is None else now
@@ -100,7 +101,10 @@ class LiveJob:
 
     def report_wait(self, state: QueueState | None, place: int) -> None:
         """The :func:`~fairrag_core.models.queue.on_wait` callback of the job's thread: when it starts waiting for
-        a model, about once a second while it waits, and with ``None`` when its turn comes."""
+        a model, about once a second while it waits, and with ``None`` when its turn comes.
+
+        Only a lock's wait counts in :meth:`waited`: prompts waiting for a batching engine's slot wait for answers
+        decoded together (often the job's own earlier ones), which is how that engine works, not a turn lost."""
         now = time.monotonic()
         if state is None:
             if self.wait_since is not None:
@@ -109,9 +113,14 @@ class LiveJob:
             if self.shared is not None:
                 self.shared = (self.shared[0], now)
             return
-        if self.wait_since is None:
+        if self.wait_since is None and not state.batched:
             self.wait_since = now
         self.queue, self.shared = (state, place), (state, now)
+
+    def saw(self, state: QueueState) -> None:
+        """Remember that this job was seen answered on the batched model of ``state`` (:meth:`sharing`): a job whose
+        prompts find free slots never waits, and between its prompts (judging) it is in no queue at all."""
+        self.shared = (state, time.monotonic())
 
 
 class JobContext:
@@ -143,7 +152,8 @@ class JobContext:
         first step, the last job of its kind's), ``n`` the jobs taking turns on its model (itself and the running
         jobs it shares the model with, :meth:`LiveJob.sharing`; a page's one call is a wait, not a turn). Elapsed
         time over steps made would count the waits as work and swing with every turn (46 → 8 → 12 → 25 min in
-        issue 31)."""
+        issue 31). On a batched model (``QueueState.batched``) ``n`` is 1: its answers decode together with the
+        others', so the seconds it measured per step already include the sharing."""
         if self._base is None:
             self._base = done
         now = time.monotonic()
@@ -154,7 +164,8 @@ class JobContext:
         eta = None
         if per_step is not None and done <= total:
             shared = self._live.sharing(now)
-            others = _others(shared, job_thread_name(self.job_id)) if shared is not None else []
+            others = _others(shared, job_thread_name(self.job_id)) if shared is not None and not shared.batched \
+                else []
             turns = 1 + sum(self._runner is not None and self._runner.running_thread(name) for name in others)
             eta = per_step * (total - done) * turns
         self._table.progress(self.job_id, done, total, note, base=self._base, eta=eta)
@@ -255,22 +266,45 @@ class JobRunner:
 
     def running_thread(self, thread_name: str) -> bool:
         """Whether ``thread_name`` is the thread of a job of this runner that still runs."""
+        found = self.thread_job(thread_name)
+        return found is not None and found.thread is not None and found.thread.is_alive()
+
+    def thread_job(self, thread_name: str) -> LiveJob | None:
+        """The job of this runner that ``thread_name`` runs (None for a page's or another thread)."""
         with self._lock:
-            return any(job_thread_name(live.job_id) == thread_name and live.thread is not None
-                       and live.thread.is_alive() for live in self._live.values())
+            return next((live for live in self._live.values() if job_thread_name(live.job_id) == thread_name), None)
 
     def describe_thread(self, thread_name: str, label: str, viewer: str) -> tuple[str, str]:
         """Who a model queue's entry is, as ``viewer`` may see it, and the entry's job kind ("" for a page's call):
         "your job “Answers · …”" for the viewer's own job, "another session's Generate" for another browser's (its
         title holds that browser's query, which the viewer must not see), and a page's call by what it does
         ("FAIR-QR run", its query left out: the page may be another browser's)."""
-        with self._lock:
-            found = next((live for live in self._live.values() if job_thread_name(live.job_id) == thread_name), None)
+        found = self.thread_job(thread_name)
         if found is None:
             return label.split(" · ")[0], ""
         if found.owner == viewer:
             return f"your job “{label}”", found.kind
-        return f"another session's {_KIND_WORDS.get(found.kind, found.kind)}", found.kind
+        return _other_sessions(_KIND_WORDS.get(found.kind, found.kind), [found.owner]), found.kind
+
+    def describe_threads(self, entries, viewer: str) -> list[str]:
+        """Who the distinct threads of queue entries ``(thread name, activity)`` are, as ``viewer`` may see them
+        (:meth:`describe_thread`), one phrase per job or page call: other sessions' jobs of one kind are counted,
+        not listed ("another session's Generate", "another session's 2 Generate jobs", "3 Generate jobs of 2 other
+        sessions"): a job with 20 prompts in a batching engine's queue is one job, and no session's query shows."""
+        slots: list[str | tuple[str]] = []  # a phrase, or (kind words,) for other sessions' jobs of that kind
+        others: dict[str, list[str]] = {}  # kind words -> the owner of each of other sessions' jobs of that kind
+        for name, label in dict(entries).items():  # each thread once, in order of first appearance
+            found = self.thread_job(name)
+            if found is None or found.owner == viewer:
+                slots.append(self.describe_thread(name, label, viewer)[0])
+                continue
+            word = _KIND_WORDS.get(found.kind, found.kind)
+            if word not in others:
+                slots.append((word,))
+            others.setdefault(word, []).append(found.owner)
+
+        return list(dict.fromkeys(slot if isinstance(slot, str) else _other_sessions(slot[0], others[slot[0]])
+                                  for slot in slots))
 
     def shutdown(self, grace: float = SHUTDOWN_GRACE) -> list[str]:
         """Stop every job of this process: mark it failed with :data:`INTERRUPTED` now (so the row is right even if
@@ -303,6 +337,15 @@ class JobRunner:
 
 #: How a job's kind is named to other sessions (a kind not listed is named as it is).
 _KIND_WORDS = {"generate": "Generate"}
+
+
+def _other_sessions(word: str, owners: list[str]) -> str:
+    """Other sessions' jobs of one kind (``word``), one owner per job, without their titles (they hold queries)."""
+    if len(owners) == 1:
+        return f"another session's {word}"
+    if len(set(owners)) == 1:
+        return f"another session's {len(owners)} {word} jobs"
+    return f"{len(owners)} {word} jobs of {len(set(owners))} other sessions"
 
 _runners: dict[Path, JobRunner] = {}
 _runners_lock = threading.Lock()
