@@ -12,8 +12,8 @@ prefix any slot already holds in the KV cache (its own previous prompt, or anoth
 tokens) and returns a :class:`Ticket`; the worker admits queued prompts into free slots — fairly, the owner with the
 fewest prompts in slots first, so one job's 20 lists do not hold the room back — and runs steps: one token for each
 slot that is generating, plus a chunk of the prompts being evaluated (a small chunk while others generate, so their
-tokens keep coming). Decoding is greedy with llama.cpp's repetition penalty over the last 64 tokens; an answer ends at
-an end-of-generation token, at the first stop string (cut there) or at ``max_new_tokens``.
+tokens keep coming). Decoding is greedy with llama.cpp's repetition penalty over the last 64 generated tokens; an answer
+ends at an end-of-generation token, at the first stop string (cut there) or at ``max_new_tokens``.
 
 Each step takes the model's :class:`~fairrag_core.models.queue.ModelLock`, so calls that use the model's other
 context (the judge's option probabilities) run between two steps, and the threads are chosen again while the engine
@@ -44,7 +44,8 @@ __all__ = ["BatchedDecoder", "Ticket", "penalise", "admission_order"]
 
 #: A prompt waits for another slot's evaluation only when that shares at least this many more tokens.
 FOLLOW_MIN_TOKENS = 16
-#: Tokens llama.cpp's repetition penalty looks back over (llama-cpp-python's ``last_n_tokens_size``).
+#: Tokens llama.cpp's repetition penalty looks back over (llama-cpp-python's ``last_n_tokens_size``). As there, only
+#: generated tokens count: llama-cpp-python's sampler is made afresh for each answer and sees only what it chose.
 PENALTY_WINDOW = 64
 
 
@@ -486,7 +487,7 @@ class BatchedDecoder:
             if generating > 1:
                 self.batched_tokens += 1
             row = np.ctypeslib.as_array(L.llama_get_logits_ith(self._ctx, i), shape=(self._n_vocab,))
-            context = (ticket.tokens + ticket.generated)[-PENALTY_WINDOW:]
+            context = ticket.generated[-PENALTY_WINDOW:]  # not the prompt: as the slots=1 path
             chosen = int(np.argmax(penalise(row, context, ticket.decoding.repeat_penalty)))
             if L.llama_vocab_is_eog(self._vocab, chosen):
                 self._finish(slot, reason="stop")
