@@ -3,6 +3,7 @@ ETA counts the job's own work, not its waits; a Stop keeps the finished answers 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -25,14 +26,20 @@ OWNER_A, OWNER_B = "a" * 40, "b" * 40
 
 class LockedModel(FirstDocumentModel):
     """The fake generator behind one :class:`ModelLock`, ``seconds`` per call: a llama.cpp model as the queue sees
-    it (one call at a time, first come first served)."""
+    it (one call at a time, first come first served). With ``meet=n`` the first calls wait until ``n`` threads
+    call it, so that jobs started together meet at the model even on a loaded machine."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, meet: int = 0) -> None:
         super().__init__("stub-llm")
         self._lock = ModelLock(self.name)
         self.seconds = seconds
+        self._meet = threading.Barrier(meet) if meet else None
 
     def complete(self, prompts, decoding=None):
+        if self._meet is not None and not self._meet.broken:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self._meet.wait(10)
+            self._meet.abort()  # later calls go straight on
         with self._lock:
             time.sleep(self.seconds)
             return super().complete(prompts, decoding)
@@ -64,13 +71,15 @@ def _generate(runner, owner: str, model, query: str, *, lists: int = 12) -> Job:
 
 
 def test_two_sessions_generating_on_one_model_always_say_what_they_wait_for(runner):
-    model = LockedModel(0.04)
+    model = LockedModel(0.04, meet=2)
     first = _generate(runner, OWNER_A, model, "secret alpha query")
     second = _generate(runner, OWNER_B, model, "secret beta query")
     said: dict[str, list[str | None]] = {first.job_id: [], second.job_id: []}
     while all(runner.get(o, j.job_id).active for o, j in ((OWNER_A, first), (OWNER_B, second))):
         for owner, job in ((OWNER_A, first), (OWNER_B, second)):
-            said[job.job_id].append(waiting_text(runner.get(owner, job.job_id)))
+            now = runner.get(owner, job.job_id)
+            if now.active:  # (one may end between the loop's check and this poll: an ended job waits for nothing)
+                said[job.job_id].append(waiting_text(now))
         time.sleep(0.01)
     assert runner.wait(first.job_id, 30) and runner.wait(second.job_id, 30)
     pattern = re.compile(r"(waiting for stub-llm: [12] answers? ahead of yours \(another session's Generate\)"
