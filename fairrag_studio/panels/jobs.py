@@ -122,11 +122,6 @@ def _together_text(state: QueueState | None, me: str, viewer: str) -> str | None
     return f"answered together with {' and '.join(who)} (up to {state.batched} answers at once on {state.model})"
 
 
-def _batched_state(model: str) -> QueueState | None:
-    """The batching engine's queue of ``model`` now (None when it batches nothing, or has nothing to do)."""
-    return next((state for state in model_queues() if state.model == model and state.batched), None)
-
-
 def waiting_text(job: Job) -> str | None:
     """Why a running job moves slowly, when it shares a model with other pages or jobs (None otherwise): the queue
     it waits in now and its place, or, between its turns, whom it takes turns with (a job waits before each of its
@@ -153,8 +148,8 @@ def waiting_text(job: Job) -> str | None:
     shared = live.sharing() if live is not None else None
     if shared is None:
         return None
-    if shared.batched:
-        return _together_text(_batched_state(shared.model), me, job.owner)
+    if shared.batched or jobs.batched_queue(shared.model) is not None:  # a lock's wait on a batching model too
+        return _together_text(jobs.batched_queue(shared.model), me, job.owner)
     entries = ([(shared.holder_thread, shared.holder)] if shared.holder is not None else []) + list(shared.waiting)
     entries = [(name, label) for name, label in dict.fromkeys(entries) if name != me]
     if not entries:
@@ -192,7 +187,7 @@ def model_busy_note(model: str, *, viewer: str | None = None) -> str | None:
     engine answers this run's prompts together with the others': ``qwen2.5-0.5b is answering 8 prompts at once for
     another session's Generate (4 more wait for a free slot): this run joins them.``, named as ``viewer`` (default:
     this browser) may see them."""
-    batched = _batched_state(model)
+    batched = jobs.batched_queue(model)
     if batched is not None:
         n, queued = len(batched.answering), len(batched.waiting)
         who = " and ".join(jobs.runner().describe_threads(batched.answering if n else batched.waiting,

@@ -40,10 +40,10 @@ from pathlib import Path
 
 from fairrag_core import FairRAGError
 from fairrag_core.audit.jobs import INTERRUPTED, Job, JobStatus, JobTable, default_jobs_path
-from fairrag_core.models.queue import QueueState, activity, on_wait
+from fairrag_core.models.queue import QueueState, activity, model_queues, on_wait
 
-__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "job_thread_name", "SHUTDOWN_GRACE",
-           "SHARED_MEMORY"]
+__all__ = ["JobCancelled", "JobContext", "LiveJob", "JobRunner", "runner", "job_thread_name", "batched_queue",
+           "SHUTDOWN_GRACE", "SHARED_MEMORY"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +59,13 @@ SHARED_MEMORY = 60.0
 def job_thread_name(job_id: str) -> str:
     """The name of the thread that runs job ``job_id`` (how a model queue lists it)."""
     return f"fairrag-job-{job_id}"
+
+
+def batched_queue(model: str) -> QueueState | None:
+    """The batching engine's queue of ``model`` now (None when the model batches nothing, or has nothing to do). A
+    wait for such a model's *lock* (its weights loading, a prompt being tokenised, a call on its other context) is
+    a moment within the batching, not a turn taken with the other jobs."""
+    return next((state for state in model_queues() if state.model == model and state.batched), None)
 
 
 class JobCancelled(Exception):
@@ -152,8 +159,9 @@ class JobContext:
         first step, the last job of its kind's), ``n`` the jobs taking turns on its model (itself and the running
         jobs it shares the model with, :meth:`LiveJob.sharing`; a page's one call is a wait, not a turn). Elapsed
         time over steps made would count the waits as work and swing with every turn (46 → 8 → 12 → 25 min in
-        issue 31). On a batched model (``QueueState.batched``) ``n`` is 1: its answers decode together with the
-        others', so the seconds it measured per step already include the sharing."""
+        issue 31). On a batched model (``QueueState.batched``, or the lock of a model whose engine works now,
+        :func:`batched_queue`) ``n`` is 1: its answers decode together with the others', so the seconds it measured
+        per step already include the sharing."""
         if self._base is None:
             self._base = done
         now = time.monotonic()
@@ -164,8 +172,8 @@ class JobContext:
         eta = None
         if per_step is not None and done <= total:
             shared = self._live.sharing(now)
-            others = _others(shared, job_thread_name(self.job_id)) if shared is not None and not shared.batched \
-                else []
+            batched = shared is not None and (shared.batched or batched_queue(shared.model) is not None)
+            others = _others(shared, job_thread_name(self.job_id)) if shared is not None and not batched else []
             turns = 1 + sum(self._runner is not None and self._runner.running_thread(name) for name in others)
             eta = per_step * (total - done) * turns
         self._table.progress(self.job_id, done, total, note, base=self._base, eta=eta)

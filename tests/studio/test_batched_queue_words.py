@@ -5,6 +5,7 @@ and the ETA is not multiplied by the jobs sharing the model. The lock's words st
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import time
 
@@ -154,19 +155,31 @@ def test_the_lock_words_stay_and_a_lock_held_by_the_engine_is_named_by_what_it_d
         "waiting for qwen2.5-0.5b: 1 model call ahead of yours (a step of the answers decoded together)")
 
 
-def test_the_eta_is_not_multiplied_by_the_jobs_sharing_a_batched_model(runner, room):
+def test_the_eta_is_not_multiplied_by_the_jobs_sharing_a_batched_model(runner, room, engine):
     _, t = room
     other = (t["b1"], "Answers · secret one")  # a running job of another session on the same model
+    lock = QueueState(MODEL, "Answers · secret one", t["b1"], ())
     etas = {}
-    for kind, shared in (("lock", QueueState(MODEL, "Answers · secret one", t["b1"], ())),
-                         ("batched", _batched([other, (t["a"], "Answers · my query")]))):
+
+    def eta(shared):
         job = runner.table.create(OWNER_A, "generate", "Answers · my query", total=10)
         live = jobs.LiveJob(job.job_id, OWNER_A, kind="generate", shared=(shared, time.monotonic()))
         jobs.JobContext(runner.table, live, {"generate": 2.0}, runner).progress(3, 10)
-        etas[kind] = runner.get(OWNER_A, job.job_id).eta
+        return runner.get(OWNER_A, job.job_id).eta, live
+
+    etas["lock"], _ = eta(lock)
+    etas["batched"], _ = eta(_batched([other, (t["a"], "Answers · my query")]))
+    # the job last waited at the model's lock (B tokenised its prompts), and the model's engine works now
+    engine(_batched([other]))
+    etas["lock of a batching model"], live = eta(lock)
     # 2 s per step measured, 7 steps left: two jobs taking turns behind a lock double it; answered together they
     # do not (the measured seconds already include the sharing)
-    assert etas == {"lock": pytest.approx(28.0), "batched": pytest.approx(14.0)}
+    assert etas == {"lock": pytest.approx(28.0), "batched": pytest.approx(14.0),
+                    "lock of a batching model": pytest.approx(14.0)}
+    # and its words are the batched ones, not "one answer at a time, in turns"
+    runner._live[live.job_id] = live
+    assert waiting_text(runner.get(OWNER_A, live.job_id)) == (
+        "answered together with another session's Generate (up to 8 answers at once on qwen2.5-0.5b)")
 
 
 def test_waiting_for_a_slot_is_not_a_wait_the_eta_takes_out():
@@ -179,3 +192,54 @@ def test_waiting_for_a_slot_is_not_a_wait_the_eta_takes_out():
     time.sleep(0.05)
     live.report_wait(None, 0)
     assert 0.04 < live.waited() < 1.0
+
+
+def test_two_sessions_on_the_real_batching_engine_are_told_the_batched_words(runner):
+    """Two sessions' jobs on SmolLM2-135M with 2 slots and 3 prompts each: every poll while they share the engine
+    says the batched words (never the lock's "ahead of yours" or "in turns"), each job is one job however many of
+    its prompts queue, and no poll shows the other session's query."""
+    from fairrag_core.models.catalog import model_for
+    from fairrag_core.models.gguf import resolve_gguf
+    from fairrag_core.models.llama_cpp import LlamaCppModel
+    from fairrag_core.models.llm import ChatPrompt, Decoding
+
+    model = LlamaCppModel(resolve_gguf(model_for("smollm2-135m").weights), name="smollm2-135m", slots=2)
+    model.complete([ChatPrompt("", "Hi")], Decoding(max_new_tokens=1))  # loaded, as the app preloads its models
+    meet, states = threading.Barrier(2), []
+
+    def work(query):
+        def run(ctx):
+            meet.wait(30)  # both submit together: 6 prompts for 2 slots
+            prompts = [ChatPrompt("Answer in one sentence.", f"{query}: what is running shoe number {i}?")
+                       for i in range(3)]
+            return model.complete(prompts, Decoding(max_new_tokens=24, stop=()))[0].text and None
+        return run
+
+    try:
+        first = runner.submit(OWNER_A, "generate", "Answers · secret alpha", work("secret alpha"))
+        second = runner.submit(OWNER_B, "generate", "Answers · secret beta", work("secret beta"))
+        said = []
+        while any(runner.get(o, j.job_id).active for o, j in ((OWNER_A, first), (OWNER_B, second))):
+            for owner, job in ((OWNER_A, first), (OWNER_B, second)):
+                now = runner.get(owner, job.job_id)
+                if now.active and (text := waiting_text(now)) is not None:
+                    said.append(text)
+            if model._engine is not None:
+                states.append(model._engine.state())
+            time.sleep(0.02)
+        assert runner.get(OWNER_A, first.job_id).error is None and runner.get(OWNER_B, second.job_id).error is None
+    finally:
+        model.close()
+    assert said, "the two jobs never shared the engine"
+    batched = re.compile(r"[123] of its answers waits? for a free slot \(place [1-5]; [12] answers? at once on "
+                         r"smollm2-135m(, with another session's Generate)?\)"  # (its own answers fill the slots)
+                         r"|answered together with another session's Generate \(up to 2 answers at once on "
+                         r"smollm2-135m\)"
+                         # a prompt tokenised while the engine steps or the other job tokenises (a moment)
+                         r"|waiting for smollm2-135m: 1 (model call|answer) ahead of yours \((a step of the answers "
+                         r"decoded together|another session's Generate)\)")
+    assert all(batched.fullmatch(text) for text in said), "\n".join(sorted(set(said)))
+    assert any("wait" in text for text in said)  # 6 prompts, 2 slots: some waited and said their place
+    threads = {jobs.job_thread_name(first.job_id), jobs.job_thread_name(second.job_id)}
+    seen = [s for s in states if s.answering]
+    assert seen and all(s.batched == 2 and {name for name, _ in s.answering} <= threads for s in seen)
