@@ -20,8 +20,12 @@ context (the judge's option probabilities) run between two steps, and the thread
 works (:class:`~fairrag_core.models.threads.ThreadChoice`). The engine's queue is shown like a lock's
 (:meth:`~BatchedDecoder.state`): "qwen2.5-0.5b: 5 answers at once for Generate (news), Generate (people); 12 waiting".
 
-The sums of a batch of 8 run in another order than those of a batch of 1, so a greedy answer can differ in a late
-token from the one the same prompt gets alone; the answer cache keeps a stored run's answers as they were.
+Answers are those of the one-at-a-time path as long as each prompt is decoded alone; decoded together, llama.cpp's
+CPU kernels treat a token differently depending on how many tokens share its batch (rows go through a 4-row
+kernel or a one-row remainder), so a logit moves by up to ~0.5 (of ~30; measured on Qwen2.5-0.5B, with separate KV
+streams per slot too), and a small model's greedy answer can change where two tokens nearly tie. The one-at-a-time
+path had the same property across prompt-cache states. A stored run's answers stay as they were in the answer
+cache, which is what reproduces it.
 """
 
 from __future__ import annotations
@@ -152,7 +156,9 @@ class BatchedDecoder:
         params.n_batch = n_batch
         params.n_ubatch = n_batch
         params.n_seq_max = slots
-        params.kv_unified = True  # one pool of cells: a shared prefix is one set of cells, not a copy per slot
+        # one pool of cells for all slots: a copied prefix shares the source's cells (no copy, no cells per slot
+        # held empty); separate streams per slot were tried and gave the same batch-size drift (module docstring)
+        params.kv_unified = True
         params.n_threads = params.n_threads_batch = self._n_threads = threads.current()
         params.offload_kqv = gpu
         # as llama-cpp-python's Llama (the one-at-a-time path): no flash attention, so both paths sum alike
@@ -346,8 +352,7 @@ class BatchedDecoder:
                 if n > shared:
                     source, shared = slot, n
         if source is not None:
-            L.llama_memory_seq_rm(self._mem, target.seq, -1, -1)
-            L.llama_memory_seq_cp(self._mem, source.seq, target.seq, 0, shared)
+            self._copy_prefix(source, target, shared)
             target.tokens = tokens[:shared]
         else:
             L.llama_memory_seq_rm(self._mem, target.seq, kept, -1)
@@ -368,6 +373,15 @@ class BatchedDecoder:
         self._count_reuse(target)
         return target
 
+    def _copy_prefix(self, source: _Slot, target: _Slot, n: int) -> None:
+        """Give ``target`` the KV cache of ``source``'s first ``n`` tokens: the whole sequence, then what follows the
+        prefix dropped (in the unified cache a copy only adds ``target`` to the cells' sequences; with a stream per
+        sequence llama.cpp copies whole streams only, so this form works for both)."""
+        L = self._L
+        L.llama_memory_seq_rm(self._mem, target.seq, -1, -1)
+        L.llama_memory_seq_cp(self._mem, source.seq, target.seq, -1, -1)
+        L.llama_memory_seq_rm(self._mem, target.seq, n, -1)
+
     def _count_reuse(self, slot: _Slot) -> None:
         if slot.follow is None:
             ticket = slot.ticket
@@ -383,8 +397,7 @@ class BatchedDecoder:
             leader, led, n = slot.follow
             tokens = slot.ticket.tokens
             if leader.ticket is led and len(leader.tokens) >= n:
-                self._L.llama_memory_seq_rm(self._mem, slot.seq, -1, -1)
-                self._L.llama_memory_seq_cp(self._mem, leader.seq, slot.seq, 0, n)
+                self._copy_prefix(leader, slot, n)
                 slot.tokens, slot.pending, slot.follow = tokens[:n], tokens[n:], None
             elif leader.ticket is not led:
                 slot.follow = None  # the leader finished, was cancelled or was replaced: evaluate it here
