@@ -34,6 +34,10 @@ __all__ = ["DEFAULT_SLOTS", "LlamaCppModel"]
 
 #: Answers the batching engine decodes at once (:mod:`.batching`); on a CPU 8 tokens cost about 2 steps of 1.
 DEFAULT_SLOTS = 8
+#: KV cells of each slot: a 5-document prompt and its answer need ~1,000; longer prompts (RichRAG's 320-token
+#: answers over many documents) go one at a time on the model's own context. 8 × 2,048 cells take 200 MB of KV
+#: cache for Qwen2.5-0.5B, 460 MB for Qwen2.5-1.5B.
+SLOT_CONTEXT = 2048
 
 
 class LlamaCppModel(LanguageModel):
@@ -142,9 +146,18 @@ class LlamaCppModel(LanguageModel):
         # submitted in sorted order: prompts that share their first documents sit side by side, the first of them
         # evaluates the shared part and the others copy it (see BatchedDecoder._place)
         order = self.prefix_order(prompts)
-        tokens = [self._prompt_tokens(prompts[i]) for i in order]
-        for j, completion in engine.each(tokens, decoding):
-            yield order[j], completion
+        tokens = {i: self._prompt_tokens(prompts[i]) for i in order}
+        for i in order:
+            if len(tokens[i]) + decoding.max_new_tokens > self.n_ctx:
+                raise InvalidParameterError(
+                    f"prompt has {len(tokens[i])} tokens and may grow by {decoding.max_new_tokens}, over the context "
+                    f"of {self.n_ctx}; use shorter documents or fewer of them")
+        batched = [i for i in order if engine.fits(len(tokens[i]), decoding)]
+        for j, completion in engine.each([tokens[i] for i in batched], decoding):
+            yield batched[j], completion
+        longer = [i for i in order if i not in set(batched)]  # over a slot's context: on the model's own, in turn
+        for i, completion in zip(longer, self._complete_in_turn([prompts[i] for i in longer], decoding)):
+            yield i, completion
 
     def _prompt_tokens(self, prompt: ChatPrompt) -> list[int]:
         with self._lock:
@@ -157,7 +170,7 @@ class LlamaCppModel(LanguageModel):
             if self._engine is None:
                 self._engine = BatchedDecoder(llm, name=self.name, lock=self._lock, threads=self._threads,
                                               usage=self.usage,
-                                              slots=self.slots, n_ctx=max(self.n_ctx, self.slots * 1024),
+                                              slots=self.slots, n_ctx=min(self.n_ctx, SLOT_CONTEXT),
                                               gpu=self.device == "cuda")
             return self._engine
 
