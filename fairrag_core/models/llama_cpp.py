@@ -160,9 +160,11 @@ class LlamaCppModel(LanguageModel):
             yield i, completion
 
     def _prompt_tokens(self, prompt: ChatPrompt) -> list[int]:
-        with self._lock:
-            llm = self._load()
-            return llm.tokenize(self._render(prompt).encode("utf-8"), add_bos=True, special=True)
+        # tokenising only reads the vocabulary: outside the lock, so a caller does not queue behind an engine step
+        if self._llm is None:
+            with self._lock:
+                self._load()
+        return self._llm.tokenize(self._render(prompt).encode("utf-8"), add_bos=True, special=True)
 
     def _engine_for(self) -> BatchedDecoder:
         with self._lock:
