@@ -47,10 +47,15 @@ from .threads import ThreadChoice
 
 __all__ = ["BatchedDecoder", "Ticket", "penalise", "admission_order"]
 
-#: Prompts read at once (their own tokens, not copied ones). Reading is bound by arithmetic on a CPU: eight prompts
-#: read side by side all finish late (``make class``'s first answer came after 47 s of 188 s, and its estimate of
-#: the time left said 15 min), two keep answers coming one by one at the same total cost.
+#: Prompts being read at once (one that waits to copy another's first tokens counts: it reads the rest after). Reading
+#: is bound by arithmetic on a CPU: eight prompts read side by side all finish late (``make class``'s first answer
+#: came after 47 s of 188 s, and its estimate of the time left said 15 min); two keep answers coming one by one at
+#: the same total cost.
 READING_AT_ONCE = 2
+#: Prompt tokens read in a step that also generates. Answers here are short (5–20 tokens) and a prompt long
+#: (~900 tokens): with 128-token chunks each generated token waited for a chunk, and make class's first answer came
+#: after 47 s where one at a time it came after 10 s.
+CHUNK_WHILE_GENERATING = 16
 #: A prompt waits for another slot's evaluation only when that shares at least this many more tokens.
 FOLLOW_MIN_TOKENS = 16
 #: Tokens llama.cpp's repetition penalty looks back over (llama-cpp-python's ``last_n_tokens_size``). As there, only
@@ -330,7 +335,8 @@ class BatchedDecoder:
             if slot.ticket is not None:
                 owners[slot.ticket.owner] = owners.get(slot.ticket.owner, 0) + 1
         queued = list(self._queue)
-        reading = sum(1 for s in self._slots if s.ticket is not None and s.pending and s.follow is None)
+        # a prompt that follows another reads its own part after the copy: it counts
+        reading = sum(1 for s in self._slots if s.ticket is not None and s.pending)
         for i in admission_order([t.owner for t in queued], owners):
             if not free or reading >= READING_AT_ONCE:
                 break
@@ -338,7 +344,7 @@ class BatchedDecoder:
             self._queue.remove(ticket)
             slot = self._place(ticket, free)
             free.remove(slot)
-            reading += bool(slot.pending and slot.follow is None)
+            reading += bool(slot.pending)
 
     def _place(self, ticket: Ticket, free: list[_Slot]) -> _Slot:  # with self._cond held
         """Put ``ticket`` in the free slot that keeps most of its prompt in the cache: its own longest common prefix,
@@ -441,8 +447,8 @@ class BatchedDecoder:
         # (slot, token, wants logits)
         entries: list[tuple[_Slot, int, bool]] = [(slot, slot.next_token, True) for slot in generating]
         budget = self.n_batch - len(entries)
-        if generating:  # keep the generating slots' tokens coming: a short chunk of prompt per step
-            budget = min(budget, max(32, self.n_batch // 4))
+        if generating:  # answers first: a step that also reads a long chunk makes every answer's next token wait
+            budget = min(budget, CHUNK_WHILE_GENERATING)
         for slot in sorted(evaluating, key=lambda s: s.used):
             if budget <= 0:
                 break
