@@ -100,9 +100,10 @@ class _Progress:
     """One stderr line per answer and per judgement, with its time and an estimate of the time left.
 
     Hooked into :class:`~fairrag_core.rag.pipeline.AnswerStream`: ``tick`` before every model call, ``progress``
-    after it. The estimate is (mean time of the answers generated so far) × (answers still to generate) + (mean time
-    of the judgements computed so far) × (judgements still to do: those left in this (query, α), and for the later
-    ones the judgements per generated answer so far); cached units take no time and are not in the means.
+    after it. The estimate is (mean time of the answers generated so far, the first left out once there are two)
+    × (answers still to generate) + (mean time of the judgements computed so far) × (judgements still to do: those
+    left in this (query, α), and for the later ones the judgements per generated answer so far); cached units take
+    no time and are not in the means.
     """
 
     def __init__(self, generator, attributor, answers: int, todo: int, err) -> None:
@@ -125,7 +126,11 @@ class _Progress:
         self._marks = (self.generator.cache.misses, self.attributor.model_pairs)
 
     def _left(self) -> str:
-        answer = sum(self.answer_seconds) / len(self.answer_seconds) if self.answer_seconds else None
+        # A model that decodes answers together reads several prompts before the first answer is out, then answers
+        # come close together: past the first, the time between answers is the pace (the first would say 17 min
+        # where 2 were left)
+        paced = self.answer_seconds[1:] or self.answer_seconds
+        answer = sum(paced) / len(paced) if paced else None
         judge = sum(self.judge_seconds) / len(self.judge_seconds) if self.judge_seconds else None
         if answer is None and self.todo:
             return ""

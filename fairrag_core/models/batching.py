@@ -10,8 +10,7 @@ prefix any slot already holds in the KV cache (its own previous prompt, or anoth
 
 :class:`BatchedDecoder` owns one context and one worker thread. :meth:`~BatchedDecoder.submit` queues a prompt (as
 tokens) and returns a :class:`Ticket`; the worker admits queued prompts into free slots — fairly, the owner with the
-fewest prompts in slots first, so one job's 20 lists do not hold the room back, and at most
-:data:`READING_AT_ONCE` reading their prompt at a time — and runs steps: one token for each
+fewest prompts in slots first, so one job's 20 lists do not hold the room back — and runs steps: one token for each
 slot that is generating, plus a chunk of the prompts being evaluated (a small chunk while others generate, so their
 tokens keep coming). Decoding is greedy with llama.cpp's repetition penalty over the last 64 generated tokens; an answer
 ends at an end-of-generation token, at the first stop string (cut there) or at ``max_new_tokens``.
@@ -47,15 +46,12 @@ from .threads import ThreadChoice
 
 __all__ = ["BatchedDecoder", "Ticket", "penalise", "admission_order"]
 
-#: Prompts being read at once (one that waits to copy another's first tokens counts: it reads the rest after). Reading
-#: is bound by arithmetic on a CPU: eight prompts read side by side all finish late (``make class``'s first answer
-#: came after 47 s of 188 s, and its estimate of the time left said 15 min); two keep answers coming one by one at
-#: the same total cost.
-READING_AT_ONCE = 2
-#: Prompt tokens read in a step that also generates. Answers here are short (5–20 tokens) and a prompt long
-#: (~900 tokens): with 128-token chunks each generated token waited for a chunk, and make class's first answer came
-#: after 47 s where one at a time it came after 10 s.
-CHUNK_WHILE_GENERATING = 16
+#: Prompt tokens read in a step that also generates: the generated tokens ride along with a chunk of reading (a step
+#: costs one pass over the weights plus its tokens). Measured on make class (Qwen2.5-1.5B, 20 lists, idle 2 cores):
+#: 128-token chunks with every slot reading took 158 s for what took 168 s one at a time; 16-token chunks starved the
+#: reading (207 s), and reading at most two prompts at a time gave 168 s with the first answer no sooner (51 s: a
+#: long first answer waits for a chunk at each of its tokens).
+CHUNK_WHILE_GENERATING = 128
 #: A prompt waits for another slot's evaluation only when that shares at least this many more tokens.
 FOLLOW_MIN_TOKENS = 16
 #: Tokens llama.cpp's repetition penalty looks back over (llama-cpp-python's ``last_n_tokens_size``). As there, only
@@ -335,16 +331,13 @@ class BatchedDecoder:
             if slot.ticket is not None:
                 owners[slot.ticket.owner] = owners.get(slot.ticket.owner, 0) + 1
         queued = list(self._queue)
-        # a prompt that follows another reads its own part after the copy: it counts
-        reading = sum(1 for s in self._slots if s.ticket is not None and s.pending)
         for i in admission_order([t.owner for t in queued], owners):
-            if not free or reading >= READING_AT_ONCE:
+            if not free:
                 break
             ticket = queued[i]
             self._queue.remove(ticket)
             slot = self._place(ticket, free)
             free.remove(slot)
-            reading += bool(slot.pending)
 
     def _place(self, ticket: Ticket, free: list[_Slot]) -> _Slot:  # with self._cond held
         """Put ``ticket`` in the free slot that keeps most of its prompt in the cache: its own longest common prefix,
@@ -447,7 +440,7 @@ class BatchedDecoder:
         # (slot, token, wants logits)
         entries: list[tuple[_Slot, int, bool]] = [(slot, slot.next_token, True) for slot in generating]
         budget = self.n_batch - len(entries)
-        if generating:  # answers first: a step that also reads a long chunk makes every answer's next token wait
+        if generating:  # a chunk of reading in every step, so the answers' tokens cost little more than a pass
             budget = min(budget, CHUNK_WHILE_GENERATING)
         for slot in sorted(evaluating, key=lambda s: s.used):
             if budget <= 0:

@@ -106,7 +106,7 @@ def _echo(word: str) -> ChatPrompt:
 
 def test_four_callers_at_once_each_get_their_own_answers(make_model):
     model = make_model(8)
-    decoding = Decoding(max_new_tokens=8)
+    decoding = Decoding(max_new_tokens=16)
     answers: dict[int, list] = {}
     errors: list[BaseException] = []
     start = threading.Barrier(len(WORDS))
@@ -132,9 +132,9 @@ def test_four_callers_at_once_each_get_their_own_answers(make_model):
             assert not any(other in text for other in every - {word}), (word, completion)
     assert model.usage.calls == 2 * len(WORDS)
     assert model._engine.batched_tokens > 0  # the callers' answers shared steps
-    # these echoes have clear winners at every token: the batch gives the one-at-a-time answers
-    reference = make_model(1).complete([_echo(w) for pair in WORDS for w in pair], decoding)
-    assert [c for n in range(len(WORDS)) for c in answers[n]] == reference
+    # not compared with one-at-a-time answers word for word: which tokens share a step depends on the threads'
+    # timing, and a batch moves logits a little (batching.py), so SmolLM2 once began "I'm going to repeat the
+    # word" in one run and not in another
 
 
 # ---- prefix sharing --------------------------------------------------------------------------------------------
