@@ -1,5 +1,8 @@
 """Continuous batching for a llama.cpp model: the answers of every session and job decode together.
 
+(Long because the engine is one state machine — queue, slots, prefix copies, the worker's steps — whose parts share
+one condition and one context; split, each part would reach into the others' state.)
+
 A llama.cpp context can hold several sequences (``n_seq_max``) and evaluate tokens of all of them in one
 ``llama_decode`` call. On a CPU a generated token costs about as much for 8 sequences at once as for 1 (the weights
 are read from memory once per step), so answers that are decoded together finish sooner in all than answers that
