@@ -223,7 +223,9 @@ def test_the_real_llama_index_instrumentors_reranker_input_is_the_candidate_set(
 
     audited = instrumented.assert_audits_as_the_record
     monkeypatch.setattr(instrumented, "assert_audits_as_the_record", keep)
-    receiver = instrumented.Receiver(tmp_path / "store", port=0).start()
+    from fairrag_core.data.collector import Receiver
+
+    receiver = Receiver(tmp_path / "store", port=0).start()
     try:
         instrumented.test_llama_index_instrumented_pipeline_audits_as_its_own_record(receiver, tmp_path, True)
     finally:
