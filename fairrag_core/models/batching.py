@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InvalidParameterError
-from .llm import Completion, Decoding, TokenUsage, common_prefix
+from .llm import Completion, Decoding, TokenUsage, check_context, common_prefix
 from .queue import ModelLock, QueueState, current_activity, register_queue
 from .threads import ThreadChoice
 
@@ -109,7 +109,6 @@ class Ticket:
     completion: Completion | None = None
     error: BaseException | None = None
     cancelled: bool = False
-    admitted: bool = False
     reused: int = 0  # prompt tokens served from the cache
     generated: list[int] = field(default_factory=list)
     text: bytearray = field(default_factory=bytearray)
@@ -202,9 +201,7 @@ class BatchedDecoder:
         tokens = list(tokens)
         if not tokens:
             raise InvalidParameterError("the prompt has no tokens")
-        if not self.fits(len(tokens), decoding):
-            raise InvalidParameterError(f"prompt has {len(tokens)} tokens and may grow by {decoding.max_new_tokens}, "
-                                        f"over the context of {self.n_ctx}; use shorter documents or fewer of them")
+        check_context(len(tokens), decoding, self.n_ctx)
         thread = threading.current_thread().name
         ticket = Ticket(tokens, decoding, owner or thread, current_activity(), thread)
         with self._cond:
@@ -214,18 +211,13 @@ class BatchedDecoder:
             self._cond.notify_all()
         return ticket
 
-    def complete(self, prompts: Sequence[Sequence[int]], decoding: Decoding) -> list[Completion]:
-        """Completions of token prompts, submitted together; waiting reports the queue (see :meth:`wait`)."""
-        return [c for _, c in sorted(self.each(prompts, decoding))]
-
     def each(self, prompts: Sequence[Sequence[int]], decoding: Decoding) -> Iterable[tuple[int, Completion]]:
         """``(index, completion)`` as each prompt's answer is ready. Leaving the loop early (or an exception while
         waiting) cancels the prompts that have not finished."""
-        tickets = [self.submit(p, decoding) for p in prompts]
-        left = dict(enumerate(tickets))
+        left = {i: self.submit(p, decoding) for i, p in enumerate(prompts)}
         try:
             while left:
-                for i in self.wait(list(left.values()), left):
+                for i in self.wait(left):
                     yield i, left.pop(i).result()
         finally:
             for ticket in left.values():
@@ -233,8 +225,8 @@ class BatchedDecoder:
             with self._cond:
                 self._cond.notify_all()
 
-    def wait(self, tickets: list[Ticket], index: dict[int, Ticket]) -> list[int]:
-        """Block until at least one of ``tickets`` is done; return the indices (keys of ``index``) that are.
+    def wait(self, index: dict[int, Ticket]) -> list[int]:
+        """Block until at least one ticket of ``index`` is done; return the indices (its keys) that are.
 
         While some of them still queue for a slot, the thread's :func:`~fairrag_core.models.queue.on_wait`
         callback is told the queue and the first place about every second (and ``None`` once all are in slots)."""
@@ -249,7 +241,7 @@ class BatchedDecoder:
                     report(None, 0)
                 return ready
             if report is not None:
-                places = self._places(tickets)
+                places = self._places(index.values())
                 if places:
                     report(self.state(), min(places))
                     reported = True
@@ -259,7 +251,7 @@ class BatchedDecoder:
             with self._cond:
                 self._cond.wait(timeout=WAIT_REPORT_SECONDS)
 
-    def _places(self, tickets: list[Ticket]) -> list[int]:
+    def _places(self, tickets: Iterable[Ticket]) -> list[int]:
         with self._cond:
             waiting = [t for t in self._queue if not t.cancelled]
         mine = {id(t) for t in tickets}
@@ -375,7 +367,6 @@ class BatchedDecoder:
         target.follow = (leader, leader.ticket, ahead) if leader is not None else None
         target.ticket, target.pending, target.next_token = ticket, tokens[len(target.tokens):], None
         target.used = time.monotonic()
-        ticket.admitted = True
         self._count_reuse(target)
         return target
 
@@ -481,13 +472,8 @@ class BatchedDecoder:
             if threads != self._n_threads:
                 L.llama_set_n_threads(self._ctx, threads, threads)
                 self._n_threads = threads
+            # every slot has a stream of n_ctx cells and submit() admits only what fits: nothing to evict on failure
             code = L.llama_decode(self._ctx, batch)
-            if code == 1:  # no room in the cache: drop what free slots keep, then try once more
-                with self._cond:
-                    for slot in self._slots:
-                        if slot.ticket is None and slot.tokens:
-                            self._forget(slot)
-                code = L.llama_decode(self._ctx, batch)
             self.steps += 1
         if code != 0:
             raise RuntimeError(f"llama.cpp could not decode a batch of {len(entries)} tokens (code {code})")

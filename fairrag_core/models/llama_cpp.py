@@ -23,8 +23,10 @@ from .llm import (
     Decoding,
     LanguageModel,
     TokenUsage,
+    check_context,
     check_options,
     common_prefix,
+    prefix_order,
     softmax_options,
 )
 from .queue import ModelLock
@@ -148,14 +150,12 @@ class LlamaCppModel(LanguageModel):
         order = self.prefix_order(prompts)
         tokens = {i: self._prompt_tokens(prompts[i]) for i in order}
         for i in order:
-            if len(tokens[i]) + decoding.max_new_tokens > self.n_ctx:
-                raise InvalidParameterError(
-                    f"prompt has {len(tokens[i])} tokens and may grow by {decoding.max_new_tokens}, over the context "
-                    f"of {self.n_ctx}; use shorter documents or fewer of them")
+            check_context(len(tokens[i]), decoding, self.n_ctx)
         batched = [i for i in order if engine.fits(len(tokens[i]), decoding)]
         for j, completion in engine.each([tokens[i] for i in batched], decoding):
             yield batched[j], completion
-        longer = [i for i in order if i not in set(batched)]  # over a slot's context: on the model's own, in turn
+        # over a slot's context: on the model's own, in turn
+        longer = [i for i in order if not engine.fits(len(tokens[i]), decoding)]
         for i, completion in zip(longer, self._complete_in_turn([prompts[i] for i in longer], decoding)):
             yield i, completion
 
@@ -201,10 +201,7 @@ class LlamaCppModel(LanguageModel):
                 self.usage.add(len(prompt_ids) - reused, reused, reply["usage"]["completion_tokens"])
             return out
 
-    @staticmethod
-    def prefix_order(prompts: Sequence[ChatPrompt]) -> list[int]:
-        """Indices of ``prompts`` in sorted order: prompts that share a prefix run back to back."""
-        return sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user))
+    prefix_order = staticmethod(prefix_order)
 
     def option_probabilities(self, prompt: ChatPrompt, options: Sequence[str], *, keep_prefix: str = "") -> np.ndarray:
         threads = self._threads.current()  # measured outside the lock (it samples the machine for 0.2 s)

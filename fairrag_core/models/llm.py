@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 
 __all__ = ["ChatPrompt", "Decoding", "Completion", "LanguageModel", "TokenUsage", "common_prefix", "softmax_options",
-           "check_options"]
+           "check_options", "check_context", "prefix_order"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,23 @@ def common_prefix(previous: Sequence[int], tokens: Sequence[int]) -> int:
     return int(limit if same.all() else same.argmin())
 
 
+def prefix_order(prompts: Sequence[ChatPrompt]) -> list[int]:
+    """Indices of ``prompts`` in sorted order: prompts that share a prefix (the same first documents) run back to
+    back, so a KV cache serves the shared part.
+
+    >>> prefix_order([ChatPrompt("s", "b"), ChatPrompt("s", "a")])
+    [1, 0]
+    """
+    return sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user))
+
+
+def check_context(n_tokens: int, decoding: Decoding, n_ctx: int) -> None:
+    """Refuse a prompt of ``n_tokens`` whose answer may not fit in a context of ``n_ctx`` tokens."""
+    if n_tokens + decoding.max_new_tokens > n_ctx:
+        raise InvalidParameterError(f"prompt has {n_tokens} tokens and may grow by {decoding.max_new_tokens}, over the "
+                                    f"context of {n_ctx}; use shorter documents or fewer of them")
+
+
 def softmax_options(logits: np.ndarray) -> np.ndarray:
     shifted = np.asarray(logits, dtype=np.float64) - np.max(logits)
     weights = np.exp(shifted)
@@ -142,7 +159,7 @@ class LanguageModel(ABC):
         """``(index, completion)`` as each answer is ready, so a caller can count them or stop in between (leaving
         the loop stops the rest). This default answers one prompt per :meth:`complete` call, in the order that
         shares prompt prefixes (sorted); a backend that decodes many prompts at once overrides it."""
-        for i in sorted(range(len(prompts)), key=lambda i: (prompts[i].system, prompts[i].user)):
+        for i in prefix_order(prompts):
             yield i, self.complete([prompts[i]], decoding)[0]
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 64) -> list[str]:

@@ -224,16 +224,23 @@ class Generator:
     def max_new_tokens(self) -> int:
         return self.style.max_new_tokens
 
-    def complete_prompts(self, prompts: Sequence[ChatPrompt], *, decoding: Decoding | None = None) -> list[Completion]:
-        """Completions for prompts; each distinct uncached prompt reaches the model once, in one batch.
-
-        ``decoding`` overrides the style's (e.g. a long multi-paragraph answer); it is part of the cache key.
-        Completions that did not need the model (memory or disk cache) come back with ``cached=True``."""
+    def _lookup(self, prompts: Sequence[ChatPrompt], decoding: Decoding | None
+                ) -> tuple[Decoding, str | None, list[Completion | None], list[ChatPrompt]]:
+        """The decoding (``None``: the style's), the disk identity, each prompt's cached completion and the distinct
+        prompts still to generate; the answers found count as cache hits."""
         decoding = decoding or self.style.decoding
         identity = self.identity if self.cache.disk is not None else None
         found = self.cache.get_many(self.name, decoding, prompts, identity=identity)
         todo = list(dict.fromkeys(p for p, a in zip(prompts, found) if a is None))
         self.cache.hits += len(prompts) - len(todo)
+        return decoding, identity, found, todo
+
+    def complete_prompts(self, prompts: Sequence[ChatPrompt], *, decoding: Decoding | None = None) -> list[Completion]:
+        """Completions for prompts; each distinct uncached prompt reaches the model once, in one batch.
+
+        ``decoding`` overrides the style's (e.g. a long multi-paragraph answer); it is part of the cache key.
+        Completions that did not need the model (memory or disk cache) come back with ``cached=True``."""
+        decoding, identity, found, todo = self._lookup(prompts, decoding)
         if todo:
             self.cache.put_many(self.name, decoding, list(zip(todo, self.model.complete(todo, decoding))),
                                 identity=identity)
@@ -246,11 +253,7 @@ class Generator:
         finishes (:meth:`LanguageModel.complete_each`; a batching backend decodes them together). Each
         generated answer is cached when it arrives, so a caller that stops early keeps what was made; leaving the
         loop cancels the rest."""
-        decoding = decoding or self.style.decoding
-        identity = self.identity if self.cache.disk is not None else None
-        found = self.cache.get_many(self.name, decoding, prompts, identity=identity)
-        todo = list(dict.fromkeys(p for p, a in zip(prompts, found) if a is None))
-        self.cache.hits += len(prompts) - len(todo)
+        decoding, identity, found, todo = self._lookup(prompts, decoding)
         waiting: dict[ChatPrompt, list[int]] = {}
         for i, (prompt, answer) in enumerate(zip(prompts, found)):
             if answer is not None:
@@ -266,9 +269,7 @@ class Generator:
                 for i in waiting[todo[j]]:
                     yield i, completion
         finally:
-            close = getattr(answers, "close", None)
-            if close is not None:
-                close()
+            answers.close()  # cancels what the model has not answered yet
 
     def answer_prompts(self, prompts: Sequence[ChatPrompt]) -> list[str]:
         """Answer texts for prompts (see :meth:`complete_prompts`)."""
